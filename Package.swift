@@ -1,0 +1,27 @@
+// swift-tools-version: 6.0
+// coplay: serverless media playback sync over LAN multicast. No package dependencies by design.
+import PackageDescription
+
+let package = Package(
+    name: "coplay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "coplay", targets: ["coplay"]),
+        .library(name: "CoplayCore", targets: ["CoplayCore"]),
+    ],
+    targets: [
+        // The protocol as pure value types: no sockets, no threads, no clocks.
+        .target(name: "CoplayCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        // The shell: sockets, timers, stdin/stdout; the only code that reads real time.
+        .target(name: "CoplayRuntime", dependencies: ["CoplayCore"]),
+        // Seeded network and clock simulation driving many core instances.
+        .target(name: "CoplaySimulation", dependencies: ["CoplayCore"]),
+        // Drives real `coplay` processes (benchmarks, integration tests).
+        .target(name: "CoplayHarness"),
+        .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness"]),
+        .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
+        .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulation"]),
+        .testTarget(name: "CoplayIntegrationTests", dependencies: ["CoplayHarness", "coplay"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,59 @@
+/// Why a received datagram was not acted on.
+public enum DropReason: String, CaseIterable, Hashable, Sendable {
+    // The decoder's verdicts (see `DecodeError.Kind`).
+    case tooShort, tooLong, badMagic, unsupportedVersion, unknownType, badFlags, lengthMismatch, malformedPayload,
+        unauthenticated
+    /// Well formed, but for another session on the same group.
+    case otherSession
+    /// Carries this agent's id with another incarnation: two agents share an id.
+    case idConflict
+    /// From a membership that has left or was declared dead.
+    case fromDeparted
+    /// From an incarnation older than the one known for that id.
+    case staleIncarnation
+    /// From an unknown peer while the peer table is full.
+    case peerTableFull
+    /// Arrived while this agent is not joined.
+    case notJoined
+    /// A probe reply matching no outstanding probe (late, duplicated or forged).
+    case unexpectedProbeReply
+    /// A probe reply whose timestamps cannot be right.
+    case implausibleProbeReply
+    /// A message that only makes sense from a known peer, from an unknown one.
+    case unknownSender
+
+    init(_ kind: DecodeError.Kind) {
+        switch kind {
+        case .tooShort: self = .tooShort
+        case .tooLong: self = .tooLong
+        case .badMagic: self = .badMagic
+        case .unsupportedVersion: self = .unsupportedVersion
+        case .unknownType: self = .unknownType
+        case .badFlags: self = .badFlags
+        case .lengthMismatch: self = .lengthMismatch
+        case .malformedPayload: self = .malformedPayload
+        case .unauthenticated: self = .unauthenticated
+        }
+    }
+}
+
+/// What an instance has counted since it was created.
+public struct Counters: Hashable, Sendable {
+    public var datagramsReceived = 0
+    public var datagramsSent = 0
+    public var bytesSent = 0
+    /// Own multicast datagrams looped back by the kernel (expected, not an error).
+    public var ownEchoes = 0
+    public var drops: [DropReason: Int] = [:]
+    public var commandErrors = 0
+
+    public init() {}
+
+    public var dropsTotal: Int { drops.values.reduce(0, +) }
+
+    /// Counts a drop and returns how many of that reason there have been.
+    mutating func drop(_ reason: DropReason) -> Int {
+        drops[reason, default: 0] += 1
+        return drops[reason]!
+    }
+}

@@ -1,0 +1,387 @@
+/// Who this agent is.
+public struct LocalIdentity: Hashable, Sendable {
+    public var id: PeerID
+    /// The human name, at most `Settings.nameBytesMax` bytes of UTF-8.
+    public var name: String
+    public var sessionName: String
+    /// The port of this agent's unicast socket, announced in hellos and heartbeats.
+    public var unicastPort: UInt16
+
+    public init(id: PeerID, name: String, sessionName: String, unicastPort: UInt16) {
+        self.id = id
+        self.name = name
+        self.sessionName = sessionName
+        self.unicastPort = unicastPort
+    }
+}
+
+/// One coplay agent's protocol, as a value: membership, failure detection and clock sync.
+///
+/// It performs no IO and reads no clock. Each input is one `mutating func on…` that takes the
+/// time as an argument and returns the `Directive`s the shell must carry out, always ending with
+/// a `.wake(at:)` while the agent is joined. Randomness (timer jitter, probe tokens) comes from a
+/// generator seeded by the caller, so the simulation replays a run exactly from its seed.
+public struct Instance: Sendable {
+    public let settings: Settings
+    public let identity: LocalIdentity
+    public let session: SessionID
+    public private(set) var state: SessionState = .waiting
+    public private(set) var incarnation: Incarnation
+    /// The live participants other than this agent, by id. At most `Settings.peersMax`.
+    public private(set) var peers: [PeerID: PeerRecord] = [:]
+    public private(set) var counters = Counters()
+
+    private var sequence: UInt32 = 0
+    private var random: SplitMix64
+    private var nextProbeToken: UInt64
+    /// When the remaining hellos of the announce burst are due, earliest first.
+    private var pendingAnnounces: [MonotonicInstant] = []
+    private var nextHeartbeatAt: MonotonicInstant?
+    /// Memberships that ended gracefully or were replaced, with when to forget them. At most
+    /// `Settings.departedMax`.
+    private var departed: [Member: MonotonicInstant] = [:]
+
+    public init(identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp) {
+        precondition(identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
+        self.identity = identity
+        self.settings = settings
+        session = SessionID(name: identity.sessionName)
+        incarnation = Incarnation.initial(at: now.wall)
+        random = SplitMix64(seed: seed)
+        nextProbeToken = random.next()
+    }
+
+    public var member: Member { Member(id: identity.id, incarnation: incarnation) }
+
+    // MARK: Inputs
+
+    /// Joins the session: the agent's first input.
+    public mutating func start(now: Timestamp) -> [Directive] {
+        guard case .waiting = state else { preconditionFailure("start() in state \(state)") }
+        var out: [Directive] = []
+        join(now: now, into: &out)
+        return finish(out, now: now)
+    }
+
+    /// One line typed on standard input.
+    public mutating func onConsoleLine(_ line: String, now: Timestamp) -> [Directive] {
+        switch ConsoleCommand.parse(line, lineBytesMax: settings.commandLineBytesMax) {
+        case .success(nil):
+            return []
+        case .success(let command?):
+            return onCommand(command, now: now)
+        case .failure(let error):
+            counters.commandErrors += 1
+            return [.emit(.commandError(error))]
+        }
+    }
+
+    /// One parsed console command.
+    public mutating func onCommand(_ command: ConsoleCommand, now: Timestamp) -> [Directive] {
+        var out: [Directive] = []
+        switch command {
+        case .status:
+            out.append(.emit(.status(statusReport(now: now))))
+        case .peers:
+            out.append(.emit(.peers(peerInfos(now: now.monotonic))))
+        case .help:
+            out.append(.emit(.help(ConsoleCommand.usages)))
+        case .quit:
+            if state.isJoined { leave(reason: .shutdown, into: &out) }
+            out.append(.exit(status: 0))
+            return out
+        case .leave:
+            guard state.isJoined else {
+                return [.emit(.commandError(.init(message: "not joined (state \(state.name))", usage: "join")))]
+            }
+            leave(reason: .left, into: &out)
+        case .join:
+            guard !state.isJoined else {
+                return [.emit(.commandError(.init(message: "already joined", usage: "leave")))]
+            }
+            join(now: now, into: &out)
+        }
+        return finish(out, now: now)
+    }
+
+    /// One datagram from either socket. `receivedAt` is when the shell's receive loop got it;
+    /// `now` is when this handler runs.
+    public mutating func onDatagram(_ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp)
+        -> [Directive]
+    {
+        var out: [Directive] = []
+        counters.datagramsReceived += 1
+        let datagram: Datagram
+        do {
+            datagram = try WireFormat.decode(
+                bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
+        } catch {
+            reportDrop(DropReason(error.kind), detail: error.detail, from: source, into: &out)
+            return finish(out, now: now)
+        }
+        receive(datagram, from: source, receivedAt: receivedAt, now: now, into: &out)
+        return finish(out, now: now)
+    }
+
+    /// The wake-up the last directive list asked for (or a spurious one: it is harmless).
+    public mutating func onTick(now: Timestamp) -> [Directive] {
+        var out: [Directive] = []
+        tick(now: now, into: &out)
+        return finish(out, now: now)
+    }
+
+    // MARK: Session lifecycle
+
+    private mutating func join(now: Timestamp, into out: inout [Directive]) {
+        if case .invalidated = state {
+            incarnation = max(incarnation.next, Incarnation.initial(at: now.wall))
+        }
+        sequence = 0
+        state = .joined(since: now.monotonic)
+        pendingAnnounces = settings.announceOffsets.map { now.monotonic + $0 }.sorted()
+        nextHeartbeatAt = now.monotonic + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+        out.append(.emit(.session(SessionReport(state: state, member: member))))
+        tick(now: now, into: &out)
+    }
+
+    private mutating func leave(reason: LeaveReason, into out: inout [Directive]) {
+        guard state.isJoined else { preconditionFailure("leave(\(reason)) in state \(state)") }
+        for _ in 0..<max(1, settings.leaveCopies) { out.append(.multicast(outgoing(.leave(reason)))) }
+        peers.removeAll()
+        pendingAnnounces.removeAll()
+        nextHeartbeatAt = nil
+        state = .invalidated(reason: reason)
+        out.append(.emit(.session(SessionReport(state: state, member: member))))
+    }
+
+    // MARK: Receiving
+
+    private mutating func receive(
+        _ datagram: Datagram, from source: Endpoint, receivedAt: Timestamp, now: Timestamp, into out: inout [Directive]
+    ) {
+        guard datagram.session == session else {
+            return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
+        }
+        guard datagram.authTag.isEmpty else {
+            return reportDrop(.unauthenticated, detail: "tagged datagram, no key configured", from: source, into: &out)
+        }
+        let sender = datagram.sender
+        if sender.id == identity.id {
+            if sender.incarnation == incarnation {
+                counters.ownEchoes += 1
+            } else {
+                reportDrop(.idConflict, detail: "another agent uses id \(sender.id)", from: source, into: &out)
+            }
+            return
+        }
+        guard state.isJoined else { return reportDrop(.notJoined, detail: "\(datagram.payload.type)", from: source, into: &out) }
+        guard departed[sender] == nil else {
+            return reportDrop(.fromDeparted, detail: "\(sender) has left", from: source, into: &out)
+        }
+        switch datagram.payload {
+        case .hello(let announcement), .heartbeat(let announcement):
+            let endpoint = Endpoint(address: source.address, port: announcement.unicastPort)
+            guard admit(sender, name: announcement.name, endpoint: endpoint, heardAt: receivedAt.monotonic, now: now, into: &out)
+            else { return }
+            if case .hello = datagram.payload, !announcement.isReply {
+                replyToHello(from: sender.id, now: now.monotonic, into: &out)
+            }
+        case .leave(let reason):
+            guard let record = peers[sender.id], record.member == sender else {
+                return reportDrop(.unknownSender, detail: "leave from \(sender)", from: source, into: &out)
+            }
+            remove(record, because: reason == .left ? .left : .shutdown, now: now.monotonic, into: &out)
+        case .probe(let probe):
+            heard(sender, at: receivedAt.monotonic, into: &out)
+            let reply = ClockProbeReply(
+                token: probe.token, originWall: probe.originWall, receiveWall: receivedAt.wall, transmitWall: now.wall)
+            out.append(.unicast(outgoing(.probeReply(reply)), to: source))
+        case .probeReply(let reply):
+            guard var record = peers[sender.id], record.member == sender else {
+                return reportDrop(.unknownSender, detail: "probe reply from \(sender)", from: source, into: &out)
+            }
+            guard let sentAt = record.outstandingProbes.removeValue(forKey: reply.token) else {
+                return reportDrop(.unexpectedProbeReply, detail: "token \(reply.token)", from: source, into: &out)
+            }
+            switch OffsetSample.measure(
+                reply: reply, sentAt: sentAt, receivedAt: receivedAt.monotonic, timeout: settings.probeTimeout)
+            {
+            case .success(let sample):
+                record.clock.add(sample)
+                if !record.isClockSynced, record.clock.sampleCount >= settings.offsetSamplesForSync {
+                    record.isClockSynced = true
+                    out.append(.emit(.clockSynced(record.info(now: now.monotonic))))
+                }
+                peers[sender.id] = record
+                heard(sender, at: receivedAt.monotonic, into: &out)
+            case .failure(let rejection):
+                peers[sender.id] = record
+                reportDrop(.implausibleProbeReply, detail: rejection.rawValue, from: source, into: &out)
+            }
+        }
+    }
+
+    /// Records an announcement: a new participant, a new incarnation of a known one, or news of
+    /// a known one. Returns false when the datagram is to be ignored.
+    private mutating func admit(
+        _ sender: Member, name: String, endpoint: Endpoint, heardAt: MonotonicInstant, now: Timestamp,
+        into out: inout [Directive]
+    ) -> Bool {
+        if let record = peers[sender.id] {
+            if sender.incarnation < record.member.incarnation {
+                reportDrop(.staleIncarnation, detail: "\(sender) after \(record.member)", from: endpoint, into: &out)
+                return false
+            }
+            if sender.incarnation == record.member.incarnation {
+                peers[sender.id]?.name = name
+                peers[sender.id]?.endpoint = endpoint
+                heard(sender, at: heardAt, into: &out)
+                return true
+            }
+            remove(record, because: .restarted, now: heardAt, into: &out)
+        }
+        guard peers.count < settings.peersMax else {
+            reportDrop(.peerTableFull, detail: "\(settings.peersMax) peers", from: endpoint, into: &out)
+            return false
+        }
+        var record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt, settings: settings)
+        out.append(.emit(.peerJoined(record.info(now: heardAt))))
+        sendProbe(to: &record, now: now, into: &out)  // the clock-sync burst starts at once
+        peers[sender.id] = record
+        return true
+    }
+
+    /// Anything from a known membership proves it alive.
+    private mutating func heard(_ sender: Member, at heardAt: MonotonicInstant, into out: inout [Directive]) {
+        guard var record = peers[sender.id], record.member == sender else { return }
+        record.lastHeard = max(record.lastHeard, heardAt)
+        if record.liveness == .suspected {
+            record.liveness = .alive
+            record.nextProbeAt = min(record.nextProbeAt, heardAt + settings.probeWarmupInterval)
+            out.append(.emit(.peerResponsive(record.info(now: heardAt))))
+        }
+        peers[sender.id] = record
+    }
+
+    private mutating func replyToHello(from id: PeerID, now: MonotonicInstant, into out: inout [Directive]) {
+        guard var record = peers[id] else { return }
+        if let last = record.lastHelloReplyAt, now - last < settings.helloReplyInterval { return }
+        record.lastHelloReplyAt = now
+        peers[id] = record
+        out.append(.unicast(outgoing(.hello(announcement(isReply: true))), to: record.endpoint))
+    }
+
+    private mutating func remove(_ record: PeerRecord, because reason: PeerDeparture, now: MonotonicInstant, into out: inout [Directive]) {
+        peers[record.member.id] = nil
+        // A membership that ended for sure is remembered, so that its reordered datagrams cannot
+        // bring it back. One that merely went silent is not: if it is heard again (a partition
+        // healed), it is alive and rejoins the table.
+        if reason != .timeout {
+            if departed.count >= settings.departedMax, let oldest = departed.min(by: { $0.value < $1.value }) {
+                departed[oldest.key] = nil
+            }
+            departed[record.member] = now + settings.departedMemory
+        }
+        out.append(.emit(.peerLeft(record.info(now: now), reason: reason)))
+    }
+
+    // MARK: Timers
+
+    private mutating func tick(now: Timestamp, into out: inout [Directive]) {
+        guard state.isJoined else { return }
+        let instant = now.monotonic
+        while let due = pendingAnnounces.first, due <= instant {
+            pendingAnnounces.removeFirst()
+            out.append(.multicast(outgoing(.hello(announcement(isReply: false)))))
+        }
+        if let due = nextHeartbeatAt, due <= instant {
+            out.append(.multicast(outgoing(.heartbeat(announcement(isReply: false)))))
+            nextHeartbeatAt = instant + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+        }
+        for id in peers.keys.sorted() {
+            guard var record = peers[id] else { continue }
+            let silence = instant - record.lastHeard
+            if silence >= settings.deadAfter {
+                remove(record, because: .timeout, now: instant, into: &out)
+                continue
+            }
+            if silence >= settings.suspectAfter, record.liveness == .alive {
+                record.liveness = .suspected
+                record.nextProbeAt = instant
+                out.append(.emit(.peerUnresponsive(record.info(now: instant))))
+            }
+            let expiry = instant - settings.probeTimeout
+            record.outstandingProbes = record.outstandingProbes.filter { $0.value > expiry }
+            if record.nextProbeAt <= instant {
+                sendProbe(to: &record, now: now, into: &out)
+            }
+            peers[id] = record
+        }
+        departed = departed.filter { $0.value > instant }
+    }
+
+    private mutating func sendProbe(to record: inout PeerRecord, now: Timestamp, into out: inout [Directive]) {
+        let token = nextProbeToken
+        nextProbeToken &+= 1
+        if record.outstandingProbes.count >= settings.outstandingProbesPerPeerMax,
+            let oldest = record.outstandingProbes.min(by: { $0.value < $1.value })
+        {
+            record.outstandingProbes[oldest.key] = nil
+        }
+        record.outstandingProbes[token] = now.monotonic
+        if record.liveness == .suspected {
+            record.nextProbeAt = now.monotonic + settings.suspectProbeInterval
+        } else {
+            record.scheduleNextProbe(after: now.monotonic, settings: settings, random: &random)
+        }
+        out.append(.unicast(outgoing(.probe(ClockProbe(token: token, originWall: now.wall))), to: record.endpoint))
+    }
+
+    /// The earliest instant at which `tick` has something to do.
+    private func nextWake() -> MonotonicInstant? {
+        guard state.isJoined else { return nil }
+        var earliest = [pendingAnnounces.first, nextHeartbeatAt].compactMap { $0 }.min()
+        for record in peers.values {
+            var candidates = [record.nextProbeAt, record.lastHeard + settings.deadAfter]
+            if record.liveness == .alive { candidates.append(record.lastHeard + settings.suspectAfter) }
+            if let due = candidates.min(), earliest.map({ due < $0 }) ?? true { earliest = due }
+        }
+        return earliest
+    }
+
+    private func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
+        guard let wake = nextWake() else { return directives }
+        return directives + [.wake(at: max(wake, now.monotonic))]
+    }
+
+    // MARK: Outgoing datagrams and reports
+
+    private mutating func outgoing(_ payload: Payload) -> Datagram {
+        sequence &+= 1
+        if sequence == 0 { sequence = 1 }
+        counters.datagramsSent += 1
+        return Datagram(session: session, sender: member, sequence: sequence, payload: payload)
+    }
+
+    private func announcement(isReply: Bool) -> Announcement {
+        Announcement(isReply: isReply, unicastPort: identity.unicastPort, name: identity.name)
+    }
+
+    private mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint, into out: inout [Directive]) {
+        let count = counters.drop(reason)
+        if count <= 3 || count % max(1, settings.dropDiagnosticEvery) == 0 {
+            out.append(.diagnose("dropped datagram from \(source): \(reason.rawValue) (\(detail)); \(count) so far"))
+        }
+    }
+
+    public func peerInfos(now: MonotonicInstant) -> [PeerInfo] {
+        peers.values.map { $0.info(now: now) }.sorted { ($0.name, $0.member.id) < ($1.name, $1.member.id) }
+    }
+
+    public func statusReport(now: Timestamp) -> StatusReport {
+        StatusReport(
+            member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: nil, rate: 0,
+            positionSeconds: 0, sampledAt: now, isWaiting: false, suspensions: [], peerCount: peers.count,
+            counters: counters)
+    }
+}

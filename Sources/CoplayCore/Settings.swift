@@ -1,0 +1,61 @@
+/// Every timer, limit and bound of the protocol, in one place. The defaults are the ones the
+/// README's figures were measured with; tests and the simulation change them freely.
+public struct Settings: Sendable, Equatable {
+    // MARK: Membership
+    /// When the announce burst's hellos go out, from the moment of joining (mDNS-like, shortened).
+    public var announceOffsets: [Duration] = [.zero, .milliseconds(100), .milliseconds(300)]
+    /// Period of the multicast heartbeat, jittered by `heartbeatJitterFraction`.
+    public var heartbeatInterval: Duration = .milliseconds(250)
+    public var heartbeatJitterFraction = 0.1
+    /// Silence after which a peer is suspected and probed directly over unicast.
+    public var suspectAfter: Duration = .milliseconds(750)
+    /// Period of the unicast probes sent to a suspected peer.
+    public var suspectProbeInterval: Duration = .milliseconds(125)
+    /// Silence after which a peer is declared gone (crashed or unreachable).
+    public var deadAfter: Duration = .milliseconds(1250)
+    /// A hello from a peer is answered with our own hello at most this often.
+    public var helloReplyInterval: Duration = .milliseconds(100)
+    /// How many copies of a leave are sent, back to back (it is not repaired).
+    public var leaveCopies = 2
+    /// How long a departed (id, incarnation) is remembered, so its reordered datagrams
+    /// cannot bring it back.
+    public var departedMemory: Duration = .seconds(10)
+
+    // MARK: Clock synchronisation
+    /// Probes sent to a newly seen peer, `probeBurstSpacing` apart.
+    public var probeBurstCount = 8
+    public var probeBurstSpacing: Duration = .milliseconds(4)
+    /// After the burst: this many probes `probeWarmupInterval` apart, then `probeInterval`.
+    public var probeWarmupCount = 10
+    public var probeWarmupInterval: Duration = .milliseconds(500)
+    public var probeInterval: Duration = .seconds(3)
+    public var probeJitterFraction = 0.1
+    /// A probe whose reply has not come back within this is forgotten.
+    public var probeTimeout: Duration = .seconds(1)
+    /// The estimate uses the minimum-delay sample among this many most recent ones (NTP's clock filter).
+    public var offsetFilterWindow = 8
+    /// Samples needed before an estimate is reported as synchronised.
+    public var offsetSamplesForSync = 4
+    /// Drift is fitted over at most this long a history of samples.
+    public var driftWindow: Duration = .seconds(120)
+    /// Drift is estimated only once the history spans this long.
+    public var driftMinimumSpan: Duration = .seconds(4)
+    /// Largest drift believed, in parts per million (quartz is tens of ppm).
+    public var driftMaxPPM = 500.0
+
+    // MARK: Bounds
+    public var peersMax = 256
+    public var nameBytesMax = 64
+    public var sessionNameBytesMax = 64
+    /// No datagram coplay sends or accepts is longer than this.
+    public var datagramBytesMax = 1200
+    public var offsetSamplesMax = 64
+    public var outstandingProbesPerPeerMax = 16
+    public var departedMax = 512
+    /// Longest console line accepted, in bytes.
+    public var commandLineBytesMax = 4096
+    /// Diagnostics about dropped datagrams: the first few of each kind, then one in this many.
+    public var dropDiagnosticEvery = 1000
+
+    public init() {}
+}

@@ -1,0 +1,128 @@
+/// The messages of wire format version 1. PROTOCOL.md gives each one byte by byte.
+
+/// The type byte of a datagram. Values not listed are rejected as `unknownType`.
+public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
+    /// Multicast announce on joining, and its unicast answer.
+    case hello = 0x01
+    /// Periodic multicast liveness.
+    case heartbeat = 0x02
+    /// Graceful departure of one membership.
+    case leave = 0x03
+    /// Unicast clock probe (NTP's T1).
+    case probe = 0x04
+    /// Unicast answer to a clock probe (T1 echoed, T2, T3).
+    case probeReply = 0x05
+
+    public var description: String {
+        switch self {
+        case .hello: "hello"
+        case .heartbeat: "heartbeat"
+        case .leave: "leave"
+        case .probe: "probe"
+        case .probeReply: "probe-reply"
+        }
+    }
+}
+
+/// Who is speaking and where to answer them: the payload of `hello` and `heartbeat`.
+public struct Announcement: Hashable, Sendable {
+    /// True on a hello that answers another's hello (it is itself not answered).
+    public var isReply: Bool
+    /// The UDP port of the sender's unicast socket, on the datagram's source address.
+    public var unicastPort: UInt16
+    /// The human name, UTF-8, at most `Settings.nameBytesMax` bytes.
+    public var name: String
+
+    public init(isReply: Bool = false, unicastPort: UInt16, name: String) {
+        self.isReply = isReply
+        self.unicastPort = unicastPort
+        self.name = name
+    }
+}
+
+/// Why a membership ends gracefully.
+public enum LeaveReason: UInt8, Sendable, CustomStringConvertible {
+    /// The participant asked to leave (`leave`) and may join again as a new incarnation.
+    case left = 0
+    /// The agent is exiting (`quit`, end of input, SIGINT or SIGTERM).
+    case shutdown = 1
+
+    public var description: String {
+        switch self {
+        case .left: "left"
+        case .shutdown: "shutdown"
+        }
+    }
+}
+
+/// A clock probe: the requester's transmit time on its own wall clock (T1) and an opaque token
+/// that the reply echoes, by which the requester finds the probe's send time on its own
+/// monotonic clock.
+public struct ClockProbe: Hashable, Sendable {
+    /// Opaque to the responder: the requester's name for this probe.
+    public var token: UInt64
+    /// T1: requester's wall clock at transmit.
+    public var originWall: WallInstant
+
+    public init(token: UInt64, originWall: WallInstant) {
+        self.token = token
+        self.originWall = originWall
+    }
+}
+
+/// The answer to a clock probe.
+public struct ClockProbeReply: Hashable, Sendable {
+    /// The probe's token, echoed.
+    public var token: UInt64
+    /// T1, echoed from the probe.
+    public var originWall: WallInstant
+    /// T2: responder's wall clock when the probe arrived.
+    public var receiveWall: WallInstant
+    /// T3: responder's wall clock at transmit of this reply.
+    public var transmitWall: WallInstant
+
+    public init(token: UInt64, originWall: WallInstant, receiveWall: WallInstant, transmitWall: WallInstant) {
+        self.token = token
+        self.originWall = originWall
+        self.receiveWall = receiveWall
+        self.transmitWall = transmitWall
+    }
+}
+
+/// A datagram's body; its case decides the type byte.
+public enum Payload: Hashable, Sendable {
+    case hello(Announcement)
+    case heartbeat(Announcement)
+    case leave(LeaveReason)
+    case probe(ClockProbe)
+    case probeReply(ClockProbeReply)
+
+    public var type: MessageType {
+        switch self {
+        case .hello: .hello
+        case .heartbeat: .heartbeat
+        case .leave: .leave
+        case .probe: .probe
+        case .probeReply: .probeReply
+        }
+    }
+}
+
+/// One coplay datagram: the header's fields and the payload.
+public struct Datagram: Hashable, Sendable {
+    public var session: SessionID
+    public var sender: Member
+    /// Per-sender-incarnation datagram counter, starting at 1 and wrapping at 2^32.
+    public var sequence: UInt32
+    public var payload: Payload
+    /// The authentication tag, empty when the datagram is not authenticated.
+    public var authTag: [UInt8]
+
+    public init(session: SessionID, sender: Member, sequence: UInt32, payload: Payload, authTag: [UInt8] = []) {
+        self.session = session
+        self.sender = sender
+        self.sequence = sequence
+        self.payload = payload
+        self.authTag = authTag
+    }
+}

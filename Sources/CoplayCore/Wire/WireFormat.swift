@@ -1,0 +1,156 @@
+/// Wire format version 1: a 34-byte header, a typed payload, an optional authentication tag.
+/// All integers are big-endian. PROTOCOL.md is the byte-by-byte specification of this file.
+///
+/// ```
+/// offset size field
+///  0     4   magic "CPLY" (43 50 4C 59)
+///  4     1   version (1)
+///  5     1   type (MessageType)
+///  6     1   flags: bit 0 = authentication tag present; bits 1-7 zero
+///  7     1   tag length in bytes: 0 without bit 0, 1...32 with it
+///  8     8   session id (FNV-1a 64 of the session name)
+/// 16     8   sender peer id
+/// 24     4   sender incarnation
+/// 28     4   sequence number
+/// 32     2   payload length n
+/// 34     n   payload
+/// 34+n   t   authentication tag
+/// ```
+public enum WireFormat {
+    public static let magic: [UInt8] = [0x43, 0x50, 0x4C, 0x59]
+    public static let version: UInt8 = 1
+    public static let headerBytes = 34
+    public static let authTagBytesMax = 32
+    /// The default multicast group and port (administratively scoped, RFC 2365).
+    public static let defaultGroupAddress = "239.255.77.1"
+    public static let defaultPort: UInt16 = 47700
+
+    private static let flagAuthTag: UInt8 = 0x01
+    private static let helloFlagReply: UInt8 = 0x01
+
+    // MARK: Encoding
+
+    public static func encode(_ datagram: Datagram) -> [UInt8] {
+        precondition(datagram.authTag.count <= authTagBytesMax, "auth tag of \(datagram.authTag.count) bytes")
+        var writer = ByteWriter(capacity: headerBytes + 64)
+        writer.write(bytes: magic)
+        writer.write(version)
+        writer.write(datagram.payload.type.rawValue)
+        writer.write(datagram.authTag.isEmpty ? 0 : flagAuthTag)
+        writer.write(UInt8(datagram.authTag.count))
+        writer.write(datagram.session.rawValue)
+        writer.write(datagram.sender.id.rawValue)
+        writer.write(datagram.sender.incarnation.rawValue)
+        writer.write(datagram.sequence)
+        writer.write(UInt16(0))  // payload length, patched below
+        let payloadStart = writer.bytes.count
+        encodePayload(datagram.payload, into: &writer)
+        writer.patch(UInt16(writer.bytes.count - payloadStart), at: payloadStart - 2)
+        writer.write(bytes: datagram.authTag)
+        return writer.bytes
+    }
+
+    private static func encodePayload(_ payload: Payload, into writer: inout ByteWriter) {
+        switch payload {
+        case .hello(let announcement), .heartbeat(let announcement):
+            writer.write(announcement.isReply ? helloFlagReply : 0)
+            writer.write(announcement.unicastPort)
+            writer.writeShortString(announcement.name)
+        case .leave(let reason):
+            writer.write(reason.rawValue)
+        case .probe(let probe):
+            writer.write(probe.token)
+            writer.write(probe.originWall.unixNanos)
+        case .probeReply(let reply):
+            writer.write(reply.token)
+            writer.write(reply.originWall.unixNanos)
+            writer.write(reply.receiveWall.unixNanos)
+            writer.write(reply.transmitWall.unixNanos)
+        }
+    }
+
+    // MARK: Decoding
+
+    /// Decodes one datagram, or throws the reason it is rejected. Never traps, whatever the bytes.
+    public static func decode(
+        _ bytes: ArraySlice<UInt8>, datagramBytesMax: Int = 1200, nameBytesMax: Int = 64
+    ) throws(DecodeError) -> Datagram {
+        guard bytes.count >= headerBytes else {
+            throw DecodeError(.tooShort, "\(bytes.count) bytes, header is \(headerBytes)")
+        }
+        guard bytes.count <= datagramBytesMax else {
+            throw DecodeError(.tooLong, "\(bytes.count) bytes, limit \(datagramBytesMax)")
+        }
+        var reader = ByteReader(bytes)
+        guard Array(try reader.readBytes(4)) == magic else { throw DecodeError(.badMagic, "not a coplay datagram") }
+        let version = try reader.readUInt8()
+        guard version == Self.version else {
+            throw DecodeError(.unsupportedVersion, "version \(version), this agent speaks \(Self.version)")
+        }
+        let typeByte = try reader.readUInt8()
+        guard let type = MessageType(rawValue: typeByte) else {
+            throw DecodeError(.unknownType, "type 0x\(String(typeByte, radix: 16))")
+        }
+        let flags = try reader.readUInt8()
+        let tagLength = Int(try reader.readUInt8())
+        guard flags & ~flagAuthTag == 0 else { throw DecodeError(.badFlags, "reserved flag bits 0x\(String(flags, radix: 16))") }
+        let hasTag = flags & flagAuthTag != 0
+        guard hasTag ? (1...authTagBytesMax).contains(tagLength) : tagLength == 0 else {
+            throw DecodeError(.badFlags, "tag length \(tagLength) with tag flag \(hasTag ? "set" : "clear")")
+        }
+        let session = SessionID(try reader.readUInt64())
+        let sender = Member(id: PeerID(try reader.readUInt64()), incarnation: Incarnation(try reader.readUInt32()))
+        let sequence = try reader.readUInt32()
+        let payloadLength = Int(try reader.readUInt16())
+        guard headerBytes + payloadLength + tagLength == bytes.count else {
+            throw DecodeError(
+                .lengthMismatch,
+                "header \(headerBytes) + payload \(payloadLength) + tag \(tagLength) != \(bytes.count) bytes")
+        }
+        var payloadReader = ByteReader(try reader.readBytes(payloadLength))
+        let payload = try decodePayload(type, from: &payloadReader, nameBytesMax: nameBytesMax)
+        guard payloadReader.remaining == 0 else {
+            throw DecodeError(.malformedPayload, "\(payloadReader.remaining) trailing bytes in \(type)")
+        }
+        let tag = Array(try reader.readBytes(tagLength))
+        return Datagram(session: session, sender: sender, sequence: sequence, payload: payload, authTag: tag)
+    }
+
+    public static func decode(_ bytes: [UInt8], datagramBytesMax: Int = 1200, nameBytesMax: Int = 64)
+        throws(DecodeError) -> Datagram
+    {
+        try decode(bytes[...], datagramBytesMax: datagramBytesMax, nameBytesMax: nameBytesMax)
+    }
+
+    private static func decodePayload(_ type: MessageType, from reader: inout ByteReader, nameBytesMax: Int)
+        throws(DecodeError) -> Payload
+    {
+        switch type {
+        case .hello, .heartbeat:
+            let flags = try reader.readUInt8()
+            guard flags & ~helloFlagReply == 0 else {
+                throw DecodeError(.malformedPayload, "reserved \(type) flag bits 0x\(String(flags, radix: 16))")
+            }
+            let port = try reader.readUInt16()
+            guard port != 0 else { throw DecodeError(.malformedPayload, "unicast port 0") }
+            let name = try reader.readShortString(maxBytes: nameBytesMax, field: "name")
+            let announcement = Announcement(isReply: flags & helloFlagReply != 0, unicastPort: port, name: name)
+            return type == .hello ? .hello(announcement) : .heartbeat(announcement)
+        case .leave:
+            let raw = try reader.readUInt8()
+            guard let reason = LeaveReason(rawValue: raw) else {
+                throw DecodeError(.malformedPayload, "leave reason \(raw)")
+            }
+            return .leave(reason)
+        case .probe:
+            return .probe(ClockProbe(token: try reader.readUInt64(), originWall: WallInstant(unixNanos: try reader.readInt64())))
+        case .probeReply:
+            return .probeReply(
+                ClockProbeReply(
+                    token: try reader.readUInt64(),
+                    originWall: WallInstant(unixNanos: try reader.readInt64()),
+                    receiveWall: WallInstant(unixNanos: try reader.readInt64()),
+                    transmitWall: WallInstant(unixNanos: try reader.readInt64())))
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// A min-heap of timed items; ties are broken by insertion order, so a run is deterministic.
+struct EventQueue<Item> {
+    private var heap: [(at: Int64, order: UInt64, item: Item)] = []
+    private var inserted: UInt64 = 0
+
+    var count: Int { heap.count }
+    var nextTime: Int64? { heap.first?.at }
+
+    mutating func push(_ item: Item, at time: Int64) {
+        inserted += 1
+        heap.append((time, inserted, item))
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard precedes(child, parent) else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> (at: Int64, item: Item)? {
+        guard !heap.isEmpty else { return nil }
+        heap.swapAt(0, heap.count - 1)
+        let top = heap.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < heap.count, precedes(left, smallest) { smallest = left }
+            if right < heap.count, precedes(right, smallest) { smallest = right }
+            guard smallest != parent else { break }
+            heap.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return (top.at, top.item)
+    }
+
+    private func precedes(_ a: Int, _ b: Int) -> Bool {
+        (heap[a].at, heap[a].order) < (heap[b].at, heap[b].order)
+    }
+}

@@ -1,0 +1,222 @@
+import CoplayCore
+import Foundation
+
+/// N core instances on a simulated network with simulated clocks, stepped deterministically:
+/// everything random is drawn from one generator seeded by `seed`, so a run is replayed exactly
+/// by running the same seed on the same commit.
+///
+/// Time is "true" nanoseconds since the simulation began. Each node sees it through its own
+/// `SimulatedClock`. Node `i` sends from address 10.0.0.(i+1).
+public struct Simulation {
+    /// Something scheduled to happen to the simulated world.
+    public enum Action: Hashable, Sendable {
+        /// Create node's instance and join (a restarted node keeps its id and gets a new incarnation).
+        case start(node: Int)
+        /// Stop the node dead: nothing is sent, nothing received.
+        case crash(node: Int)
+        /// Type a console command on the node.
+        case command(node: Int, ConsoleCommand)
+        /// Split the nodes into groups; datagrams cross no group boundary.
+        case partition([[Int]])
+        /// Remove every partition.
+        case heal
+        /// Change how the network treats datagrams from now on.
+        case conditions(NetworkConditions)
+    }
+
+    public struct Node {
+        public let index: Int
+        public let id: PeerID
+        public var clock: SimulatedClock
+        public var instance: Instance?
+        /// Events the node emitted, with the true time: at most `eventLogMax`, then the oldest go.
+        public var events: [(atNanos: Int64, event: Event)] = []
+        public var diagnostics = 0
+        fileprivate var wakeGeneration: UInt64 = 0
+        fileprivate var starts = 0
+        public var address: UInt32 { 0x0A00_0001 + UInt32(index) }
+        public var endpoint: Endpoint { Endpoint(address: address, port: 40_000) }
+    }
+
+    private enum Item {
+        case deliver(bytes: [UInt8], from: Endpoint, to: Int)
+        case wake(node: Int, generation: UInt64)
+        case act(Action)
+    }
+
+    public let seed: UInt64
+    public let settings: Settings
+    public private(set) var nodes: [Node]
+    public private(set) var conditions: NetworkConditions
+    /// The true time of the event being processed, or of the last one.
+    public private(set) var nowNanos: Int64 = 0
+    public private(set) var datagramsSent = 0
+    public private(set) var datagramsDelivered = 0
+    public var eventLogMax = 50_000
+
+    private var queue = EventQueue<Item>()
+    private var random: SplitMix64
+    /// Partition group of each node; nil when the network is whole.
+    private var groupOf: [Int]?
+
+    public init(seed: UInt64, clocks: [SimulatedClock], settings: Settings = Settings(), conditions: NetworkConditions = .perfect) {
+        self.seed = seed
+        self.settings = settings
+        self.conditions = conditions
+        random = SplitMix64(seed: seed)
+        var ids = SplitMix64(seed: seed ^ 0x1D5)
+        nodes = clocks.indices.map { Node(index: $0, id: PeerID(ids.next()), clock: clocks[$0]) }
+    }
+
+    public mutating func schedule(_ action: Action, at trueNanos: Int64) {
+        queue.push(.act(action), at: trueNanos)
+    }
+
+    public mutating func schedule(_ action: Action, after delay: Duration) {
+        schedule(action, at: nowNanos + delay.nanoseconds)
+    }
+
+    /// Processes events until the queue is empty or the next one is later than `endNanos`.
+    /// Returns false if `eventsMax` events were processed first (a livelock).
+    @discardableResult
+    public mutating func run(until endNanos: Int64, eventsMax: Int = 20_000_000) -> Bool {
+        var processed = 0
+        while let next = queue.nextTime, next <= endNanos {
+            guard processed < eventsMax else { return false }
+            processed += 1
+            let (at, item) = queue.pop()!
+            nowNanos = at
+            switch item {
+            case .deliver(let bytes, let source, let index):
+                datagramsDelivered += 1
+                guard var instance = nodes[index].instance else { continue }
+                let now = nodes[index].clock.timestamp(atTrue: at)
+                let directives = instance.onDatagram(bytes, from: source, receivedAt: now, now: now)
+                nodes[index].instance = instance
+                carryOut(directives, for: index)
+            case .wake(let index, let generation):
+                guard generation == nodes[index].wakeGeneration, var instance = nodes[index].instance else { continue }
+                let directives = instance.onTick(now: nodes[index].clock.timestamp(atTrue: at))
+                nodes[index].instance = instance
+                carryOut(directives, for: index)
+            case .act(let action):
+                perform(action)
+            }
+        }
+        nowNanos = max(nowNanos, endNanos)
+        return true
+    }
+
+    public mutating func run(for duration: Duration) -> Bool {
+        run(until: nowNanos + duration.nanoseconds)
+    }
+
+    // MARK: Observations
+
+    public var liveIndices: [Int] { nodes.indices.filter { nodes[$0].instance?.state.isJoined == true } }
+
+    /// The memberships node `index` believes alive.
+    public func view(of index: Int) -> Set<Member> {
+        Set(nodes[index].instance?.peers.values.map(\.member) ?? [])
+    }
+
+    /// The memberships every node other than `index` would be seen as, if it is live.
+    public func expectedView(of index: Int) -> Set<Member> {
+        Set(liveIndices.filter { $0 != index }.compactMap { nodes[$0].instance?.member })
+    }
+
+    /// For each (observer, peer) pair with an estimate: the estimate's error in nanoseconds now.
+    public func offsetErrors() -> [(observer: Int, peer: Int, errorNanos: Int64, synced: Bool)] {
+        var errors: [(Int, Int, Int64, Bool)] = []
+        for observer in liveIndices {
+            guard let instance = nodes[observer].instance else { continue }
+            let now = nodes[observer].clock.timestamp(atTrue: nowNanos)
+            for record in instance.peers.values {
+                guard let peer = nodes.firstIndex(where: { $0.id == record.member.id }),
+                    let estimate = record.clock.estimate(at: now.monotonic)
+                else { continue }
+                let truth = nodes[observer].clock.wallOffset(to: nodes[peer].clock, atTrue: nowNanos)
+                errors.append((observer, peer, estimate.offsetNanos - truth, record.isClockSynced))
+            }
+        }
+        return errors
+    }
+
+    // MARK: The world
+
+    private mutating func perform(_ action: Action) {
+        switch action {
+        case .start(let index):
+            nodes[index].starts += 1
+            let now = nodes[index].clock.timestamp(atTrue: nowNanos)
+            let identity = LocalIdentity(
+                id: nodes[index].id, name: "node\(index)", sessionName: "sim", unicastPort: nodes[index].endpoint.port)
+            var instance = Instance(
+                identity: identity, settings: settings, seed: seed ^ UInt64(index << 32) ^ UInt64(nodes[index].starts),
+                now: now)
+            let directives = instance.start(now: now)
+            nodes[index].instance = instance
+            carryOut(directives, for: index)
+        case .crash(let index):
+            nodes[index].instance = nil
+            nodes[index].wakeGeneration += 1
+        case .command(let index, let command):
+            guard var instance = nodes[index].instance else { return }
+            let directives = instance.onCommand(command, now: nodes[index].clock.timestamp(atTrue: nowNanos))
+            nodes[index].instance = instance
+            carryOut(directives, for: index)
+        case .partition(let groups):
+            var membership = Array(0..<nodes.count)  // unlisted nodes stand alone
+            for (group, members) in groups.enumerated() {
+                for node in members { membership[node] = nodes.count + group }
+            }
+            groupOf = membership
+        case .heal:
+            groupOf = nil
+        case .conditions(let newConditions):
+            conditions = newConditions
+        }
+    }
+
+    private mutating func carryOut(_ directives: [Directive], for index: Int) {
+        for directive in directives {
+            switch directive {
+            case .multicast(let datagram):
+                let bytes = WireFormat.encode(datagram)
+                datagramsSent += 1
+                for receiver in nodes.indices where receiver != index {
+                    transmit(bytes, from: index, to: receiver)
+                }
+            case .unicast(let datagram, let endpoint):
+                let bytes = WireFormat.encode(datagram)
+                datagramsSent += 1
+                if let receiver = nodes.firstIndex(where: { $0.address == endpoint.address }), endpoint.port == nodes[receiver].endpoint.port {
+                    transmit(bytes, from: index, to: receiver)
+                }
+            case .emit(let event):
+                nodes[index].events.append((nowNanos, event))
+                if nodes[index].events.count > eventLogMax { nodes[index].events.removeFirst(eventLogMax / 10) }
+            case .diagnose:
+                nodes[index].diagnostics += 1
+            case .wake(let instant):
+                nodes[index].wakeGeneration += 1
+                let at = max(nodes[index].clock.trueNanos(atMonotonic: instant), nowNanos + 1)
+                queue.push(.wake(node: index, generation: nodes[index].wakeGeneration), at: at)
+            case .exit:
+                nodes[index].instance = nil
+                nodes[index].wakeGeneration += 1
+            }
+        }
+    }
+
+    private mutating func transmit(_ bytes: [UInt8], from sender: Int, to receiver: Int) {
+        if let groupOf, groupOf[sender] != groupOf[receiver] { return }
+        if random.nextUnit() < conditions.lossProbability { return }
+        let copies = random.nextUnit() < conditions.duplicationProbability ? 2 : 1
+        for _ in 0..<copies {
+            let jitter = -log(1 - random.nextUnit()) * Double(conditions.jitterMean.nanoseconds)
+            let delay = conditions.baseDelay.nanoseconds + Int64(jitter)
+            queue.push(.deliver(bytes: bytes, from: nodes[sender].endpoint, to: receiver), at: nowNanos + delay)
+        }
+    }
+}

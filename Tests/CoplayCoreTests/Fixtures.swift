@@ -1,0 +1,47 @@
+import CoplayCore
+import Foundation
+
+/// A timestamp `millis` after an arbitrary origin, with the wall clock 1.78e18 ns after the epoch
+/// plus `wallSkewMillis`.
+func at(_ millis: Double, wallSkewMillis: Double = 0) -> Timestamp {
+    let nanos = Int64(millis * 1_000_000)
+    return Timestamp(
+        monotonic: MonotonicInstant(nanos: 5_000_000_000 + nanos),
+        wall: WallInstant(unixNanos: 1_780_000_000_000_000_000 + nanos + Int64(wallSkewMillis * 1_000_000)))
+}
+
+let aliceID = PeerID(0xA11CE)
+let bobID = PeerID(0xB0B)
+let carolID = PeerID(0xCA201)
+let bobEndpoint = Endpoint(address: 0x7F00_0001, port: 50_002)
+let session = SessionID(name: "test")
+
+func makeInstance(id: PeerID = aliceID, name: String = "alice", settings: Settings = Settings(), now: Timestamp = at(0))
+    -> Instance
+{
+    Instance(
+        identity: LocalIdentity(id: id, name: name, sessionName: "test", unicastPort: 50_001), settings: settings, seed: 7,
+        now: now)
+}
+
+/// Encoded datagram from `sender` in the test session.
+func bytes(_ payload: Payload, from sender: Member, sequence: UInt32 = 1, session: SessionID = session) -> [UInt8] {
+    WireFormat.encode(Datagram(session: session, sender: sender, sequence: sequence, payload: payload))
+}
+
+let bob = Member(id: bobID, incarnation: Incarnation(100))
+let bobHeartbeat = Payload.heartbeat(Announcement(unicastPort: bobEndpoint.port, name: "bob"))
+let bobHello = Payload.hello(Announcement(unicastPort: bobEndpoint.port, name: "bob"))
+
+extension Array where Element == Directive {
+    var events: [Event] { compactMap { if case .emit(let event) = $0 { event } else { nil } } }
+    var multicasts: [Datagram] { compactMap { if case .multicast(let datagram) = $0 { datagram } else { nil } } }
+    var unicasts: [(Datagram, Endpoint)] {
+        compactMap { if case .unicast(let datagram, let to) = $0 { (datagram, to) } else { nil } }
+    }
+    var wake: MonotonicInstant? { compactMap { if case .wake(let at) = $0 { at } else { nil } }.last }
+}
+
+/// The repository's Tests/Vectors folder.
+let vectorsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Vectors")

@@ -1,0 +1,268 @@
+import CoplayCore
+import Testing
+
+/// Membership and failure detection, driven through `Instance`'s handlers with a fake clock.
+@Suite struct MembershipTests {
+    /// An instance that has started and has seen bob's heartbeat at 10 ms.
+    func aliceKnowingBob() -> Instance {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
+        return alice
+    }
+
+    @Test func start_joinsAnnouncesAndAsksToBeWokenForTheNextHello() throws {
+        var alice = makeInstance()
+        let out = alice.start(now: at(0))
+        #expect(alice.state == .joined(since: at(0).monotonic))
+        #expect(out.events == [.session(SessionReport(state: .joined(since: at(0).monotonic), member: alice.member))])
+        let hello = try #require(out.multicasts.first)
+        #expect(hello.payload == .hello(Announcement(unicastPort: 50_001, name: "alice")))
+        #expect(hello.session == SessionID(name: "test"))
+        #expect(hello.sequence == 1)
+        #expect(out.wake == at(100).monotonic)
+    }
+
+    @Test func announceBurst_sendsThreeHellosAtZeroOneHundredAndThreeHundredMillis() {
+        var alice = makeInstance()
+        var hellos: [Double] = []
+        var out = alice.start(now: at(0))
+        var now = 0.0
+        while now < 400 {
+            if out.multicasts.contains(where: { if case .hello = $0.payload { true } else { false } }) { hellos.append(now) }
+            now = Double(out.wake!.nanos - at(0).monotonic.nanos) / 1_000_000
+            out = alice.onTick(now: at(now))
+        }
+        #expect(hellos == [0, 100, 300])
+    }
+
+    @Test func onHello_fromUnknownPeer_addsPeerAndRepliesWithUnicastHello() throws {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        let out = alice.onDatagram(bytes(bobHello, from: bob), from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(5), now: at(5))
+        let joined = try #require(out.events.first)
+        guard case .peerJoined(let info) = joined else {
+            Issue.record("expected peerJoined, got \(joined)")
+            return
+        }
+        #expect(info.member == bob && info.name == "bob" && info.endpoint == bobEndpoint)
+        #expect(alice.peers[bobID]?.member == bob)
+        let replies = out.unicasts.filter { if case .hello(let a) = $0.0.payload { a.isReply } else { false } }
+        #expect(replies.count == 1 && replies.first?.1 == bobEndpoint)
+        // The clock-probe burst to bob starts at once.
+        #expect(out.unicasts.contains { if case .probe = $0.0.payload { $0.1 == bobEndpoint } else { false } })
+    }
+
+    @Test func helloReply_isNotAnsweredAgain() {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        let reply = Payload.hello(Announcement(isReply: true, unicastPort: bobEndpoint.port, name: "bob"))
+        let out = alice.onDatagram(bytes(reply, from: bob), from: bobEndpoint, receivedAt: at(5), now: at(5))
+        #expect(!out.unicasts.contains { if case .hello = $0.0.payload { true } else { false } })
+        #expect(alice.peers[bobID] != nil)
+    }
+
+    @Test func silentPeer_isSuspectedThenProbedThenDeclaredGone() throws {
+        var alice = aliceKnowingBob()
+        var suspectedAt: Double?
+        var goneAt: Double?
+        var probesWhileSuspected = 0
+        var now = 10.0
+        while goneAt == nil && now < 3000 {
+            let out = alice.onTick(now: at(now))
+            for event in out.events {
+                if case .peerUnresponsive = event { suspectedAt = now }
+                if case .peerLeft(_, let reason) = event {
+                    #expect(reason == .timeout)
+                    goneAt = now
+                }
+            }
+            if suspectedAt != nil, goneAt == nil {
+                probesWhileSuspected += out.unicasts.filter { if case .probe = $0.0.payload { true } else { false } }.count
+            }
+            now = Double(try #require(out.wake).nanos - at(0).monotonic.nanos) / 1_000_000
+        }
+        #expect(suspectedAt == Double(10 + 750))
+        #expect(goneAt == Double(10 + 1250))
+        #expect(probesWhileSuspected >= 3)
+        #expect(alice.peers.isEmpty)
+    }
+
+    @Test func suspectedPeer_heardAgain_isAliveAndNotRemoved() {
+        var alice = aliceKnowingBob()
+        _ = alice.onTick(now: at(800))
+        #expect(alice.peers[bobID]?.liveness == .suspected)
+        let out = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 9), from: bobEndpoint, receivedAt: at(900), now: at(900))
+        #expect(out.events.contains { if case .peerResponsive = $0 { true } else { false } })
+        #expect(alice.peers[bobID]?.liveness == .alive)
+        _ = alice.onTick(now: at(1300))
+        #expect(alice.peers[bobID] != nil)
+    }
+
+    @Test func leave_removesPeerAtOnceAndItsLateHeartbeatDoesNotResurrectIt() {
+        var alice = aliceKnowingBob()
+        let out = alice.onDatagram(bytes(.leave(.left), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(20), now: at(20))
+        #expect(out.events.contains { if case .peerLeft(let info, .left) = $0 { info.member == bob } else { false } })
+        #expect(alice.peers.isEmpty)
+        _ = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 1), from: bobEndpoint, receivedAt: at(21), now: at(21))
+        #expect(alice.peers.isEmpty)
+        #expect(alice.counters.drops[.fromDeparted] == 1)
+    }
+
+    @Test func peerHeardAgainAfterTimeout_rejoins() {
+        var alice = aliceKnowingBob()
+        _ = alice.onTick(now: at(2000))
+        #expect(alice.peers.isEmpty)
+        let out = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 50), from: bobEndpoint, receivedAt: at(2100), now: at(2100))
+        #expect(out.events.contains { if case .peerJoined = $0 { true } else { false } })
+        #expect(alice.peers[bobID]?.member == bob)
+    }
+
+    @Test func newerIncarnation_replacesTheOldOneAsARestart() {
+        var alice = aliceKnowingBob()
+        let reborn = Member(id: bobID, incarnation: Incarnation(101))
+        let out = alice.onDatagram(bytes(bobHello, from: reborn), from: bobEndpoint, receivedAt: at(30), now: at(30))
+        #expect(out.events.contains { if case .peerLeft(let info, .restarted) = $0 { info.member == bob } else { false } })
+        #expect(out.events.contains { if case .peerJoined(let info) = $0 { info.member == reborn } else { false } })
+        #expect(alice.peers[bobID]?.member == reborn)
+        _ = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 7), from: bobEndpoint, receivedAt: at(31), now: at(31))
+        #expect(alice.peers[bobID]?.member == reborn)
+    }
+
+    @Test func olderIncarnation_isDroppedAsStale() {
+        var alice = aliceKnowingBob()
+        let older = Member(id: bobID, incarnation: Incarnation(99))
+        _ = alice.onDatagram(bytes(bobHeartbeat, from: older), from: bobEndpoint, receivedAt: at(30), now: at(30))
+        #expect(alice.peers[bobID]?.member == bob)
+        #expect(alice.counters.drops[.staleIncarnation] == 1)
+    }
+
+    @Test func datagramOfAnotherSession_isIgnoredAndCounted() {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onDatagram(bytes(bobHello, from: bob, session: SessionID(name: "other")), from: bobEndpoint, receivedAt: at(5), now: at(5))
+        #expect(alice.peers.isEmpty)
+        #expect(alice.counters.drops[.otherSession] == 1)
+    }
+
+    @Test func ownLoopedBackDatagram_isCountedAsEchoNotAsPeer() {
+        var alice = makeInstance()
+        let out = alice.start(now: at(0))
+        let hello = WireFormat.encode(out.multicasts[0])
+        _ = alice.onDatagram(hello, from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(1), now: at(1))
+        #expect(alice.peers.isEmpty)
+        #expect(alice.counters.ownEchoes == 1)
+        #expect(alice.counters.dropsTotal == 0)
+    }
+
+    @Test func garbage_isCountedDiagnosedAndChangesNothing() {
+        var alice = aliceKnowingBob()
+        let before = alice.peers
+        let out = alice.onDatagram(Array("GET / HTTP/1.1\r\n\r\n".utf8) + Array(repeating: 0, count: 30), from: bobEndpoint, receivedAt: at(20), now: at(20))
+        #expect(alice.counters.drops[.badMagic] == 1)
+        #expect(out.contains { if case .diagnose(let text) = $0 { text.contains("badMagic") } else { false } })
+        #expect(alice.peers == before)
+    }
+
+    @Test func peerTable_isBoundedBySettings() {
+        var settings = Settings()
+        settings.peersMax = 3
+        var alice = makeInstance(settings: settings)
+        _ = alice.start(now: at(0))
+        for index in 1...5 {
+            let member = Member(id: PeerID(UInt64(index)), incarnation: Incarnation(1))
+            _ = alice.onDatagram(bytes(bobHeartbeat, from: member), from: bobEndpoint, receivedAt: at(Double(index)), now: at(Double(index)))
+        }
+        #expect(alice.peers.count == 3)
+        #expect(alice.counters.drops[.peerTableFull] == 2)
+    }
+
+    @Test func probe_isAnsweredWithReceiveAndTransmitTimes() throws {
+        var alice = aliceKnowingBob()
+        let probe = ClockProbe(token: 42, originWall: WallInstant(unixNanos: 123))
+        let out = alice.onDatagram(bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(20), now: at(20.5))
+        let (reply, to) = try #require(out.unicasts.first)
+        #expect(to == bobEndpoint)
+        #expect(reply.payload == .probeReply(ClockProbeReply(token: 42, originWall: probe.originWall, receiveWall: at(20).wall, transmitWall: at(20.5).wall)))
+    }
+
+    @Test func probeReplies_fromASkewedPeer_convergeOnItsOffset() throws {
+        var alice = aliceKnowingBob()
+        var synced: PeerInfo?
+        var now = 10.0
+        // Bob's clock is 321 ms ahead; 40 µs each way; bob answers every probe alice sends.
+        for _ in 0..<200 {
+            let out = alice.onTick(now: at(now))
+            for (datagram, _) in out.unicasts {
+                guard case .probe(let probe) = datagram.payload else { continue }
+                let bobReceives = at(now + 0.04, wallSkewMillis: 321)
+                let reply = ClockProbeReply(token: probe.token, originWall: probe.originWall, receiveWall: bobReceives.wall, transmitWall: bobReceives.wall)
+                let replyOut = alice.onDatagram(bytes(.probeReply(reply), from: bob, sequence: 5), from: bobEndpoint, receivedAt: at(now + 0.08), now: at(now + 0.08))
+                for case .clockSynced(let info) in replyOut.events { synced = info }
+            }
+            _ = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 6), from: bobEndpoint, receivedAt: at(now), now: at(now))
+            now = Double(try #require(out.wake).nanos - at(0).monotonic.nanos) / 1_000_000
+            if synced != nil { break }
+        }
+        let info = try #require(synced)
+        #expect(info.offset?.offsetNanos == 321_000_000)
+        #expect(info.offset?.delayNanos == 80_000)
+        #expect(now < 10 + 250, "first good estimate took \(now - 10) ms")
+    }
+
+    @Test func unexpectedProbeReply_isDroppedAndCounted() {
+        var alice = aliceKnowingBob()
+        let forged = ClockProbeReply(token: 999, originWall: WallInstant(unixNanos: 0), receiveWall: WallInstant(unixNanos: 0), transmitWall: WallInstant(unixNanos: 0))
+        _ = alice.onDatagram(bytes(.probeReply(forged), from: bob, sequence: 4), from: bobEndpoint, receivedAt: at(20), now: at(20))
+        #expect(alice.counters.drops[.unexpectedProbeReply] == 1)
+        #expect(alice.peers[bobID]?.clock.sampleCount == 0)
+    }
+
+    @Test func quit_leavesWithCopiesAndExits() {
+        var alice = aliceKnowingBob()
+        let out = alice.onCommand(.quit, now: at(50))
+        #expect(out.multicasts.map(\.payload) == [.leave(.shutdown), .leave(.shutdown)])
+        #expect(out.last == .exit(status: 0))
+        #expect(alice.state == .invalidated(reason: .shutdown))
+        #expect(alice.peers.isEmpty)
+    }
+
+    @Test func leaveThenJoin_rejoinsAsANewIncarnationAndAnnouncesAgain() throws {
+        var alice = aliceKnowingBob()
+        let first = alice.incarnation
+        _ = alice.onCommand(.leave, now: at(50))
+        #expect(alice.state == .invalidated(reason: .left))
+        #expect(alice.onTick(now: at(60)).isEmpty)
+        let out = alice.onCommand(.join, now: at(70))
+        #expect(alice.incarnation > first)
+        let hello = try #require(out.multicasts.first)
+        #expect(hello.sender.incarnation == alice.incarnation && hello.sequence == 1)
+    }
+
+    @Test func joinWhileJoined_andLeaveWhileNotJoined_areCommandErrors() {
+        var alice = aliceKnowingBob()
+        #expect(alice.onCommand(.join, now: at(20)).events.contains { if case .commandError = $0 { true } else { false } })
+        _ = alice.onCommand(.leave, now: at(30))
+        #expect(alice.onCommand(.leave, now: at(40)).events.contains { if case .commandError = $0 { true } else { false } })
+    }
+
+    @Test func badConsoleLine_isOneErrorEventAndCounted() {
+        var alice = aliceKnowingBob()
+        let out = alice.onConsoleLine("dance", now: at(20))
+        #expect(out.count == 1)
+        #expect(alice.counters.commandErrors == 1)
+        #expect(alice.peers[bobID] != nil)
+    }
+
+    @Test func status_reportsIdentitySessionAndPeerCount() throws {
+        var alice = aliceKnowingBob()
+        let out = alice.onCommand(.status, now: at(20))
+        guard case .status(let report) = try #require(out.events.first) else {
+            Issue.record("no status event")
+            return
+        }
+        #expect(report.member == alice.member && report.name == "alice" && report.sessionName == "test")
+        #expect(report.state.name == "joined" && report.peerCount == 1 && report.item == nil)
+        #expect(report.sampledAt == at(20))
+    }
+}
