@@ -15,8 +15,9 @@ public struct Settings: Sendable, Equatable {
     public var deadAfter: Duration = .milliseconds(1250)
     /// A hello from a peer is answered with our own hello at most this often.
     public var helloReplyInterval: Duration = .milliseconds(100)
-    /// How many copies of a leave are sent, back to back (it is not repaired).
-    public var leaveCopies = 2
+    /// When the copies of a leave go out, from the moment of leaving (it is not repaired, so it is
+    /// repeated, spaced out against bursts of loss). An exiting agent exits after the last copy.
+    public var leaveCopyOffsets: [Duration] = [.zero, .milliseconds(10), .milliseconds(30)]
     /// How long a departed (id, incarnation) is remembered, so its reordered datagrams
     /// cannot bring it back.
     public var departedMemory: Duration = .seconds(10)
@@ -25,7 +26,8 @@ public struct Settings: Sendable, Equatable {
     /// Probes sent to a newly seen peer, `probeBurstSpacing` apart.
     public var probeBurstCount = 8
     public var probeBurstSpacing: Duration = .milliseconds(4)
-    /// After the burst: this many probes `probeWarmupInterval` apart, then `probeInterval`.
+    /// After the burst: probes `probeWarmupInterval` apart until `probeBurstCount +
+    /// probeWarmupCount` samples have arrived, then `probeInterval` apart.
     public var probeWarmupCount = 10
     public var probeWarmupInterval: Duration = .milliseconds(500)
     public var probeInterval: Duration = .seconds(3)
@@ -39,7 +41,7 @@ public struct Settings: Sendable, Equatable {
     /// Drift is fitted over at most this long a history of samples.
     public var driftWindow: Duration = .seconds(120)
     /// Drift is estimated only once the history spans this long.
-    public var driftMinimumSpan: Duration = .seconds(4)
+    public var driftMinimumSpan: Duration = .seconds(2)
     /// Largest drift believed, in parts per million (quartz is tens of ppm).
     public var driftMaxPPM = 500.0
 

@@ -139,7 +139,7 @@ public struct Simulation {
                 errors.append((observer, peer, estimate.offsetNanos - truth, record.isClockSynced))
             }
         }
-        return errors
+        return errors.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
     }
 
     // MARK: The world

@@ -88,8 +88,21 @@ import Testing
     @Test func driftBeyondTheBelievableLimit_isClamped() {
         var estimator = OffsetEstimator(settings: settings)
         for second in 0..<10 {
-            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: Int64(second) * 10_000_000, delayNanos: 50_000))
+            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: Int64(second) * 800_000, delayNanos: 50_000))
         }
         #expect(estimator.driftPPM() == settings.driftMaxPPM)
+        #expect(estimator.stepsDetected == 0)
+    }
+
+    @Test func peerClockStep_restartsTheHistoryFromTheNewOffset() throws {
+        var estimator = OffsetEstimator(settings: settings)
+        for second in 0..<6 {
+            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: 1_000_000, delayNanos: 50_000))
+        }
+        // The peer's clock jumps 50 ms (an NTP step): the old line is useless.
+        estimator.add(OffsetSample(receivedAt: at(6000).monotonic, offsetNanos: 51_000_000, delayNanos: 50_000))
+        #expect(estimator.stepsDetected == 1)
+        #expect(estimator.sampleCount == 1)
+        #expect(try #require(estimator.estimate(at: at(6500).monotonic)).offsetNanos == 51_000_000)
     }
 }

@@ -218,13 +218,24 @@ import Testing
         #expect(alice.peers[bobID]?.clock.sampleCount == 0)
     }
 
-    @Test func quit_leavesWithCopiesAndExits() {
+    @Test func quit_sendsSpacedLeaveCopiesThenExits() {
         var alice = aliceKnowingBob()
-        let out = alice.onCommand(.quit, now: at(50))
-        #expect(out.multicasts.map(\.payload) == [.leave(.shutdown), .leave(.shutdown)])
-        #expect(out.last == .exit(status: 0))
+        var out = alice.onCommand(.quit, now: at(50))
+        #expect(out.multicasts.map(\.payload) == [.leave(.shutdown)])
         #expect(alice.state == .invalidated(reason: .shutdown))
         #expect(alice.peers.isEmpty)
+        #expect(out.wake == at(60).monotonic)
+        out = alice.onTick(now: at(60))
+        #expect(out.multicasts.map(\.payload) == [.leave(.shutdown)])
+        #expect(!out.contains(.exit(status: 0)))
+        out = alice.onTick(now: at(80))
+        #expect(out.multicasts.map(\.payload) == [.leave(.shutdown)])
+        #expect(out.last == .exit(status: 0))
+    }
+
+    @Test func quitBeforeJoining_exitsAtOnce() {
+        var alice = makeInstance()
+        #expect(alice.onCommand(.quit, now: at(0)) == [.exit(status: 0)])
     }
 
     @Test func leaveThenJoin_rejoinsAsANewIncarnationAndAnnouncesAgain() throws {
@@ -232,7 +243,8 @@ import Testing
         let first = alice.incarnation
         _ = alice.onCommand(.leave, now: at(50))
         #expect(alice.state == .invalidated(reason: .left))
-        #expect(alice.onTick(now: at(60)).isEmpty)
+        #expect(alice.onTick(now: at(80)).multicasts.map(\.payload) == [.leave(.left), .leave(.left)])
+        #expect(alice.onTick(now: at(100)).isEmpty)
         let out = alice.onCommand(.join, now: at(70))
         #expect(alice.incarnation > first)
         let hello = try #require(out.multicasts.first)

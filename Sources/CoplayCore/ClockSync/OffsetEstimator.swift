@@ -4,7 +4,8 @@ public struct OffsetEstimate: Hashable, Sendable {
     public var offsetNanos: Int64
     /// How much faster the peer's clock runs than ours, in parts per million (0 until known).
     public var driftPPM: Double
-    /// The round-trip delay of the sample the estimate rests on, in nanoseconds.
+    /// The smallest round-trip delay among the samples behind the estimate, in nanoseconds: the
+    /// estimate's error from path asymmetry is at most half of it.
     public var delayNanos: Int64
     /// Samples behind the estimate.
     public var sampleCount: Int
@@ -17,13 +18,17 @@ public struct OffsetEstimate: Hashable, Sendable {
 
 /// Learns a peer's clock offset and drift from a bounded history of probe samples.
 ///
-/// - Offset: the minimum-delay sample among the most recent `filterWindow` (NTP's clock filter),
-///   carried forward to the asked-for instant by the drift.
-/// - Drift: a least-squares line through the "good" samples (delay within a small margin of the
-///   history's minimum) over `driftWindow`, once they span `driftMinimumSpan`, clamped to
-///   ±`driftMaxPPM`.
+/// - Until the history spans `driftMinimumSpan`: the minimum-delay sample among the most recent
+///   `filterWindow` (NTP's clock filter), with no drift.
+/// - Afterwards: a weighted least-squares line through the history (at most `driftWindow` old),
+///   evaluated at the asked-for instant, each sample weighted down by the square of its delay in
+///   excess of the minimum. The slope is the drift (clamped to ±`driftMaxPPM`); averaging many
+///   low-delay samples cancels much of their path asymmetry.
+/// - A low-delay sample far off the line (more than a millisecond and four times its delay)
+///   means the peer's clock was stepped: the history restarts from that sample.
 public struct OffsetEstimator: Hashable, Sendable {
     public private(set) var samples: [OffsetSample] = []
+    public private(set) var stepsDetected = 0
     private let filterWindow: Int
     private let samplesMax: Int
     private let driftWindow: Duration
@@ -41,50 +46,90 @@ public struct OffsetEstimator: Hashable, Sendable {
     public var sampleCount: Int { samples.count }
 
     public mutating func add(_ sample: OffsetSample) {
+        if let line = fit(), let minimumDelay = samples.map(\.delayNanos).min(),
+            sample.delayNanos <= minimumDelay + max(minimumDelay / 2, 20_000)
+        {
+            let deviation = abs(sample.offsetNanos - line.offset(at: sample.receivedAt))
+            if deviation > max(1_000_000, 4 * sample.delayNanos) {
+                stepsDetected += 1
+                samples.removeAll()
+            }
+        }
         samples.append(sample)
         if samples.count > samplesMax { samples.removeFirst(samples.count - samplesMax) }
-        if let newest = samples.last {
-            let horizon = newest.receivedAt - driftWindow
-            if let firstKept = samples.firstIndex(where: { $0.receivedAt >= horizon }), firstKept > 0,
-                samples.count - firstKept >= filterWindow
-            {
-                samples.removeFirst(firstKept)
-            }
+        let horizon = sample.receivedAt - driftWindow
+        if let firstKept = samples.firstIndex(where: { $0.receivedAt >= horizon }), firstKept > 0,
+            samples.count - firstKept >= filterWindow
+        {
+            samples.removeFirst(firstKept)
         }
     }
 
     /// The estimate for instant `now`, or nil before the first sample.
     public func estimate(at now: MonotonicInstant) -> OffsetEstimate? {
         guard let best = samples.suffix(filterWindow).min(by: { $0.delayNanos < $1.delayNanos }) else { return nil }
-        let drift = driftPPM()
-        let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
-        let carried = best.offsetNanos &+ Int64((elapsedNanos * drift / 1_000_000).rounded())
+        guard let line = fit() else {
+            return OffsetEstimate(offsetNanos: best.offsetNanos, driftPPM: 0, delayNanos: best.delayNanos, sampleCount: samples.count, at: now)
+        }
         return OffsetEstimate(
-            offsetNanos: carried, driftPPM: drift, delayNanos: best.delayNanos, sampleCount: samples.count, at: now)
+            offsetNanos: line.offset(at: now), driftPPM: line.slopePPM, delayNanos: line.minimumDelayNanos,
+            sampleCount: samples.count, at: now)
     }
 
-    /// The fitted drift in ppm, or 0 while the good samples span too short a time.
-    public func driftPPM() -> Double {
-        guard let minimumDelay = samples.map(\.delayNanos).min() else { return 0 }
-        let margin = max(minimumDelay / 2, 20_000)
-        let good = samples.filter { $0.delayNanos <= minimumDelay + margin }
-        guard let first = good.first, let last = good.last, good.count >= 3,
+    /// The fitted drift in ppm, or 0 while the history spans too short a time.
+    public func driftPPM() -> Double { fit()?.slopePPM ?? 0 }
+
+    struct Line {
+        var originNanos: Int64
+        var meanXNanos: Double
+        var meanYNanos: Double
+        var slopePPM: Double
+        var minimumDelayNanos: Int64
+
+        func offset(at instant: MonotonicInstant) -> Int64 {
+            let x = Double(instant.nanos &- originNanos)
+            let y = meanYNanos + (x - meanXNanos) * slopePPM / 1_000_000
+            return Int64(y.rounded())
+        }
+    }
+
+    /// Least squares through the lower-delay half of the history, once it spans `driftMinimumSpan`.
+    func fit() -> Line? {
+        guard samples.count >= 3, let first = samples.first, let last = samples.last,
             last.receivedAt - first.receivedAt >= driftMinimumSpan
-        else { return 0 }
-        // Least squares of offset (ns) over time (ns since the first good sample).
-        let xs = good.map { Double($0.receivedAt.nanos &- first.receivedAt.nanos) }
-        let ys = good.map { Double($0.offsetNanos &- first.offsetNanos) }
-        let count = Double(good.count)
-        let meanX = xs.reduce(0, +) / count
-        let meanY = ys.reduce(0, +) / count
+        else { return nil }
+        // Weighted least squares: a sample's weight falls with the square of its excess delay
+        // over the history's minimum (in units of `delayScale`), so low-delay samples dominate
+        // while the others still pin down the slope.
+        let minimumDelay = samples.map(\.delayNanos).min()!
+        let delayScale = Double(max(20_000, minimumDelay / 10))
+        let origin = first.receivedAt.nanos
+        let anchor = first.offsetNanos
+        var sumW = 0.0, sumX = 0.0, sumY = 0.0
+        var points: [(x: Double, y: Double, w: Double)] = []
+        points.reserveCapacity(samples.count)
+        for sample in samples {
+            let excess = Double(sample.delayNanos - minimumDelay) / delayScale
+            let weight = 1 / (1 + excess * excess)
+            let x = Double(sample.receivedAt.nanos &- origin)
+            let y = Double(sample.offsetNanos &- anchor)
+            points.append((x, y, weight))
+            sumW += weight
+            sumX += weight * x
+            sumY += weight * y
+        }
+        let meanX = sumX / sumW
+        let meanY = sumY / sumW
         var covariance = 0.0
         var variance = 0.0
-        for (x, y) in zip(xs, ys) {
-            covariance += (x - meanX) * (y - meanY)
-            variance += (x - meanX) * (x - meanX)
+        for point in points {
+            covariance += point.w * (point.x - meanX) * (point.y - meanY)
+            variance += point.w * (point.x - meanX) * (point.x - meanX)
         }
-        guard variance > 0 else { return 0 }
-        let ppm = covariance / variance * 1_000_000
-        return min(max(ppm, -driftMaxPPM), driftMaxPPM)
+        guard variance > 0 else { return nil }
+        let slope = min(max(covariance / variance * 1_000_000, -driftMaxPPM), driftMaxPPM)
+        return Line(
+            originNanos: origin, meanXNanos: meanX, meanYNanos: meanY + Double(anchor), slopePPM: slope,
+            minimumDelayNanos: minimumDelay)
     }
 }

@@ -37,6 +37,10 @@ public struct Instance: Sendable {
     /// When the remaining hellos of the announce burst are due, earliest first.
     private var pendingAnnounces: [MonotonicInstant] = []
     private var nextHeartbeatAt: MonotonicInstant?
+    /// Copies of our last leave still to send, earliest first; they keep the incarnation that left.
+    private var pendingLeaves: [(at: MonotonicInstant, datagram: Datagram)] = []
+    /// Set by `quit`: exit once the last leave copy is out.
+    private var exitAfterLeaving = false
     /// Memberships that ended gracefully or were replaced, with when to forget them. At most
     /// `Settings.departedMax`.
     private var departed: [Member: MonotonicInstant] = [:]
@@ -87,14 +91,17 @@ public struct Instance: Sendable {
         case .help:
             out.append(.emit(.help(ConsoleCommand.usages)))
         case .quit:
-            if state.isJoined { leave(reason: .shutdown, into: &out) }
-            out.append(.exit(status: 0))
-            return out
+            exitAfterLeaving = true
+            if state.isJoined { leave(reason: .shutdown, now: now, into: &out) }
+            if pendingLeaves.isEmpty {
+                out.append(.exit(status: 0))
+                return out
+            }
         case .leave:
             guard state.isJoined else {
                 return [.emit(.commandError(.init(message: "not joined (state \(state.name))", usage: "join")))]
             }
-            leave(reason: .left, into: &out)
+            leave(reason: .left, now: now, into: &out)
         case .join:
             guard !state.isJoined else {
                 return [.emit(.commandError(.init(message: "already joined", usage: "leave")))]
@@ -144,14 +151,16 @@ public struct Instance: Sendable {
         tick(now: now, into: &out)
     }
 
-    private mutating func leave(reason: LeaveReason, into out: inout [Directive]) {
+    private mutating func leave(reason: LeaveReason, now: Timestamp, into out: inout [Directive]) {
         guard state.isJoined else { preconditionFailure("leave(\(reason)) in state \(state)") }
-        for _ in 0..<max(1, settings.leaveCopies) { out.append(.multicast(outgoing(.leave(reason)))) }
+        let offsets = settings.leaveCopyOffsets.isEmpty ? [.zero] : settings.leaveCopyOffsets.sorted()
+        pendingLeaves += offsets.map { (now.monotonic + $0, outgoing(.leave(reason))) }
         peers.removeAll()
         pendingAnnounces.removeAll()
         nextHeartbeatAt = nil
         state = .invalidated(reason: reason)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
+        tick(now: now, into: &out)
     }
 
     // MARK: Receiving
@@ -277,7 +286,9 @@ public struct Instance: Sendable {
         // bring it back. One that merely went silent is not: if it is heard again (a partition
         // healed), it is alive and rejoins the table.
         if reason != .timeout {
-            if departed.count >= settings.departedMax, let oldest = departed.min(by: { $0.value < $1.value }) {
+            if departed.count >= settings.departedMax,
+                let oldest = departed.min(by: { ($0.value, $0.key.id, $0.key.incarnation) < ($1.value, $1.key.id, $1.key.incarnation) })
+            {
                 departed[oldest.key] = nil
             }
             departed[record.member] = now + settings.departedMemory
@@ -288,8 +299,16 @@ public struct Instance: Sendable {
     // MARK: Timers
 
     private mutating func tick(now: Timestamp, into out: inout [Directive]) {
-        guard state.isJoined else { return }
         let instant = now.monotonic
+        while let (due, datagram) = pendingLeaves.first, due <= instant {
+            pendingLeaves.removeFirst()
+            out.append(.multicast(datagram))
+        }
+        if exitAfterLeaving, pendingLeaves.isEmpty, !state.isJoined {
+            out.append(.exit(status: 0))
+            return
+        }
+        guard state.isJoined else { return }
         while let due = pendingAnnounces.first, due <= instant {
             pendingAnnounces.removeFirst()
             out.append(.multicast(outgoing(.hello(announcement(isReply: false)))))
@@ -339,8 +358,9 @@ public struct Instance: Sendable {
 
     /// The earliest instant at which `tick` has something to do.
     private func nextWake() -> MonotonicInstant? {
+        if let due = pendingLeaves.first?.at, !state.isJoined { return due }
         guard state.isJoined else { return nil }
-        var earliest = [pendingAnnounces.first, nextHeartbeatAt].compactMap { $0 }.min()
+        var earliest = [pendingAnnounces.first, nextHeartbeatAt, pendingLeaves.first?.at].compactMap { $0 }.min()
         for record in peers.values {
             var candidates = [record.nextProbeAt, record.lastHeard + settings.deadAfter]
             if record.liveness == .alive { candidates.append(record.lastHeard + settings.suspectAfter) }
@@ -350,6 +370,7 @@ public struct Instance: Sendable {
     }
 
     private func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
+        if case .exit = directives.last { return directives }
         guard let wake = nextWake() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
     }

@@ -45,13 +45,15 @@ public struct PeerRecord: Hashable, Sendable {
             lastSeenAgo: now - lastHeard, offset: clock.estimate(at: now), isClockSynced: isClockSynced)
     }
 
-    /// When the next clock probe is due after one more has been sent at `now`.
+    /// When the next clock probe is due after one more has been sent at `now`: the burst, then
+    /// the warm-up cadence until enough samples have *arrived* (loss prolongs the warm-up rather
+    /// than leaving the estimate thin), then the steady cadence.
     mutating func scheduleNextProbe(after now: MonotonicInstant, settings: Settings, random: inout SplitMix64) {
         probesSent += 1
         let interval: Duration
         if probesSent < settings.probeBurstCount {
             interval = settings.probeBurstSpacing
-        } else if probesSent < settings.probeBurstCount + settings.probeWarmupCount {
+        } else if clock.sampleCount < settings.probeBurstCount + settings.probeWarmupCount {
             interval = random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
         } else {
             interval = random.jittered(settings.probeInterval, fraction: settings.probeJitterFraction)
