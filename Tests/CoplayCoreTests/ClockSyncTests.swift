@@ -88,7 +88,7 @@ import Testing
     @Test func driftBeyondTheBelievableLimit_isClamped() {
         var estimator = OffsetEstimator(settings: settings)
         for second in 0..<10 {
-            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: Int64(second) * 800_000, delayNanos: 50_000))
+            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: Int64(second) * 600_000, delayNanos: 50_000))
         }
         #expect(estimator.driftPPM() == settings.driftMaxPPM)
         #expect(estimator.stepsDetected == 0)
