@@ -22,6 +22,19 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     /// A message that only makes sense from a known peer, from an unknown one.
     case unknownSender
 
+    /// Whether a drop of this kind says something is wrong (garbage, a misconfigured or hostile
+    /// sender) and deserves a diagnostic line, rather than being the normal echo of loss,
+    /// reordering and departures, which is only counted.
+    public var isWorthADiagnostic: Bool {
+        switch self {
+        case .tooShort, .tooLong, .badMagic, .unsupportedVersion, .unknownType, .badFlags, .lengthMismatch,
+            .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply:
+            true
+        case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender:
+            false
+        }
+    }
+
     init(_ kind: DecodeError.Kind) {
         switch kind {
         case .tooShort: self = .tooShort

@@ -390,6 +390,7 @@ public struct Instance: Sendable {
 
     private mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint, into out: inout [Directive]) {
         let count = counters.drop(reason)
+        guard reason.isWorthADiagnostic else { return }
         if count <= 3 || count % max(1, settings.dropDiagnosticEvery) == 0 {
             out.append(.diagnose("dropped datagram from \(source): \(reason.rawValue) (\(detail)); \(count) so far"))
         }

@@ -1,0 +1,154 @@
+import Foundation
+import Glibc
+
+/// One JSON event line printed by an agent (immutable once parsed).
+public struct AgentEvent: @unchecked Sendable, CustomStringConvertible {
+    public let fields: [String: Any]
+    public let line: String
+
+    public var name: String { fields["event"] as? String ?? "" }
+    /// The true time the agent printed it.
+    public var atUnixNanos: Int64 { (fields["atUnixNanos"] as? NSNumber)?.int64Value ?? 0 }
+    public subscript(key: String) -> Any? { fields[key] }
+    /// A field of the nested `peer` object of peer events.
+    public func peer(_ key: String) -> Any? { (fields["peer"] as? [String: Any])?[key] }
+    public var description: String { line }
+}
+
+/// A `coplay` process started with `--json`, optionally inside a network namespace, whose
+/// standard input the caller writes and whose events it reads. It is killed when released.
+public final class AgentProcess: @unchecked Sendable {
+    public let name: String
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private let errors = Pipe()
+    private let condition = NSCondition()
+    private var events: [AgentEvent] = []
+    private var stderrLines: [String] = []
+    private var outputEnded = false
+    public static let eventsMax = 100_000
+
+    /// Starts `executable --json --name NAME` plus `arguments`; inside `namespace` via `ip netns exec`.
+    public init(executable: String, name: String, arguments: [String], namespace: String? = nil) throws {
+        self.name = name
+        let agentArguments = ["--json", "--name", name] + arguments
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, executable] + agentArguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = agentArguments
+        }
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        startReading(output.fileHandleForReading, isOutput: true)
+        startReading(errors.fileHandleForReading, isOutput: false)
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// Writes one command line to the agent's standard input.
+    public func send(_ line: String) {
+        try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+    }
+
+    /// Closes standard input (the agent leaves and exits).
+    public func closeInput() { try? input.fileHandleForWriting.close() }
+
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the process to exit; nil if it is still running after `timeout`.
+    public func waitForExit(timeout: Duration) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline { return nil }
+            usleep(5_000)
+        }
+        return process.terminationStatus
+    }
+
+    /// Every event so far.
+    public var allEvents: [AgentEvent] {
+        condition.lock()
+        defer { condition.unlock() }
+        return events
+    }
+
+    public var diagnostics: [String] {
+        condition.lock()
+        defer { condition.unlock() }
+        return stderrLines
+    }
+
+    /// The first event, at or after index `from`, that satisfies `predicate`, waiting up to `timeout`.
+    public func waitForEvent(from: Int = 0, timeout: Duration, where predicate: (AgentEvent) -> Bool) -> AgentEvent? {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        var checked = from
+        while true {
+            while checked < events.count {
+                if predicate(events[checked]) { return events[checked] }
+                checked += 1
+            }
+            if outputEnded || !condition.wait(until: deadline) { return nil }
+        }
+    }
+
+    /// Sends `status` and returns the status event it answers with.
+    public func status(timeout: Duration = .seconds(2)) -> AgentEvent? {
+        let mark = allEvents.count
+        send("status")
+        return waitForEvent(from: mark, timeout: timeout) { $0.name == "status" }
+    }
+
+    /// Sends `peers` and returns the answer.
+    public func peers(timeout: Duration = .seconds(2)) -> [[String: Any]]? {
+        let mark = allEvents.count
+        send("peers")
+        return waitForEvent(from: mark, timeout: timeout) { $0.name == "peers" }?["peers"] as? [[String: Any]]
+    }
+
+    private func startReading(_ handle: FileHandle, isOutput: Bool) {
+        let thread = Thread { [weak self] in
+            var pending = Data()
+            while true {
+                let chunk = handle.availableData
+                guard let self else { return }
+                if chunk.isEmpty {
+                    self.condition.lock()
+                    if isOutput { self.outputEnded = true }
+                    self.condition.broadcast()
+                    self.condition.unlock()
+                    return
+                }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...newline)
+                    self.condition.lock()
+                    if isOutput {
+                        if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                            self.events.count < Self.eventsMax
+                        {
+                            self.events.append(AgentEvent(fields: object, line: line))
+                        }
+                    } else if self.stderrLines.count < Self.eventsMax {
+                        self.stderrLines.append(line)
+                    }
+                    self.condition.broadcast()
+                    self.condition.unlock()
+                }
+            }
+        }
+        thread.start()
+    }
+}

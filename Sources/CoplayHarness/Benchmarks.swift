@@ -1,0 +1,208 @@
+import Foundation
+import Glibc
+
+/// `coplay bench …`: real agent processes on loopback, measured from their own event times.
+/// Figures only: nothing here passes or fails, and every run is bounded in rounds and time.
+public enum Benchmarks {
+    public struct Options: Sendable {
+        public var kind: String
+        public var rounds: Int
+        public var agents: Int
+        public var seconds: Int
+        public var executable: String
+        public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
+            self.kind = kind
+            self.rounds = rounds
+            self.agents = agents
+            self.seconds = seconds
+            self.executable = executable
+        }
+    }
+
+    public static func run(_ options: Options) -> Int32 {
+        // A session and port of this run's own, on loopback only.
+        let port = 40_000 + Int(getpid() % 20_000)
+        let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "bench-\(getpid())"]
+        print("coplay bench \(options.kind): loopback, group 239.255.77.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        do {
+            switch options.kind {
+            case "membership": try membership(options, common: common)
+            case "clock": try clock(options, common: common)
+            case "overhead": try overhead(options, common: common)
+            default:
+                try membership(options, common: common)
+                try clock(options, common: common)
+                try overhead(options, common: common)
+            }
+        } catch {
+            print("bench failed: \(error)")
+            return 1
+        }
+        return 0
+    }
+
+    struct BenchError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func start(_ options: Options, name: String, _ arguments: [String]) throws -> AgentProcess {
+        try AgentProcess(executable: options.executable, name: name, arguments: arguments)
+    }
+
+    static func joined(_ agent: AgentProcess) throws -> AgentEvent {
+        guard let event = agent.waitForEvent(timeout: .seconds(5), where: { $0.name == "session" && $0["state"] as? String == "joined" }) else {
+            throw BenchError(description: "\(agent.name) did not join: \(agent.diagnostics.suffix(3))")
+        }
+        return event
+    }
+
+    /// Waits until `observer` has printed an event about peer `id` that `matches`.
+    static func peerEvent(_ observer: AgentProcess, _ name: String, id: String, from: Int = 0, timeout: Duration = .seconds(5), matches: (AgentEvent) -> Bool = { _ in true }) throws -> AgentEvent {
+        guard let event = observer.waitForEvent(from: from, timeout: timeout, where: { $0.name == name && $0.peer("id") as? String == id && matches($0) }) else {
+            throw BenchError(description: "\(observer.name) never printed \(name) for \(id)")
+        }
+        return event
+    }
+
+    static func millis(_ from: Int64, _ to: Int64) -> Double { Double(to - from) / 1e6 }
+
+    /// Discovery, graceful leave and crash detection against `agents` resident agents.
+    static func membership(_ options: Options, common: [String]) throws {
+        let residents = try (0..<options.agents).map { try start(options, name: "resident\($0)", common) }
+        for resident in residents { _ = try joined(resident) }
+        var discovery: [Double] = []
+        var leave: [Double] = []
+        var crash: [Double] = []
+        for round in 0..<options.rounds {
+            let marks = residents.map { $0.allEvents.count }
+            let newcomer = try start(options, name: "newcomer\(round)", common)
+            let join = try joined(newcomer)
+            let id = join["peer"] as? String ?? ""
+            for (index, resident) in residents.enumerated() {
+                discovery.append(millis(join.atUnixNanos, try peerEvent(resident, "peer-joined", id: id, from: marks[index]).atUnixNanos))
+            }
+            let leaveMarks = residents.map { $0.allEvents.count }
+            newcomer.send("leave")
+            guard let left = newcomer.waitForEvent(timeout: .seconds(2), where: { $0.name == "session" && $0["state"] as? String == "invalidated" }) else {
+                throw BenchError(description: "\(newcomer.name) did not leave")
+            }
+            for (index, resident) in residents.enumerated() {
+                leave.append(millis(left.atUnixNanos, try peerEvent(resident, "peer-left", id: id, from: leaveMarks[index]).atUnixNanos))
+            }
+            newcomer.closeInput()
+            _ = newcomer.waitForExit(timeout: .seconds(2))
+
+            let victimMarks = residents.map { $0.allEvents.count }
+            let victim = try start(options, name: "victim\(round)", common)
+            let victimID = try joined(victim)["peer"] as? String ?? ""
+            for (index, resident) in residents.enumerated() { _ = try peerEvent(resident, "peer-joined", id: victimID, from: victimMarks[index]) }
+            usleep(300_000)
+            let killedAt = Int64(Date().timeIntervalSince1970 * 1e9)
+            victim.signal(SIGKILL)
+            for (index, resident) in residents.enumerated() {
+                let gone = try peerEvent(resident, "peer-left", id: victimID, from: victimMarks[index], timeout: .seconds(5))
+                crash.append(millis(killedAt, gone.atUnixNanos))
+            }
+            _ = victim.waitForExit(timeout: .seconds(2))
+        }
+        for resident in residents { resident.closeInput() }
+        for resident in residents { _ = resident.waitForExit(timeout: .seconds(2)) }
+        print("membership (\(options.agents) resident agents, \(options.rounds) rounds; from the event lines' atUnixNanos):")
+        print("  discovery (newcomer joined -> each resident's peer-joined): \(Distribution(discovery).summary(unit: "ms"))")
+        print("  graceful leave (leaver's session invalidated -> peer-left): \(Distribution(leave).summary(unit: "ms"))")
+        print("  crash detection (SIGKILL -> peer-left reason=timeout):     \(Distribution(crash).summary(unit: "ms", decimals: 1))")
+    }
+
+    /// Offset-estimate error with clocks skewed across ±500 ms, and time to the first good estimate.
+    static func clock(_ options: Options, common: [String]) throws {
+        let count = options.agents
+        let skews: [Int64] = (0..<count).map { count == 1 ? 0 : Int64(-500 + 1000 * $0 / (count - 1)) }
+        let agents = try (0..<count).map { try start(options, name: "clock\($0)", common + ["--clock-skew-ms", String(skews[$0])]) }
+        var idToSkew: [String: Int64] = [:]
+        for (index, agent) in agents.enumerated() { idToSkew[try joined(agent)["peer"] as? String ?? ""] = skews[index] }
+        var firstEstimateMillis: [Double] = []
+        var firstErrors: [Double] = []
+        for (index, agent) in agents.enumerated() {
+            for (id, skew) in idToSkew where skew != skews[index] || idToSkew.count < count {
+                guard let joinedPeer = try? peerEvent(agent, "peer-joined", id: id), let synced = try? peerEvent(agent, "clock-synced", id: id) else { continue }
+                firstEstimateMillis.append(millis(joinedPeer.atUnixNanos, synced.atUnixNanos))
+                if let offset = (synced.peer("offsetNanos") as? NSNumber)?.int64Value {
+                    firstErrors.append(Double(abs(offset - (skew - skews[index]) * 1_000_000)) / 1000)
+                }
+            }
+        }
+        var errors: [Double] = []
+        let deadline = Date().addingTimeInterval(Double(options.seconds))
+        while Date() < deadline {
+            for (index, agent) in agents.enumerated() {
+                for peer in agent.peers() ?? [] {
+                    guard let id = peer["id"] as? String, let skew = idToSkew[id], let offset = (peer["offsetNanos"] as? NSNumber)?.int64Value,
+                        peer["clockSynced"] as? Bool == true
+                    else { continue }
+                    errors.append(Double(abs(offset - (skew - skews[index]) * 1_000_000)) / 1000)
+                }
+            }
+            usleep(250_000)
+        }
+        for agent in agents { agent.closeInput() }
+        for agent in agents { _ = agent.waitForExit(timeout: .seconds(2)) }
+        print("clock offsets (\(count) agents skewed \(skews.map { "\($0)" }.joined(separator: "/")) ms, polled every 250 ms for \(options.seconds) s):")
+        print("  estimate error |estimate - true skew difference|: \(Distribution(errors).summary(unit: "µs", decimals: 1))")
+        print("  first good estimate after discovery:              \(Distribution(firstEstimateMillis).summary(unit: "ms", decimals: 1))")
+        print("  error of that first estimate:                     \(Distribution(firstErrors).summary(unit: "µs", decimals: 1))")
+    }
+
+    /// Bytes sent, CPU and memory of idle agents.
+    static func overhead(_ options: Options, common: [String]) throws {
+        let agents = try (0..<options.agents).map { try start(options, name: "idle\($0)", common) }
+        for agent in agents { _ = try joined(agent) }
+        sleep(3)  // past the announce burst and the clock warm-up's densest part
+        func sample() -> [(bytes: Int64, datagrams: Int64, cpuTicks: Int64)] {
+            agents.map { agent in
+                let counters = agent.status()?["counters"] as? [String: Any]
+                return (
+                    (counters?["bytesSent"] as? NSNumber)?.int64Value ?? 0, (counters?["datagramsSent"] as? NSNumber)?.int64Value ?? 0,
+                    cpuTicks(agent.pid)
+                )
+            }
+        }
+        let before = sample()
+        let started = Date()
+        sleep(UInt32(options.seconds))
+        let after = sample()
+        let elapsed = Date().timeIntervalSince(started)
+        let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var wire: [Double] = []
+        var cpu: [Double] = []
+        for (first, last) in zip(before, after) {
+            let payload = Double(last.bytes - first.bytes)
+            let datagrams = Double(last.datagrams - first.datagrams)
+            wire.append((payload + 28 * datagrams) / elapsed)  // + IPv4 and UDP headers
+            cpu.append(Double(last.cpuTicks - first.cpuTicks) / ticksPerSecond / elapsed * 100)
+        }
+        let rss = agents.map { Double(residentKilobytes($0.pid)) / 1024 }
+        for agent in agents { agent.closeInput() }
+        for agent in agents { _ = agent.waitForExit(timeout: .seconds(2)) }
+        print("idle overhead (\(options.agents) agents, \(options.seconds) s, after 3 s of warm-up):")
+        print("  sent per agent (payload + 28 B IPv4/UDP header per datagram): \(Distribution(wire).summary(unit: "B/s", decimals: 0))")
+        print("  CPU per agent:  \(Distribution(cpu).summary(unit: "% of a core", decimals: 2))")
+        print("  RSS per agent:  \(Distribution(rss).summary(unit: "MiB", decimals: 1))")
+    }
+
+    static func cpuTicks(_ pid: Int32) -> Int64 {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 13, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return 0 }
+        return user + system
+    }
+
+    static func residentKilobytes(_ pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+}

@@ -1,0 +1,125 @@
+import CoplayCore
+import Dispatch
+import Foundation
+import Glibc
+
+/// The IO shell around one `Instance`: it owns the sockets, the timer, standard input and
+/// output, feeds every input to the instance and carries out the directives it returns.
+/// It decides nothing about the protocol.
+public actor AgentShell {
+    private var instance: Instance
+    private let transport: UDPTransport
+    private let clock: AgentClock
+    private let formatter: EventFormatter
+    private let inputs: AsyncStream<ShellInput>
+    private let feed: AsyncStream<ShellInput>.Continuation
+    private let timer: DispatchSourceTimer
+    private let signalSources: [DispatchSourceSignal]
+    private var wire = EventFormatter.WireStatistics()
+    private var signalsSeen = 0
+
+    /// Opens the sockets and prepares the instance; `run()` starts it.
+    public init(configuration: AgentConfiguration) throws {
+        clock = AgentClock(skewNanos: configuration.clockSkewNanos)
+        let interface = try configuration.interface.map { name throws(NetworkInterface.LookupError) in try NetworkInterface.lookup(name) }
+        transport = try UDPTransport(group: configuration.group, interface: interface)
+        var system = SystemRandomNumberGenerator()
+        let identity = LocalIdentity(
+            id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
+            sessionName: configuration.sessionName, unicastPort: transport.local.port)
+        instance = Instance(identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now())
+        formatter = EventFormatter(json: configuration.json, clock: clock)
+        (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .bufferingNewest(4096))
+        let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
+        timer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
+        signalSources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+    }
+
+    /// The unicast endpoint this agent answers on.
+    public nonisolated var localEndpoint: Endpoint { transport.local }
+
+    /// Runs until the agent exits; returns the process exit status.
+    public func run() async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        let feed = self.feed
+        for source in signalSources {
+            signal(Int32(source.handle), SIG_IGN)
+            let number = Int32(source.handle)
+            source.setEventHandler { feed.yield(.signal(number)) }
+            source.resume()
+        }
+        timer.setEventHandler { feed.yield(.tick) }
+        timer.resume()
+        transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) { bytes, source, stamp in
+            feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
+        }
+        StandardInputReader.start(lineBytesMax: instance.settings.commandLineBytesMax) { feed.yield($0) }
+        diagnose("coplay \(CoplayVersion.current): \(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local)")
+
+        if let status = carryOut(instance.start(now: clock.now())) { return status }
+        for await input in inputs {
+            let directives: [Directive]
+            switch input {
+            case .datagram(let bytes, let source, let receivedAt):
+                directives = instance.onDatagram(bytes, from: source, receivedAt: receivedAt, now: clock.now())
+            case .line(let line):
+                directives = instance.onConsoleLine(line, now: clock.now())
+            case .endOfInput:
+                directives = instance.onCommand(.quit, now: clock.now())
+            case .signal(let number):
+                signalsSeen += 1
+                if signalsSeen > 1 {
+                    diagnose("second signal \(number): exiting at once")
+                    return 0
+                }
+                directives = instance.onCommand(.quit, now: clock.now())
+            case .tick:
+                directives = instance.onTick(now: clock.now())
+            }
+            if let status = carryOut(directives) { return status }
+        }
+        return 0
+    }
+
+    /// Carries out directives in order; returns an exit status when one says to exit.
+    private func carryOut(_ directives: [Directive]) -> Int32? {
+        for directive in directives {
+            switch directive {
+            case .multicast(let datagram):
+                send(datagram, to: transport.group)
+            case .unicast(let datagram, let destination):
+                send(datagram, to: destination)
+            case .emit(let event):
+                let now = AgentClock.trueUnixNanosNow()
+                for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
+            case .diagnose(let text):
+                diagnose(text)
+            case .wake(let instant):
+                let delayNanos = max(0, instant.nanos - clock.now().monotonic.nanos)
+                timer.schedule(deadline: .now() + .nanoseconds(Int(delayNanos)), leeway: .nanoseconds(0))
+            case .exit(let status):
+                return status
+            }
+        }
+        return nil
+    }
+
+    private func send(_ datagram: Datagram, to destination: Endpoint) {
+        let bytes = WireFormat.encode(datagram)
+        if let error = transport.send(bytes, to: destination) {
+            wire.sendErrors += 1
+            if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 { diagnose("\(error) (\(wire.sendErrors) send errors so far)") }
+        } else {
+            wire.datagramsSent += 1
+            wire.bytesSent += bytes.count
+        }
+    }
+
+    private func writeLine(_ line: String) { StandardStreams.writeOutput(line) }
+
+    private func diagnose(_ text: String) { StandardStreams.writeError("coplay: \(text)") }
+}
+
+public enum CoplayVersion {
+    public static let current = "0.1.0"
+}

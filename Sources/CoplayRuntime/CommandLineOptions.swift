@@ -1,0 +1,166 @@
+import CoplayCore
+import Glibc
+
+/// What the command line asks for.
+public enum Invocation: Sendable {
+    case runAgent(AgentConfiguration)
+    case bench(BenchRequest)
+    case help
+    case version
+}
+
+/// `coplay bench <what>`: measurements on loopback that print figures.
+public struct BenchRequest: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable { case membership, clock, overhead, all }
+    public var kind: Kind
+    public var rounds = 10
+    public var agents = 4
+    public var seconds = 10
+}
+
+/// A command line that cannot be run: printed with the usage, exit status 2.
+public struct UsageError: Error, Equatable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+public enum CommandLineOptions {
+    public static let usage = """
+        coplay — keep media playback in sync across the machines of a LAN, with no server
+
+        Usage:
+          coplay [options]                  run one agent; type commands on standard input
+          coplay bench membership|clock|overhead|all [--rounds N] [--agents N] [--seconds N]
+                                            measure agents on loopback and print figures
+          coplay --help | --version
+
+        Options:
+          --name NAME               participant name (default: this host's name)
+          --session NAME            session name: agents of other sessions on the same group
+                                    ignore each other (default: default)
+          --interface NAME|ADDRESS  interface to use, e.g. lo or 192.168.1.20 (default: the
+                                    kernel's choice, the interface of the default route)
+          --group ADDRESS:PORT      multicast group (default: \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort))
+          --json                    one JSON object per output line, with an "event" field
+          --clock-skew-ms N         testing: behave as if this machine's clock were N ms off
+                                    (-3600000..3600000); reported true times stay true
+          --id HEX                  fixed participant id (1-16 hex digits) to keep across
+                                    restarts; a restarted agent is still a new incarnation
+
+        Commands on standard input, one per line:
+        \(ConsoleCommand.usages.map { "  \($0.synopsis.padding(toLength: 24, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n"))
+          End of input, SIGINT and SIGTERM leave the session gracefully and exit 0.
+
+        Exit status: 0 after a graceful exit, 1 if the network could not be set up, 2 on a bad
+        command line.
+        """
+
+    public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError> {
+        var remaining = arguments[...]
+        if let first = remaining.first, first == "bench" {
+            remaining.removeFirst()
+            return parseBench(remaining)
+        }
+        var configuration = AgentConfiguration(name: defaultName)
+        while let argument = remaining.popFirst() {
+            func value() -> Result<String, UsageError> {
+                guard let next = remaining.popFirst() else { return .failure(UsageError(message: "\(argument) needs a value")) }
+                return .success(next)
+            }
+            do throws(UsageError) {
+                switch argument {
+                case "--help", "-h":
+                    return .success(.help)
+                case "--version":
+                    return .success(.version)
+                case "--json":
+                    configuration.json = true
+                case "--name":
+                    configuration.name = try checkedName(value().get(), flag: "--name", bytesMax: configuration.settings.nameBytesMax)
+                case "--session":
+                    configuration.sessionName = try checkedName(value().get(), flag: "--session", bytesMax: configuration.settings.sessionNameBytesMax)
+                case "--interface":
+                    let text = try value().get()
+                    guard !text.isEmpty else { throw UsageError(message: "--interface needs a name or an address") }
+                    configuration.interface = text
+                case "--group":
+                    configuration.group = try parseGroup(value().get())
+                case "--clock-skew-ms":
+                    let text = try value().get()
+                    guard let millis = Int64(text), (-3_600_000...3_600_000).contains(millis) else {
+                        throw UsageError(message: "--clock-skew-ms takes whole milliseconds from -3600000 to 3600000, not '\(text)'")
+                    }
+                    configuration.clockSkewNanos = millis * 1_000_000
+                case "--id":
+                    let text = try value().get()
+                    guard let id = PeerID(hex: text) else { throw UsageError(message: "--id takes 1 to 16 hexadecimal digits, not '\(text)'") }
+                    configuration.peerID = id
+                case "--player", "--key-file":
+                    throw UsageError(message: "\(argument) is not available in this version of coplay")
+                default:
+                    throw UsageError(message: argument.hasPrefix("-") ? "unknown option '\(argument)'" : "unexpected argument '\(argument)'")
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(.runAgent(configuration))
+    }
+
+    static func parseBench(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
+        var remaining = arguments
+        guard let what = remaining.popFirst(), let kind = BenchRequest.Kind(rawValue: what) else {
+            return .failure(UsageError(message: "bench needs what to measure: \(BenchRequest.Kind.allCases.map(\.rawValue).joined(separator: ", "))"))
+        }
+        var request = BenchRequest(kind: kind)
+        while let flag = remaining.popFirst() {
+            guard ["--rounds", "--agents", "--seconds"].contains(flag) else {
+                return .failure(UsageError(message: "unknown bench option '\(flag)'"))
+            }
+            guard let text = remaining.popFirst(), let number = Int(text), (1...1000).contains(number) else {
+                return .failure(UsageError(message: "\(flag) takes a whole number from 1 to 1000"))
+            }
+            switch flag {
+            case "--rounds": request.rounds = number
+            case "--agents": request.agents = number
+            default: request.seconds = number
+            }
+        }
+        guard (2...64).contains(request.agents) else { return .failure(UsageError(message: "--agents takes 2 to 64")) }
+        return .success(.bench(request))
+    }
+
+    static func checkedName(_ text: String, flag: String, bytesMax: Int) throws(UsageError) -> String {
+        guard !text.isEmpty, text.utf8.count <= bytesMax else {
+            throw UsageError(message: "\(flag) takes 1 to \(bytesMax) bytes of UTF-8, not \(text.utf8.count)")
+        }
+        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw UsageError(message: "\(flag) may not contain control characters")
+        }
+        return text
+    }
+
+    static func parseGroup(_ text: String) throws(UsageError) -> Endpoint {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let address = Endpoint.parseAddress(parts[0]) else {
+            throw UsageError(message: "--group takes ADDRESS:PORT, e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort), not '\(text)'")
+        }
+        guard address >> 28 == 0xE else {
+            throw UsageError(message: "--group address \(parts[0]) is not a multicast address (224.0.0.0 to 239.255.255.255)")
+        }
+        var port = WireFormat.defaultPort
+        if parts.count == 2 {
+            guard let parsed = UInt16(parts[1]), parsed > 0 else { throw UsageError(message: "--group port must be 1 to 65535, not '\(parts[1])'") }
+            port = parsed
+        }
+        return Endpoint(address: address, port: port)
+    }
+
+    public static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "coplay" }
+        // Host names are ASCII; keep at most 64 bytes, the name limit.
+        let bytes = buffer.prefix { $0 != 0 }.prefix(64).map { UInt8(bitPattern: $0) }
+        return bytes.isEmpty ? "coplay" : String(decoding: bytes, as: UTF8.self)
+    }
+}

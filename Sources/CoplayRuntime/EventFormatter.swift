@@ -1,0 +1,170 @@
+import CoplayCore
+
+/// Turns the core's events into output lines: readable text, or one JSON object per line with
+/// an `"event"` field. Every JSON line also carries `atUnixNanos`, the true time it was printed.
+public struct EventFormatter: Sendable {
+    public var json: Bool
+    public var clock: AgentClock
+
+    public init(json: Bool, clock: AgentClock) {
+        self.json = json
+        self.clock = clock
+    }
+
+    /// Shell-side figures added to `status`: what the sockets sent.
+    public struct WireStatistics: Sendable {
+        public var datagramsSent = 0
+        public var bytesSent = 0
+        public var sendErrors = 0
+        public init() {}
+    }
+
+    public func lines(for event: Event, wire: WireStatistics, atUnixNanos: Int64) -> [String] {
+        if json {
+            var members: [(String, JSONValue)] = [("event", .string(Self.name(of: event)))]
+            members += fields(of: event, wire: wire)
+            members.append(("atUnixNanos", .int(atUnixNanos)))
+            return [JSONValue.object(members).serialized]
+        }
+        return text(of: event, wire: wire)
+    }
+
+    public static func name(of event: Event) -> String {
+        switch event {
+        case .session: "session"
+        case .peerJoined: "peer-joined"
+        case .peerLeft: "peer-left"
+        case .peerUnresponsive: "peer-unresponsive"
+        case .peerResponsive: "peer-responsive"
+        case .clockSynced: "clock-synced"
+        case .status: "status"
+        case .peers: "peers"
+        case .help: "help"
+        case .commandError: "error"
+        }
+    }
+
+    // MARK: JSON
+
+    private func fields(of event: Event, wire: WireStatistics) -> [(String, JSONValue)] {
+        switch event {
+        case .session(let report):
+            var fields: [(String, JSONValue)] = [
+                ("state", .string(report.state.name)), ("peer", .string(report.member.id.description)),
+                ("incarnation", .int(Int64(report.member.incarnation.rawValue))),
+            ]
+            if case .invalidated(let reason) = report.state { fields.append(("reason", .string(reason.description))) }
+            return fields
+        case .peerJoined(let info), .peerUnresponsive(let info), .peerResponsive(let info), .clockSynced(let info):
+            return [("peer", peerObject(info))]
+        case .peerLeft(let info, let reason):
+            return [("peer", peerObject(info)), ("reason", .string(reason.rawValue))]
+        case .status(let report):
+            return [
+                ("peer", .string(report.member.id.description)), ("name", .string(report.name)),
+                ("session", .string(report.sessionName)), ("state", .string(report.state.name)),
+                ("incarnation", .int(Int64(report.member.incarnation.rawValue))),
+                ("item", report.item.map { .string($0) } ?? .null), ("rate", .double(report.rate)),
+                ("position", .double(report.positionSeconds)),
+                ("sampledAtUnixNanos", .int(clock.trueUnixNanos(of: report.sampledAt.wall))),
+                ("waiting", .bool(report.isWaiting)), ("suspensions", .array(report.suspensions.map { .string($0) })),
+                ("peers", .int(Int64(report.peerCount))), ("counters", countersObject(report.counters, wire: wire)),
+            ]
+        case .peers(let infos):
+            return [("peers", .array(infos.map(peerObject)))]
+        case .help(let usages):
+            return [
+                ("commands", .array(usages.map { .object([("name", .string($0.name)), ("usage", .string($0.synopsis)), ("summary", .string($0.summary))]) }))
+            ]
+        case .commandError(let error):
+            return [("message", .string(error.message)), ("usage", .string(error.usage))]
+        }
+    }
+
+    private func peerObject(_ info: PeerInfo) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("id", .string(info.member.id.description)), ("name", .string(info.name)),
+            ("incarnation", .int(Int64(info.member.incarnation.rawValue))), ("address", .string(info.endpoint.description)),
+            ("state", .string(info.isSuspected ? "suspected" : "alive")),
+            ("lastSeenMillis", .double((info.lastSeenAgo.milliseconds * 1000).rounded() / 1000)),
+            ("clockSynced", .bool(info.isClockSynced)),
+        ]
+        if let offset = info.offset {
+            members += [
+                ("offsetNanos", .int(offset.offsetNanos)), ("driftPPM", .double((offset.driftPPM * 1000).rounded() / 1000)),
+                ("delayNanos", .int(offset.delayNanos)), ("clockSamples", .int(Int64(offset.sampleCount))),
+            ]
+        } else {
+            members += [("offsetNanos", .null)]
+        }
+        return .object(members)
+    }
+
+    private func countersObject(_ counters: Counters, wire: WireStatistics) -> JSONValue {
+        let drops = DropReason.allCases.compactMap { reason in counters.drops[reason].map { (reason.rawValue, JSONValue.int(Int64($0))) } }
+        return .object([
+            ("datagramsReceived", .int(Int64(counters.datagramsReceived))), ("datagramsSent", .int(Int64(wire.datagramsSent))),
+            ("bytesSent", .int(Int64(wire.bytesSent))), ("sendErrors", .int(Int64(wire.sendErrors))),
+            ("ownEchoes", .int(Int64(counters.ownEchoes))), ("dropped", .int(Int64(counters.dropsTotal))),
+            ("drops", .object(drops)), ("commandErrors", .int(Int64(counters.commandErrors))),
+        ])
+    }
+
+    // MARK: Text
+
+    private func text(of event: Event, wire: WireStatistics) -> [String] {
+        switch event {
+        case .session(let report):
+            var line = "session \(report.state.name) as \(report.member)"
+            if case .invalidated(let reason) = report.state { line += " (\(reason))" }
+            return [line]
+        case .peerJoined(let info):
+            return ["peer-joined \(info.name) \(info.member) at \(info.endpoint)"]
+        case .peerLeft(let info, let reason):
+            return ["peer-left \(info.name) \(info.member) reason=\(reason.rawValue)"]
+        case .peerUnresponsive(let info):
+            return ["peer-unresponsive \(info.name) \(info.member) silent for \(Self.millis(info.lastSeenAgo))"]
+        case .peerResponsive(let info):
+            return ["peer-responsive \(info.name) \(info.member)"]
+        case .clockSynced(let info):
+            return ["clock-synced \(info.name) \(Self.clockText(info))"]
+        case .status(let report):
+            let suspensions = report.suspensions.isEmpty ? "-" : report.suspensions.joined(separator: ",")
+            return [
+                "status \(report.name) id=\(report.member.id) session=\(report.sessionName) state=\(report.state.name) "
+                    + "item=\(report.item ?? "-") rate=\(report.rate) position=\(String(format3: report.positionSeconds)) "
+                    + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) peers=\(report.peerCount) "
+                    + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal)"
+            ]
+        case .peers(let infos):
+            guard !infos.isEmpty else { return ["peers none"] }
+            let entries = infos.map { info in
+                "\(info.name) \(info.member) \(info.isSuspected ? "suspected" : "alive") \(Self.clockText(info)) seen \(Self.millis(info.lastSeenAgo)) ago"
+            }
+            return ["peers \(infos.count): " + entries.joined(separator: " | ")]
+        case .help(let usages):
+            let width = usages.map(\.synopsis.count).max() ?? 0
+            return ["help commands (one per line on standard input):"]
+                + usages.map { "help   \($0.synopsis.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)" }
+        case .commandError(let error):
+            return ["error: \(error.message); usage: \(error.usage)"]
+        }
+    }
+
+    private static func clockText(_ info: PeerInfo) -> String {
+        guard let offset = info.offset else { return "offset=unknown" }
+        let sign = offset.offsetNanos >= 0 ? "+" : "-"
+        return "offset=\(sign)\(String(format3: Double(abs(offset.offsetNanos)) / 1e6))ms delay=\(String(format3: Double(offset.delayNanos) / 1e6))ms drift=\(String(format3: offset.driftPPM))ppm"
+    }
+
+    private static func millis(_ duration: Duration) -> String { "\(Int(duration.milliseconds.rounded()))ms" }
+}
+
+extension String {
+    /// A number with exactly three decimals, without Foundation's formatter.
+    init(format3 value: Double) {
+        let scaled = Int64((abs(value) * 1000).rounded())
+        let fraction = String(scaled % 1000)
+        self = (value < 0 && scaled != 0 ? "-" : "") + "\(scaled / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+}

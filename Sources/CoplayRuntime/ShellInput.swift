@@ -1,0 +1,16 @@
+import CoplayCore
+
+/// Everything that can wake the shell, delivered through one stream so the instance sees one
+/// input at a time.
+enum ShellInput: Sendable {
+    /// A datagram from either socket, stamped when the receive thread got it.
+    case datagram([UInt8], from: Endpoint, receivedAt: Timestamp)
+    /// One line from standard input.
+    case line(String)
+    /// Standard input ended.
+    case endOfInput
+    /// SIGINT or SIGTERM.
+    case signal(Int32)
+    /// The wake-up timer fired.
+    case tick
+}

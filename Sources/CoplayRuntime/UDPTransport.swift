@@ -1,0 +1,153 @@
+import CoplayCore
+import Foundation
+import Glibc
+
+/// A socket call that failed, with what was being attempted and the system's reason.
+public struct SocketError: Error, CustomStringConvertible {
+    public var operation: String
+    public var code: Int32
+    public init(_ operation: String, code: Int32 = errno) {
+        self.operation = operation
+        self.code = code
+    }
+    public var description: String { "\(operation): \(String(cString: strerror(code)))" }
+}
+
+/// The two UDP sockets of an agent:
+/// - the group socket, bound to the multicast group and port (shared with every agent on this
+///   host through SO_REUSEADDR), joined to the group on the chosen interface; it only receives;
+/// - the unicast socket, bound to the interface's address and an ephemeral port, which sends
+///   everything (multicast with TTL 1 and loopback on, so agents on one host hear each other)
+///   and receives the unicast traffic: hello replies and clock probes.
+public final class UDPTransport: Sendable {
+    public let group: Endpoint
+    /// The unicast socket's address and port.
+    public let local: Endpoint
+    private let groupSocket: Int32
+    private let unicastSocket: Int32
+
+    /// Opens and configures both sockets. `interface` nil lets the kernel choose (the
+    /// interface of the default route).
+    public init(group: Endpoint, interface: NetworkInterface?) throws(SocketError) {
+        guard group.address >> 28 == 0xE else {
+            throw SocketError("group \(group.addressText) is not a multicast address (224.0.0.0/4)", code: EINVAL)
+        }
+        self.group = group
+        let interfaceAddress = interface?.address ?? 0
+        let groupSocket = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard groupSocket >= 0 else { throw SocketError("socket") }
+        let unicastSocket = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard unicastSocket >= 0 else {
+            close(groupSocket)
+            throw SocketError("socket")
+        }
+        do throws(SocketError) {
+            try Self.set(groupSocket, SOL_SOCKET, SO_REUSEADDR, Int32(1), "SO_REUSEADDR")
+            try Self.bind(groupSocket, Endpoint(address: group.address, port: group.port), what: "bind to group \(group)")
+            var membership = ip_mreqn()
+            membership.imr_multiaddr.s_addr = group.address.bigEndian
+            membership.imr_address.s_addr = interfaceAddress.bigEndian
+            membership.imr_ifindex = interface?.index ?? 0
+            try Self.set(groupSocket, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, membership, "join group \(group.addressText) on \(interface?.name ?? "the default interface")")
+            // Receive only this group's datagrams, not those of other groups joined on this host.
+            try Self.set(groupSocket, Int32(IPPROTO_IP), IP_MULTICAST_ALL, Int32(0), "IP_MULTICAST_ALL")
+
+            try Self.bind(unicastSocket, Endpoint(address: interfaceAddress, port: 0), what: "bind unicast socket")
+            var outgoing = ip_mreqn()
+            outgoing.imr_address.s_addr = interfaceAddress.bigEndian
+            outgoing.imr_ifindex = interface?.index ?? 0
+            try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_IF, outgoing, "IP_MULTICAST_IF")
+            try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_TTL, UInt8(1), "IP_MULTICAST_TTL")
+            try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, UInt8(1), "IP_MULTICAST_LOOP")
+            var bound = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let status = withUnsafeMutablePointer(to: &bound) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(unicastSocket, $0, &length) }
+            }
+            guard status == 0 else { throw SocketError("getsockname") }
+            local = Endpoint(address: UInt32(bigEndian: bound.sin_addr.s_addr), port: UInt16(bigEndian: bound.sin_port))
+        } catch {
+            close(groupSocket)
+            close(unicastSocket)
+            throw error
+        }
+        self.groupSocket = groupSocket
+        self.unicastSocket = unicastSocket
+    }
+
+    deinit {
+        close(groupSocket)
+        close(unicastSocket)
+    }
+
+    /// Sends one datagram; returns the error instead of throwing so a lost send never stops the agent.
+    @discardableResult
+    public func send(_ bytes: [UInt8], to destination: Endpoint) -> SocketError? {
+        var address = Self.socketAddress(destination)
+        let sent = bytes.withUnsafeBytes { buffer in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(unicastSocket, buffer.baseAddress, buffer.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        return sent == bytes.count ? nil : SocketError("send to \(destination)")
+    }
+
+    /// Starts one thread per socket that receives datagrams until the process ends, stamps each
+    /// with `clock` as soon as it arrives, and hands it to `deliver`. Datagrams longer than
+    /// `bytesMax` are truncated to `bytesMax + 1` bytes (and so rejected by the decoder).
+    public func startReceiving(
+        clock: AgentClock, bytesMax: Int, deliver: @escaping @Sendable ([UInt8], Endpoint, Timestamp) -> Void
+    ) {
+        for fd in [groupSocket, unicastSocket] {
+            let thread = Thread {
+                var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
+                while true {
+                    var source = sockaddr_in()
+                    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                    let count = buffer.withUnsafeMutableBytes { raw in
+                        withUnsafeMutablePointer(to: &source) {
+                            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length) }
+                        }
+                    }
+                    let stamp = clock.now()
+                    if count < 0 {
+                        if errno == EINTR || errno == EAGAIN { continue }
+                        return  // the socket was closed
+                    }
+                    let from = Endpoint(address: UInt32(bigEndian: source.sin_addr.s_addr), port: UInt16(bigEndian: source.sin_port))
+                    deliver(Array(buffer[0..<count]), from, stamp)
+                }
+            }
+            thread.name = fd == groupSocket ? "coplay-group-rx" : "coplay-unicast-rx"
+            thread.qualityOfService = .userInteractive
+            thread.start()
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func socketAddress(_ endpoint: Endpoint) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = endpoint.port.bigEndian
+        address.sin_addr.s_addr = endpoint.address.bigEndian
+        return address
+    }
+
+    private static func bind(_ fd: Int32, _ endpoint: Endpoint, what: String) throws(SocketError) {
+        var address = socketAddress(endpoint)
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard status == 0 else { throw SocketError(what) }
+    }
+
+    private static func set<Value: BitwiseCopyable>(
+        _ fd: Int32, _ level: Int32, _ option: Int32, _ value: Value, _ what: String
+    ) throws(SocketError) {
+        let status = withUnsafeBytes(of: value) { setsockopt(fd, level, option, $0.baseAddress, socklen_t($0.count)) }
+        guard status == 0 else { throw SocketError(what) }
+    }
+}
