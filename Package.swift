@@ -21,6 +21,7 @@ let package = Package(
         .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulation"]),
+        .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
         .testTarget(name: "CoplayIntegrationTests", dependencies: ["CoplayHarness", "coplay"]),
     ],
     swiftLanguageModes: [.v6]

@@ -21,6 +21,7 @@ public struct BenchRequest: Sendable, Equatable {
 /// A command line that cannot be run: printed with the usage, exit status 2.
 public struct UsageError: Error, Equatable, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }
 

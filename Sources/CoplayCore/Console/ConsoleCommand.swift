@@ -37,6 +37,10 @@ public enum ConsoleCommand: Hashable, Sendable {
     public struct ParseError: Error, Hashable, Sendable {
         public var message: String
         public var usage: String
+        public init(message: String, usage: String) {
+            self.message = message
+            self.usage = usage
+        }
     }
 
     /// Parses one line. Blank lines and lines starting with `#` are no command (nil).

@@ -56,6 +56,19 @@ public struct PeerInfo: Hashable, Sendable {
     public var offset: OffsetEstimate?
     /// Whether enough samples have arrived for the estimate to be trusted.
     public var isClockSynced: Bool
+
+    public init(
+        member: Member, name: String, endpoint: Endpoint, isSuspected: Bool, lastSeenAgo: Duration, offset: OffsetEstimate?,
+        isClockSynced: Bool
+    ) {
+        self.member = member
+        self.name = name
+        self.endpoint = endpoint
+        self.isSuspected = isSuspected
+        self.lastSeenAgo = lastSeenAgo
+        self.offset = offset
+        self.isClockSynced = isClockSynced
+    }
 }
 
 /// The answer to `status`.
@@ -74,4 +87,23 @@ public struct StatusReport: Hashable, Sendable {
     public var suspensions: [String]
     public var peerCount: Int
     public var counters: Counters
+
+    public init(
+        member: Member, name: String, sessionName: String, state: SessionState, item: String?, rate: Double,
+        positionSeconds: Double, sampledAt: Timestamp, isWaiting: Bool, suspensions: [String], peerCount: Int,
+        counters: Counters
+    ) {
+        self.member = member
+        self.name = name
+        self.sessionName = sessionName
+        self.state = state
+        self.item = item
+        self.rate = rate
+        self.positionSeconds = positionSeconds
+        self.sampledAt = sampledAt
+        self.isWaiting = isWaiting
+        self.suspensions = suspensions
+        self.peerCount = peerCount
+        self.counters = counters
+    }
 }

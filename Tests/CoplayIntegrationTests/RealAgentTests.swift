@@ -1,0 +1,108 @@
+import CoplayHarness
+import Foundation
+import Glibc
+import Testing
+
+/// A few short tests of real `coplay` processes. The protocol itself is tested in the
+/// simulation; these check the sockets, the process contract and the namespace LAN.
+@Suite(.serialized) struct RealAgentTests {
+    @Test(.enabled(if: isRoot, "needs root for network namespaces"))
+    func threeAgentsInNamespaces_discoverEachOther_andDetectAKilledOne() throws {
+        try withLAN(hosts: 3) { prefix in
+            let agents = try (1...3).map { host in
+                try AgentProcess(
+                    executable: coplay, name: "host\(host)", arguments: ["--interface", "eth0", "--session", "it"],
+                    namespace: "\(prefix)-h\(host)")
+            }
+            var ids: [String] = []
+            for agent in agents {
+                let joined = try #require(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" && $0["state"] as? String == "joined" }, "\(agent.name): \(agent.diagnostics)")
+                ids.append(joined["peer"] as? String ?? "")
+            }
+            for (index, agent) in agents.enumerated() {
+                for other in ids where other != ids[index] {
+                    let seen = agent.waitForEvent(timeout: .seconds(5)) { $0.name == "peer-joined" && $0.peer("id") as? String == other }
+                    #expect(seen != nil, "\(agent.name) never saw \(other)")
+                    #expect((seen?.peer("address") as? String)?.hasPrefix("10.77.0.") == true, "peers are reached over the namespace LAN")
+                }
+            }
+            let killedAt = Int64(Date().timeIntervalSince1970 * 1e9)
+            agents[2].signal(SIGKILL)
+            for agent in agents[0..<2] {
+                let gone = agent.waitForEvent(timeout: .seconds(5)) { $0.name == "peer-left" && $0.peer("id") as? String == ids[2] }
+                #expect(gone?["reason"] as? String == "timeout", "\(agent.name) did not detect the crash")
+                if let gone { #expect(gone.atUnixNanos - killedAt < 2_000_000_000, "detection took \((gone.atUnixNanos - killedAt) / 1_000_000) ms") }
+                #expect(agent.peers()?.count == 1)
+            }
+            for agent in agents[0..<2] { agent.closeInput() }
+            for agent in agents[0..<2] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+        }
+        let leftovers = try Locations.run("/usr/sbin/ip", ["netns", "list"]).output
+        #expect(!leftovers.contains("cpi\(getpid() % 100_000)-"), "namespaces left behind: \(leftovers)")
+    }
+
+    @Test func agentOnLoopback_answersCommands_countsGarbage_andLeavesOnEndOfInput() throws {
+        let port = privatePort(0)
+        let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "loopback-it"]
+        let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--clock-skew-ms", "300"])
+        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common)
+        let bobID = try #require(bob.waitForEvent(timeout: .seconds(10)) { $0.name == "session" }?["peer"] as? String)
+        let synced = try #require(alice.waitForEvent(timeout: .seconds(5)) { $0.name == "clock-synced" && $0.peer("id") as? String == bobID })
+        let offset = try #require((synced.peer("offsetNanos") as? NSNumber)?.int64Value)
+        #expect(abs(offset + 300_000_000) < 1_000_000, "bob's clock is 300 ms behind alice's, estimated \(offset) ns")
+
+        // Hostile input on the group port: counted and dropped, the agent goes on.
+        let garbage = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(garbage) }
+        var loopback = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        setsockopt(garbage, Int32(IPPROTO_IP), IP_MULTICAST_IF, &loopback, socklen_t(MemoryLayout<in_addr>.size))
+        var group = sockaddr_in()
+        group.sin_family = sa_family_t(AF_INET)
+        group.sin_port = UInt16(port)!.bigEndian
+        group.sin_addr.s_addr = UInt32(0xEFFF_4D01).bigEndian
+        for payload in [Array("hello?".utf8), Array("GET / HTTP/1.1\r\nHost: coplay.example\r\n\r\n".utf8), Array("CPLY".utf8) + [9] + Array(repeating: 0, count: 40), Array(repeating: 0xFF, count: 1500)] {
+            _ = payload.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &group) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(garbage, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            }
+        }
+        usleep(200_000)
+        let status = try #require(alice.status())
+        for key in ["peer", "name", "session", "state", "item", "rate", "position", "sampledAtUnixNanos", "waiting", "suspensions", "peers"] {
+            #expect(status[key] != nil, "status lacks \(key)")
+        }
+        #expect(status["state"] as? String == "joined" && (status["peers"] as? NSNumber)?.intValue == 1)
+        let sampled = try #require((status["sampledAtUnixNanos"] as? NSNumber)?.int64Value)
+        #expect(abs(sampled - Int64(Date().timeIntervalSince1970 * 1e9)) < 1_000_000_000, "sampledAtUnixNanos is the true time, not the skewed one")
+        let counters = try #require(status["counters"] as? [String: Any])
+        let drops = try #require(counters["drops"] as? [String: Any])
+        #expect((drops["tooShort"] as? NSNumber)?.intValue == 1)
+        #expect((drops["badMagic"] as? NSNumber)?.intValue == 1)
+        #expect((drops["unsupportedVersion"] as? NSNumber)?.intValue == 1)
+        #expect((drops["tooLong"] as? NSNumber)?.intValue == 1)
+
+        // A bad line gets one error event; the agent goes on.
+        let mark = alice.allEvents.count
+        alice.send("frobnicate 3")
+        let error = try #require(alice.waitForEvent(from: mark, timeout: .seconds(2)) { $0.name == "error" })
+        #expect((error["message"] as? String)?.contains("unknown command 'frobnicate'") == true)
+        #expect(alice.status() != nil)
+
+        // End of input: alice leaves (bob sees it at once) and exits 0; SIGTERM does the same for bob.
+        let bobMark = bob.allEvents.count
+        alice.closeInput()
+        #expect(alice.waitForExit(timeout: .seconds(5)) == 0)
+        let left = bob.waitForEvent(from: bobMark, timeout: .seconds(2)) { $0.name == "peer-left" }
+        #expect(left?["reason"] as? String == "shutdown")
+        bob.signal(SIGTERM)
+        #expect(bob.waitForExit(timeout: .seconds(5)) == 0)
+    }
+
+    @Test func badFlag_exitsTwoWithTheProblemAndTheHint() throws {
+        let (status, output) = try Locations.run(coplay, ["--interface"])
+        #expect(status == 2)
+        #expect(output.contains("--interface needs a value") && output.contains("coplay --help"))
+        let (unknownStatus, unknownOutput) = try Locations.run(coplay, ["--interface", "no-such-if0", "--group", "239.255.77.1:\(privatePort(1))"])
+        #expect(unknownStatus == 1)
+        #expect(unknownOutput.contains("no interface named or addressed 'no-such-if0'"))
+    }
+}

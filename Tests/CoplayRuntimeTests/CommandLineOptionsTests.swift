@@ -1,0 +1,71 @@
+import CoplayCore
+import CoplayRuntime
+import Testing
+
+@Suite struct CommandLineOptionsTests {
+    func configuration(_ arguments: [String]) throws -> AgentConfiguration {
+        guard case .runAgent(let configuration) = try CommandLineOptions.parse(arguments, defaultName: "host").get() else {
+            throw UsageError(message: "not an agent invocation")
+        }
+        return configuration
+    }
+
+    func error(_ arguments: [String]) -> String? {
+        if case .failure(let error) = CommandLineOptions.parse(arguments, defaultName: "host") { return error.message }
+        return nil
+    }
+
+    @Test func noArguments_runsAnAgentWithTheDocumentedDefaults() throws {
+        let configuration = try configuration([])
+        #expect(configuration.name == "host")
+        #expect(configuration.sessionName == "default")
+        #expect(configuration.interface == nil)
+        #expect(configuration.group == Endpoint(address: 0xEFFF_4D01, port: 47_700))
+        #expect(!configuration.json && configuration.clockSkewNanos == 0 && configuration.peerID == nil)
+    }
+
+    @Test func everyFlag_isParsed() throws {
+        let configuration = try configuration([
+            "--name", "alice", "--session", "movie night", "--interface", "lo", "--group", "239.1.2.3:5000", "--json",
+            "--clock-skew-ms", "-500", "--id", "abc123",
+        ])
+        #expect(configuration.name == "alice" && configuration.sessionName == "movie night" && configuration.interface == "lo")
+        #expect(configuration.group == Endpoint(address: 0xEF01_0203, port: 5000))
+        #expect(configuration.json && configuration.clockSkewNanos == -500_000_000 && configuration.peerID == PeerID(0xABC123))
+    }
+
+    @Test func helpAndVersion() throws {
+        guard case .help = try CommandLineOptions.parse(["--help"]).get(), case .version = try CommandLineOptions.parse(["--version"]).get() else {
+            Issue.record("--help or --version not recognised")
+            return
+        }
+        #expect(CommandLineOptions.usage.contains("--clock-skew-ms") && CommandLineOptions.usage.contains("quit"))
+    }
+
+    @Test func badCommandLines_sayWhatIsWrong() {
+        #expect(error(["--bogus"]) == "unknown option '--bogus'")
+        #expect(error(["stray"]) == "unexpected argument 'stray'")
+        #expect(error(["--name"]) == "--name needs a value")
+        #expect(error(["--name", ""])?.contains("1 to 64 bytes") == true)
+        #expect(error(["--name", String(repeating: "n", count: 65)])?.contains("not 65") == true)
+        #expect(error(["--name", "a\u{7}b"])?.contains("control characters") == true)
+        #expect(error(["--group", "10.0.0.1:5000"])?.contains("not a multicast address") == true)
+        #expect(error(["--group", "239.1.1.1:0"])?.contains("1 to 65535") == true)
+        #expect(error(["--group", "nonsense"])?.contains("ADDRESS:PORT") == true)
+        #expect(error(["--clock-skew-ms", "1.5"])?.contains("whole milliseconds") == true)
+        #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
+        #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
+        #expect(error(["--player", "mpv"])?.contains("not available") == true)
+    }
+
+    @Test func bench_parsesWhatAndBounds() throws {
+        guard case .bench(let request) = try CommandLineOptions.parse(["bench", "clock", "--agents", "8", "--seconds", "5"]).get() else {
+            Issue.record("bench not recognised")
+            return
+        }
+        #expect(request.kind == .clock && request.agents == 8 && request.seconds == 5)
+        #expect(error(["bench"])?.contains("membership") == true)
+        #expect(error(["bench", "clock", "--agents", "1"]) == "--agents takes 2 to 64")
+        #expect(error(["bench", "clock", "--rounds", "0"])?.contains("1 to 1000") == true)
+    }
+}
