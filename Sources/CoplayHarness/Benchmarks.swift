@@ -156,7 +156,7 @@ public enum Benchmarks {
     static func overhead(_ options: Options, common: [String]) throws {
         let agents = try (0..<options.agents).map { try start(options, name: "idle\($0)", common) }
         for agent in agents { _ = try joined(agent) }
-        sleep(3)  // past the announce burst and the clock warm-up's densest part
+        sleep(8)  // past the announce burst and the clock warm-up (8 burst + 10 samples 0.5 s apart)
         func sample() -> [(bytes: Int64, datagrams: Int64, cpuTicks: Int64)] {
             agents.map { agent in
                 let counters = agent.status()?["counters"] as? [String: Any]
@@ -183,7 +183,7 @@ public enum Benchmarks {
         let rss = agents.map { Double(residentKilobytes($0.pid)) / 1024 }
         for agent in agents { agent.closeInput() }
         for agent in agents { _ = agent.waitForExit(timeout: .seconds(2)) }
-        print("idle overhead (\(options.agents) agents, \(options.seconds) s, after 3 s of warm-up):")
+        print("idle overhead (\(options.agents) agents, \(options.seconds) s, after 8 s of clock warm-up):")
         print("  sent per agent (payload + 28 B IPv4/UDP header per datagram): \(Distribution(wire).summary(unit: "B/s", decimals: 0))")
         print("  CPU per agent:  \(Distribution(cpu).summary(unit: "% of a core", decimals: 2))")
         print("  RSS per agent:  \(Distribution(rss).summary(unit: "MiB", decimals: 1))")

@@ -1,4 +1,5 @@
 import CoplayCore
+import Foundation
 
 /// A seeded membership and clock-sync scenario: 2 to 8 agents with skewed, drifting clocks join
 /// at random times on a lossy, duplicating, reordering network; partitions come and heal; agents
@@ -19,7 +20,12 @@ public struct MembershipScenario: Sendable {
     }
 
     public let seed: UInt64
-    public init(seed: UInt64) { self.seed = seed }
+    /// Print every node's events and the faults when the run ends (to study a failing seed).
+    public var trace = false
+    public init(seed: UInt64, trace: Bool = false) {
+        self.seed = seed
+        self.trace = trace
+    }
 
     /// An estimate further off than this at the end of a run has not converged. (The quality
     /// target, p99 ≤ 100 µs, applies to the distribution over many runs, since six seconds of
@@ -205,6 +211,14 @@ public struct MembershipScenario: Sendable {
                     present.removeAll()  // a new life, or the end of one: the table starts empty
                 default:
                     break
+                }
+            }
+        }
+        if trace {
+            print("faults: \(faults)")
+            for node in simulation.nodes {
+                for entry in node.events {
+                    print(String(format: "%8.3f s node%d %@", Double(entry.atNanos) / 1e9, node.index, "\(entry.event)" as NSString as CVarArg))
                 }
             }
         }

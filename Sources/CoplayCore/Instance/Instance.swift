@@ -351,7 +351,7 @@ public struct Instance: Sendable {
         if record.liveness == .suspected {
             record.nextProbeAt = now.monotonic + settings.suspectProbeInterval
         } else {
-            record.scheduleNextProbe(after: now.monotonic, settings: settings, random: &random)
+            record.scheduleNextProbe(after: now.monotonic, peerCount: max(peers.count, 1), settings: settings, random: &random)
         }
         out.append(.unicast(outgoing(.probe(ClockProbe(token: token, originWall: now.wall))), to: record.endpoint))
     }

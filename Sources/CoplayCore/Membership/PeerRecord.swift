@@ -48,7 +48,7 @@ public struct PeerRecord: Hashable, Sendable {
     /// When the next clock probe is due after one more has been sent at `now`: the burst, then
     /// the warm-up cadence until enough samples have *arrived* (loss prolongs the warm-up rather
     /// than leaving the estimate thin), then the steady cadence.
-    mutating func scheduleNextProbe(after now: MonotonicInstant, settings: Settings, random: inout SplitMix64) {
+    mutating func scheduleNextProbe(after now: MonotonicInstant, peerCount: Int, settings: Settings, random: inout SplitMix64) {
         probesSent += 1
         let interval: Duration
         if probesSent < settings.probeBurstCount {
@@ -56,7 +56,8 @@ public struct PeerRecord: Hashable, Sendable {
         } else if clock.sampleCount < settings.probeBurstCount + settings.probeWarmupCount {
             interval = random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
         } else {
-            interval = random.jittered(settings.probeInterval, fraction: settings.probeJitterFraction)
+            let budgeted = Duration.nanoseconds(Int64(Double(peerCount) / settings.probeExchangesPerSecondMax * 1e9))
+            interval = random.jittered(max(settings.probeInterval, budgeted), fraction: settings.probeJitterFraction)
         }
         nextProbeAt = now + interval
     }
