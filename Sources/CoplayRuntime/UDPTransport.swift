@@ -94,27 +94,53 @@ public final class UDPTransport: Sendable {
         return sent == bytes.count ? nil : SocketError("send to \(destination)")
     }
 
-    /// Starts one thread per socket that receives datagrams until the process ends, stamps each
-    /// with `clock` as soon as it arrives, and hands it to `deliver`. Datagrams longer than
-    /// `bytesMax` are truncated to `bytesMax + 1` bytes (and so rejected by the decoder).
+    /// Starts one thread per socket that receives datagrams until the process ends and hands
+    /// each to `deliver` with its arrival time. The arrival time is the kernel's receive
+    /// timestamp (SO_TIMESTAMPNS) where available, so a thread scheduled late does not make the
+    /// datagram look late; the monotonic reading is the current one less the datagram's age.
+    /// Datagrams longer than `bytesMax` are cut to `bytesMax + 1` bytes (and so rejected).
     public func startReceiving(
         clock: AgentClock, bytesMax: Int, deliver: @escaping @Sendable ([UInt8], Endpoint, Timestamp) -> Void
     ) {
         for fd in [groupSocket, unicastSocket] {
+            _ = try? Self.set(fd, SOL_SOCKET, SO_TIMESTAMPNS, Int32(1), "SO_TIMESTAMPNS")
             let thread = Thread {
                 var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
+                var control = [UInt8](repeating: 0, count: 64)
                 while true {
                     var source = sockaddr_in()
-                    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                    var kernelNanos: Int64?
                     let count = buffer.withUnsafeMutableBytes { raw in
-                        withUnsafeMutablePointer(to: &source) {
-                            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length) }
+                        control.withUnsafeMutableBytes { controlRaw in
+                            withUnsafeMutablePointer(to: &source) { sourcePointer in
+                                var vector = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
+                                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                                    var message = msghdr()
+                                    message.msg_name = UnsafeMutableRawPointer(sourcePointer)
+                                    message.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                                    message.msg_iov = vectorPointer
+                                    message.msg_iovlen = 1
+                                    message.msg_control = controlRaw.baseAddress
+                                    message.msg_controllen = controlRaw.count
+                                    let received = recvmsg(fd, &message, 0)
+                                    if received >= 0 {
+                                        kernelNanos = Self.receiveTimestamp(controlRaw, length: Int(message.msg_controllen))
+                                    }
+                                    return received
+                                }
+                            }
                         }
                     }
-                    let stamp = clock.now()
                     if count < 0 {
                         if errno == EINTR || errno == EAGAIN { continue }
                         return  // the socket was closed
+                    }
+                    var stamp = clock.now()
+                    if let kernelNanos {
+                        let ageNanos = max(0, AgentClock.trueUnixNanosNow() - kernelNanos)
+                        stamp = Timestamp(
+                            monotonic: MonotonicInstant(nanos: stamp.monotonic.nanos - ageNanos),
+                            wall: WallInstant(unixNanos: stamp.wall.unixNanos - ageNanos))
                     }
                     let from = Endpoint(address: UInt32(bigEndian: source.sin_addr.s_addr), port: UInt16(bigEndian: source.sin_port))
                     deliver(Array(buffer[0..<count]), from, stamp)
@@ -124,6 +150,28 @@ public final class UDPTransport: Sendable {
             thread.qualityOfService = .userInteractive
             thread.start()
         }
+    }
+
+    /// The SCM_TIMESTAMPNS control message's time (CLOCK_REALTIME nanoseconds), if present.
+    /// Layout on Linux: cmsghdr { size_t len; int level; int type; } then the data, aligned to
+    /// size_t; the data is a struct timespec.
+    private static func receiveTimestamp(_ control: UnsafeMutableRawBufferPointer, length: Int) -> Int64? {
+        let headerBytes = MemoryLayout<Int>.size + 2 * MemoryLayout<Int32>.size
+        let dataOffset = (headerBytes + MemoryLayout<Int>.size - 1) / MemoryLayout<Int>.size * MemoryLayout<Int>.size
+        var offset = 0
+        while offset + dataOffset <= length {
+            let messageLength = control.load(fromByteOffset: offset, as: Int.self)
+            let level = control.load(fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self)
+            let type = control.load(fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self)
+            guard messageLength >= dataOffset, offset + messageLength <= length else { return nil }
+            if level == SOL_SOCKET, type == SO_TIMESTAMPNS, messageLength >= dataOffset + MemoryLayout<timespec>.size {
+                let seconds = control.load(fromByteOffset: offset + dataOffset, as: Int.self)
+                let nanoseconds = control.load(fromByteOffset: offset + dataOffset + MemoryLayout<Int>.size, as: Int.self)
+                return Int64(seconds) * 1_000_000_000 + Int64(nanoseconds)
+            }
+            offset += (messageLength + MemoryLayout<Int>.size - 1) / MemoryLayout<Int>.size * MemoryLayout<Int>.size
+        }
+        return nil
     }
 
     // MARK: Helpers
