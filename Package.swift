@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "coplay", targets: ["coplay"]),
+        .executable(name: "coplay-bench", targets: ["coplay-bench"]),
         .library(name: "CoplayCore", targets: ["CoplayCore"]),
     ],
     targets: [
@@ -16,9 +17,11 @@ let package = Package(
         .target(name: "CoplayRuntime", dependencies: ["CoplayCore"]),
         // Seeded network and clock simulation driving many core instances.
         .target(name: "CoplaySimulation", dependencies: ["CoplayCore"]),
-        // Drives real `coplay` processes (benchmarks, integration tests).
+        // Drives real `coplay` processes (benchmarks, integration tests); may use Foundation.
         .target(name: "CoplayHarness"),
-        .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness"]),
+        // The agent. It links no Foundation, which would add ~8 MB of resident memory.
+        .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"]),
+        .executableTarget(name: "coplay-bench", dependencies: ["CoplayHarness"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),

@@ -23,7 +23,7 @@ public enum Benchmarks {
         // A session and port of this run's own, on loopback only.
         let port = 40_000 + Int(getpid() % 20_000)
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "bench-\(getpid())"]
-        print("coplay bench \(options.kind): loopback, group 239.255.77.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print("coplay-bench \(options.kind): loopback, group 239.255.77.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores")
         do {
             switch options.kind {
             case "membership": try membership(options, common: common)

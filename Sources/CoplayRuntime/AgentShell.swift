@@ -1,6 +1,5 @@
 import CoplayCore
 import Dispatch
-import Foundation
 import Glibc
 
 /// The IO shell around one `Instance`: it owns the sockets, the timer, standard input and

@@ -4,18 +4,8 @@ import Glibc
 /// What the command line asks for.
 public enum Invocation: Sendable {
     case runAgent(AgentConfiguration)
-    case bench(BenchRequest)
     case help
     case version
-}
-
-/// `coplay bench <what>`: measurements on loopback that print figures.
-public struct BenchRequest: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable { case membership, clock, overhead, all }
-    public var kind: Kind
-    public var rounds = 10
-    public var agents = 4
-    public var seconds = 10
 }
 
 /// A command line that cannot be run: printed with the usage, exit status 2.
@@ -31,9 +21,8 @@ public enum CommandLineOptions {
 
         Usage:
           coplay [options]                  run one agent; type commands on standard input
-          coplay bench membership|clock|overhead|all [--rounds N] [--agents N] [--seconds N]
-                                            measure agents on loopback and print figures
           coplay --help | --version
+          (coplay-bench measures agents on loopback: coplay-bench --help)
 
         Options:
           --name NAME               participant name (default: this host's name)
@@ -49,7 +38,7 @@ public enum CommandLineOptions {
                                     restarts; a restarted agent is still a new incarnation
 
         Commands on standard input, one per line:
-        \(ConsoleCommand.usages.map { "  \($0.synopsis.padding(toLength: 24, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n"))
+        \(ConsoleCommand.usages.map { "  \($0.synopsis.padded(to: 24))\($0.summary)" }.joined(separator: "\n"))
           End of input, SIGINT and SIGTERM leave the session gracefully and exit 0.
 
         Exit status: 0 after a graceful exit, 1 if the network could not be set up, 2 on a bad
@@ -58,10 +47,6 @@ public enum CommandLineOptions {
 
     public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError> {
         var remaining = arguments[...]
-        if let first = remaining.first, first == "bench" {
-            remaining.removeFirst()
-            return parseBench(remaining)
-        }
         var configuration = AgentConfiguration(name: defaultName)
         while let argument = remaining.popFirst() {
             func value() -> Result<String, UsageError> {
@@ -106,29 +91,6 @@ public enum CommandLineOptions {
             }
         }
         return .success(.runAgent(configuration))
-    }
-
-    static func parseBench(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
-        var remaining = arguments
-        guard let what = remaining.popFirst(), let kind = BenchRequest.Kind(rawValue: what) else {
-            return .failure(UsageError(message: "bench needs what to measure: \(BenchRequest.Kind.allCases.map(\.rawValue).joined(separator: ", "))"))
-        }
-        var request = BenchRequest(kind: kind)
-        while let flag = remaining.popFirst() {
-            guard ["--rounds", "--agents", "--seconds"].contains(flag) else {
-                return .failure(UsageError(message: "unknown bench option '\(flag)'"))
-            }
-            guard let text = remaining.popFirst(), let number = Int(text), (1...1000).contains(number) else {
-                return .failure(UsageError(message: "\(flag) takes a whole number from 1 to 1000"))
-            }
-            switch flag {
-            case "--rounds": request.rounds = number
-            case "--agents": request.agents = number
-            default: request.seconds = number
-            }
-        }
-        guard (2...64).contains(request.agents) else { return .failure(UsageError(message: "--agents takes 2 to 64")) }
-        return .success(.bench(request))
     }
 
     static func checkedName(_ text: String, flag: String, bytesMax: Int) throws(UsageError) -> String {

@@ -145,7 +145,7 @@ public struct EventFormatter: Sendable {
         case .help(let usages):
             let width = usages.map(\.synopsis.count).max() ?? 0
             return ["help commands (one per line on standard input):"]
-                + usages.map { "help   \($0.synopsis.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)" }
+                + usages.map { "help   \($0.synopsis.padded(to: width))  \($0.summary)" }
         case .commandError(let error):
             return ["error: \(error.message); usage: \(error.usage)"]
         }
@@ -161,6 +161,9 @@ public struct EventFormatter: Sendable {
 }
 
 extension String {
+    /// The string followed by spaces up to `width` characters.
+    func padded(to width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
+
     /// A number with exactly three decimals, without Foundation's formatter.
     init(format3 value: Double) {
         let scaled = Int64((abs(value) * 1000).rounded())

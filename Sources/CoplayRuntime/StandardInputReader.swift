@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// Reads standard input on its own thread and delivers complete lines. A line longer than
@@ -6,7 +5,7 @@ import Glibc
 /// its length) and the rest of it is discarded: memory stays bounded whatever arrives.
 enum StandardInputReader {
     static func start(lineBytesMax: Int, deliver: @escaping @Sendable (ShellInput) -> Void) {
-        let thread = Thread {
+        BackgroundThread.start {
             var pending: [UInt8] = []
             var overflowing = false
             var chunk = [UInt8](repeating: 0, count: 4096)
@@ -30,7 +29,5 @@ enum StandardInputReader {
                 }
             }
         }
-        thread.name = "coplay-stdin"
-        thread.start()
     }
 }

@@ -1,5 +1,4 @@
 import CoplayCore
-import Foundation
 import Glibc
 
 /// A socket call that failed, with what was being attempted and the system's reason.
@@ -104,7 +103,7 @@ public final class UDPTransport: Sendable {
     ) {
         for fd in [groupSocket, unicastSocket] {
             _ = try? Self.set(fd, SOL_SOCKET, SO_TIMESTAMPNS, Int32(1), "SO_TIMESTAMPNS")
-            let thread = Thread {
+            BackgroundThread.start {
                 var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
                 var control = [UInt8](repeating: 0, count: 64)
                 while true {
@@ -146,9 +145,6 @@ public final class UDPTransport: Sendable {
                     deliver(Array(buffer[0..<count]), from, stamp)
                 }
             }
-            thread.name = fd == groupSocket ? "coplay-group-rx" : "coplay-unicast-rx"
-            thread.qualityOfService = .userInteractive
-            thread.start()
         }
     }
 

@@ -1,7 +1,5 @@
-// The coplay executable: parse the command line, then run an agent or a benchmark.
-import CoplayHarness
+// The coplay executable: parse the command line, then run an agent.
 import CoplayRuntime
-import Foundation
 import Glibc
 
 let status: Int32
@@ -20,11 +18,6 @@ case .success(.runAgent(let configuration)):
         StandardStreams.writeError("coplay: cannot start: \(error)")
         status = 1
     }
-case .success(.bench(let request)):
-    status = Benchmarks.run(
-        Benchmarks.Options(
-            kind: request.kind.rawValue, rounds: request.rounds, agents: request.agents, seconds: request.seconds,
-            executable: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]))
 case .failure(let error):
     StandardStreams.writeError("coplay: \(error.message)\nTry 'coplay --help'.")
     status = 2

@@ -57,15 +57,4 @@ import Testing
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
         #expect(error(["--player", "mpv"])?.contains("not available") == true)
     }
-
-    @Test func bench_parsesWhatAndBounds() throws {
-        guard case .bench(let request) = try CommandLineOptions.parse(["bench", "clock", "--agents", "8", "--seconds", "5"]).get() else {
-            Issue.record("bench not recognised")
-            return
-        }
-        #expect(request.kind == .clock && request.agents == 8 && request.seconds == 5)
-        #expect(error(["bench"])?.contains("membership") == true)
-        #expect(error(["bench", "clock", "--agents", "1"]) == "--agents takes 2 to 64")
-        #expect(error(["bench", "clock", "--rounds", "0"])?.contains("1 to 1000") == true)
-    }
 }

@@ -1,0 +1,44 @@
+// coplay-bench: real coplay agents on loopback, measured; prints figures, decides nothing.
+import CoplayHarness
+import Foundation
+
+let usage = """
+    coplay-bench — measure coplay agents on loopback and print figures
+
+    Usage: coplay-bench membership|clock|overhead|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
+      membership  discovery, graceful leave and crash detection against N resident agents, R rounds
+      clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
+      overhead    bytes sent, CPU and memory of N idle agents over S seconds
+      --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
+      --coplay PATH  the agent to measure (default: the coplay built beside this program)
+    Build in release mode for meaningful figures: swift build -c release
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("coplay-bench: \(message)\nTry 'coplay-bench --help'.\n".utf8))
+    exit(2)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())[...]
+guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
+    print(usage)
+    exit(0)
+}
+guard ["membership", "clock", "overhead", "all"].contains(kind) else { fail("unknown measurement '\(kind)'") }
+let self_ = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+var options = Benchmarks.Options(
+    kind: kind, rounds: 10, agents: 4, seconds: 10,
+    executable: URL(fileURLWithPath: self_).deletingLastPathComponent().appendingPathComponent("coplay").path)
+while let flag = arguments.popFirst() {
+    guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+    switch flag {
+    case "--coplay": options.executable = value
+    case "--agents", "--rounds", "--seconds":
+        guard let number = Int(value), (1...1000).contains(number) else { fail("\(flag) takes a whole number from 1 to 1000") }
+        if flag == "--agents" { options.agents = number } else if flag == "--rounds" { options.rounds = number } else { options.seconds = number }
+    default: fail("unknown option '\(flag)'")
+    }
+}
+guard (2...64).contains(options.agents) else { fail("--agents takes 2 to 64") }
+guard FileManager.default.isExecutableFile(atPath: options.executable) else { fail("no coplay executable at \(options.executable)") }
+exit(Benchmarks.run(options))
