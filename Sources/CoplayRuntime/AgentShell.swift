@@ -1,6 +1,7 @@
 import CoplayCore
 import Dispatch
 import Glibc
+import Synchronization
 
 /// The IO shell around one `Instance`: it owns the sockets, the timer, standard input and
 /// output, feeds every input to the instance and carries out the directives it returns.
@@ -16,6 +17,14 @@ public actor AgentShell {
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
     private var signalsSeen = 0
+    /// Datagrams handed over by the receive threads and not yet processed. Beyond
+    /// `queuedDatagramsMax` the threads drop new datagrams (counted) rather than let a flood
+    /// grow memory or delay commands, signals and timers, which are never dropped.
+    private let queuedDatagrams = QueueGauge()
+    private static let queuedDatagramsMax = 1024
+    /// Standard-input lines queued and not yet processed; the reader waits at this many, so a
+    /// fast writer is slowed down rather than losing lines.
+    private let lineSlots = DispatchSemaphore(value: 256)
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration) throws {
@@ -28,7 +37,7 @@ public actor AgentShell {
             sessionName: configuration.sessionName, unicastPort: transport.local.port)
         instance = Instance(identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now())
         formatter = EventFormatter(json: configuration.json, clock: clock)
-        (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .bufferingNewest(4096))
+        (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
         timer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
         signalSources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
@@ -49,10 +58,16 @@ public actor AgentShell {
         }
         timer.setEventHandler { feed.yield(.tick) }
         timer.resume()
+        let gauge = queuedDatagrams
         transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) { bytes, source, stamp in
+            guard gauge.enter(limit: Self.queuedDatagramsMax) else { return }
             feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
         }
-        StandardInputReader.start(lineBytesMax: instance.settings.commandLineBytesMax) { feed.yield($0) }
+        let slots = lineSlots
+        StandardInputReader.start(lineBytesMax: instance.settings.commandLineBytesMax) { input in
+            if case .line = input { slots.wait() }
+            feed.yield(input)
+        }
         diagnose("coplay \(CoplayVersion.current): \(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local)")
 
         if let status = carryOut(instance.start(now: clock.now())) { return status }
@@ -60,8 +75,10 @@ public actor AgentShell {
             let directives: [Directive]
             switch input {
             case .datagram(let bytes, let source, let receivedAt):
+                queuedDatagrams.leave()
                 directives = instance.onDatagram(bytes, from: source, receivedAt: receivedAt, now: clock.now())
             case .line(let line):
+                lineSlots.signal()
                 directives = instance.onConsoleLine(line, now: clock.now())
             case .endOfInput:
                 directives = instance.onCommand(.quit, now: clock.now())
@@ -89,6 +106,8 @@ public actor AgentShell {
             case .unicast(let datagram, let destination):
                 send(datagram, to: destination)
             case .emit(let event):
+                wire.receiveQueueDrops = queuedDatagrams.dropped
+                wire.kernelDrops = transport.kernelDrops
                 let now = AgentClock.trueUnixNanosNow()
                 for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
             case .diagnose(let text):
@@ -117,6 +136,25 @@ public actor AgentShell {
     private func writeLine(_ line: String) { StandardStreams.writeOutput(line) }
 
     private func diagnose(_ text: String) { StandardStreams.writeError("coplay: \(text)") }
+}
+
+/// A count of items in flight between threads, with a ceiling.
+final class QueueGauge: Sendable {
+    private let queued = Atomic<Int>(0)
+    private let drops = Atomic<Int>(0)
+
+    /// Counts one more item, or refuses (and counts a drop) at `limit`.
+    func enter(limit: Int) -> Bool {
+        if queued.wrappingAdd(1, ordering: .relaxed).newValue > limit {
+            queued.wrappingSubtract(1, ordering: .relaxed)
+            drops.wrappingAdd(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func leave() { queued.wrappingSubtract(1, ordering: .relaxed) }
+    var dropped: Int { drops.load(ordering: .relaxed) }
 }
 
 public enum CoplayVersion {

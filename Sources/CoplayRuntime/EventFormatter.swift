@@ -16,6 +16,10 @@ public struct EventFormatter: Sendable {
         public var datagramsSent = 0
         public var bytesSent = 0
         public var sendErrors = 0
+        /// Datagrams dropped on arrival because too many were already waiting.
+        public var receiveQueueDrops = 0
+        /// Datagrams the kernel dropped before they could be read (full receive buffer).
+        public var kernelDrops = 0
         public init() {}
     }
 
@@ -105,6 +109,7 @@ public struct EventFormatter: Sendable {
         return .object([
             ("datagramsReceived", .int(Int64(counters.datagramsReceived))), ("datagramsSent", .int(Int64(wire.datagramsSent))),
             ("bytesSent", .int(Int64(wire.bytesSent))), ("sendErrors", .int(Int64(wire.sendErrors))),
+            ("receiveQueueDrops", .int(Int64(wire.receiveQueueDrops))), ("kernelDrops", .int(Int64(wire.kernelDrops))),
             ("ownEchoes", .int(Int64(counters.ownEchoes))), ("dropped", .int(Int64(counters.dropsTotal))),
             ("drops", .object(drops)), ("commandErrors", .int(Int64(counters.commandErrors))),
         ])

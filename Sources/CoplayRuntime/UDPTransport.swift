@@ -1,5 +1,15 @@
 import CoplayCore
 import Glibc
+import Synchronization
+
+/// An integer shared between a receive thread and the shell.
+final class SharedCounter: Sendable {
+    private let storage = Atomic<Int>(0)
+    var value: Int {
+        get { storage.load(ordering: .relaxed) }
+        set { storage.store(newValue, ordering: .relaxed) }
+    }
+}
 
 /// A socket call that failed, with what was being attempted and the system's reason.
 public struct SocketError: Error, CustomStringConvertible {
@@ -24,6 +34,16 @@ public final class UDPTransport: Sendable {
     public let local: Endpoint
     private let groupSocket: Int32
     private let unicastSocket: Int32
+    /// The kernel's count of datagrams it dropped for each socket because its receive buffer
+    /// was full (SO_RXQ_OVFL), as last reported with a received datagram.
+    private let kernelDropsGroup = SharedCounter()
+    private let kernelDropsUnicast = SharedCounter()
+
+    /// Datagrams the kernel dropped before coplay could read them (a flood or a stall).
+    public var kernelDrops: Int { kernelDropsGroup.value + kernelDropsUnicast.value }
+
+    /// Receive buffer asked for on each socket (the kernel may grant less).
+    public static let receiveBufferBytes: Int32 = 1 << 20
 
     /// Opens and configures both sockets. `interface` nil lets the kernel choose (the
     /// interface of the default route).
@@ -103,12 +123,15 @@ public final class UDPTransport: Sendable {
     ) {
         for fd in [groupSocket, unicastSocket] {
             _ = try? Self.set(fd, SOL_SOCKET, SO_TIMESTAMPNS, Int32(1), "SO_TIMESTAMPNS")
+            _ = try? Self.set(fd, SOL_SOCKET, SO_RXQ_OVFL, Int32(1), "SO_RXQ_OVFL")
+            _ = try? Self.set(fd, SOL_SOCKET, SO_RCVBUF, Self.receiveBufferBytes, "SO_RCVBUF")
+            let drops = fd == groupSocket ? kernelDropsGroup : kernelDropsUnicast
             BackgroundThread.start {
                 var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
                 var control = [UInt8](repeating: 0, count: 64)
                 while true {
                     var source = sockaddr_in()
-                    var kernelNanos: Int64?
+                    var ancillary = Ancillary()
                     let count = buffer.withUnsafeMutableBytes { raw in
                         control.withUnsafeMutableBytes { controlRaw in
                             withUnsafeMutablePointer(to: &source) { sourcePointer in
@@ -123,7 +146,7 @@ public final class UDPTransport: Sendable {
                                     message.msg_controllen = controlRaw.count
                                     let received = recvmsg(fd, &message, 0)
                                     if received >= 0 {
-                                        kernelNanos = Self.receiveTimestamp(controlRaw, length: Int(message.msg_controllen))
+                                        ancillary = Self.ancillary(controlRaw, length: Int(message.msg_controllen))
                                     }
                                     return received
                                 }
@@ -134,8 +157,9 @@ public final class UDPTransport: Sendable {
                         if errno == EINTR || errno == EAGAIN { continue }
                         return  // the socket was closed
                     }
+                    if let overflow = ancillary.kernelDrops { drops.value = overflow }
                     var stamp = clock.now()
-                    if let kernelNanos {
+                    if let kernelNanos = ancillary.receivedAtNanos {
                         let ageNanos = max(0, AgentClock.trueUnixNanosNow() - kernelNanos)
                         stamp = Timestamp(
                             monotonic: MonotonicInstant(nanos: stamp.monotonic.nanos - ageNanos),
@@ -148,26 +172,36 @@ public final class UDPTransport: Sendable {
         }
     }
 
-    /// The SCM_TIMESTAMPNS control message's time (CLOCK_REALTIME nanoseconds), if present.
-    /// Layout on Linux: cmsghdr { size_t len; int level; int type; } then the data, aligned to
-    /// size_t; the data is a struct timespec.
-    private static func receiveTimestamp(_ control: UnsafeMutableRawBufferPointer, length: Int) -> Int64? {
-        let headerBytes = MemoryLayout<Int>.size + 2 * MemoryLayout<Int32>.size
-        let dataOffset = (headerBytes + MemoryLayout<Int>.size - 1) / MemoryLayout<Int>.size * MemoryLayout<Int>.size
+    /// What the kernel attached to a received datagram.
+    struct Ancillary {
+        /// SCM_TIMESTAMPNS: CLOCK_REALTIME nanoseconds at arrival.
+        var receivedAtNanos: Int64?
+        /// SO_RXQ_OVFL: datagrams dropped on this socket so far.
+        var kernelDrops: Int?
+    }
+
+    /// Parses the control messages. Layout on Linux: cmsghdr { size_t len; int level; int type; }
+    /// then the data, aligned to size_t.
+    private static func ancillary(_ control: UnsafeMutableRawBufferPointer, length: Int) -> Ancillary {
+        let word = MemoryLayout<Int>.size
+        let dataOffset = (word + 2 * MemoryLayout<Int32>.size + word - 1) / word * word
+        var found = Ancillary()
         var offset = 0
         while offset + dataOffset <= length {
             let messageLength = control.load(fromByteOffset: offset, as: Int.self)
-            let level = control.load(fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self)
-            let type = control.load(fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self)
-            guard messageLength >= dataOffset, offset + messageLength <= length else { return nil }
+            let level = control.load(fromByteOffset: offset + word, as: Int32.self)
+            let type = control.load(fromByteOffset: offset + word + 4, as: Int32.self)
+            guard messageLength >= dataOffset, offset + messageLength <= length else { break }
             if level == SOL_SOCKET, type == SO_TIMESTAMPNS, messageLength >= dataOffset + MemoryLayout<timespec>.size {
                 let seconds = control.load(fromByteOffset: offset + dataOffset, as: Int.self)
-                let nanoseconds = control.load(fromByteOffset: offset + dataOffset + MemoryLayout<Int>.size, as: Int.self)
-                return Int64(seconds) * 1_000_000_000 + Int64(nanoseconds)
+                let nanoseconds = control.load(fromByteOffset: offset + dataOffset + word, as: Int.self)
+                found.receivedAtNanos = Int64(seconds) * 1_000_000_000 + Int64(nanoseconds)
+            } else if level == SOL_SOCKET, type == SO_RXQ_OVFL, messageLength >= dataOffset + 4 {
+                found.kernelDrops = Int(control.loadUnaligned(fromByteOffset: offset + dataOffset, as: UInt32.self))
             }
-            offset += (messageLength + MemoryLayout<Int>.size - 1) / MemoryLayout<Int>.size * MemoryLayout<Int>.size
+            offset += (messageLength + word - 1) / word * word
         }
-        return nil
+        return found
     }
 
     // MARK: Helpers

@@ -52,18 +52,9 @@ import Testing
         #expect(abs(offset + 300_000_000) < 1_000_000, "bob's clock is 300 ms behind alice's, estimated \(offset) ns")
 
         // Hostile input on the group port: counted and dropped, the agent goes on.
-        let garbage = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(garbage) }
-        var loopback = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        setsockopt(garbage, Int32(IPPROTO_IP), IP_MULTICAST_IF, &loopback, socklen_t(MemoryLayout<in_addr>.size))
-        var group = sockaddr_in()
-        group.sin_family = sa_family_t(AF_INET)
-        group.sin_port = UInt16(port)!.bigEndian
-        group.sin_addr.s_addr = UInt32(0xEFFF_4D01).bigEndian
+        let sender = GroupSender(port: UInt16(port)!)
         for payload in [Array("hello?".utf8), Array("GET / HTTP/1.1\r\nHost: coplay.example\r\n\r\n".utf8), Array("CPLY".utf8) + [9] + Array(repeating: 0, count: 40), Array(repeating: 0xFF, count: 1500)] {
-            _ = payload.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &group) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(garbage, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            }
+            sender.send(payload)
         }
         usleep(200_000)
         let status = try #require(alice.status())
@@ -95,6 +86,39 @@ import Testing
         #expect(left?["reason"] as? String == "shutdown")
         bob.signal(SIGTERM)
         #expect(bob.waitForExit(timeout: .seconds(5)) == 0)
+    }
+
+    @Test func datagramFlood_isCountedAndLosesNoCommand() throws {
+        let port = privatePort(2)
+        let agent = try AgentProcess(executable: coplay, name: "flooded", arguments: ["--interface", "lo", "--group", "239.255.77.1:\(port)"])
+        _ = try #require(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" })
+        let sender = GroupSender(port: UInt16(port)!)
+        let garbage = Array("not coplay at all, just noise on the port".utf8)
+        let floodCount = 20_000
+        let commands = 50
+        for index in 0..<floodCount {
+            sender.send(garbage)
+            if index % (floodCount / commands) == 0 { agent.send("status") }
+        }
+        var answered = 0
+        var last: AgentEvent?
+        while let event = agent.waitForEvent(from: last.map { e in agent.allEvents.firstIndex { $0.line == e.line }! + 1 } ?? 0, timeout: .seconds(10), where: { $0.name == "status" }) {
+            answered += 1
+            last = event
+            if answered == commands { break }
+        }
+        #expect(answered == commands, "every typed command is answered during a flood")
+        usleep(800_000)  // the kernel reports its drop count with the next datagram (a heartbeat echo)
+        let counters = try #require(agent.status()?["counters"] as? [String: Any])
+        let badMagic = ((counters["drops"] as? [String: Any])?["badMagic"] as? NSNumber)?.intValue ?? 0
+        let queueDrops = (counters["receiveQueueDrops"] as? NSNumber)?.intValue ?? 0
+        let kernelDrops = (counters["kernelDrops"] as? NSNumber)?.intValue ?? 0
+        #expect(badMagic <= floodCount)
+        #expect(
+            badMagic + queueDrops + kernelDrops >= floodCount,
+            "every flood datagram is accounted for: \(badMagic) decoded and dropped + \(queueDrops) over the queue + \(kernelDrops) by the kernel")
+        agent.signal(SIGINT)
+        #expect(agent.waitForExit(timeout: .seconds(5)) == 0, "SIGINT leaves gracefully")
     }
 
     @Test func badFlag_exitsTwoWithTheProblemAndTheHint() throws {

@@ -21,3 +21,29 @@ func withLAN<T>(hosts: Int, _ body: (_ prefix: String) throws -> T) throws -> T 
 }
 
 struct LANError: Error, CustomStringConvertible { var description: String }
+
+/// Sends raw datagrams to the default group address on loopback, as a hostile or broken sender would.
+final class GroupSender {
+    private let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    private var group = sockaddr_in()
+
+    init(port: UInt16) {
+        var loopback = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &loopback, socklen_t(MemoryLayout<in_addr>.size))
+        group.sin_family = sa_family_t(AF_INET)
+        group.sin_port = port.bigEndian
+        group.sin_addr.s_addr = UInt32(0xEFFF_4D01).bigEndian
+    }
+
+    deinit { close(fd) }
+
+    func send(_ payload: [UInt8]) {
+        _ = payload.withUnsafeBytes { bytes in
+            withUnsafePointer(to: &group) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+    }
+}
