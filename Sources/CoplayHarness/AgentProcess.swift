@@ -90,7 +90,8 @@ public final class AgentProcess: @unchecked Sendable {
 
     /// The first event, at or after index `from`, that satisfies `predicate`, waiting up to `timeout`.
     public func waitForEvent(from: Int = 0, timeout: Duration, where predicate: (AgentEvent) -> Bool) -> AgentEvent? {
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         condition.lock()
         defer { condition.unlock() }
         var checked = from

@@ -23,7 +23,9 @@ public enum Benchmarks {
         // A session and port of this run's own, on loopback only.
         let port = 40_000 + Int(getpid() % 20_000)
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "bench-\(getpid())"]
-        print("coplay-bench \(options.kind): loopback, group 239.255.77.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "coplay-bench \(options.kind): loopback, group 239.255.77.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
         do {
             switch options.kind {
             case "membership": try membership(options, common: common)
@@ -50,15 +52,25 @@ public enum Benchmarks {
     }
 
     static func joined(_ agent: AgentProcess) throws -> AgentEvent {
-        guard let event = agent.waitForEvent(timeout: .seconds(5), where: { $0.name == "session" && $0["state"] as? String == "joined" }) else {
+        guard
+            let event = agent.waitForEvent(
+                timeout: .seconds(5), where: { $0.name == "session" && $0["state"] as? String == "joined" })
+        else {
             throw BenchError(description: "\(agent.name) did not join: \(agent.diagnostics.suffix(3))")
         }
         return event
     }
 
     /// Waits until `observer` has printed an event about peer `id` that `matches`.
-    static func peerEvent(_ observer: AgentProcess, _ name: String, id: String, from: Int = 0, timeout: Duration = .seconds(5), matches: (AgentEvent) -> Bool = { _ in true }) throws -> AgentEvent {
-        guard let event = observer.waitForEvent(from: from, timeout: timeout, where: { $0.name == name && $0.peer("id") as? String == id && matches($0) }) else {
+    static func peerEvent(
+        _ observer: AgentProcess, _ name: String, id: String, from: Int = 0, timeout: Duration = .seconds(5),
+        matches: (AgentEvent) -> Bool = { _ in true }
+    ) throws -> AgentEvent {
+        guard
+            let event = observer.waitForEvent(
+                from: from, timeout: timeout,
+                where: { $0.name == name && $0.peer("id") as? String == id && matches($0) })
+        else {
             throw BenchError(description: "\(observer.name) never printed \(name) for \(id)")
         }
         return event
@@ -79,15 +91,24 @@ public enum Benchmarks {
             let join = try joined(newcomer)
             let id = join["peer"] as? String ?? ""
             for (index, resident) in residents.enumerated() {
-                discovery.append(millis(join.atUnixNanos, try peerEvent(resident, "peer-joined", id: id, from: marks[index]).atUnixNanos))
+                discovery.append(
+                    millis(
+                        join.atUnixNanos, try peerEvent(resident, "peer-joined", id: id, from: marks[index]).atUnixNanos
+                    ))
             }
             let leaveMarks = residents.map { $0.allEvents.count }
             newcomer.send("leave")
-            guard let left = newcomer.waitForEvent(timeout: .seconds(2), where: { $0.name == "session" && $0["state"] as? String == "invalidated" }) else {
+            guard
+                let left = newcomer.waitForEvent(
+                    timeout: .seconds(2), where: { $0.name == "session" && $0["state"] as? String == "invalidated" })
+            else {
                 throw BenchError(description: "\(newcomer.name) did not leave")
             }
             for (index, resident) in residents.enumerated() {
-                leave.append(millis(left.atUnixNanos, try peerEvent(resident, "peer-left", id: id, from: leaveMarks[index]).atUnixNanos))
+                leave.append(
+                    millis(
+                        left.atUnixNanos,
+                        try peerEvent(resident, "peer-left", id: id, from: leaveMarks[index]).atUnixNanos))
             }
             newcomer.closeInput()
             _ = newcomer.waitForExit(timeout: .seconds(2))
@@ -95,36 +116,52 @@ public enum Benchmarks {
             let victimMarks = residents.map { $0.allEvents.count }
             let victim = try start(options, name: "victim\(round)", common)
             let victimID = try joined(victim)["peer"] as? String ?? ""
-            for (index, resident) in residents.enumerated() { _ = try peerEvent(resident, "peer-joined", id: victimID, from: victimMarks[index]) }
+            for (index, resident) in residents.enumerated() {
+                _ = try peerEvent(resident, "peer-joined", id: victimID, from: victimMarks[index])
+            }
             usleep(300_000)
             let killedAt = Int64(Date().timeIntervalSince1970 * 1e9)
             victim.signal(SIGKILL)
             for (index, resident) in residents.enumerated() {
-                let gone = try peerEvent(resident, "peer-left", id: victimID, from: victimMarks[index], timeout: .seconds(5))
+                let gone = try peerEvent(
+                    resident, "peer-left", id: victimID, from: victimMarks[index], timeout: .seconds(5))
                 crash.append(millis(killedAt, gone.atUnixNanos))
             }
             _ = victim.waitForExit(timeout: .seconds(2))
         }
         for resident in residents { resident.closeInput() }
         for resident in residents { _ = resident.waitForExit(timeout: .seconds(2)) }
-        print("membership (\(options.agents) resident agents, \(options.rounds) rounds; from the event lines' atUnixNanos):")
-        print("  discovery (newcomer joined -> each resident's peer-joined): \(Distribution(discovery).summary(unit: "ms"))")
-        print("  graceful leave (leaver's session invalidated -> peer-left): \(Distribution(leave).summary(unit: "ms"))")
-        print("  crash detection (SIGKILL -> peer-left reason=timeout):     \(Distribution(crash).summary(unit: "ms", decimals: 1))")
+        print(
+            "membership (\(options.agents) resident agents, \(options.rounds) rounds; from the event lines' atUnixNanos):"
+        )
+        print(
+            "  discovery (newcomer joined -> each resident's peer-joined): \(Distribution(discovery).summary(unit: "ms"))"
+        )
+        print(
+            "  graceful leave (leaver's session invalidated -> peer-left): \(Distribution(leave).summary(unit: "ms"))")
+        print(
+            "  crash detection (SIGKILL -> peer-left reason=timeout):     \(Distribution(crash).summary(unit: "ms", decimals: 1))"
+        )
     }
 
     /// Offset-estimate error with clocks skewed across ±500 ms, and time to the first good estimate.
     static func clock(_ options: Options, common: [String]) throws {
         let count = options.agents
         let skews: [Int64] = (0..<count).map { count == 1 ? 0 : Int64(-500 + 1000 * $0 / (count - 1)) }
-        let agents = try (0..<count).map { try start(options, name: "clock\($0)", common + ["--clock-skew-ms", String(skews[$0])]) }
+        let agents = try (0..<count).map {
+            try start(options, name: "clock\($0)", common + ["--clock-skew-ms", String(skews[$0])])
+        }
         var idToSkew: [String: Int64] = [:]
-        for (index, agent) in agents.enumerated() { idToSkew[try joined(agent)["peer"] as? String ?? ""] = skews[index] }
+        for (index, agent) in agents.enumerated() {
+            idToSkew[try joined(agent)["peer"] as? String ?? ""] = skews[index]
+        }
         var firstEstimateMillis: [Double] = []
         var firstErrors: [Double] = []
         for (index, agent) in agents.enumerated() {
             for (id, skew) in idToSkew where skew != skews[index] || idToSkew.count < count {
-                guard let joinedPeer = try? peerEvent(agent, "peer-joined", id: id), let synced = try? peerEvent(agent, "clock-synced", id: id) else { continue }
+                guard let joinedPeer = try? peerEvent(agent, "peer-joined", id: id),
+                    let synced = try? peerEvent(agent, "clock-synced", id: id)
+                else { continue }
                 firstEstimateMillis.append(millis(joinedPeer.atUnixNanos, synced.atUnixNanos))
                 if let offset = (synced.peer("offsetNanos") as? NSNumber)?.int64Value {
                     firstErrors.append(Double(abs(offset - (skew - skews[index]) * 1_000_000)) / 1000)
@@ -136,7 +173,8 @@ public enum Benchmarks {
         while Date() < deadline {
             for (index, agent) in agents.enumerated() {
                 for peer in agent.peers() ?? [] {
-                    guard let id = peer["id"] as? String, let skew = idToSkew[id], let offset = (peer["offsetNanos"] as? NSNumber)?.int64Value,
+                    guard let id = peer["id"] as? String, let skew = idToSkew[id],
+                        let offset = (peer["offsetNanos"] as? NSNumber)?.int64Value,
                         peer["clockSynced"] as? Bool == true
                     else { continue }
                     errors.append(Double(abs(offset - (skew - skews[index]) * 1_000_000)) / 1000)
@@ -146,10 +184,18 @@ public enum Benchmarks {
         }
         for agent in agents { agent.closeInput() }
         for agent in agents { _ = agent.waitForExit(timeout: .seconds(2)) }
-        print("clock offsets (\(count) agents skewed \(skews.map { "\($0)" }.joined(separator: "/")) ms, polled every 250 ms for \(options.seconds) s):")
-        print("  estimate error |estimate - true skew difference|: \(Distribution(errors).summary(unit: "µs", decimals: 1))")
-        print("  first good estimate after discovery:              \(Distribution(firstEstimateMillis).summary(unit: "ms", decimals: 1))")
-        print("  error of that first estimate:                     \(Distribution(firstErrors).summary(unit: "µs", decimals: 1))")
+        print(
+            "clock offsets (\(count) agents skewed \(skews.map { "\($0)" }.joined(separator: "/")) ms, polled every 250 ms for \(options.seconds) s):"
+        )
+        print(
+            "  estimate error |estimate - true skew difference|: \(Distribution(errors).summary(unit: "µs", decimals: 1))"
+        )
+        print(
+            "  first good estimate after discovery:              \(Distribution(firstEstimateMillis).summary(unit: "ms", decimals: 1))"
+        )
+        print(
+            "  error of that first estimate:                     \(Distribution(firstErrors).summary(unit: "µs", decimals: 1))"
+        )
     }
 
     /// Bytes sent, CPU and memory of idle agents.
@@ -161,7 +207,8 @@ public enum Benchmarks {
             agents.map { agent in
                 let counters = agent.status()?["counters"] as? [String: Any]
                 return (
-                    (counters?["bytesSent"] as? NSNumber)?.int64Value ?? 0, (counters?["datagramsSent"] as? NSNumber)?.int64Value ?? 0,
+                    (counters?["bytesSent"] as? NSNumber)?.int64Value ?? 0,
+                    (counters?["datagramsSent"] as? NSNumber)?.int64Value ?? 0,
                     cpuTicks(agent.pid)
                 )
             }
@@ -184,7 +231,9 @@ public enum Benchmarks {
         for agent in agents { agent.closeInput() }
         for agent in agents { _ = agent.waitForExit(timeout: .seconds(2)) }
         print("idle overhead (\(options.agents) agents, \(options.seconds) s, after 8 s of clock warm-up):")
-        print("  sent per agent (payload + 28 B IPv4/UDP header per datagram): \(Distribution(wire).summary(unit: "B/s", decimals: 0))")
+        print(
+            "  sent per agent (payload + 28 B IPv4/UDP header per datagram): \(Distribution(wire).summary(unit: "B/s", decimals: 0))"
+        )
         print("  CPU per agent:  \(Distribution(cpu).summary(unit: "% of a core", decimals: 2))")
         print("  RSS per agent:  \(Distribution(rss).summary(unit: "MiB", decimals: 1))")
     }

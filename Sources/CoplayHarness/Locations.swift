@@ -5,14 +5,18 @@ public enum Locations {
     /// test bundle, else `.build/debug/coplay` under the package root.
     public static func coplayExecutable(packageRoot: URL) -> String {
         if let path = ProcessInfo.processInfo.environment["COPLAY_BIN"] { return path }
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("coplay").path
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "coplay"
+        ).path
         if FileManager.default.isExecutableFile(atPath: beside) { return beside }
         return packageRoot.appendingPathComponent(".build/debug/coplay").path
     }
 
     /// Runs a command to completion; returns its exit status and combined output.
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -20,6 +20,7 @@ public struct Distribution: Sendable {
             let rounded = (value * scale).rounded() / scale
             return String(rounded)
         }
-        return "p50 \(format(percentile(0.5))) \(unit), p99 \(format(percentile(0.99))) \(unit), max \(format(maximum)) \(unit) (n=\(count))"
+        return
+            "p50 \(format(percentile(0.5))) \(unit), p99 \(format(percentile(0.99))) \(unit), max \(format(maximum)) \(unit) (n=\(count))"
     }
 }

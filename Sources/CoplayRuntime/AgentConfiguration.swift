@@ -6,7 +6,8 @@ public struct AgentConfiguration: Sendable {
     public var sessionName = "default"
     /// Interface name or address; nil lets the kernel choose.
     public var interface: String?
-    public var group = Endpoint(address: Endpoint.parseAddress(WireFormat.defaultGroupAddress)!, port: WireFormat.defaultPort)
+    public var group = Endpoint(
+        address: Endpoint.parseAddress(WireFormat.defaultGroupAddress)!, port: WireFormat.defaultPort)
     public var json = false
     public var clockSkewNanos: Int64 = 0
     /// A fixed participant id (to keep one identity across restarts); random when nil.

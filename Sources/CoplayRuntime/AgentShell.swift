@@ -29,7 +29,9 @@ public actor AgentShell {
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration) throws {
         clock = AgentClock(skewNanos: configuration.clockSkewNanos)
-        let interface = try configuration.interface.map { name throws(NetworkInterface.LookupError) in try NetworkInterface.lookup(name) }
+        let interface = try configuration.interface.map { name throws(NetworkInterface.LookupError) in
+            try NetworkInterface.lookup(name)
+        }
         transport = try UDPTransport(group: configuration.group, interface: interface)
         var system = SystemRandomNumberGenerator()
         let identity = LocalIdentity(
@@ -68,7 +70,9 @@ public actor AgentShell {
             if case .line = input { slots.wait() }
             feed.yield(input)
         }
-        diagnose("coplay \(CoplayVersion.current): \(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local)")
+        diagnose(
+            "coplay \(CoplayVersion.current): \(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local)"
+        )
 
         if let status = carryOut(instance.start(now: clock.now())) { return status }
         for await input in inputs {
@@ -126,7 +130,9 @@ public actor AgentShell {
         let bytes = WireFormat.encode(datagram)
         if let error = transport.send(bytes, to: destination) {
             wire.sendErrors += 1
-            if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 { diagnose("\(error) (\(wire.sendErrors) send errors so far)") }
+            if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 {
+                diagnose("\(error) (\(wire.sendErrors) send errors so far)")
+            }
         } else {
             wire.datagramsSent += 1
             wire.bytesSent += bytes.count

@@ -13,11 +13,13 @@ enum BackgroundThread {
     static func start(_ run: @escaping @Sendable () -> Void) {
         let body = Unmanaged.passRetained(Body(run: run)).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { argument in
-            let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
-            body.run()
-            return nil
-        }, body)
+        let status = pthread_create(
+            &thread, nil,
+            { argument in
+                let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
+                body.run()
+                return nil
+            }, body)
         precondition(status == 0, "pthread_create failed: \(status)")
         pthread_detach(thread)
     }

@@ -45,12 +45,15 @@ public enum CommandLineOptions {
         command line.
         """
 
-    public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError> {
+    public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError>
+    {
         var remaining = arguments[...]
         var configuration = AgentConfiguration(name: defaultName)
         while let argument = remaining.popFirst() {
             func value() -> Result<String, UsageError> {
-                guard let next = remaining.popFirst() else { return .failure(UsageError(message: "\(argument) needs a value")) }
+                guard let next = remaining.popFirst() else {
+                    return .failure(UsageError(message: "\(argument) needs a value"))
+                }
                 return .success(next)
             }
             do throws(UsageError) {
@@ -62,9 +65,11 @@ public enum CommandLineOptions {
                 case "--json":
                     configuration.json = true
                 case "--name":
-                    configuration.name = try checkedName(value().get(), flag: "--name", bytesMax: configuration.settings.nameBytesMax)
+                    configuration.name = try checkedName(
+                        value().get(), flag: "--name", bytesMax: configuration.settings.nameBytesMax)
                 case "--session":
-                    configuration.sessionName = try checkedName(value().get(), flag: "--session", bytesMax: configuration.settings.sessionNameBytesMax)
+                    configuration.sessionName = try checkedName(
+                        value().get(), flag: "--session", bytesMax: configuration.settings.sessionNameBytesMax)
                 case "--interface":
                     let text = try value().get()
                     guard !text.isEmpty else { throw UsageError(message: "--interface needs a name or an address") }
@@ -74,17 +79,22 @@ public enum CommandLineOptions {
                 case "--clock-skew-ms":
                     let text = try value().get()
                     guard let millis = Int64(text), (-3_600_000...3_600_000).contains(millis) else {
-                        throw UsageError(message: "--clock-skew-ms takes whole milliseconds from -3600000 to 3600000, not '\(text)'")
+                        throw UsageError(
+                            message: "--clock-skew-ms takes whole milliseconds from -3600000 to 3600000, not '\(text)'")
                     }
                     configuration.clockSkewNanos = millis * 1_000_000
                 case "--id":
                     let text = try value().get()
-                    guard let id = PeerID(hex: text) else { throw UsageError(message: "--id takes 1 to 16 hexadecimal digits, not '\(text)'") }
+                    guard let id = PeerID(hex: text) else {
+                        throw UsageError(message: "--id takes 1 to 16 hexadecimal digits, not '\(text)'")
+                    }
                     configuration.peerID = id
                 case "--player", "--key-file":
                     throw UsageError(message: "\(argument) is not available in this version of coplay")
                 default:
-                    throw UsageError(message: argument.hasPrefix("-") ? "unknown option '\(argument)'" : "unexpected argument '\(argument)'")
+                    throw UsageError(
+                        message: argument.hasPrefix("-")
+                            ? "unknown option '\(argument)'" : "unexpected argument '\(argument)'")
                 }
             } catch {
                 return .failure(error)
@@ -106,14 +116,20 @@ public enum CommandLineOptions {
     static func parseGroup(_ text: String) throws(UsageError) -> Endpoint {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let address = Endpoint.parseAddress(parts[0]) else {
-            throw UsageError(message: "--group takes ADDRESS:PORT, e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort), not '\(text)'")
+            throw UsageError(
+                message:
+                    "--group takes ADDRESS:PORT, e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort), not '\(text)'"
+            )
         }
         guard address >> 28 == 0xE else {
-            throw UsageError(message: "--group address \(parts[0]) is not a multicast address (224.0.0.0 to 239.255.255.255)")
+            throw UsageError(
+                message: "--group address \(parts[0]) is not a multicast address (224.0.0.0 to 239.255.255.255)")
         }
         var port = WireFormat.defaultPort
         if parts.count == 2 {
-            guard let parsed = UInt16(parts[1]), parsed > 0 else { throw UsageError(message: "--group port must be 1 to 65535, not '\(parts[1])'") }
+            guard let parsed = UInt16(parts[1]), parsed > 0 else {
+                throw UsageError(message: "--group port must be 1 to 65535, not '\(parts[1])'")
+            }
             port = parsed
         }
         return Endpoint(address: address, port: port)

@@ -78,7 +78,16 @@ public struct EventFormatter: Sendable {
             return [("peers", .array(infos.map(peerObject)))]
         case .help(let usages):
             return [
-                ("commands", .array(usages.map { .object([("name", .string($0.name)), ("usage", .string($0.synopsis)), ("summary", .string($0.summary))]) }))
+                (
+                    "commands",
+                    .array(
+                        usages.map {
+                            .object([
+                                ("name", .string($0.name)), ("usage", .string($0.synopsis)),
+                                ("summary", .string($0.summary)),
+                            ])
+                        })
+                )
             ]
         case .commandError(let error):
             return [("message", .string(error.message)), ("usage", .string(error.usage))]
@@ -88,14 +97,16 @@ public struct EventFormatter: Sendable {
     private func peerObject(_ info: PeerInfo) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("id", .string(info.member.id.description)), ("name", .string(info.name)),
-            ("incarnation", .int(Int64(info.member.incarnation.rawValue))), ("address", .string(info.endpoint.description)),
+            ("incarnation", .int(Int64(info.member.incarnation.rawValue))),
+            ("address", .string(info.endpoint.description)),
             ("state", .string(info.isSuspected ? "suspected" : "alive")),
             ("lastSeenMillis", .double((info.lastSeenAgo.milliseconds * 1000).rounded() / 1000)),
             ("clockSynced", .bool(info.isClockSynced)),
         ]
         if let offset = info.offset {
             members += [
-                ("offsetNanos", .int(offset.offsetNanos)), ("driftPPM", .double((offset.driftPPM * 1000).rounded() / 1000)),
+                ("offsetNanos", .int(offset.offsetNanos)),
+                ("driftPPM", .double((offset.driftPPM * 1000).rounded() / 1000)),
                 ("delayNanos", .int(offset.delayNanos)), ("clockSamples", .int(Int64(offset.sampleCount))),
             ]
         } else {
@@ -105,9 +116,12 @@ public struct EventFormatter: Sendable {
     }
 
     private func countersObject(_ counters: Counters, wire: WireStatistics) -> JSONValue {
-        let drops = DropReason.allCases.compactMap { reason in counters.drops[reason].map { (reason.rawValue, JSONValue.int(Int64($0))) } }
+        let drops = DropReason.allCases.compactMap { reason in
+            counters.drops[reason].map { (reason.rawValue, JSONValue.int(Int64($0))) }
+        }
         return .object([
-            ("datagramsReceived", .int(Int64(counters.datagramsReceived))), ("datagramsSent", .int(Int64(wire.datagramsSent))),
+            ("datagramsReceived", .int(Int64(counters.datagramsReceived))),
+            ("datagramsSent", .int(Int64(wire.datagramsSent))),
             ("bytesSent", .int(Int64(wire.bytesSent))), ("sendErrors", .int(Int64(wire.sendErrors))),
             ("receiveQueueDrops", .int(Int64(wire.receiveQueueDrops))), ("kernelDrops", .int(Int64(wire.kernelDrops))),
             ("ownEchoes", .int(Int64(counters.ownEchoes))), ("dropped", .int(Int64(counters.dropsTotal))),
@@ -159,7 +173,8 @@ public struct EventFormatter: Sendable {
     private static func clockText(_ info: PeerInfo) -> String {
         guard let offset = info.offset else { return "offset=unknown" }
         let sign = offset.offsetNanos >= 0 ? "+" : "-"
-        return "offset=\(sign)\(String(format3: Double(abs(offset.offsetNanos)) / 1e6))ms delay=\(String(format3: Double(offset.delayNanos) / 1e6))ms drift=\(String(format3: offset.driftPPM))ppm"
+        return
+            "offset=\(sign)\(String(format3: Double(abs(offset.offsetNanos)) / 1e6))ms delay=\(String(format3: Double(offset.delayNanos) / 1e6))ms drift=\(String(format3: offset.driftPPM))ppm"
     }
 
     private static func millis(_ duration: Duration) -> String { "\(Int(duration.milliseconds.rounded()))ms" }
@@ -173,6 +188,8 @@ extension String {
     init(format3 value: Double) {
         let scaled = Int64((abs(value) * 1000).rounded())
         let fraction = String(scaled % 1000)
-        self = (value < 0 && scaled != 0 ? "-" : "") + "\(scaled / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+        self =
+            (value < 0 && scaled != 0 ? "-" : "") + "\(scaled / 1000)."
+            + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 }

@@ -29,7 +29,9 @@ public enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral, Expressi
         case .bool(let value): text += value ? "true" : "false"
         case .int(let value): text += String(value)
         case .double(let value):
-            text += value.isFinite ? (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) : "null"
+            text +=
+                value.isFinite
+                ? (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) : "null"
         case .string(let value): Self.writeString(value, into: &text)
         case .array(let values):
             text += "["

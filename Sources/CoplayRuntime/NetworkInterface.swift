@@ -28,7 +28,8 @@ public struct NetworkInterface: Sendable, Equatable {
         defer { freeifaddrs(list) }
         var found: [NetworkInterface] = []
         for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
-            guard let socketAddress = entry.pointee.ifa_addr, socketAddress.pointee.sa_family == sa_family_t(AF_INET) else {
+            guard let socketAddress = entry.pointee.ifa_addr, socketAddress.pointee.sa_family == sa_family_t(AF_INET)
+            else {
                 continue
             }
             let name = String(cString: entry.pointee.ifa_name)
@@ -50,6 +51,8 @@ public struct NetworkInterface: Sendable, Equatable {
         } else if if_nametoindex(nameOrAddress) != 0 {
             throw .noIPv4(nameOrAddress)
         }
-        throw .notFound(nameOrAddress, available: interfaces.map { "\($0.name) \(Endpoint(address: $0.address, port: 0).addressText)" })
+        throw .notFound(
+            nameOrAddress,
+            available: interfaces.map { "\($0.name) \(Endpoint(address: $0.address, port: 0).addressText)" })
     }
 }

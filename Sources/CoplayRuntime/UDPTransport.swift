@@ -62,12 +62,15 @@ public final class UDPTransport: Sendable {
         }
         do throws(SocketError) {
             try Self.set(groupSocket, SOL_SOCKET, SO_REUSEADDR, Int32(1), "SO_REUSEADDR")
-            try Self.bind(groupSocket, Endpoint(address: group.address, port: group.port), what: "bind to group \(group)")
+            try Self.bind(
+                groupSocket, Endpoint(address: group.address, port: group.port), what: "bind to group \(group)")
             var membership = ip_mreqn()
             membership.imr_multiaddr.s_addr = group.address.bigEndian
             membership.imr_address.s_addr = interfaceAddress.bigEndian
             membership.imr_ifindex = interface?.index ?? 0
-            try Self.set(groupSocket, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, membership, "join group \(group.addressText) on \(interface?.name ?? "the default interface")")
+            try Self.set(
+                groupSocket, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, membership,
+                "join group \(group.addressText) on \(interface?.name ?? "the default interface")")
             // Receive only this group's datagrams, not those of other groups joined on this host.
             try Self.set(groupSocket, Int32(IPPROTO_IP), IP_MULTICAST_ALL, Int32(0), "IP_MULTICAST_ALL")
 
@@ -106,7 +109,9 @@ public final class UDPTransport: Sendable {
         let sent = bytes.withUnsafeBytes { buffer in
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(unicastSocket, buffer.baseAddress, buffer.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    sendto(
+                        unicastSocket, buffer.baseAddress, buffer.count, 0, $0,
+                        socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
             }
         }
@@ -165,7 +170,8 @@ public final class UDPTransport: Sendable {
                             monotonic: MonotonicInstant(nanos: stamp.monotonic.nanos - ageNanos),
                             wall: WallInstant(unixNanos: stamp.wall.unixNanos - ageNanos))
                     }
-                    let from = Endpoint(address: UInt32(bigEndian: source.sin_addr.s_addr), port: UInt16(bigEndian: source.sin_port))
+                    let from = Endpoint(
+                        address: UInt32(bigEndian: source.sin_addr.s_addr), port: UInt16(bigEndian: source.sin_port))
                     deliver(Array(buffer[0..<count]), from, stamp)
                 }
             }
@@ -217,7 +223,9 @@ public final class UDPTransport: Sendable {
     private static func bind(_ fd: Int32, _ endpoint: Endpoint, what: String) throws(SocketError) {
         var address = socketAddress(endpoint)
         let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard status == 0 else { throw SocketError(what) }
     }

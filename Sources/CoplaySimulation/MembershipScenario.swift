@@ -65,17 +65,24 @@ public struct MembershipScenario: Sendable {
             let end = start + 300_000_000 + Int64(random.next() % 2_700_000_000)
             let cut = 1 + Int(random.next() % UInt64(nodeCount - 1))
             let shuffled = (0..<nodeCount).map { ($0, random.next()) }.sorted { $0.1 < $1.1 }.map(\.0)
-            faults.append(.partition(start: start, end: end, groups: [Array(shuffled[..<cut]), Array(shuffled[cut...])]))
+            faults.append(
+                .partition(start: start, end: end, groups: [Array(shuffled[..<cut]), Array(shuffled[cut...])]))
         }
         if random.next() % 2 == 0, nodeCount >= 3 {
             let node = victims.remove(at: Int(random.next() % UInt64(victims.count)))
             let at = 2_000_000_000 + Int64(random.next() % 3_000_000_000)
-            faults.append(.crash(node: node, at: at, restartAt: random.next() % 2 == 0 ? at + 200_000_000 + Int64(random.next() % 1_800_000_000) : nil))
+            faults.append(
+                .crash(
+                    node: node, at: at,
+                    restartAt: random.next() % 2 == 0 ? at + 200_000_000 + Int64(random.next() % 1_800_000_000) : nil))
         }
         if random.next() % 3 == 0, nodeCount >= 3 {
             let node = victims.remove(at: Int(random.next() % UInt64(victims.count)))
             let at = 2_000_000_000 + Int64(random.next() % 3_000_000_000)
-            faults.append(.leave(node: node, at: at, rejoinAt: random.next() % 2 == 0 ? at + 100_000_000 + Int64(random.next() % 1_000_000_000) : nil))
+            faults.append(
+                .leave(
+                    node: node, at: at,
+                    rejoinAt: random.next() % 2 == 0 ? at + 100_000_000 + Int64(random.next() % 1_000_000_000) : nil))
         }
         var checkpoints: [(at: Int64, check: Check)] = []
         var faultsEnd: Int64 = 1_500_000_000
@@ -136,13 +143,17 @@ public struct MembershipScenario: Sendable {
                     let view = simulation.view(of: observer)
                     let expected = simulation.expectedView(of: observer)
                     if view != expected {
-                        outcome.failures.append("node\(observer) sees \(view.sorted { $0.id < $1.id }), expected \(expected.sorted { $0.id < $1.id })")
+                        outcome.failures.append(
+                            "node\(observer) sees \(view.sorted { $0.id < $1.id }), expected \(expected.sorted { $0.id < $1.id })"
+                        )
                     }
                 }
                 for error in simulation.offsetErrors() where error.synced {
                     outcome.offsetErrorsNanos.append(error.errorNanos)
                     if abs(error.errorNanos) > Self.offsetErrorGrossNanos {
-                        outcome.failures.append("node\(error.observer)'s offset estimate for node\(error.peer) is off by \(error.errorNanos) ns")
+                        outcome.failures.append(
+                            "node\(error.observer)'s offset estimate for node\(error.peer) is off by \(error.errorNanos) ns"
+                        )
                     }
                 }
             }
@@ -155,7 +166,9 @@ public struct MembershipScenario: Sendable {
         // Crash detection: each peer that saw the crashed agent drops it within 1.5 s, unless a
         // partition or its own departure makes the question moot.
         for watch in crashWatch {
-            let overlapsPartition = partitionSpans.contains { $0.0 < watch.crashedAt + 1_500_000_000 && $0.1 > watch.crashedAt - 1_500_000_000 }
+            let overlapsPartition = partitionSpans.contains {
+                $0.0 < watch.crashedAt + 1_500_000_000 && $0.1 > watch.crashedAt - 1_500_000_000
+            }
             for witness in watch.witnesses {
                 // The first event after the crash that removes the crashed agent from the
                 // witness's table: its peerLeft, or the witness's own leave or restart.
@@ -177,7 +190,8 @@ public struct MembershipScenario: Sendable {
                 let latency = dropped.atNanos - watch.crashedAt
                 if !overlapsPartition { outcome.crashDetectionNanos.append(latency) }
                 if latency > 1_500_000_000, !overlapsPartition {
-                    outcome.failures.append("node\(witness) took \(latency / 1_000_000) ms to drop crashed node\(watch.node)")
+                    outcome.failures.append(
+                        "node\(witness) took \(latency / 1_000_000) ms to drop crashed node\(watch.node)")
                 }
             }
         }
@@ -188,12 +202,20 @@ public struct MembershipScenario: Sendable {
                 let member = simulation.nodes[node].events.first { if case .session = $0.event { true } else { false } }
                 guard member != nil else { continue }
                 for observer in 0..<nodeCount where observer != node && starts[observer] < start {
-                    guard let seen = simulation.nodes[observer].events.first(where: { entry in
-                        if case .peerJoined(let info) = entry.event { info.member.id == simulation.nodes[node].id } else { false }
-                    }) else { continue }
+                    guard
+                        let seen = simulation.nodes[observer].events.first(where: { entry in
+                            if case .peerJoined(let info) = entry.event {
+                                info.member.id == simulation.nodes[node].id
+                            } else {
+                                false
+                            }
+                        })
+                    else { continue }
                     let latency = seen.atNanos - start
                     outcome.discoveryNanos.append(latency)
-                    if latency > 300_000_000 { outcome.failures.append("node\(observer) saw node\(node) after \(latency / 1_000_000) ms") }
+                    if latency > 300_000_000 {
+                        outcome.failures.append("node\(observer) saw node\(node) after \(latency / 1_000_000) ms")
+                    }
                 }
             }
         }
@@ -204,9 +226,13 @@ public struct MembershipScenario: Sendable {
             for entry in node.events {
                 switch entry.event {
                 case .peerJoined(let info):
-                    if !present.insert(info.member).inserted { outcome.failures.append("node\(node.index) announced \(info.member) joined twice") }
+                    if !present.insert(info.member).inserted {
+                        outcome.failures.append("node\(node.index) announced \(info.member) joined twice")
+                    }
                 case .peerLeft(let info, _):
-                    if present.remove(info.member) == nil { outcome.failures.append("node\(node.index) announced \(info.member) left without a join") }
+                    if present.remove(info.member) == nil {
+                        outcome.failures.append("node\(node.index) announced \(info.member) left without a join")
+                    }
                 case .session:
                     present.removeAll()  // a new life, or the end of one: the table starts empty
                 default:
@@ -218,7 +244,10 @@ public struct MembershipScenario: Sendable {
             print("faults: \(faults)")
             for node in simulation.nodes {
                 for entry in node.events {
-                    print(String(format: "%8.3f s node%d %@", Double(entry.atNanos) / 1e9, node.index, "\(entry.event)" as NSString as CVarArg))
+                    print(
+                        String(
+                            format: "%8.3f s node%d %@", Double(entry.atNanos) / 1e9, node.index,
+                            "\(entry.event)" as NSString as CVarArg))
                 }
             }
         }

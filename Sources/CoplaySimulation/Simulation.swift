@@ -59,7 +59,10 @@ public struct Simulation {
     /// Partition group of each node; nil when the network is whole.
     private var groupOf: [Int]?
 
-    public init(seed: UInt64, clocks: [SimulatedClock], settings: Settings = Settings(), conditions: NetworkConditions = .perfect) {
+    public init(
+        seed: UInt64, clocks: [SimulatedClock], settings: Settings = Settings(),
+        conditions: NetworkConditions = .perfect
+    ) {
         self.seed = seed
         self.settings = settings
         self.conditions = conditions
@@ -190,7 +193,9 @@ public struct Simulation {
             case .unicast(let datagram, let endpoint):
                 let bytes = WireFormat.encode(datagram)
                 datagramsSent += 1
-                if let receiver = nodes.firstIndex(where: { $0.address == endpoint.address }), endpoint.port == nodes[receiver].endpoint.port {
+                if let receiver = nodes.firstIndex(where: { $0.address == endpoint.address }),
+                    endpoint.port == nodes[receiver].endpoint.port
+                {
                     transmit(bytes, from: index, to: receiver)
                 }
             case .emit(let event):

@@ -25,20 +25,30 @@ guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     exit(0)
 }
 guard ["membership", "clock", "overhead", "all"].contains(kind) else { fail("unknown measurement '\(kind)'") }
-let self_ = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
 var options = Benchmarks.Options(
     kind: kind, rounds: 10, agents: 4, seconds: 10,
-    executable: URL(fileURLWithPath: self_).deletingLastPathComponent().appendingPathComponent("coplay").path)
+    executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
 while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
     switch flag {
     case "--coplay": options.executable = value
     case "--agents", "--rounds", "--seconds":
-        guard let number = Int(value), (1...1000).contains(number) else { fail("\(flag) takes a whole number from 1 to 1000") }
-        if flag == "--agents" { options.agents = number } else if flag == "--rounds" { options.rounds = number } else { options.seconds = number }
+        guard let number = Int(value), (1...1000).contains(number) else {
+            fail("\(flag) takes a whole number from 1 to 1000")
+        }
+        if flag == "--agents" {
+            options.agents = number
+        } else if flag == "--rounds" {
+            options.rounds = number
+        } else {
+            options.seconds = number
+        }
     default: fail("unknown option '\(flag)'")
     }
 }
 guard (2...64).contains(options.agents) else { fail("--agents takes 2 to 64") }
-guard FileManager.default.isExecutableFile(atPath: options.executable) else { fail("no coplay executable at \(options.executable)") }
+guard FileManager.default.isExecutableFile(atPath: options.executable) else {
+    fail("no coplay executable at \(options.executable)")
+}
 exit(Benchmarks.run(options))

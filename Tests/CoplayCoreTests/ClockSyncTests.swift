@@ -6,15 +6,18 @@ import Testing
 
     /// A reply as a peer whose clock is `offsetMillis` ahead would send, with the given one-way delays.
     func sample(
-        offsetMillis: Double, forwardMicros: Int64, backwardMicros: Int64, holdMicros: Int64 = 10, sentAtMillis: Double = 0,
+        offsetMillis: Double, forwardMicros: Int64, backwardMicros: Int64, holdMicros: Int64 = 10,
+        sentAtMillis: Double = 0,
         measuredRoundTripMicros: Int64? = nil
     ) -> Result<OffsetSample, OffsetSample.Rejection> {
         let sent = at(sentAtMillis)
         let t2 = sent.wall.unixNanos + forwardMicros * 1000 + Int64(offsetMillis * 1_000_000)
         let t3 = t2 + holdMicros * 1000
         let reply = ClockProbeReply(
-            token: 1, originWall: sent.wall, receiveWall: WallInstant(unixNanos: t2), transmitWall: WallInstant(unixNanos: t3))
-        let received = sent.monotonic + .microseconds(measuredRoundTripMicros ?? (forwardMicros + holdMicros + backwardMicros))
+            token: 1, originWall: sent.wall, receiveWall: WallInstant(unixNanos: t2),
+            transmitWall: WallInstant(unixNanos: t3))
+        let received =
+            sent.monotonic + .microseconds(measuredRoundTripMicros ?? (forwardMicros + holdMicros + backwardMicros))
         return OffsetSample.measure(reply: reply, sentAt: sent.monotonic, receivedAt: received, timeout: .seconds(1))
     }
 
@@ -32,7 +35,9 @@ import Testing
 
     @Test func replyHeldLongerThanTheRoundTrip_isRejected() {
         #expect(throws: OffsetSample.Rejection.implausibleHoldTime) {
-            try sample(offsetMillis: 0, forwardMicros: 10, backwardMicros: 10, holdMicros: 400, measuredRoundTripMicros: 100).get()
+            try sample(
+                offsetMillis: 0, forwardMicros: 10, backwardMicros: 10, holdMicros: 400, measuredRoundTripMicros: 100
+            ).get()
         }
     }
 
@@ -48,7 +53,8 @@ import Testing
         for (index, delay) in delays.enumerated() {
             // The low-delay sample carries the true offset 1 ms; the others are off by their delay.
             let offset: Int64 = 1_000_000 + (delay == 50 ? 0 : delay * 1000 / 2)
-            estimator.add(OffsetSample(receivedAt: at(Double(index)).monotonic, offsetNanos: offset, delayNanos: delay * 1000))
+            estimator.add(
+                OffsetSample(receivedAt: at(Double(index)).monotonic, offsetNanos: offset, delayNanos: delay * 1000))
         }
         let estimate = estimator.estimate(at: at(5).monotonic)
         #expect(estimate?.offsetNanos == 1_000_000)
@@ -61,7 +67,8 @@ import Testing
         // The peer's clock runs 20 ppm fast: 20 µs more offset every second.
         for second in 0..<10 {
             let offset = 3_000_000 + Int64(second) * 20_000
-            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: offset, delayNanos: 60_000))
+            estimator.add(
+                OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: offset, delayNanos: 60_000))
         }
         #expect(abs(estimator.driftPPM() - 20) < 0.01)
         // Ten seconds after the last sample, the offset has moved by 200 µs more.
@@ -72,7 +79,9 @@ import Testing
     @Test func estimator_reportsNoDriftBeforeTheMinimumSpan() {
         var estimator = OffsetEstimator(settings: settings)
         for index in 0..<8 {
-            estimator.add(OffsetSample(receivedAt: at(Double(index) * 4).monotonic, offsetNanos: Int64(index) * 1000, delayNanos: 50_000))
+            estimator.add(
+                OffsetSample(
+                    receivedAt: at(Double(index) * 4).monotonic, offsetNanos: Int64(index) * 1000, delayNanos: 50_000))
         }
         #expect(estimator.driftPPM() == 0)
     }
@@ -88,7 +97,10 @@ import Testing
     @Test func driftBeyondTheBelievableLimit_isClamped() {
         var estimator = OffsetEstimator(settings: settings)
         for second in 0..<10 {
-            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: Int64(second) * 600_000, delayNanos: 50_000))
+            estimator.add(
+                OffsetSample(
+                    receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: Int64(second) * 600_000,
+                    delayNanos: 50_000))
         }
         #expect(estimator.driftPPM() == settings.driftMaxPPM)
         #expect(estimator.stepsDetected == 0)
@@ -97,7 +109,9 @@ import Testing
     @Test func peerClockStep_restartsTheHistoryFromTheNewOffset() throws {
         var estimator = OffsetEstimator(settings: settings)
         for second in 0..<6 {
-            estimator.add(OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: 1_000_000, delayNanos: 50_000))
+            estimator.add(
+                OffsetSample(
+                    receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: 1_000_000, delayNanos: 50_000))
         }
         // The peer's clock jumps 50 ms (an NTP step): the old line is useless.
         estimator.add(OffsetSample(receivedAt: at(6000).monotonic, offsetNanos: 51_000_000, delayNanos: 50_000))

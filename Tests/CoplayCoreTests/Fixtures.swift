@@ -20,7 +20,8 @@ func makeInstance(id: PeerID = aliceID, name: String = "alice", settings: Settin
     -> Instance
 {
     Instance(
-        identity: LocalIdentity(id: id, name: name, sessionName: "test", unicastPort: 50_001), settings: settings, seed: 7,
+        identity: LocalIdentity(id: id, name: name, sessionName: "test", unicastPort: 50_001), settings: settings,
+        seed: 7,
         now: now)
 }
 

@@ -29,7 +29,9 @@ import Testing
         var out = alice.start(now: at(0))
         var now = 0.0
         while now < 400 {
-            if out.multicasts.contains(where: { if case .hello = $0.payload { true } else { false } }) { hellos.append(now) }
+            if out.multicasts.contains(where: { if case .hello = $0.payload { true } else { false } }) {
+                hellos.append(now)
+            }
             now = Double(out.wake!.nanos - at(0).monotonic.nanos) / 1_000_000
             out = alice.onTick(now: at(now))
         }
@@ -39,7 +41,9 @@ import Testing
     @Test func onHello_fromUnknownPeer_addsPeerAndRepliesWithUnicastHello() throws {
         var alice = makeInstance()
         _ = alice.start(now: at(0))
-        let out = alice.onDatagram(bytes(bobHello, from: bob), from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(5), now: at(5))
+        let out = alice.onDatagram(
+            bytes(bobHello, from: bob), from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(5),
+            now: at(5))
         let joined = try #require(out.events.first)
         guard case .peerJoined(let info) = joined else {
             Issue.record("expected peerJoined, got \(joined)")
@@ -78,7 +82,8 @@ import Testing
                 }
             }
             if suspectedAt != nil, goneAt == nil {
-                probesWhileSuspected += out.unicasts.filter { if case .probe = $0.0.payload { true } else { false } }.count
+                probesWhileSuspected +=
+                    out.unicasts.filter { if case .probe = $0.0.payload { true } else { false } }.count
             }
             now = Double(try #require(out.wake).nanos - at(0).monotonic.nanos) / 1_000_000
         }
@@ -92,7 +97,8 @@ import Testing
         var alice = aliceKnowingBob()
         _ = alice.onTick(now: at(800))
         #expect(alice.peers[bobID]?.liveness == .suspected)
-        let out = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 9), from: bobEndpoint, receivedAt: at(900), now: at(900))
+        let out = alice.onDatagram(
+            bytes(bobHeartbeat, from: bob, sequence: 9), from: bobEndpoint, receivedAt: at(900), now: at(900))
         #expect(out.events.contains { if case .peerResponsive = $0 { true } else { false } })
         #expect(alice.peers[bobID]?.liveness == .alive)
         _ = alice.onTick(now: at(1300))
@@ -101,10 +107,12 @@ import Testing
 
     @Test func leave_removesPeerAtOnceAndItsLateHeartbeatDoesNotResurrectIt() {
         var alice = aliceKnowingBob()
-        let out = alice.onDatagram(bytes(.leave(.left), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(20), now: at(20))
+        let out = alice.onDatagram(
+            bytes(.leave(.left), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(20), now: at(20))
         #expect(out.events.contains { if case .peerLeft(let info, .left) = $0 { info.member == bob } else { false } })
         #expect(alice.peers.isEmpty)
-        _ = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 1), from: bobEndpoint, receivedAt: at(21), now: at(21))
+        _ = alice.onDatagram(
+            bytes(bobHeartbeat, from: bob, sequence: 1), from: bobEndpoint, receivedAt: at(21), now: at(21))
         #expect(alice.peers.isEmpty)
         #expect(alice.counters.drops[.fromDeparted] == 1)
     }
@@ -113,7 +121,8 @@ import Testing
         var alice = aliceKnowingBob()
         _ = alice.onTick(now: at(2000))
         #expect(alice.peers.isEmpty)
-        let out = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 50), from: bobEndpoint, receivedAt: at(2100), now: at(2100))
+        let out = alice.onDatagram(
+            bytes(bobHeartbeat, from: bob, sequence: 50), from: bobEndpoint, receivedAt: at(2100), now: at(2100))
         #expect(out.events.contains { if case .peerJoined = $0 { true } else { false } })
         #expect(alice.peers[bobID]?.member == bob)
     }
@@ -122,10 +131,12 @@ import Testing
         var alice = aliceKnowingBob()
         let reborn = Member(id: bobID, incarnation: Incarnation(101))
         let out = alice.onDatagram(bytes(bobHello, from: reborn), from: bobEndpoint, receivedAt: at(30), now: at(30))
-        #expect(out.events.contains { if case .peerLeft(let info, .restarted) = $0 { info.member == bob } else { false } })
+        #expect(
+            out.events.contains { if case .peerLeft(let info, .restarted) = $0 { info.member == bob } else { false } })
         #expect(out.events.contains { if case .peerJoined(let info) = $0 { info.member == reborn } else { false } })
         #expect(alice.peers[bobID]?.member == reborn)
-        _ = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 7), from: bobEndpoint, receivedAt: at(31), now: at(31))
+        _ = alice.onDatagram(
+            bytes(bobHeartbeat, from: bob, sequence: 7), from: bobEndpoint, receivedAt: at(31), now: at(31))
         #expect(alice.peers[bobID]?.member == reborn)
     }
 
@@ -140,7 +151,9 @@ import Testing
     @Test func datagramOfAnotherSession_isIgnoredAndCounted() {
         var alice = makeInstance()
         _ = alice.start(now: at(0))
-        _ = alice.onDatagram(bytes(bobHello, from: bob, session: SessionID(name: "other")), from: bobEndpoint, receivedAt: at(5), now: at(5))
+        _ = alice.onDatagram(
+            bytes(bobHello, from: bob, session: SessionID(name: "other")), from: bobEndpoint, receivedAt: at(5),
+            now: at(5))
         #expect(alice.peers.isEmpty)
         #expect(alice.counters.drops[.otherSession] == 1)
     }
@@ -158,7 +171,9 @@ import Testing
     @Test func garbage_isCountedDiagnosedAndChangesNothing() {
         var alice = aliceKnowingBob()
         let before = alice.peers
-        let out = alice.onDatagram(Array("GET / HTTP/1.1\r\n\r\n".utf8) + Array(repeating: 0, count: 30), from: bobEndpoint, receivedAt: at(20), now: at(20))
+        let out = alice.onDatagram(
+            Array("GET / HTTP/1.1\r\n\r\n".utf8) + Array(repeating: 0, count: 30), from: bobEndpoint,
+            receivedAt: at(20), now: at(20))
         #expect(alice.counters.drops[.badMagic] == 1)
         #expect(out.contains { if case .diagnose(let text) = $0 { text.contains("badMagic") } else { false } })
         #expect(alice.peers == before)
@@ -171,7 +186,9 @@ import Testing
         _ = alice.start(now: at(0))
         for index in 1...5 {
             let member = Member(id: PeerID(UInt64(index)), incarnation: Incarnation(1))
-            _ = alice.onDatagram(bytes(bobHeartbeat, from: member), from: bobEndpoint, receivedAt: at(Double(index)), now: at(Double(index)))
+            _ = alice.onDatagram(
+                bytes(bobHeartbeat, from: member), from: bobEndpoint, receivedAt: at(Double(index)),
+                now: at(Double(index)))
         }
         #expect(alice.peers.count == 3)
         #expect(alice.counters.drops[.peerTableFull] == 2)
@@ -180,10 +197,16 @@ import Testing
     @Test func probe_isAnsweredWithReceiveAndTransmitTimes() throws {
         var alice = aliceKnowingBob()
         let probe = ClockProbe(token: 42, originWall: WallInstant(unixNanos: 123))
-        let out = alice.onDatagram(bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(20), now: at(20.5))
+        let out = alice.onDatagram(
+            bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(20), now: at(20.5))
         let (reply, to) = try #require(out.unicasts.first)
         #expect(to == bobEndpoint)
-        #expect(reply.payload == .probeReply(ClockProbeReply(token: 42, originWall: probe.originWall, receiveWall: at(20).wall, transmitWall: at(20.5).wall)))
+        #expect(
+            reply.payload
+                == .probeReply(
+                    ClockProbeReply(
+                        token: 42, originWall: probe.originWall, receiveWall: at(20).wall, transmitWall: at(20.5).wall))
+        )
     }
 
     @Test func probeReplies_fromASkewedPeer_convergeOnItsOffset() throws {
@@ -196,11 +219,16 @@ import Testing
             for (datagram, _) in out.unicasts {
                 guard case .probe(let probe) = datagram.payload else { continue }
                 let bobReceives = at(now + 0.04, wallSkewMillis: 321)
-                let reply = ClockProbeReply(token: probe.token, originWall: probe.originWall, receiveWall: bobReceives.wall, transmitWall: bobReceives.wall)
-                let replyOut = alice.onDatagram(bytes(.probeReply(reply), from: bob, sequence: 5), from: bobEndpoint, receivedAt: at(now + 0.08), now: at(now + 0.08))
+                let reply = ClockProbeReply(
+                    token: probe.token, originWall: probe.originWall, receiveWall: bobReceives.wall,
+                    transmitWall: bobReceives.wall)
+                let replyOut = alice.onDatagram(
+                    bytes(.probeReply(reply), from: bob, sequence: 5), from: bobEndpoint, receivedAt: at(now + 0.08),
+                    now: at(now + 0.08))
                 for case .clockSynced(let info) in replyOut.events { synced = info }
             }
-            _ = alice.onDatagram(bytes(bobHeartbeat, from: bob, sequence: 6), from: bobEndpoint, receivedAt: at(now), now: at(now))
+            _ = alice.onDatagram(
+                bytes(bobHeartbeat, from: bob, sequence: 6), from: bobEndpoint, receivedAt: at(now), now: at(now))
             now = Double(try #require(out.wake).nanos - at(0).monotonic.nanos) / 1_000_000
             if synced != nil { break }
         }
@@ -212,8 +240,11 @@ import Testing
 
     @Test func unexpectedProbeReply_isDroppedAndCounted() {
         var alice = aliceKnowingBob()
-        let forged = ClockProbeReply(token: 999, originWall: WallInstant(unixNanos: 0), receiveWall: WallInstant(unixNanos: 0), transmitWall: WallInstant(unixNanos: 0))
-        _ = alice.onDatagram(bytes(.probeReply(forged), from: bob, sequence: 4), from: bobEndpoint, receivedAt: at(20), now: at(20))
+        let forged = ClockProbeReply(
+            token: 999, originWall: WallInstant(unixNanos: 0), receiveWall: WallInstant(unixNanos: 0),
+            transmitWall: WallInstant(unixNanos: 0))
+        _ = alice.onDatagram(
+            bytes(.probeReply(forged), from: bob, sequence: 4), from: bobEndpoint, receivedAt: at(20), now: at(20))
         #expect(alice.counters.drops[.unexpectedProbeReply] == 1)
         #expect(alice.peers[bobID]?.clock.sampleCount == 0)
     }
@@ -253,9 +284,11 @@ import Testing
 
     @Test func joinWhileJoined_andLeaveWhileNotJoined_areCommandErrors() {
         var alice = aliceKnowingBob()
-        #expect(alice.onCommand(.join, now: at(20)).events.contains { if case .commandError = $0 { true } else { false } })
+        #expect(
+            alice.onCommand(.join, now: at(20)).events.contains { if case .commandError = $0 { true } else { false } })
         _ = alice.onCommand(.leave, now: at(30))
-        #expect(alice.onCommand(.leave, now: at(40)).events.contains { if case .commandError = $0 { true } else { false } })
+        #expect(
+            alice.onCommand(.leave, now: at(40)).events.contains { if case .commandError = $0 { true } else { false } })
     }
 
     @Test func badConsoleLine_isOneErrorEventAndCounted() {

@@ -36,8 +36,10 @@ import Testing
 
     @Test func goldenVectors_matchTheCodecBothWays() throws {
         if ProcessInfo.processInfo.environment["COPLAY_WRITE_VECTORS"] == "1" {
-            var lines = ["# coplay wire format v1 test vectors: `name hex` decodes; `!name kind hex` is rejected as kind.",
-                         "# Shared by the Swift codec tests and the Wireshark dissector test. PROTOCOL.md explains every byte."]
+            var lines = [
+                "# coplay wire format v1 test vectors: `name hex` decodes; `!name kind hex` is rejected as kind.",
+                "# Shared by the Swift codec tests and the Wireshark dissector test. PROTOCOL.md explains every byte.",
+            ]
             lines += WireVectors.valid.map { "\($0.name) \(Self.hex(WireFormat.encode($0.datagram)))" }
             lines += WireVectors.invalid.map { "!\($0.name) \($0.kind.rawValue) \(Self.hex($0.bytes))" }
             try (lines.joined(separator: "\n") + "\n").write(
@@ -86,10 +88,15 @@ import Testing
     @Test func longestName_fitsAndOneByteMoreIsRejected() throws {
         let sender = WireVectors.sender
         let name64 = String(repeating: "é", count: 32)  // 64 bytes of UTF-8
-        let ok = Datagram(session: session, sender: sender, sequence: 1, payload: .hello(Announcement(unicastPort: 1, name: name64)))
+        let ok = Datagram(
+            session: session, sender: sender, sequence: 1, payload: .hello(Announcement(unicastPort: 1, name: name64)))
         #expect(try WireFormat.decode(WireFormat.encode(ok)) == ok)
-        let tooLong = Datagram(session: session, sender: sender, sequence: 1, payload: .hello(Announcement(unicastPort: 1, name: name64 + "x")))
-        #expect(throws: DecodeError(.malformedPayload, "name is 65 bytes, limit 64")) { try WireFormat.decode(WireFormat.encode(tooLong)) }
+        let tooLong = Datagram(
+            session: session, sender: sender, sequence: 1,
+            payload: .hello(Announcement(unicastPort: 1, name: name64 + "x")))
+        #expect(throws: DecodeError(.malformedPayload, "name is 65 bytes, limit 64")) {
+            try WireFormat.decode(WireFormat.encode(tooLong))
+        }
     }
 
     /// 100,000 seeded inputs: random bytes, and valid datagrams with bytes flipped, inserted,
@@ -128,7 +135,10 @@ import Testing
         }
         #expect(verdicts.values.reduce(0, +) == 100_000)
         // The mutations reach every layer of the decoder, not just the magic check.
-        for kind in ["accepted", "tooShort", "badMagic", "unsupportedVersion", "unknownType", "badFlags", "lengthMismatch", "malformedPayload"] {
+        for kind in [
+            "accepted", "tooShort", "badMagic", "unsupportedVersion", "unknownType", "badFlags", "lengthMismatch",
+            "malformedPayload",
+        ] {
             #expect(verdicts[kind, default: 0] > 0, "no input ended as \(kind): \(verdicts)")
         }
     }

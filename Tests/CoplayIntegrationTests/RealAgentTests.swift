@@ -16,22 +16,35 @@ import Testing
             }
             var ids: [String] = []
             for agent in agents {
-                let joined = try #require(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" && $0["state"] as? String == "joined" }, "\(agent.name): \(agent.diagnostics)")
+                let joined = try #require(
+                    agent.waitForEvent(timeout: .seconds(10)) {
+                        $0.name == "session" && $0["state"] as? String == "joined"
+                    }, "\(agent.name): \(agent.diagnostics)")
                 ids.append(joined["peer"] as? String ?? "")
             }
             for (index, agent) in agents.enumerated() {
                 for other in ids where other != ids[index] {
-                    let seen = agent.waitForEvent(timeout: .seconds(5)) { $0.name == "peer-joined" && $0.peer("id") as? String == other }
+                    let seen = agent.waitForEvent(timeout: .seconds(5)) {
+                        $0.name == "peer-joined" && $0.peer("id") as? String == other
+                    }
                     #expect(seen != nil, "\(agent.name) never saw \(other)")
-                    #expect((seen?.peer("address") as? String)?.hasPrefix("10.77.0.") == true, "peers are reached over the namespace LAN")
+                    #expect(
+                        (seen?.peer("address") as? String)?.hasPrefix("10.77.0.") == true,
+                        "peers are reached over the namespace LAN")
                 }
             }
             let killedAt = Int64(Date().timeIntervalSince1970 * 1e9)
             agents[2].signal(SIGKILL)
             for agent in agents[0..<2] {
-                let gone = agent.waitForEvent(timeout: .seconds(5)) { $0.name == "peer-left" && $0.peer("id") as? String == ids[2] }
+                let gone = agent.waitForEvent(timeout: .seconds(5)) {
+                    $0.name == "peer-left" && $0.peer("id") as? String == ids[2]
+                }
                 #expect(gone?["reason"] as? String == "timeout", "\(agent.name) did not detect the crash")
-                if let gone { #expect(gone.atUnixNanos - killedAt < 2_000_000_000, "detection took \((gone.atUnixNanos - killedAt) / 1_000_000) ms") }
+                if let gone {
+                    #expect(
+                        gone.atUnixNanos - killedAt < 2_000_000_000,
+                        "detection took \((gone.atUnixNanos - killedAt) / 1_000_000) ms")
+                }
                 #expect(agent.peers()?.count == 1)
             }
             for agent in agents[0..<2] { agent.closeInput() }
@@ -47,23 +60,32 @@ import Testing
         let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--clock-skew-ms", "300"])
         let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common)
         let bobID = try #require(bob.waitForEvent(timeout: .seconds(10)) { $0.name == "session" }?["peer"] as? String)
-        let synced = try #require(alice.waitForEvent(timeout: .seconds(5)) { $0.name == "clock-synced" && $0.peer("id") as? String == bobID })
+        let synced = try #require(
+            alice.waitForEvent(timeout: .seconds(5)) { $0.name == "clock-synced" && $0.peer("id") as? String == bobID })
         let offset = try #require((synced.peer("offsetNanos") as? NSNumber)?.int64Value)
         #expect(abs(offset + 300_000_000) < 1_000_000, "bob's clock is 300 ms behind alice's, estimated \(offset) ns")
 
         // Hostile input on the group port: counted and dropped, the agent goes on.
         let sender = GroupSender(port: UInt16(port)!)
-        for payload in [Array("hello?".utf8), Array("GET / HTTP/1.1\r\nHost: coplay.example\r\n\r\n".utf8), Array("CPLY".utf8) + [9] + Array(repeating: 0, count: 40), Array(repeating: 0xFF, count: 1500)] {
+        for payload in [
+            Array("hello?".utf8), Array("GET / HTTP/1.1\r\nHost: coplay.example\r\n\r\n".utf8),
+            Array("CPLY".utf8) + [9] + Array(repeating: 0, count: 40), Array(repeating: 0xFF, count: 1500),
+        ] {
             sender.send(payload)
         }
         usleep(200_000)
         let status = try #require(alice.status())
-        for key in ["peer", "name", "session", "state", "item", "rate", "position", "sampledAtUnixNanos", "waiting", "suspensions", "peers"] {
+        for key in [
+            "peer", "name", "session", "state", "item", "rate", "position", "sampledAtUnixNanos", "waiting",
+            "suspensions", "peers",
+        ] {
             #expect(status[key] != nil, "status lacks \(key)")
         }
         #expect(status["state"] as? String == "joined" && (status["peers"] as? NSNumber)?.intValue == 1)
         let sampled = try #require((status["sampledAtUnixNanos"] as? NSNumber)?.int64Value)
-        #expect(abs(sampled - Int64(Date().timeIntervalSince1970 * 1e9)) < 1_000_000_000, "sampledAtUnixNanos is the true time, not the skewed one")
+        #expect(
+            abs(sampled - Int64(Date().timeIntervalSince1970 * 1e9)) < 1_000_000_000,
+            "sampledAtUnixNanos is the true time, not the skewed one")
         let counters = try #require(status["counters"] as? [String: Any])
         let drops = try #require(counters["drops"] as? [String: Any])
         #expect((drops["tooShort"] as? NSNumber)?.intValue == 1)
@@ -90,7 +112,8 @@ import Testing
 
     @Test func datagramFlood_isCountedAndLosesNoCommand() throws {
         let port = privatePort(2)
-        let agent = try AgentProcess(executable: coplay, name: "flooded", arguments: ["--interface", "lo", "--group", "239.255.77.1:\(port)"])
+        let agent = try AgentProcess(
+            executable: coplay, name: "flooded", arguments: ["--interface", "lo", "--group", "239.255.77.1:\(port)"])
         _ = try #require(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" })
         let sender = GroupSender(port: UInt16(port)!)
         let garbage = Array("not coplay at all, just noise on the port".utf8)
@@ -102,7 +125,10 @@ import Testing
         }
         var answered = 0
         var last: AgentEvent?
-        while let event = agent.waitForEvent(from: last.map { e in agent.allEvents.firstIndex { $0.line == e.line }! + 1 } ?? 0, timeout: .seconds(10), where: { $0.name == "status" }) {
+        while let event = agent.waitForEvent(
+            from: last.map { e in agent.allEvents.firstIndex { $0.line == e.line }! + 1 } ?? 0, timeout: .seconds(10),
+            where: { $0.name == "status" })
+        {
             answered += 1
             last = event
             if answered == commands { break }
@@ -116,7 +142,8 @@ import Testing
         #expect(badMagic <= floodCount)
         #expect(
             badMagic + queueDrops + kernelDrops >= floodCount,
-            "every flood datagram is accounted for: \(badMagic) decoded and dropped + \(queueDrops) over the queue + \(kernelDrops) by the kernel")
+            "every flood datagram is accounted for: \(badMagic) decoded and dropped + \(queueDrops) over the queue + \(kernelDrops) by the kernel"
+        )
         agent.signal(SIGINT)
         #expect(agent.waitForExit(timeout: .seconds(5)) == 0, "SIGINT leaves gracefully")
     }
@@ -125,7 +152,8 @@ import Testing
         let (status, output) = try Locations.run(coplay, ["--interface"])
         #expect(status == 2)
         #expect(output.contains("--interface needs a value") && output.contains("coplay --help"))
-        let (unknownStatus, unknownOutput) = try Locations.run(coplay, ["--interface", "no-such-if0", "--group", "239.255.77.1:\(privatePort(1))"])
+        let (unknownStatus, unknownOutput) = try Locations.run(
+            coplay, ["--interface", "no-such-if0", "--group", "239.255.77.1:\(privatePort(1))"])
         #expect(unknownStatus == 1)
         #expect(unknownOutput.contains("no interface named or addressed 'no-such-if0'"))
     }

@@ -2,7 +2,8 @@ import CoplayHarness
 import Foundation
 import Glibc
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 let coplay = Locations.coplayExecutable(packageRoot: packageRoot)
 let lanTool = packageRoot.appendingPathComponent("Tools/lan").path
 let isRoot = getuid() == 0

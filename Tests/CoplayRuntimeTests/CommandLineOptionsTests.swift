@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct CommandLineOptionsTests {
     func configuration(_ arguments: [String]) throws -> AgentConfiguration {
-        guard case .runAgent(let configuration) = try CommandLineOptions.parse(arguments, defaultName: "host").get() else {
+        guard case .runAgent(let configuration) = try CommandLineOptions.parse(arguments, defaultName: "host").get()
+        else {
             throw UsageError(message: "not an agent invocation")
         }
         return configuration
@@ -29,13 +30,19 @@ import Testing
             "--name", "alice", "--session", "movie night", "--interface", "lo", "--group", "239.1.2.3:5000", "--json",
             "--clock-skew-ms", "-500", "--id", "abc123",
         ])
-        #expect(configuration.name == "alice" && configuration.sessionName == "movie night" && configuration.interface == "lo")
+        #expect(
+            configuration.name == "alice" && configuration.sessionName == "movie night"
+                && configuration.interface == "lo")
         #expect(configuration.group == Endpoint(address: 0xEF01_0203, port: 5000))
-        #expect(configuration.json && configuration.clockSkewNanos == -500_000_000 && configuration.peerID == PeerID(0xABC123))
+        #expect(
+            configuration.json && configuration.clockSkewNanos == -500_000_000
+                && configuration.peerID == PeerID(0xABC123))
     }
 
     @Test func helpAndVersion() throws {
-        guard case .help = try CommandLineOptions.parse(["--help"]).get(), case .version = try CommandLineOptions.parse(["--version"]).get() else {
+        guard case .help = try CommandLineOptions.parse(["--help"]).get(),
+            case .version = try CommandLineOptions.parse(["--version"]).get()
+        else {
             Issue.record("--help or --version not recognised")
             return
         }

@@ -14,30 +14,40 @@ import Testing
     }
 
     @Test func statusJSON_carriesEveryContractFieldWithTrueSampleTime() throws {
-        let sampled = Timestamp(monotonic: MonotonicInstant(nanos: 1), wall: WallInstant(unixNanos: 1_800_000_000_250_000_000))
+        let sampled = Timestamp(
+            monotonic: MonotonicInstant(nanos: 1), wall: WallInstant(unixNanos: 1_800_000_000_250_000_000))
         let report = StatusReport(
-            member: member, name: "alice", sessionName: "s", state: .joined(since: MonotonicInstant(nanos: 0)), item: nil,
-            rate: 0, positionSeconds: 0, sampledAt: sampled, isWaiting: false, suspensions: [], peerCount: 2, counters: Counters())
+            member: member, name: "alice", sessionName: "s", state: .joined(since: MonotonicInstant(nanos: 0)),
+            item: nil,
+            rate: 0, positionSeconds: 0, sampledAt: sampled, isWaiting: false, suspensions: [], peerCount: 2,
+            counters: Counters())
         let json = try object(.status(report))
-        for key in ["event", "peer", "name", "session", "state", "item", "rate", "position", "sampledAtUnixNanos", "waiting", "suspensions", "peers"] {
+        for key in [
+            "event", "peer", "name", "session", "state", "item", "rate", "position", "sampledAtUnixNanos", "waiting",
+            "suspensions", "peers",
+        ] {
             #expect(json[key] != nil, "status lacks \(key)")
         }
         #expect(json["event"] as? String == "status")
         #expect(json["peer"] as? String == "00000000000a11ce")
         #expect(json["item"] is NSNull)
         #expect(json["state"] as? String == "joined")
-        #expect((json["sampledAtUnixNanos"] as? NSNumber)?.int64Value == 1_800_000_000_000_000_000, "the skew is undone")
+        #expect(
+            (json["sampledAtUnixNanos"] as? NSNumber)?.int64Value == 1_800_000_000_000_000_000, "the skew is undone")
         #expect((json["peers"] as? NSNumber)?.intValue == 2)
         #expect((json["atUnixNanos"] as? NSNumber)?.int64Value == 42)
     }
 
     @Test func everyEvent_isOneJSONObjectWithAnEventField() throws {
         let info = PeerInfo(
-            member: member, name: "bob \"the\" builder\n", endpoint: Endpoint(address: 0x7F00_0001, port: 9), isSuspected: true,
+            member: member, name: "bob \"the\" builder\n", endpoint: Endpoint(address: 0x7F00_0001, port: 9),
+            isSuspected: true,
             lastSeenAgo: .milliseconds(800), offset: nil, isClockSynced: false)
         let events: [Event] = [
-            .session(SessionReport(state: .invalidated(reason: .left), member: member)), .peerJoined(info), .peerLeft(info, reason: .timeout),
-            .peerUnresponsive(info), .peerResponsive(info), .clockSynced(info), .peers([info, info]), .help(ConsoleCommand.usages),
+            .session(SessionReport(state: .invalidated(reason: .left), member: member)), .peerJoined(info),
+            .peerLeft(info, reason: .timeout),
+            .peerUnresponsive(info), .peerResponsive(info), .clockSynced(info), .peers([info, info]),
+            .help(ConsoleCommand.usages),
             .commandError(.init(message: "bad", usage: "status")),
         ]
         for event in events {
@@ -52,15 +62,20 @@ import Testing
 
     @Test func textLines_areOneLinePerEventExceptHelp() {
         let formatter = EventFormatter(json: false, clock: clock)
-        let error = formatter.lines(for: .commandError(.init(message: "unknown command 'x'", usage: "status")), wire: .init(), atUnixNanos: 0)
+        let error = formatter.lines(
+            for: .commandError(.init(message: "unknown command 'x'", usage: "status")), wire: .init(), atUnixNanos: 0)
         #expect(error == ["error: unknown command 'x'; usage: status"])
         #expect(formatter.lines(for: .peers([]), wire: .init(), atUnixNanos: 0) == ["peers none"])
-        #expect(formatter.lines(for: .help(ConsoleCommand.usages), wire: .init(), atUnixNanos: 0).count == ConsoleCommand.usages.count + 1)
+        #expect(
+            formatter.lines(for: .help(ConsoleCommand.usages), wire: .init(), atUnixNanos: 0).count == ConsoleCommand
+                .usages.count + 1)
     }
 
     @Test func controlCharactersInStrings_areEscaped() {
         #expect(JSONValue.string("a\u{1}b").serialized == "\"a\\u0001b\"")
-        #expect(JSONValue.object([("k", .array([.int(1), .double(1.5), .null, .bool(true)]))]).serialized == "{\"k\":[1,1.5,null,true]}")
+        #expect(
+            JSONValue.object([("k", .array([.int(1), .double(1.5), .null, .bool(true)]))]).serialized
+                == "{\"k\":[1,1.5,null,true]}")
     }
 
     @Test func skewedClock_readsSkewedWallButReportsTrueTime() {

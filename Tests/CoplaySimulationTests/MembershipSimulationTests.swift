@@ -53,7 +53,8 @@ func runScenarios(_ seeds: [UInt64]) async -> [MembershipScenario.Outcome] {
         let discovery = outcomes.flatMap(\.discoveryNanos)
         print(
             "simulation: \(outcomes.count) runs; offset error p50 \(percentile(errors, 0.5) / 1000) µs p99 \(percentile(errors, 0.99) / 1000) µs max \((errors.max() ?? 0) / 1000) µs over \(errors.count) estimates; "
-                + "crash detection p50 \(percentile(crash, 0.5) / 1_000_000) ms max \((crash.max() ?? 0) / 1_000_000) ms; discovery p50 \(percentile(discovery, 0.5) / 1_000_000) ms max \((discovery.max() ?? 0) / 1_000_000) ms")
+                + "crash detection p50 \(percentile(crash, 0.5) / 1_000_000) ms max \((crash.max() ?? 0) / 1_000_000) ms; discovery p50 \(percentile(discovery, 0.5) / 1_000_000) ms max \((discovery.max() ?? 0) / 1_000_000) ms"
+        )
         if outcomes.count >= 100 {
             #expect(percentile(errors, 0.5) <= 20_000)
             #expect(percentile(errors, 0.99) <= 100_000)

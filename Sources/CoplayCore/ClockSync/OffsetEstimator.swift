@@ -13,7 +13,9 @@ public struct OffsetEstimate: Hashable, Sendable {
     public var at: MonotonicInstant
 
     /// The peer's wall clock reading that corresponds to our wall clock reading `ours`.
-    public func peerWall(forLocal ours: WallInstant) -> WallInstant { WallInstant(unixNanos: ours.unixNanos &+ offsetNanos) }
+    public func peerWall(forLocal ours: WallInstant) -> WallInstant {
+        WallInstant(unixNanos: ours.unixNanos &+ offsetNanos)
+    }
 }
 
 /// Learns a peer's clock offset and drift from a bounded history of probe samples.
@@ -70,12 +72,15 @@ public struct OffsetEstimator: Hashable, Sendable {
     public func estimate(at now: MonotonicInstant) -> OffsetEstimate? {
         guard let best = samples.suffix(filterWindow).min(by: { $0.delayNanos < $1.delayNanos }) else { return nil }
         guard let line = fit() else {
-            return OffsetEstimate(offsetNanos: best.offsetNanos, driftPPM: 0, delayNanos: best.delayNanos, sampleCount: samples.count, at: now)
+            return OffsetEstimate(
+                offsetNanos: best.offsetNanos, driftPPM: 0, delayNanos: best.delayNanos, sampleCount: samples.count,
+                at: now)
         }
         let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
         let carried = best.offsetNanos &+ Int64((elapsedNanos * line.slopePPM / 1_000_000).rounded())
         return OffsetEstimate(
-            offsetNanos: carried, driftPPM: line.slopePPM, delayNanos: best.delayNanos, sampleCount: samples.count, at: now)
+            offsetNanos: carried, driftPPM: line.slopePPM, delayNanos: best.delayNanos, sampleCount: samples.count,
+            at: now)
     }
 
     /// The fitted drift in ppm, or 0 while the history spans too short a time.
@@ -107,7 +112,9 @@ public struct OffsetEstimator: Hashable, Sendable {
         let delayScale = Double(max(20_000, minimumDelay / 10))
         let origin = first.receivedAt.nanos
         let anchor = first.offsetNanos
-        var sumW = 0.0, sumX = 0.0, sumY = 0.0
+        var sumW = 0.0
+        var sumX = 0.0
+        var sumY = 0.0
         var points: [(x: Double, y: Double, w: Double)] = []
         points.reserveCapacity(samples.count)
         for sample in samples {

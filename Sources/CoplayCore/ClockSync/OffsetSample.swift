@@ -46,6 +46,7 @@ public struct OffsetSample: Hashable, Sendable {
         let sum = forward.partialValue.addingReportingOverflow(backward.partialValue)
         guard !sum.overflow else { return .failure(.implausibleHoldTime) }
         let offset = sum.partialValue / 2
-        return .success(OffsetSample(receivedAt: receivedAt, offsetNanos: offset, delayNanos: roundTripNanos - holdNanos))
+        return .success(
+            OffsetSample(receivedAt: receivedAt, offsetNanos: offset, delayNanos: roundTripNanos - holdNanos))
     }
 }

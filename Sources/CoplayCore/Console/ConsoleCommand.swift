@@ -22,7 +22,8 @@ public enum ConsoleCommand: Hashable, Sendable {
 
     public static let usages: [Usage] = [
         Usage(name: "status", synopsis: "status", summary: "this agent's id, session, state, item, rate and position"),
-        Usage(name: "peers", synopsis: "peers", summary: "the participants, their state, clock offset and last-seen age"),
+        Usage(
+            name: "peers", synopsis: "peers", summary: "the participants, their state, clock offset and last-seen age"),
         Usage(name: "leave", synopsis: "leave", summary: "leave the session (the agent keeps running)"),
         Usage(name: "join", synopsis: "join", summary: "join the session again as a new incarnation"),
         Usage(name: "help", synopsis: "help", summary: "this list"),
@@ -47,14 +48,16 @@ public enum ConsoleCommand: Hashable, Sendable {
     public static func parse(_ line: String, lineBytesMax: Int = 4096) -> Result<ConsoleCommand?, ParseError> {
         let allUsages = usages.map(\.synopsis).joined(separator: " | ")
         guard line.utf8.count <= lineBytesMax else {
-            return .failure(ParseError(message: "line of \(line.utf8.count) bytes exceeds \(lineBytesMax)", usage: allUsages))
+            return .failure(
+                ParseError(message: "line of \(line.utf8.count) bytes exceeds \(lineBytesMax)", usage: allUsages))
         }
         let words = line.split(whereSeparator: \.isWhitespace)
         guard let first = words.first, !first.hasPrefix("#") else { return .success(nil) }
         let name = first.lowercased()
         guard let usage = usages.first(where: { $0.name == name }) else {
             let shown = first.count > 40 ? first.prefix(40) + "…" : first
-            return .failure(ParseError(message: "unknown command '\(shown)' (type 'help' for the list)", usage: allUsages))
+            return .failure(
+                ParseError(message: "unknown command '\(shown)' (type 'help' for the list)", usage: allUsages))
         }
         guard words.count == 1 else {
             return .failure(ParseError(message: "'\(name)' takes no arguments", usage: usage.synopsis))

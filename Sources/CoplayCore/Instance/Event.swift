@@ -58,7 +58,8 @@ public struct PeerInfo: Hashable, Sendable {
     public var isClockSynced: Bool
 
     public init(
-        member: Member, name: String, endpoint: Endpoint, isSuspected: Bool, lastSeenAgo: Duration, offset: OffsetEstimate?,
+        member: Member, name: String, endpoint: Endpoint, isSuspected: Bool, lastSeenAgo: Duration,
+        offset: OffsetEstimate?,
         isClockSynced: Bool
     ) {
         self.member = member

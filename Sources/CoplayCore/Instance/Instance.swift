@@ -46,7 +46,8 @@ public struct Instance: Sendable {
     private var departed: [Member: MonotonicInstant] = [:]
 
     public init(identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp) {
-        precondition(identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
+        precondition(
+            identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
         self.identity = identity
         self.settings = settings
         session = SessionID(name: identity.sessionName)
@@ -146,7 +147,8 @@ public struct Instance: Sendable {
         sequence = 0
         state = .joined(since: now.monotonic)
         pendingAnnounces = settings.announceOffsets.map { now.monotonic + $0 }.sorted()
-        nextHeartbeatAt = now.monotonic + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+        nextHeartbeatAt =
+            now.monotonic + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
         tick(now: now, into: &out)
     }
@@ -183,14 +185,19 @@ public struct Instance: Sendable {
             }
             return
         }
-        guard state.isJoined else { return reportDrop(.notJoined, detail: "\(datagram.payload.type)", from: source, into: &out) }
+        guard state.isJoined else {
+            return reportDrop(.notJoined, detail: "\(datagram.payload.type)", from: source, into: &out)
+        }
         guard departed[sender] == nil else {
             return reportDrop(.fromDeparted, detail: "\(sender) has left", from: source, into: &out)
         }
         switch datagram.payload {
         case .hello(let announcement), .heartbeat(let announcement):
             let endpoint = Endpoint(address: source.address, port: announcement.unicastPort)
-            guard admit(sender, name: announcement.name, endpoint: endpoint, heardAt: receivedAt.monotonic, now: now, into: &out)
+            guard
+                admit(
+                    sender, name: announcement.name, endpoint: endpoint, heardAt: receivedAt.monotonic, now: now,
+                    into: &out)
             else { return }
             if case .hello = datagram.payload, !announcement.isReply {
                 replyToHello(from: sender.id, now: now.monotonic, into: &out)
@@ -280,14 +287,18 @@ public struct Instance: Sendable {
         out.append(.unicast(outgoing(.hello(announcement(isReply: true))), to: record.endpoint))
     }
 
-    private mutating func remove(_ record: PeerRecord, because reason: PeerDeparture, now: MonotonicInstant, into out: inout [Directive]) {
+    private mutating func remove(
+        _ record: PeerRecord, because reason: PeerDeparture, now: MonotonicInstant, into out: inout [Directive]
+    ) {
         peers[record.member.id] = nil
         // A membership that ended for sure is remembered, so that its reordered datagrams cannot
         // bring it back. One that merely went silent is not: if it is heard again (a partition
         // healed), it is alive and rejoins the table.
         if reason != .timeout {
             if departed.count >= settings.departedMax,
-                let oldest = departed.min(by: { ($0.value, $0.key.id, $0.key.incarnation) < ($1.value, $1.key.id, $1.key.incarnation) })
+                let oldest = departed.min(by: {
+                    ($0.value, $0.key.id, $0.key.incarnation) < ($1.value, $1.key.id, $1.key.incarnation)
+                })
             {
                 departed[oldest.key] = nil
             }
@@ -315,7 +326,8 @@ public struct Instance: Sendable {
         }
         if let due = nextHeartbeatAt, due <= instant {
             out.append(.multicast(outgoing(.heartbeat(announcement(isReply: false)))))
-            nextHeartbeatAt = instant + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+            nextHeartbeatAt =
+                instant + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
         }
         for id in peers.keys.sorted() {
             guard var record = peers[id] else { continue }
@@ -351,7 +363,8 @@ public struct Instance: Sendable {
         if record.liveness == .suspected {
             record.nextProbeAt = now.monotonic + settings.suspectProbeInterval
         } else {
-            record.scheduleNextProbe(after: now.monotonic, peerCount: max(peers.count, 1), settings: settings, random: &random)
+            record.scheduleNextProbe(
+                after: now.monotonic, peerCount: max(peers.count, 1), settings: settings, random: &random)
         }
         out.append(.unicast(outgoing(.probe(ClockProbe(token: token, originWall: now.wall))), to: record.endpoint))
     }
@@ -388,7 +401,9 @@ public struct Instance: Sendable {
         Announcement(isReply: isReply, unicastPort: identity.unicastPort, name: identity.name)
     }
 
-    private mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint, into out: inout [Directive]) {
+    private mutating func reportDrop(
+        _ reason: DropReason, detail: String, from source: Endpoint, into out: inout [Directive]
+    ) {
         let count = counters.drop(reason)
         guard reason.isWorthADiagnostic else { return }
         if count <= 3 || count % max(1, settings.dropDiagnosticEvery) == 0 {

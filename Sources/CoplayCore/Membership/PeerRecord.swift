@@ -48,7 +48,9 @@ public struct PeerRecord: Hashable, Sendable {
     /// When the next clock probe is due after one more has been sent at `now`: the burst, then
     /// the warm-up cadence until enough samples have *arrived* (loss prolongs the warm-up rather
     /// than leaving the estimate thin), then the steady cadence.
-    mutating func scheduleNextProbe(after now: MonotonicInstant, peerCount: Int, settings: Settings, random: inout SplitMix64) {
+    mutating func scheduleNextProbe(
+        after now: MonotonicInstant, peerCount: Int, settings: Settings, random: inout SplitMix64
+    ) {
         probesSent += 1
         let interval: Duration
         if probesSent < settings.probeBurstCount {

@@ -93,7 +93,9 @@ public enum WireFormat {
         }
         let flags = try reader.readUInt8()
         let tagLength = Int(try reader.readUInt8())
-        guard flags & ~flagAuthTag == 0 else { throw DecodeError(.badFlags, "reserved flag bits 0x\(String(flags, radix: 16))") }
+        guard flags & ~flagAuthTag == 0 else {
+            throw DecodeError(.badFlags, "reserved flag bits 0x\(String(flags, radix: 16))")
+        }
         let hasTag = flags & flagAuthTag != 0
         guard hasTag ? (1...authTagBytesMax).contains(tagLength) : tagLength == 0 else {
             throw DecodeError(.badFlags, "tag length \(tagLength) with tag flag \(hasTag ? "set" : "clear")")
@@ -143,7 +145,8 @@ public enum WireFormat {
             }
             return .leave(reason)
         case .probe:
-            return .probe(ClockProbe(token: try reader.readUInt64(), originWall: WallInstant(unixNanos: try reader.readInt64())))
+            return .probe(
+                ClockProbe(token: try reader.readUInt64(), originWall: WallInstant(unixNanos: try reader.readInt64())))
         case .probeReply:
             return .probeReply(
                 ClockProbeReply(
