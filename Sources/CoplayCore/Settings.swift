@@ -51,6 +51,33 @@ public struct Settings: Sendable, Equatable {
     /// Largest drift believed, in parts per million (quartz is tens of ppm).
     public var driftMaxPPM = 500.0
 
+    // MARK: Playback coordination
+    /// How long a coordinated start or seek waits for every participant to be ready; then it
+    /// starts without the laggards, who catch up in a `stallRecovery` suspension.
+    public var startDeadline: Duration = .seconds(3)
+    /// How far ahead of the decision the common start instant is set, so that the start command
+    /// reaches everyone before it.
+    public var startLead: Duration = .milliseconds(60)
+    /// If the deciding agent is silent this long past the deadline, the lowest-id waiting
+    /// participant decides instead.
+    public var startFallbackGrace: Duration = .milliseconds(500)
+    /// A pause snaps everyone to the originator's media time (pauseSnapsToMediaTimeOfOriginator).
+    public var pauseSnapsToOriginatorTime = true
+    /// A nack to the same peer is sent at most this often.
+    public var nackHoldoff: Duration = .milliseconds(50)
+    /// Commands resent in answer to one nack, at most.
+    public var repairBatchMax = 64
+    /// Items whose group state is remembered; the least recently changed are forgotten first.
+    public var itemsMax = 64
+    /// Commands waiting for their causal predecessors, at most.
+    public var pendingCommandsMax = 1024
+    /// Delivered commands kept to repair others, at most.
+    public var storedCommandsMax = 4096
+    /// Testing: record every delivered command in `Instance.deliveries` (the simulation checks
+    /// causal order and exactly-once delivery with it). At most `deliveriesRecordedMax`.
+    public var recordsDeliveries = false
+    public var deliveriesRecordedMax = 100_000
+
     // MARK: Bounds
     public var peersMax = 256
     public var nameBytesMax = 64

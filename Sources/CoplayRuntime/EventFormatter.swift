@@ -45,6 +45,14 @@ public struct EventFormatter: Sendable {
         case .peers: "peers"
         case .help: "help"
         case .commandError: "error"
+        case .activityChanged: "activity"
+        case .itemChanged: "item-changed"
+        case .waiting: "waiting"
+        case .playing: "playing"
+        case .paused: "paused"
+        case .timeJumped: "time-jumped"
+        case .commandIgnored: "command-ignored"
+        case .suspension(let report): report.began ? "suspension-began" : "suspension-ended"
         }
     }
 
@@ -72,7 +80,9 @@ public struct EventFormatter: Sendable {
                 ("position", .double(report.positionSeconds)),
                 ("sampledAtUnixNanos", .int(clock.trueUnixNanos(of: report.sampledAt.wall))),
                 ("waiting", .bool(report.isWaiting)), ("suspensions", .array(report.suspensions.map { .string($0) })),
-                ("peers", .int(Int64(report.peerCount))), ("counters", countersObject(report.counters, wire: wire)),
+                ("peers", .int(Int64(report.peerCount))),
+                ("activity", report.activity.map { .object(activityFields($0)) } ?? .null),
+                ("counters", countersObject(report.counters, wire: wire)),
             ]
         case .peers(let infos):
             return [("peers", .array(infos.map(peerObject)))]
@@ -91,8 +101,51 @@ public struct EventFormatter: Sendable {
             ]
         case .commandError(let error):
             return [("message", .string(error.message)), ("usage", .string(error.usage))]
+        case .activityChanged(let activity, let originator):
+            return activityFields(activity) + [("originator", originatorObject(originator))]
+        case .itemChanged(let report):
+            var fields: [(String, JSONValue)] = [
+                ("item", .string(report.item.id)), ("url", .string(report.item.url)),
+                ("source", .string(report.source)),
+            ]
+            fields.append(("adoptedGroupState", .bool(report.adoptedGroupState)))
+            if let duration = report.item.durationSeconds { fields.append(("duration", .double(duration))) }
+            fields.append(("buffer", .double(report.item.bufferSeconds)))
+            return fields
+        case .waiting(let report), .playing(let report), .paused(let report), .timeJumped(let report):
+            return [
+                ("item", .string(report.item)), ("rate", .double(report.rate)),
+                ("position", .double(Self.rounded(report.position))),
+                ("reason", .string(report.reason)), ("originator", originatorObject(report.originator)),
+                ("command", .string(report.dot.description)),
+            ]
+        case .commandIgnored(let ignored):
+            return [
+                ("commandItem", .string(ignored.commandItem)),
+                ("currentItem", ignored.currentItem.map { .string($0) } ?? .null),
+                ("operation", .string(ignored.operation)), ("originator", originatorObject(ignored.originator)),
+                ("command", .string(ignored.dot.description)),
+            ]
+        case .suspension(let report):
+            return [("reason", .string(report.reason)), ("item", .string(report.item))]
         }
     }
+
+    private func activityFields(_ activity: Activity) -> [(String, JSONValue)] {
+        [
+            ("item", .string(activity.itemID)), ("url", .string(activity.url)), ("title", .string(activity.title)),
+            ("subtitle", .string(activity.subtitle)), ("type", .string(activity.type)),
+        ]
+    }
+
+    private func originatorObject(_ originator: Originator) -> JSONValue {
+        .object([
+            ("id", .string(originator.member.id.description)), ("name", .string(originator.name)),
+            ("local", .bool(originator.isLocal)),
+        ])
+    }
+
+    private static func rounded(_ seconds: Double) -> Double { (seconds * 1e6).rounded() / 1e6 }
 
     private func peerObject(_ info: PeerInfo) -> JSONValue {
         var members: [(String, JSONValue)] = [
@@ -126,6 +179,11 @@ public struct EventFormatter: Sendable {
             ("receiveQueueDrops", .int(Int64(wire.receiveQueueDrops))), ("kernelDrops", .int(Int64(wire.kernelDrops))),
             ("ownEchoes", .int(Int64(counters.ownEchoes))), ("dropped", .int(Int64(counters.dropsTotal))),
             ("drops", .object(drops)), ("commandErrors", .int(Int64(counters.commandErrors))),
+            ("commandsDelivered", .int(Int64(counters.commandsDelivered))),
+            ("commandsApplied", .int(Int64(counters.commandsApplied))),
+            ("commandsSuperseded", .int(Int64(counters.commandsSuperseded))),
+            ("duplicateCommands", .int(Int64(counters.duplicateCommands))),
+            ("nacksSent", .int(Int64(counters.nacksSent))),
         ])
     }
 
@@ -167,7 +225,40 @@ public struct EventFormatter: Sendable {
                 + usages.map { "help   \($0.synopsis.padded(to: width))  \($0.summary)" }
         case .commandError(let error):
             return ["error: \(error.message); usage: \(error.usage)"]
+        case .activityChanged(let activity, let originator):
+            let title = activity.title.isEmpty ? "" : " \"\(activity.title)\""
+            return ["activity \(activity.itemID)\(title) url=\(activity.url) by \(Self.who(originator))"]
+        case .itemChanged(let report):
+            return [
+                "item-changed \(report.item.id) (\(report.source))\(report.adoptedGroupState ? ", adopting the group's state" : "")"
+            ]
+        case .waiting(let report):
+            return [
+                "waiting \(report.item) at \(String(format3: report.position)) for a coordinated \(report.reason) by \(Self.who(report.originator))"
+            ]
+        case .playing(let report):
+            return [
+                "playing \(report.item) rate=\(report.rate) position=\(String(format3: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+            ]
+        case .paused(let report):
+            return [
+                "paused \(report.item) position=\(String(format3: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+            ]
+        case .timeJumped(let report):
+            return [
+                "time-jumped \(report.item) to \(String(format3: report.position)) by \(Self.who(report.originator))"
+            ]
+        case .commandIgnored(let ignored):
+            return [
+                "command-ignored \(ignored.operation) for \(ignored.commandItem) by \(Self.who(ignored.originator)): current item is \(ignored.currentItem ?? "none") (kept as that item's group state)"
+            ]
+        case .suspension(let report):
+            return ["suspension-\(report.began ? "began" : "ended") \(report.reason) on \(report.item)"]
         }
+    }
+
+    private static func who(_ originator: Originator) -> String {
+        originator.isLocal ? "\(originator.name) (here)" : originator.name
     }
 
     private static func clockText(_ info: PeerInfo) -> String {

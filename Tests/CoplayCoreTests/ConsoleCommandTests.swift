@@ -4,7 +4,7 @@ import Testing
 @Suite struct ConsoleCommandTests {
     @Test func everyListedCommand_parses() throws {
         for usage in ConsoleCommand.usages {
-            let parsed = try ConsoleCommand.parse(usage.synopsis).get()
+            let parsed = try ConsoleCommand.parse(usage.example).get()
             #expect(parsed != nil, "\(usage.name)")
         }
         #expect(try ConsoleCommand.parse("  STATUS  ").get() == .status)

@@ -52,7 +52,129 @@ enum WireVectors {
                 payload: .heartbeat(Announcement(unicastPort: 40_001, name: "alice")),
                 authTag: Array(repeating: 0xAB, count: 16))
         ),
+        (
+            "heartbeat-with-digest",
+            Datagram(
+                session: session, sender: sender, sequence: 9,
+                payload: .heartbeat(
+                    Announcement(
+                        unicastPort: 40_001, name: "alice", itemHash: 0x1234_5678_9ABC_DEF0,
+                        digest: VectorClock([sender: 2, other: 5]))))
+        ),
+        (
+            "command-share",
+            Datagram(
+                session: session, sender: sender, sequence: 10,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 1), lamport: 1, dependencies: VectorClock(),
+                        command: Command(
+                            item: "bbb",
+                            operation: .share(
+                                Activity(
+                                    url: "https://example.com/bbb.mp4", itemID: "bbb", title: "Big Buck Bunny",
+                                    subtitle: "2008", type: "movie")))), isRepair: false))
+        ),
+        (
+            "command-play",
+            Datagram(
+                session: session, sender: sender, sequence: 11,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 2), lamport: 7, dependencies: VectorClock([other: 5]),
+                        command: Command(
+                            item: "bbb",
+                            operation: .play(
+                                rate: 1, position: 12.5, requestedAt: WallInstant(unixNanos: 1_780_000_000_000_000_000))
+                        )), isRepair: false))
+        ),
+        (
+            "command-start-repair",
+            Datagram(
+                session: session, sender: sender, sequence: 12,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 3), lamport: 8, dependencies: VectorClock([other: 5]),
+                        command: Command(
+                            item: "bbb",
+                            operation: .start(
+                                rate: 1, position: 12.5, at: WallInstant(unixNanos: 1_780_000_000_060_000_000),
+                                trigger: Dot(origin: sender, counter: 2)))), isRepair: true))
+        ),
+        (
+            "command-pause",
+            Datagram(
+                session: session, sender: sender, sequence: 13,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 4), lamport: 9, dependencies: VectorClock([other: 6]),
+                        command: Command(
+                            item: "bbb",
+                            operation: .pause(position: 42.25, at: WallInstant(unixNanos: 1_780_000_030_000_000_000)))),
+                    isRepair: false))
+        ),
+        (
+            "command-seek",
+            Datagram(
+                session: session, sender: sender, sequence: 14,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 5), lamport: 10, dependencies: VectorClock(),
+                        command: Command(
+                            item: "bbb",
+                            operation: .seek(
+                                position: 90, resumeRate: 1,
+                                requestedAt: WallInstant(unixNanos: 1_780_000_031_000_000_000)))), isRepair: false))
+        ),
+        (
+            "command-play-now",
+            Datagram(
+                session: session, sender: sender, sequence: 15,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 6), lamport: 11, dependencies: VectorClock(),
+                        command: Command(
+                            item: "bbb",
+                            operation: .playNow(
+                                rate: 2, position: 90, at: WallInstant(unixNanos: 1_780_000_032_000_000_000)))),
+                    isRepair: false))
+        ),
+        (
+            "command-rate",
+            Datagram(
+                session: session, sender: sender, sequence: 16,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 7), lamport: 12, dependencies: VectorClock(),
+                        command: Command(
+                            item: "bbb",
+                            operation: .rate(
+                                rate: 0.5, position: 91, at: WallInstant(unixNanos: 1_780_000_033_000_000_000)))),
+                    isRepair: false))
+        ),
+        (
+            "nack",
+            Datagram(
+                session: session, sender: sender, sequence: 17,
+                payload: .nack([MissingRange(origin: other, from: 3, to: 5)]))
+        ),
+        (
+            "ready",
+            Datagram(
+                session: session, sender: sender, sequence: 18, payload: .ready(trigger: Dot(origin: other, counter: 4))
+            )
+        ),
+        ("end", Datagram(session: session, sender: sender, sequence: 19, payload: .end(reason: "movie over"))),
     ]
+
+    static let other = Member(id: PeerID(0xFEDC_BA98_7654_3210), incarnation: Incarnation(7))
+
+    /// The command-play vector with `mutate` applied to its bytes.
+    static func commandPlay(_ mutate: (inout [UInt8]) -> Void) -> [UInt8] {
+        var bytes = WireFormat.encode(valid.first { $0.name == "command-play" }!.datagram)
+        mutate(&bytes)
+        return bytes
+    }
 
     /// Corruptions of valid datagrams, each with the verdict the decoder must give.
     static var invalid: [(name: String, bytes: [UInt8], kind: DecodeError.Kind)] {
@@ -81,6 +203,26 @@ enum WireVectors {
                     var leave = WireFormat.encode(valid[3].datagram)
                     leave[34] = 9
                     return leave
+                }(), .malformedPayload
+            ),
+            (
+                "command-nan-rate",
+                commandPlay {
+                    $0.replaceSubrange($0.count - 24..<$0.count - 16, with: [0x7F, 0xF8, 0, 0, 0, 0, 0, 0])
+                }, .malformedPayload
+            ),
+            (
+                "command-zero-rate-play",
+                commandPlay { $0.replaceSubrange($0.count - 24..<$0.count - 16, with: [0, 0, 0, 0, 0, 0, 0, 0]) },
+                .malformedPayload
+            ),
+            ("command-unknown-operation", commandPlay { $0[$0.count - 25] = 0x63 }, .malformedPayload),
+            (
+                "digest-out-of-order",
+                {
+                    var heartbeat = WireFormat.encode(valid[8].datagram)
+                    heartbeat.swapAt(heartbeat.count - 32, heartbeat.count - 16)
+                    return heartbeat
                 }(), .malformedPayload
             ),
         ]

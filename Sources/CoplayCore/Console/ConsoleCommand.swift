@@ -12,26 +12,68 @@ public enum ConsoleCommand: Hashable, Sendable {
     case leave
     /// Join the session again, as a new incarnation.
     case join
+    /// End the session for everyone.
+    case end(reason: String)
+    /// Make an item current on this agent only.
+    case load(LoadedItem)
+    /// Propose an activity to the group (and load it here with these local settings).
+    case share(Activity, durationSeconds: Double?, bufferSeconds: Double)
+    /// Coordinated start at `rate`.
+    case play(rate: Double)
+    /// Start at once at `rate`, without waiting for the others.
+    case playNow(rate: Double)
+    case pause
+    /// Coordinated seek to a position in seconds.
+    case seek(seconds: Double)
+    /// Change the playback rate (0 pauses).
+    case rate(Double)
+    /// Make the simulated player stall for a number of seconds.
+    case stall(seconds: Double)
 
     /// How a command is typed and what it does, for `help` and for error messages.
     public struct Usage: Hashable, Sendable {
         public var name: String
         public var synopsis: String
         public var summary: String
+        /// A valid line, for help and for the parser's tests.
+        public var example: String
     }
 
     public static let usages: [Usage] = [
-        Usage(name: "status", synopsis: "status", summary: "this agent's id, session, state, item, rate and position"),
         Usage(
-            name: "peers", synopsis: "peers", summary: "the participants, their state, clock offset and last-seen age"),
-        Usage(name: "leave", synopsis: "leave", summary: "leave the session (the agent keeps running)"),
-        Usage(name: "join", synopsis: "join", summary: "join the session again as a new incarnation"),
-        Usage(name: "help", synopsis: "help", summary: "this list"),
-        Usage(name: "quit", synopsis: "quit", summary: "leave and exit (end of input does the same)"),
-    ]
-
-    private static let argumentless: [String: ConsoleCommand] = [
-        "status": .status, "peers": .peers, "help": .help, "quit": .quit, "leave": .leave, "join": .join,
+            name: "share",
+            synopsis: "share <url> [id=<item-id>] [title=…] [subtitle=…] [type=…] [duration=<s>] [buffer=<s>]",
+            summary: "propose an item to the group; every agent loads it",
+            example: "share https://example.com/bbb.mp4 id=bbb title=\"Big Buck Bunny\" duration=596"),
+        Usage(
+            name: "load", synopsis: "load <url> [id=<item-id>] [duration=<s>] [buffer=<s>]",
+            summary: "make an item current on this agent only", example: "load file:///movies/bbb.mp4 id=bbb buffer=0.5"
+        ),
+        Usage(
+            name: "play", synopsis: "play [rate]", summary: "coordinated start: everyone waits until all are ready",
+            example: "play 1.5"),
+        Usage(
+            name: "play-now", synopsis: "play-now [rate]", summary: "start at once, without waiting",
+            example: "play-now"),
+        Usage(name: "pause", synopsis: "pause", summary: "pause everyone at this agent's position", example: "pause"),
+        Usage(name: "seek", synopsis: "seek <seconds>", summary: "coordinated seek", example: "seek 90"),
+        Usage(name: "rate", synopsis: "rate <r>", summary: "change the playback rate (0 pauses)", example: "rate 2"),
+        Usage(
+            name: "stall", synopsis: "stall <seconds>", summary: "make the simulated player stall", example: "stall 2.5"
+        ),
+        Usage(
+            name: "status", synopsis: "status", summary: "this agent's id, session, state, item, rate and position",
+            example: "status"),
+        Usage(
+            name: "peers", synopsis: "peers",
+            summary: "the participants, their state, item, clock offset and last-seen age", example: "peers"),
+        Usage(
+            name: "leave", synopsis: "leave", summary: "leave the session (the agent keeps running)", example: "leave"),
+        Usage(name: "join", synopsis: "join", summary: "join the session again as a new incarnation", example: "join"),
+        Usage(
+            name: "end", synopsis: "end [reason]", summary: "end the session for everyone", example: "end movie over"),
+        Usage(name: "help", synopsis: "help", summary: "this list", example: "help"),
+        Usage(name: "quit", synopsis: "quit", summary: "leave and exit (end of input does the same)", example: "quit"),
     ]
 
     /// A line that is not a valid command: what is wrong, and how the command is typed.
@@ -44,27 +86,153 @@ public enum ConsoleCommand: Hashable, Sendable {
         }
     }
 
-    /// Parses one line. Blank lines and lines starting with `#` are no command (nil).
+    /// Parses one line. Blank lines and lines starting with `#` are no command (nil). Words are
+    /// separated by spaces; double quotes keep spaces inside a word (`title="Big Buck Bunny"`).
     public static func parse(_ line: String, lineBytesMax: Int = 4096) -> Result<ConsoleCommand?, ParseError> {
-        let allUsages = usages.map(\.synopsis).joined(separator: " | ")
+        let allUsages = usages.map(\.name).joined(separator: " | ")
         guard line.utf8.count <= lineBytesMax else {
             return .failure(
                 ParseError(message: "line of \(line.utf8.count) bytes exceeds \(lineBytesMax)", usage: allUsages))
         }
-        let words = line.split(whereSeparator: \.isWhitespace)
+        let words: [String]
+        switch tokenize(line) {
+        case .success(let tokens): words = tokens
+        case .failure(let error): return .failure(ParseError(message: error.message, usage: allUsages))
+        }
         guard let first = words.first, !first.hasPrefix("#") else { return .success(nil) }
         let name = first.lowercased()
         guard let usage = usages.first(where: { $0.name == name }) else {
-            let shown = first.count > 40 ? first.prefix(40) + "…" : first
+            let shown = first.count > 40 ? first.prefix(40) + "…" : Substring(first)
             return .failure(
                 ParseError(message: "unknown command '\(shown)' (type 'help' for the list)", usage: allUsages))
         }
-        guard words.count == 1 else {
-            return .failure(ParseError(message: "'\(name)' takes no arguments", usage: usage.synopsis))
+        do throws(ParseError) {
+            return .success(try command(name, arguments: Array(words.dropFirst()), usage: usage.synopsis))
+        } catch {
+            return .failure(error)
         }
-        guard let command = argumentless[name] else {
+    }
+
+    private static func command(_ name: String, arguments: [String], usage: String) throws(ParseError) -> ConsoleCommand
+    {
+        func fail(_ message: String) -> ParseError { ParseError(message: message, usage: usage) }
+        func noArguments(_ command: ConsoleCommand) throws(ParseError) -> ConsoleCommand {
+            guard arguments.isEmpty else { throw fail("'\(name)' takes no arguments") }
+            return command
+        }
+        func number(_ text: String, _ what: String, in range: ClosedRange<Double>) throws(ParseError) -> Double {
+            guard let value = Double(text), value.isFinite, range.contains(value) else {
+                throw fail(
+                    "\(what) must be a number from \(format(range.lowerBound)) to \(format(range.upperBound)), not '\(text)'"
+                )
+            }
+            return value
+        }
+        func optionalRate() throws(ParseError) -> Double {
+            guard arguments.count <= 1 else { throw fail("'\(name)' takes at most one argument, the rate") }
+            guard let text = arguments.first else { return 1 }
+            let rate = try number(text, "the rate", in: 0...WireFormat.rateMax)
+            guard rate > 0 else { throw fail("the rate must be above 0 (use pause to stop)") }
+            return rate
+        }
+        func oneNumber(_ what: String, in range: ClosedRange<Double>) throws(ParseError) -> Double {
+            guard arguments.count == 1 else { throw fail("'\(name)' takes exactly one argument, \(what)") }
+            return try number(arguments[0], what, in: range)
+        }
+        switch name {
+        case "status": return try noArguments(.status)
+        case "peers": return try noArguments(.peers)
+        case "help": return try noArguments(.help)
+        case "quit": return try noArguments(.quit)
+        case "leave": return try noArguments(.leave)
+        case "join": return try noArguments(.join)
+        case "pause": return try noArguments(.pause)
+        case "end":
+            let reason = arguments.joined(separator: " ")
+            guard reason.utf8.count <= 128 else { throw fail("the reason is longer than 128 bytes") }
+            return .end(reason: reason.isEmpty ? "ended" : reason)
+        case "play": return .play(rate: try optionalRate())
+        case "play-now": return .playNow(rate: try optionalRate())
+        case "seek": return .seek(seconds: try oneNumber("the position in seconds", in: 0...WireFormat.positionMax))
+        case "rate": return .rate(try oneNumber("the rate", in: 0...WireFormat.rateMax))
+        case "stall": return .stall(seconds: try oneNumber("the stall in seconds", in: 0...3600))
+        case "load", "share":
+            guard let url = arguments.first, !url.contains("=") else {
+                throw fail("'\(name)' needs the item's URL first")
+            }
+            guard url.utf8.count <= WireFormat.urlBytesMax else {
+                throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
+            }
+            var options: [String: String] = [:]
+            let allowed =
+                name == "load"
+                ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "duration", "buffer"]
+            for argument in arguments.dropFirst() {
+                guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
+                let key = String(argument[..<equals])
+                guard allowed.contains(key) else {
+                    throw fail("unknown option '\(key)' (\(allowed.joined(separator: ", ")))")
+                }
+                guard options[key] == nil else { throw fail("'\(key)' given twice") }
+                options[key] = String(argument[argument.index(after: equals)...])
+            }
+            let id = options["id"]
+            if let id, id.isEmpty || id.utf8.count > WireFormat.itemIDBytesMax {
+                throw fail("the item id must be 1 to \(WireFormat.itemIDBytesMax) bytes")
+            }
+            if id == nil, url.utf8.count > WireFormat.itemIDBytesMax {
+                throw fail("a URL longer than \(WireFormat.itemIDBytesMax) bytes needs a short id=…")
+            }
+            for key in ["title", "subtitle", "type"] where (options[key]?.utf8.count ?? 0) > WireFormat.metadataBytesMax
+            {
+                throw fail("\(key) is longer than \(WireFormat.metadataBytesMax) bytes")
+            }
+            let duration = try options["duration"].map { text throws(ParseError) in
+                try number(text, "duration", in: 0.001...WireFormat.positionMax)
+            }
+            let buffer =
+                try options["buffer"].map { text throws(ParseError) in try number(text, "buffer", in: 0...60) } ?? 0
+            if name == "load" {
+                return .load(LoadedItem(id: id, url: url, durationSeconds: duration, bufferSeconds: buffer))
+            }
+            let activity = Activity(
+                url: url, itemID: id, title: options["title"] ?? "", subtitle: options["subtitle"] ?? "",
+                type: options["type"] ?? "")
+            return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
+        default:
             preconditionFailure("'\(name)' has a usage but no parser")
         }
-        return .success(command)
+    }
+
+    private struct TokenError: Error {
+        var message: String
+    }
+
+    /// Splits on white space; a double-quoted stretch (anywhere in a word) keeps its spaces.
+    private static func tokenize(_ line: String) -> Result<[String], TokenError> {
+        var words: [String] = []
+        var current = ""
+        var inQuotes = false
+        var hasWord = false
+        for character in line {
+            if character == "\"" {
+                inQuotes.toggle()
+                hasWord = true
+            } else if character.isWhitespace && !inQuotes {
+                if hasWord { words.append(current) }
+                current = ""
+                hasWord = false
+            } else {
+                current.append(character)
+                hasWord = true
+            }
+        }
+        guard !inQuotes else { return .failure(TokenError(message: "unclosed double quote")) }
+        if hasWord { words.append(current) }
+        return .success(words)
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }

@@ -21,6 +21,8 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     case implausibleProbeReply
     /// A message that only makes sense from a known peer, from an unknown one.
     case unknownSender
+    /// A command arrived while too many were waiting for their predecessors (it will be repaired).
+    case pendingFull
 
     /// Whether a drop of this kind says something is wrong (garbage, a misconfigured or hostile
     /// sender) and deserves a diagnostic line, rather than being the normal echo of loss,
@@ -30,7 +32,8 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
         case .tooShort, .tooLong, .badMagic, .unsupportedVersion, .unknownType, .badFlags, .lengthMismatch,
             .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply:
             true
-        case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender:
+        case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender,
+            .pendingFull:
             false
         }
     }
@@ -59,12 +62,20 @@ public struct Counters: Hashable, Sendable {
     public var ownEchoes = 0
     public var drops: [DropReason: Int] = [:]
     public var commandErrors = 0
+    /// Commands delivered (each exactly once), applied to the player, or outranked by a
+    /// concurrent command already in force; commands received again; nacks sent.
+    public var commandsDelivered = 0
+    public var commandsApplied = 0
+    public var commandsSuperseded = 0
+    public var duplicateCommands = 0
+    public var nacksSent = 0
 
     public init() {}
 
     public var dropsTotal: Int { drops.values.reduce(0, +) }
 
     /// Counts a drop and returns how many of that reason there have been.
+    @discardableResult
     mutating func drop(_ reason: DropReason) -> Int {
         drops[reason, default: 0] += 1
         return drops[reason]!

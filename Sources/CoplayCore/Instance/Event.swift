@@ -18,8 +18,70 @@ public enum Event: Hashable, Sendable {
     case peers([PeerInfo])
     /// The answer to `help`.
     case help([ConsoleCommand.Usage])
-    /// A console line that is not a valid command.
+    /// A console line that is not a valid command, or a command that cannot be carried out now.
     case commandError(ConsoleCommand.ParseError)
+    /// The group's shared activity changed.
+    case activityChanged(Activity, originator: Originator)
+    /// This agent's current item changed.
+    case itemChanged(ItemReport)
+    /// Playback of the current item is waiting for a coordinated start or seek.
+    case waiting(PlaybackReport)
+    /// Playback of the current item started, or continues at a new rate.
+    case playing(PlaybackReport)
+    /// Playback of the current item paused.
+    case paused(PlaybackReport)
+    /// The position jumped (a seek, a snap to the originator's pause time, a catch-up).
+    case timeJumped(PlaybackReport)
+    /// A command was for another item than the current one: kept as that item's group state.
+    case commandIgnored(IgnoredCommand)
+    /// A suspension began or ended (`stallRecovery` here).
+    case suspension(SuspensionReport)
+}
+
+/// Who caused a change: the participant whose command it was.
+public struct Originator: Hashable, Sendable {
+    public var member: Member
+    public var name: String
+    /// Whether it was this agent.
+    public var isLocal: Bool
+    public init(member: Member, name: String, isLocal: Bool) {
+        self.member = member
+        self.name = name
+        self.isLocal = isLocal
+    }
+}
+
+public struct ItemReport: Hashable, Sendable {
+    public var item: LoadedItem
+    /// `load` (this agent only) or `share` (the group's activity).
+    public var source: String
+    /// Whether the group already had state for it, which was adopted (a late join).
+    public var adoptedGroupState: Bool
+}
+
+/// A playback change and its cause.
+public struct PlaybackReport: Hashable, Sendable {
+    public var item: String
+    public var rate: Double
+    public var position: Double
+    public var originator: Originator
+    /// The command behind it: play, start, play-now, pause, seek, rate, catch-up.
+    public var reason: String
+    public var dot: Dot
+}
+
+public struct IgnoredCommand: Hashable, Sendable {
+    public var commandItem: String
+    public var currentItem: String?
+    public var operation: String
+    public var originator: Originator
+    public var dot: Dot
+}
+
+public struct SuspensionReport: Hashable, Sendable {
+    public var reason: String
+    public var began: Bool
+    public var item: String
 }
 
 /// Why a participant left the table.
@@ -88,12 +150,15 @@ public struct StatusReport: Hashable, Sendable {
     public var suspensions: [String]
     public var peerCount: Int
     public var counters: Counters
+    /// The group's shared activity, if any.
+    public var activity: Activity?
 
     public init(
         member: Member, name: String, sessionName: String, state: SessionState, item: String?, rate: Double,
         positionSeconds: Double, sampledAt: Timestamp, isWaiting: Bool, suspensions: [String], peerCount: Int,
-        counters: Counters
+        counters: Counters, activity: Activity? = nil
     ) {
+        self.activity = activity
         self.member = member
         self.name = name
         self.sessionName = sessionName

@@ -25,14 +25,14 @@ public struct Instance: Sendable {
     public let settings: Settings
     public let identity: LocalIdentity
     public let session: SessionID
-    public private(set) var state: SessionState = .waiting
+    public internal(set) var state: SessionState = .waiting
     public private(set) var incarnation: Incarnation
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
-    public private(set) var peers: [PeerID: PeerRecord] = [:]
-    public private(set) var counters = Counters()
+    public internal(set) var peers: [PeerID: PeerRecord] = [:]
+    public internal(set) var counters = Counters()
 
     private var sequence: UInt32 = 0
-    private var random: SplitMix64
+    var random: SplitMix64
     private var nextProbeToken: UInt64
     /// When the remaining hellos of the announce burst are due, earliest first.
     private var pendingAnnounces: [MonotonicInstant] = []
@@ -41,6 +41,28 @@ public struct Instance: Sendable {
     private var pendingLeaves: [(at: MonotonicInstant, datagram: Datagram)] = []
     /// Set by `quit`: exit once the last leave copy is out.
     private var exitAfterLeaving = false
+
+    // MARK: Playback state (see Instance+Playback.swift)
+    /// The replicated command log.
+    public internal(set) var log: CausalLog
+    /// The winning `share`: the group's activity.
+    public internal(set) var activity: CommandEnvelope?
+    /// The group state of each item: the winning command and the timeline it defines.
+    public internal(set) var items: [String: ItemGroupState] = [:]
+    /// The local player.
+    public internal(set) var player = SimulatedPlayer()
+    /// The coordinated start or seek this agent is waiting on, if any.
+    public internal(set) var coordination: Coordination?
+    /// Set while this agent catches up with the group after being left behind.
+    public internal(set) var catchingUp = false
+    var itemsChangeOrder: [String] = []
+    /// Duration and buffering this agent gave with its own `share`, used when the share is delivered.
+    var localItemSettings: (itemID: String, duration: Double?, buffer: Double)?
+    /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.
+    public internal(set) var deliveries: [CommandEnvelope] = [] {
+        didSet { if deliveries.count > settings.deliveriesRecordedMax { deliveries.removeFirst(deliveries.count / 2) } }
+    }
+    var nackSentAt: [PeerID: MonotonicInstant] = [:]
     /// Memberships that ended gracefully or were replaced, with when to forget them. At most
     /// `Settings.departedMax`.
     private var departed: [Member: MonotonicInstant] = [:]
@@ -54,6 +76,7 @@ public struct Instance: Sendable {
         incarnation = Incarnation.initial(at: now.wall)
         random = SplitMix64(seed: seed)
         nextProbeToken = random.next()
+        log = CausalLog(pendingMax: settings.pendingCommandsMax, storeMax: settings.storedCommandsMax)
     }
 
     public var member: Member { Member(id: identity.id, incarnation: incarnation) }
@@ -108,6 +131,13 @@ public struct Instance: Sendable {
                 return [.emit(.commandError(.init(message: "already joined", usage: "leave")))]
             }
             join(now: now, into: &out)
+        case .end(let reason):
+            guard state.isJoined else {
+                return [.emit(.commandError(.init(message: "not joined (state \(state.name))", usage: "join")))]
+            }
+            endSession(reason: reason, now: now, into: &out)
+        case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall:
+            playbackCommand(command, now: now, into: &out)
         }
         return finish(out, now: now)
     }
@@ -135,6 +165,7 @@ public struct Instance: Sendable {
     public mutating func onTick(now: Timestamp) -> [Directive] {
         var out: [Directive] = []
         tick(now: now, into: &out)
+        playbackTick(now: now, into: &out)
         return finish(out, now: now)
     }
 
@@ -143,6 +174,12 @@ public struct Instance: Sendable {
     private mutating func join(now: Timestamp, into out: inout [Directive]) {
         if case .invalidated = state {
             incarnation = max(incarnation.next, Incarnation.initial(at: now.wall))
+            // A new membership starts with an empty log and catches up by repair.
+            log = CausalLog(pendingMax: settings.pendingCommandsMax, storeMax: settings.storedCommandsMax)
+            activity = nil
+            items.removeAll()
+            itemsChangeOrder.removeAll()
+            coordination = nil
         }
         sequence = 0
         state = .joined(since: now.monotonic)
@@ -154,13 +191,25 @@ public struct Instance: Sendable {
     }
 
     private mutating func leave(reason: LeaveReason, now: Timestamp, into out: inout [Directive]) {
-        guard state.isJoined else { preconditionFailure("leave(\(reason)) in state \(state)") }
+        leaveWith(.leave(reason), invalidation: reason == .left ? .left : .shutdown, now: now, into: &out)
+    }
+
+    /// Ends the session for everyone: the end message goes out like a leave (repeated).
+    private mutating func endSession(reason: String, now: Timestamp, into out: inout [Directive]) {
+        leaveWith(.end(reason: reason), invalidation: .ended(by: identity.name, reason: reason), now: now, into: &out)
+    }
+
+    private mutating func leaveWith(
+        _ payload: Payload, invalidation: InvalidationReason, now: Timestamp, into out: inout [Directive]
+    ) {
+        guard state.isJoined else { preconditionFailure("leaving (\(invalidation)) in state \(state)") }
         let offsets = settings.leaveCopyOffsets.isEmpty ? [.zero] : settings.leaveCopyOffsets.sorted()
-        pendingLeaves += offsets.map { (now.monotonic + $0, outgoing(.leave(reason))) }
+        pendingLeaves += offsets.map { (now.monotonic + $0, outgoing(payload)) }
         peers.removeAll()
         pendingAnnounces.removeAll()
         nextHeartbeatAt = nil
-        state = .invalidated(reason: reason)
+        coordination = nil
+        state = .invalidated(reason: invalidation)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
         tick(now: now, into: &out)
     }
@@ -202,6 +251,9 @@ public struct Instance: Sendable {
             if case .hello = datagram.payload, !announcement.isReply {
                 replyToHello(from: sender.id, now: now.monotonic, into: &out)
             }
+            peers[sender.id]?.itemHash = announcement.itemHash
+            peers[sender.id]?.digest = announcement.digest
+            requestRepair(from: sender.id, missing: log.missing(comparedTo: announcement.digest), now: now, into: &out)
         case .leave(let reason):
             guard let record = peers[sender.id], record.member == sender else {
                 return reportDrop(.unknownSender, detail: "leave from \(sender)", from: source, into: &out)
@@ -234,6 +286,24 @@ public struct Instance: Sendable {
                 peers[sender.id] = record
                 reportDrop(.implausibleProbeReply, detail: rejection.rawValue, from: source, into: &out)
             }
+        case .command(let envelope, _):
+            heard(sender, at: receivedAt.monotonic, into: &out)
+            receiveCommand(envelope, from: sender, source: source, now: now, into: &out)
+        case .nack(let ranges):
+            heard(sender, at: receivedAt.monotonic, into: &out)
+            var budget = settings.repairBatchMax
+            for range in ranges where budget > 0 {
+                for envelope in log.stored(range, limit: budget) {
+                    out.append(.unicast(outgoing(.command(envelope, isRepair: true)), to: source))
+                    budget -= 1
+                }
+            }
+        case .ready(let trigger):
+            heard(sender, at: receivedAt.monotonic, into: &out)
+            receiveReady(trigger, from: sender, now: now, into: &out)
+        case .end(let reason):
+            let by = peers[sender.id]?.name ?? sender.id.description
+            leaveWith(.end(reason: reason), invalidation: .ended(by: by, reason: reason), now: now, into: &out)
         }
     }
 
@@ -370,7 +440,7 @@ public struct Instance: Sendable {
     }
 
     /// The earliest instant at which `tick` has something to do.
-    private func nextWake() -> MonotonicInstant? {
+    private func nextWake(now: Timestamp) -> MonotonicInstant? {
         if let due = pendingLeaves.first?.at, !state.isJoined { return due }
         guard state.isJoined else { return nil }
         var earliest = [pendingAnnounces.first, nextHeartbeatAt, pendingLeaves.first?.at].compactMap { $0 }.min()
@@ -379,29 +449,37 @@ public struct Instance: Sendable {
             if record.liveness == .alive { candidates.append(record.lastHeard + settings.suspectAfter) }
             if let due = candidates.min(), earliest.map({ due < $0 }) ?? true { earliest = due }
         }
+        if let due = playbackWake(now: now), earliest.map({ due < $0 }) ?? true { earliest = due }
         return earliest
     }
 
     private func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
         if case .exit = directives.last { return directives }
-        guard let wake = nextWake() else { return directives }
+        guard let wake = nextWake(now: now) else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
     }
 
     // MARK: Outgoing datagrams and reports
 
-    private mutating func outgoing(_ payload: Payload) -> Datagram {
+    mutating func outgoing(_ payload: Payload) -> Datagram {
         sequence &+= 1
         if sequence == 0 { sequence = 1 }
         counters.datagramsSent += 1
         return Datagram(session: session, sender: member, sequence: sequence, payload: payload)
     }
 
-    private func announcement(isReply: Bool) -> Announcement {
-        Announcement(isReply: isReply, unicastPort: identity.unicastPort, name: identity.name)
+    func announcement(isReply: Bool) -> Announcement {
+        var digest = VectorClock()
+        for entry in log.delivered.sorted.prefix(WireFormat.vectorClockEntriesMax) {
+            digest[entry.member] = entry.count
+        }
+        return Announcement(
+            isReply: isReply, unicastPort: identity.unicastPort, name: identity.name,
+            itemHash: player.item?.idHash ?? 0,
+            digest: digest)
     }
 
-    private mutating func reportDrop(
+    mutating func reportDrop(
         _ reason: DropReason, detail: String, from source: Endpoint, into out: inout [Directive]
     ) {
         let count = counters.drop(reason)
@@ -417,8 +495,11 @@ public struct Instance: Sendable {
 
     public func statusReport(now: Timestamp) -> StatusReport {
         StatusReport(
-            member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: nil, rate: 0,
-            positionSeconds: 0, sampledAt: now, isWaiting: false, suspensions: [], peerCount: peers.count,
-            counters: counters)
+            member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
+            rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
+            isWaiting: coordination != nil,
+            suspensions: catchingUp ? ["stallRecovery"] : [], peerCount: peers.count, counters: counters,
+            activity: activity.flatMap { if case .share(let activity) = $0.command.operation { activity } else { nil } }
+        )
     }
 }

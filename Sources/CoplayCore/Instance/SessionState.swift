@@ -11,7 +11,7 @@ public enum SessionState: Hashable, Sendable {
     /// A member since the instant given.
     case joined(since: MonotonicInstant)
     /// No longer a member, for the reason given.
-    case invalidated(reason: LeaveReason)
+    case invalidated(reason: InvalidationReason)
 
     public var name: String {
         switch self {
@@ -24,5 +24,23 @@ public enum SessionState: Hashable, Sendable {
     public var isJoined: Bool {
         if case .joined = self { return true }
         return false
+    }
+}
+
+/// Why this agent's membership ended.
+public enum InvalidationReason: Hashable, Sendable, CustomStringConvertible {
+    /// The `leave` command.
+    case left
+    /// The agent is exiting.
+    case shutdown
+    /// A participant ended the session for everyone.
+    case ended(by: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .left: "left"
+        case .shutdown: "shutdown"
+        case .ended(let by, let reason): "ended by \(by): \(reason)"
+        }
     }
 }

@@ -28,6 +28,10 @@ public struct PeerRecord: Hashable, Sendable {
     /// `Settings.outstandingProbesPerPeerMax`; the oldest are forgotten first.
     var outstandingProbes: [UInt64: MonotonicInstant] = [:]
     var lastHelloReplyAt: MonotonicInstant?
+    /// FNV-1a 64 of its current item's id, from its last announcement (0: no item).
+    public var itemHash: UInt64 = 0
+    /// The commands it had delivered, from its last announcement.
+    public var digest = VectorClock()
 
     init(member: Member, name: String, endpoint: Endpoint, now: MonotonicInstant, settings: Settings) {
         self.member = member

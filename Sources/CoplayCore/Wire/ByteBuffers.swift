@@ -9,6 +9,15 @@ public struct ByteWriter: Sendable {
     public mutating func write(_ value: UInt64) { writeBigEndian(value, byteCount: 8) }
     public mutating func write(_ value: Int64) { writeBigEndian(UInt64(bitPattern: value), byteCount: 8) }
     public mutating func write(bytes more: some Sequence<UInt8>) { bytes.append(contentsOf: more) }
+    public mutating func write(_ value: Double) { write(value.bitPattern) }
+
+    /// A string as a two-byte length then UTF-8; the caller has checked it fits in 65535 bytes.
+    public mutating func writeLongString(_ text: String) {
+        let utf8 = Array(text.utf8)
+        precondition(utf8.count <= 65535, "long string of \(utf8.count) bytes")
+        write(UInt16(utf8.count))
+        write(bytes: utf8)
+    }
 
     /// A string as a one-byte length then UTF-8; the caller has checked it fits in 255 bytes.
     public mutating func writeShortString(_ text: String) {
@@ -49,6 +58,28 @@ public struct ByteReader {
     public mutating func readUInt32() throws(DecodeError) -> UInt32 { UInt32(try readBigEndian(4)) }
     public mutating func readUInt64() throws(DecodeError) -> UInt64 { try readBigEndian(8) }
     public mutating func readInt64() throws(DecodeError) -> Int64 { Int64(bitPattern: try readBigEndian(8)) }
+
+    /// An IEEE 754 double that must be finite and within `range`.
+    public mutating func readDouble(in range: ClosedRange<Double>, field: String) throws(DecodeError) -> Double {
+        let value = Double(bitPattern: try readBigEndian(8))
+        guard value.isFinite, range.contains(value) else {
+            throw DecodeError(.malformedPayload, "\(field) \(value) outside \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    /// A two-byte length then that many bytes of valid UTF-8, at most `maxBytes` long.
+    public mutating func readLongString(maxBytes: Int, field: String) throws(DecodeError) -> String {
+        let length = Int(try readUInt16())
+        guard length <= maxBytes else {
+            throw DecodeError(.malformedPayload, "\(field) is \(length) bytes, limit \(maxBytes)")
+        }
+        let raw = try readBytes(length)
+        guard let text = String(validating: raw, as: UTF8.self) else {
+            throw DecodeError(.malformedPayload, "\(field) is not valid UTF-8")
+        }
+        return text
+    }
 
     public mutating func readBytes(_ count: Int) throws(DecodeError) -> ArraySlice<UInt8> {
         guard count >= 0, remaining >= count else {

@@ -12,6 +12,14 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     case probe = 0x04
     /// Unicast answer to a clock probe (T1 echoed, T2, T3).
     case probeReply = 0x05
+    /// A group command (multicast), or its retransmission (unicast, answering a nack).
+    case command = 0x10
+    /// A request for missing commands, unicast to an agent that has them.
+    case nack = 0x11
+    /// "I am prepared for this waiting start or seek" (multicast).
+    case ready = 0x12
+    /// The session ends for everyone (multicast, repeated).
+    case end = 0x13
 
     public var description: String {
         switch self {
@@ -20,6 +28,10 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
         case .leave: "leave"
         case .probe: "probe"
         case .probeReply: "probe-reply"
+        case .command: "command"
+        case .nack: "nack"
+        case .ready: "ready"
+        case .end: "end"
         }
     }
 }
@@ -32,11 +44,20 @@ public struct Announcement: Hashable, Sendable {
     public var unicastPort: UInt16
     /// The human name, UTF-8, at most `Settings.nameBytesMax` bytes.
     public var name: String
+    /// FNV-1a 64 of the sender's current item id; 0 when it has no item.
+    public var itemHash: UInt64
+    /// The commands the sender has delivered, per origin: peers that have fewer ask it for the rest.
+    public var digest: VectorClock
 
-    public init(isReply: Bool = false, unicastPort: UInt16, name: String) {
+    public init(
+        isReply: Bool = false, unicastPort: UInt16, name: String, itemHash: UInt64 = 0,
+        digest: VectorClock = VectorClock()
+    ) {
         self.isReply = isReply
         self.unicastPort = unicastPort
         self.name = name
+        self.itemHash = itemHash
+        self.digest = digest
     }
 }
 
@@ -89,6 +110,18 @@ public struct ClockProbeReply: Hashable, Sendable {
     }
 }
 
+/// A range of one origin's commands that an agent is missing: counters `from...to`.
+public struct MissingRange: Hashable, Sendable {
+    public var origin: Member
+    public var from: UInt32
+    public var to: UInt32
+    public init(origin: Member, from: UInt32, to: UInt32) {
+        self.origin = origin
+        self.from = from
+        self.to = to
+    }
+}
+
 /// A datagram's body; its case decides the type byte.
 public enum Payload: Hashable, Sendable {
     case hello(Announcement)
@@ -96,6 +129,13 @@ public enum Payload: Hashable, Sendable {
     case leave(LeaveReason)
     case probe(ClockProbe)
     case probeReply(ClockProbeReply)
+    /// A command; `isRepair` marks a retransmission answering a nack.
+    case command(CommandEnvelope, isRepair: Bool)
+    case nack([MissingRange])
+    /// Ready for the waiting start or seek `trigger`.
+    case ready(trigger: Dot)
+    /// The session ends for everyone, for the reason given.
+    case end(reason: String)
 
     public var type: MessageType {
         switch self {
@@ -104,6 +144,10 @@ public enum Payload: Hashable, Sendable {
         case .leave: .leave
         case .probe: .probe
         case .probeReply: .probeReply
+        case .command: .command
+        case .nack: .nack
+        case .ready: .ready
+        case .end: .end
         }
     }
 }

@@ -27,6 +27,7 @@ public enum WireFormat {
 
     private static let flagAuthTag: UInt8 = 0x01
     private static let helloFlagReply: UInt8 = 0x01
+    static let commandFlagRepair: UInt8 = 0x01
 
     // MARK: Encoding
 
@@ -50,12 +51,17 @@ public enum WireFormat {
         return writer.bytes
     }
 
+    /// The encoded length of a datagram.
+    public static func encodedSize(_ datagram: Datagram) -> Int { encode(datagram).count }
+
     private static func encodePayload(_ payload: Payload, into writer: inout ByteWriter) {
         switch payload {
         case .hello(let announcement), .heartbeat(let announcement):
             writer.write(announcement.isReply ? helloFlagReply : 0)
             writer.write(announcement.unicastPort)
             writer.writeShortString(announcement.name)
+            writer.write(announcement.itemHash)
+            writeVectorClock(announcement.digest, into: &writer)
         case .leave(let reason):
             writer.write(reason.rawValue)
         case .probe(let probe):
@@ -66,6 +72,20 @@ public enum WireFormat {
             writer.write(reply.originWall.unixNanos)
             writer.write(reply.receiveWall.unixNanos)
             writer.write(reply.transmitWall.unixNanos)
+        case .command(let envelope, let isRepair):
+            writer.write(isRepair ? commandFlagRepair : 0)
+            writeCommand(envelope, into: &writer)
+        case .nack(let ranges):
+            writer.write(UInt8(ranges.count))
+            for range in ranges {
+                writeMember(range.origin, into: &writer)
+                writer.write(range.from)
+                writer.write(range.to)
+            }
+        case .ready(let trigger):
+            writeDot(trigger, into: &writer)
+        case .end(let reason):
+            writer.writeShortString(reason)
         }
     }
 
@@ -136,7 +156,10 @@ public enum WireFormat {
             let port = try reader.readUInt16()
             guard port != 0 else { throw DecodeError(.malformedPayload, "unicast port 0") }
             let name = try reader.readShortString(maxBytes: nameBytesMax, field: "name")
-            let announcement = Announcement(isReply: flags & helloFlagReply != 0, unicastPort: port, name: name)
+            let itemHash = try reader.readUInt64()
+            let digest = try readVectorClock(from: &reader, field: "digest")
+            let announcement = Announcement(
+                isReply: flags & helloFlagReply != 0, unicastPort: port, name: name, itemHash: itemHash, digest: digest)
             return type == .hello ? .hello(announcement) : .heartbeat(announcement)
         case .leave:
             let raw = try reader.readUInt8()
@@ -154,6 +177,31 @@ public enum WireFormat {
                     originWall: WallInstant(unixNanos: try reader.readInt64()),
                     receiveWall: WallInstant(unixNanos: try reader.readInt64()),
                     transmitWall: WallInstant(unixNanos: try reader.readInt64())))
+        case .command:
+            let flags = try reader.readUInt8()
+            guard flags & ~commandFlagRepair == 0 else {
+                throw DecodeError(.malformedPayload, "reserved command flag bits 0x\(String(flags, radix: 16))")
+            }
+            return .command(try readCommand(from: &reader), isRepair: flags & commandFlagRepair != 0)
+        case .nack:
+            let count = Int(try reader.readUInt8())
+            guard (1...nackRangesMax).contains(count) else {
+                throw DecodeError(.malformedPayload, "nack of \(count) ranges")
+            }
+            var ranges: [MissingRange] = []
+            for _ in 0..<count {
+                let range = MissingRange(
+                    origin: try readMember(from: &reader), from: try reader.readUInt32(), to: try reader.readUInt32())
+                guard range.from >= 1, range.from <= range.to else {
+                    throw DecodeError(.malformedPayload, "nack range \(range.from)...\(range.to)")
+                }
+                ranges.append(range)
+            }
+            return .nack(ranges)
+        case .ready:
+            return .ready(trigger: try readDot(from: &reader))
+        case .end:
+            return .end(reason: try reader.readShortString(maxBytes: 128, field: "end reason"))
         }
     }
 }

@@ -1,0 +1,391 @@
+/// The group state of one item: the command that won (times on the local clock) and the
+/// timeline it defines.
+public struct ItemGroupState: Hashable, Sendable {
+    public var winner: CommandEnvelope
+    public var timeline: Timeline
+}
+
+/// A coordinated start or seek in progress for the current item.
+public struct Coordination: Hashable, Sendable {
+    /// The play or seek command being coordinated.
+    public var trigger: Dot
+    public var item: String
+    public var rate: Double
+    public var position: Double
+    /// When it was requested, on the local wall clock.
+    public var requestedAt: WallInstant
+    /// The participants that reported ready (this agent included once it is).
+    public var ready: Set<Member> = []
+    /// Whether this agent has issued the start.
+    public var decided = false
+}
+
+extension Instance {
+    // MARK: Console commands
+
+    mutating func playbackCommand(_ command: ConsoleCommand, now: Timestamp, into out: inout [Directive]) {
+        guard state.isJoined || isLocalOnly(command) else {
+            return fail("not joined (state \(state.name))", usage: "join", into: &out)
+        }
+        switch command {
+        case .load(let item):
+            makeCurrent(item, source: "load", now: now, into: &out)
+        case .share(let proposed, let durationSeconds, let bufferSeconds):
+            if case .share(let current)? = activity?.command.operation, current.itemID == proposed.itemID {
+                // Already the activity: not re-shared; just make sure it is current here.
+                if player.item?.id != proposed.itemID {
+                    makeCurrent(
+                        item(for: proposed, duration: durationSeconds, buffer: bufferSeconds), source: "share",
+                        now: now, into: &out)
+                }
+                return fail(
+                    "'\(proposed.itemID)' is already the group's activity: not shared again", usage: "share", into: &out
+                )
+            }
+            localItemSettings = (proposed.itemID, durationSeconds, bufferSeconds)
+            issue(Command(item: proposed.itemID, operation: .share(proposed)), now: now, into: &out)
+        case .play(let rate):
+            guard let item = requireItem(into: &out) else { return }
+            issue(
+                Command(
+                    item: item.id,
+                    operation: .play(rate: rate, position: player.position(at: now), requestedAt: now.wall)), now: now,
+                into: &out)
+        case .playNow(let rate):
+            guard let item = requireItem(into: &out) else { return }
+            issue(
+                Command(
+                    item: item.id, operation: .playNow(rate: rate, position: player.position(at: now), at: now.wall)),
+                now: now, into: &out)
+        case .pause:
+            guard let item = requireItem(into: &out) else { return }
+            issue(
+                Command(item: item.id, operation: .pause(position: player.position(at: now), at: now.wall)), now: now,
+                into: &out)
+        case .seek(let seconds):
+            guard let item = requireItem(into: &out) else { return }
+            let resumeRate: Double
+            switch items[item.id]?.timeline {
+            case .playing(let rate, _, _)?, .waiting(_, let rate, _, _)?: resumeRate = rate
+            case .paused?, nil: resumeRate = player.rate
+            }
+            issue(
+                Command(
+                    item: item.id, operation: .seek(position: seconds, resumeRate: resumeRate, requestedAt: now.wall)),
+                now: now, into: &out)
+        case .rate(let rate):
+            guard let item = requireItem(into: &out) else { return }
+            let position = player.position(at: now)
+            if rate == 0 {
+                issue(Command(item: item.id, operation: .pause(position: position, at: now.wall)), now: now, into: &out)
+            } else if case .playing? = items[item.id]?.timeline {
+                issue(
+                    Command(item: item.id, operation: .rate(rate: rate, position: position, at: now.wall)), now: now,
+                    into: &out)
+            } else {
+                issue(
+                    Command(item: item.id, operation: .play(rate: rate, position: position, requestedAt: now.wall)),
+                    now: now, into: &out)
+            }
+        case .stall(let seconds):
+            guard let item = requireItem(into: &out) else { return }
+            player.stall(seconds: seconds, now: now)
+            beginCatchUp(item: item.id, into: &out)
+        case .status, .peers, .help, .quit, .leave, .join, .end:
+            preconditionFailure("\(command) is not a playback command")
+        }
+    }
+
+    private func isLocalOnly(_ command: ConsoleCommand) -> Bool {
+        switch command {
+        case .load, .stall: true
+        default: false
+        }
+    }
+
+    private func fail(_ message: String, usage: String, into out: inout [Directive]) {
+        out.append(.emit(.commandError(.init(message: message, usage: usage))))
+    }
+
+    private func requireItem(into out: inout [Directive]) -> LoadedItem? {
+        guard let item = player.item else {
+            fail("no item is loaded (use load or share first)", usage: "share <url>", into: &out)
+            return nil
+        }
+        return item
+    }
+
+    /// Issues a group command: checks it fits a datagram, delivers it here, multicasts it.
+    private mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
+        let envelope = log.next(command, by: member)
+        let trial = Datagram(
+            session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: false))
+        guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
+            WireFormat.encodedSize(trial) <= settings.datagramBytesMax
+        else {
+            return fail(
+                "the command does not fit in one datagram (shorten the URL, id or metadata)",
+                usage: command.operation.name, into: &out)
+        }
+        log.originate(envelope)
+        out.append(.multicast(outgoing(.command(envelope, isRepair: false))))
+        apply(envelope, now: now, into: &out)
+    }
+
+    // MARK: Receiving
+
+    mutating func receiveCommand(
+        _ envelope: CommandEnvelope, from sender: Member, source: Endpoint, now: Timestamp, into out: inout [Directive]
+    ) {
+        // Times in the command are on the sender's clock: re-express them on ours.
+        var local = envelope
+        let offset = peers[sender.id]?.clock.estimate(at: now.monotonic)?.offsetNanos ?? 0
+        local.command.operation = envelope.command.operation.shifted(by: -offset)
+        let receipt = log.receive(local)
+        if receipt.wasDuplicate { counters.duplicateCommands += 1 }
+        if receipt.wasDropped { counters.drop(.pendingFull) }
+        for delivered in receipt.delivered { apply(delivered, now: now, into: &out) }
+        requestRepair(from: sender.id, missing: receipt.missing, now: now, into: &out)
+    }
+
+    /// Asks `peer` for `missing` commands, at most once per `nackHoldoff`.
+    mutating func requestRepair(from peer: PeerID, missing: [MissingRange], now: Timestamp, into out: inout [Directive])
+    {
+        guard !missing.isEmpty, let endpoint = peers[peer]?.endpoint else { return }
+        if let last = nackSentAt[peer], now.monotonic - last < settings.nackHoldoff { return }
+        nackSentAt[peer] = now.monotonic
+        counters.nacksSent += 1
+        out.append(.unicast(outgoing(.nack(Array(missing.prefix(WireFormat.nackRangesMax)))), to: endpoint))
+    }
+
+    mutating func receiveReady(_ trigger: Dot, from sender: Member, now: Timestamp, into out: inout [Directive]) {
+        guard var coordination, coordination.trigger == trigger else { return }
+        coordination.ready.insert(sender)
+        self.coordination = coordination
+        decideStartIfDue(now: now, into: &out)
+    }
+
+    // MARK: Applying delivered commands
+
+    /// A delivered command: update the group state; act on it if it wins for the current item.
+    private mutating func apply(_ envelope: CommandEnvelope, now: Timestamp, into out: inout [Directive]) {
+        counters.commandsDelivered += 1
+        if settings.recordsDeliveries { deliveries.append(envelope) }
+        let command = envelope.command
+        if case .share(let proposed) = command.operation {
+            guard activity.map({ envelope.orderKey > $0.orderKey }) ?? true else { return }
+            activity = envelope
+            out.append(.emit(.activityChanged(proposed, originator: originator(envelope.dot.origin))))
+            if player.item?.id != proposed.itemID {
+                let settings = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
+                makeCurrent(
+                    item(for: proposed, duration: settings?.duration ?? nil, buffer: settings?.buffer ?? 0),
+                    source: "share", now: now, into: &out)
+            }
+            return
+        }
+        guard let timeline = Timeline(command.operation, dot: envelope.dot) else { return }
+        if let existing = items[command.item], existing.winner.orderKey > envelope.orderKey {
+            counters.commandsSuperseded += 1
+            return  // a concurrent command that loses to the one in force: nothing changes
+        }
+        remember(ItemGroupState(winner: envelope, timeline: timeline), for: command.item)
+        guard player.item?.id == command.item else {
+            out.append(
+                .emit(
+                    .commandIgnored(
+                        IgnoredCommand(
+                            commandItem: command.item, currentItem: player.item?.id, operation: command.operation.name,
+                            originator: originator(envelope.dot.origin), dot: envelope.dot))))
+            return
+        }
+        counters.commandsApplied += 1
+        follow(timeline, cause: envelope, now: now, into: &out)
+    }
+
+    /// Makes the local player follow the group timeline of the current item.
+    private mutating func follow(
+        _ timeline: Timeline, cause: CommandEnvelope, now: Timestamp, into out: inout [Directive]
+    ) {
+        guard let item = player.item else { return }
+        let before = player.position(at: now)
+        let who = originator(cause.dot.origin)
+        func report(_ rate: Double, _ position: Double, _ reason: String) -> PlaybackReport {
+            PlaybackReport(
+                item: item.id, rate: rate, position: position, originator: who, reason: reason, dot: cause.dot)
+        }
+        switch timeline {
+        case .paused(let position):
+            coordination = nil
+            let shown = settings.pauseSnapsToOriginatorTime ? position : before
+            player.pause(at: shown)
+            out.append(.emit(.paused(report(0, shown, cause.command.operation.name))))
+            if abs(shown - before) > 0.25 {
+                out.append(.emit(.timeJumped(report(0, shown, cause.command.operation.name))))
+            }
+            endCatchUp(item: item.id, into: &out)
+        case .waiting(let position, let rate, let trigger, let requestedAt):
+            coordination = Coordination(
+                trigger: trigger, item: item.id, rate: rate, position: position, requestedAt: requestedAt)
+            player.prepare(at: position, now: now)
+            out.append(.emit(.waiting(report(rate, position, cause.command.operation.name))))
+            if abs(position - before) > 0.25 {
+                out.append(.emit(.timeJumped(report(0, position, cause.command.operation.name))))
+            }
+            advancePlayer(now: now, into: &out)
+        case .playing(let rate, let position, let at):
+            coordination = nil
+            if player.isReady {
+                let wasMoving = player.rate > 0
+                player.play(rate: rate, position: position, at: at)
+                let reason = cause.command.operation.name
+                out.append(
+                    .emit(.playing(report(rate, timeline.position(at: max(now.wall, at)), wasMoving ? "rate" : reason)))
+                )
+                if abs(timeline.position(at: now.wall) - before) > 0.25, now.wall >= at {
+                    out.append(.emit(.timeJumped(report(rate, timeline.position(at: now.wall), reason))))
+                }
+            } else {
+                beginCatchUp(item: item.id, into: &out)
+                prepareToCatchUp(timeline, now: now)
+            }
+        }
+    }
+
+    /// The player reported; act on it.
+    private mutating func advancePlayer(now: Timestamp, into out: inout [Directive]) {
+        for report in player.advance(now: now) {
+            guard let item = player.item else { return }
+            switch report {
+            case .ready:
+                if var coordination, coordination.item == item.id, !coordination.ready.contains(member) {
+                    coordination.ready.insert(member)
+                    self.coordination = coordination
+                    if state.isJoined { out.append(.multicast(outgoing(.ready(trigger: coordination.trigger)))) }
+                    decideStartIfDue(now: now, into: &out)
+                } else if let group = items[item.id], case .playing = group.timeline {
+                    follow(group.timeline, cause: group.winner, now: now, into: &out)
+                    if player.rate > 0 { endCatchUp(item: item.id, into: &out) }
+                }
+            case .stallEnded:
+                if let group = items[item.id], case .playing = group.timeline {
+                    prepareToCatchUp(group.timeline, now: now)
+                    advancePlayer(now: now, into: &out)
+                } else {
+                    endCatchUp(item: item.id, into: &out)
+                }
+            case .ended:
+                out.append(
+                    .emit(
+                        .paused(
+                            PlaybackReport(
+                                item: item.id, rate: 0, position: player.position(at: now),
+                                originator: originator(member), reason: "ended",
+                                dot: items[item.id]?.winner.dot ?? Dot(origin: member, counter: 0)))))
+            }
+        }
+    }
+
+    /// Seeks ahead by the buffering delay, so that the player is ready exactly where the group is.
+    private mutating func prepareToCatchUp(_ timeline: Timeline, now: Timestamp) {
+        let buffer = player.item?.bufferSeconds ?? 0
+        let readyAt = now.wall + .nanoseconds(Int64(buffer * 1e9))
+        player.prepare(at: timeline.position(at: readyAt), now: now)
+    }
+
+    private mutating func beginCatchUp(item: String, into out: inout [Directive]) {
+        guard !catchingUp else { return }
+        catchingUp = true
+        out.append(.emit(.suspension(SuspensionReport(reason: "stallRecovery", began: true, item: item))))
+    }
+
+    private mutating func endCatchUp(item: String, into out: inout [Directive]) {
+        guard catchingUp else { return }
+        catchingUp = false
+        out.append(.emit(.suspension(SuspensionReport(reason: "stallRecovery", began: false, item: item))))
+    }
+
+    // MARK: Coordinated start
+
+    /// Issues the start when this agent decides it: the originator of the play or seek once all
+    /// participants on the item are ready or the deadline passed; any participant with the
+    /// lowest id once the grace after the deadline passed with no start.
+    private mutating func decideStartIfDue(now: Timestamp, into out: inout [Directive]) {
+        guard state.isJoined, let coordination, !coordination.decided, player.item?.id == coordination.item else {
+            return
+        }
+        let deadline = coordination.requestedAt + settings.startDeadline
+        let participants = Set(
+            [member] + peers.values.filter { $0.liveness == .alive && $0.itemHash == player.item?.idHash }.map(\.member)
+        )
+        let isOriginator = coordination.trigger.origin == member
+        let allReady = participants.isSubset(of: coordination.ready)
+        let fallback = now.wall >= deadline + settings.startFallbackGrace && participants.map(\.id).min() == member.id
+        guard (isOriginator && (allReady || now.wall >= deadline)) || fallback else { return }
+        self.coordination?.decided = true
+        let start = Operation.start(
+            rate: coordination.rate, position: coordination.position, at: now.wall + settings.startLead,
+            trigger: coordination.trigger)
+        issue(Command(item: coordination.item, operation: start), now: now, into: &out)
+    }
+
+    mutating func playbackTick(now: Timestamp, into out: inout [Directive]) {
+        advancePlayer(now: now, into: &out)
+        decideStartIfDue(now: now, into: &out)
+        if state.isJoined {
+            let live = Set(peers.values.map(\.member) + [member])
+            let departed = Set(log.delivered.entries.keys).subtracting(live)
+            if !departed.isEmpty { log.prune(departed: departed, liveDigests: peers.values.map(\.digest)) }
+        }
+    }
+
+    /// When the playback side next needs a tick.
+    func playbackWake(now: Timestamp) -> MonotonicInstant? {
+        var due = player.nextEvent(now: now)
+        if let coordination, !coordination.decided {
+            let wall =
+                coordination.requestedAt + settings.startDeadline
+                + (coordination.trigger.origin == member ? .zero : settings.startFallbackGrace)
+            let instant = now.monotonic + (wall - now.wall)
+            due = due.map { min($0, instant) } ?? instant
+        }
+        return due
+    }
+
+    // MARK: Items
+
+    private mutating func makeCurrent(_ item: LoadedItem, source: String, now: Timestamp, into out: inout [Directive]) {
+        coordination = nil
+        if catchingUp { endCatchUp(item: player.item?.id ?? item.id, into: &out) }
+        let group = items[item.id]
+        player.load(item, at: group?.timeline.position(at: now.wall) ?? 0, now: now)
+        out.append(.emit(.itemChanged(ItemReport(item: item, source: source, adoptedGroupState: group != nil))))
+        if state.isJoined { out.append(.multicast(outgoing(.heartbeat(announcement(isReply: false))))) }
+        if let group {
+            counters.commandsApplied += 1
+            follow(group.timeline, cause: group.winner, now: now, into: &out)
+        } else {
+            advancePlayer(now: now, into: &out)
+        }
+    }
+
+    private func item(for activity: Activity, duration: Double?, buffer: Double) -> LoadedItem {
+        LoadedItem(id: activity.itemID, url: activity.url, durationSeconds: duration, bufferSeconds: buffer)
+    }
+
+    private mutating func remember(_ state: ItemGroupState, for item: String) {
+        items[item] = state
+        itemsChangeOrder.removeAll { $0 == item }
+        itemsChangeOrder.append(item)
+        while itemsChangeOrder.count > settings.itemsMax {
+            let oldest = itemsChangeOrder.removeFirst()
+            if oldest != player.item?.id { items[oldest] = nil } else { itemsChangeOrder.append(oldest) }
+        }
+    }
+
+    func originator(_ origin: Member) -> Originator {
+        if origin == member { return Originator(member: origin, name: identity.name, isLocal: true) }
+        return Originator(
+            member: origin, name: peers[origin.id]?.name ?? String(origin.id.description.prefix(8)), isLocal: false)
+    }
+}

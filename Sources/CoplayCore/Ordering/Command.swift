@@ -1,0 +1,127 @@
+/// One command's identity: its origin membership and its number among that origin's commands
+/// (1, 2, 3, …).
+public struct Dot: Hashable, Sendable, CustomStringConvertible {
+    public var origin: Member
+    public var counter: UInt32
+    public init(origin: Member, counter: UInt32) {
+        self.origin = origin
+        self.counter = counter
+    }
+    public var description: String { "\(origin.id.description.prefix(8))/\(origin.incarnation)#\(counter)" }
+}
+
+/// What the group is watching: the payload of `share` (GroupActivities' activity).
+public struct Activity: Hashable, Sendable {
+    public var url: String
+    /// The item's identity: the custom id if one was given, else the URL.
+    public var itemID: String
+    public var title: String
+    public var subtitle: String
+    public var type: String
+
+    public init(url: String, itemID: String? = nil, title: String = "", subtitle: String = "", type: String = "") {
+        self.url = url
+        self.itemID = itemID ?? url
+        self.title = title
+        self.subtitle = subtitle
+        self.type = type
+    }
+}
+
+/// A group command's effect. Times are on the wall clock of whoever sent the datagram that
+/// carried the command (receivers convert them with their offset estimate to that sender);
+/// positions are media seconds.
+public enum Operation: Hashable, Sendable {
+    /// Propose `Activity` as the group's activity; every agent loads its item.
+    case share(Activity)
+    /// Coordinated start: everyone on the item waits, prepares at `position`, reports ready.
+    case play(rate: Double, position: Double, requestedAt: WallInstant)
+    /// Coordinated seek: everyone moves to `position`; if `resumeRate` > 0, play resumes at a
+    /// common instant as after `play`.
+    case seek(position: Double, resumeRate: Double, requestedAt: WallInstant)
+    /// The common instant for the waiting start or seek `trigger`: play at `rate` from
+    /// `position` at `at`.
+    case start(rate: Double, position: Double, at: WallInstant, trigger: Dot)
+    /// Start at once (playImmediately): the media is at `position` at `at`, moving at `rate`.
+    case playNow(rate: Double, position: Double, at: WallInstant)
+    /// Pause at `position` (the originator's media time when it paused, at `at`).
+    case pause(position: Double, at: WallInstant)
+    /// Change the rate while playing: at `at` the media is at `position`, moving at `rate` after.
+    case rate(rate: Double, position: Double, at: WallInstant)
+
+    public var name: String {
+        switch self {
+        case .share: "share"
+        case .play: "play"
+        case .seek: "seek"
+        case .start: "start"
+        case .playNow: "play-now"
+        case .pause: "pause"
+        case .rate: "rate"
+        }
+    }
+
+    /// The same operation with every time moved by `nanos` (to re-express it on another clock).
+    public func shifted(by nanos: Int64) -> Operation {
+        func shift(_ wall: WallInstant) -> WallInstant { WallInstant(unixNanos: wall.unixNanos &+ nanos) }
+        switch self {
+        case .share: return self
+        case .play(let rate, let position, let requestedAt):
+            return .play(rate: rate, position: position, requestedAt: shift(requestedAt))
+        case .seek(let position, let resumeRate, let requestedAt):
+            return .seek(position: position, resumeRate: resumeRate, requestedAt: shift(requestedAt))
+        case .start(let rate, let position, let at, let trigger):
+            return .start(rate: rate, position: position, at: shift(at), trigger: trigger)
+        case .playNow(let rate, let position, let at): return .playNow(rate: rate, position: position, at: shift(at))
+        case .pause(let position, let at): return .pause(position: position, at: shift(at))
+        case .rate(let rate, let position, let at): return .rate(rate: rate, position: position, at: shift(at))
+        }
+    }
+}
+
+/// A group command: for which item, and what.
+public struct Command: Hashable, Sendable {
+    /// The item it is for (for `share`, the shared activity's item).
+    public var item: String
+    public var operation: Operation
+    public init(item: String, operation: Operation) {
+        self.item = item
+        self.operation = operation
+    }
+}
+
+/// A command as it travels: its dot, a Lamport timestamp for the deterministic order of
+/// concurrent commands, and the origin's delivered vector clock when it issued the command
+/// (its causal dependencies; the origin's own entry is implied by the dot).
+public struct CommandEnvelope: Hashable, Sendable {
+    public var dot: Dot
+    public var lamport: UInt64
+    public var dependencies: VectorClock
+    public var command: Command
+
+    public init(dot: Dot, lamport: UInt64, dependencies: VectorClock, command: Command) {
+        self.dot = dot
+        self.lamport = lamport
+        self.dependencies = dependencies
+        self.command = command
+    }
+
+    /// The total order in which concurrent commands are resolved, the same on every agent:
+    /// Lamport timestamp, then origin id, then incarnation, then counter. Causally later
+    /// commands always have a larger Lamport timestamp, so they always win.
+    public var orderKey: OrderKey {
+        OrderKey(
+            lamport: lamport, id: dot.origin.id.rawValue, incarnation: dot.origin.incarnation.rawValue,
+            counter: dot.counter)
+    }
+
+    public struct OrderKey: Hashable, Comparable, Sendable {
+        public var lamport: UInt64
+        public var id: UInt64
+        public var incarnation: UInt32
+        public var counter: UInt32
+        public static func < (lhs: Self, rhs: Self) -> Bool {
+            (lhs.lamport, lhs.id, lhs.incarnation, lhs.counter) < (rhs.lamport, rhs.id, rhs.incarnation, rhs.counter)
+        }
+    }
+}

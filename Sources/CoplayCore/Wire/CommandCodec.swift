@@ -1,0 +1,164 @@
+/// The encodings shared by several messages (members, dots, vector clocks) and the command
+/// payload. PROTOCOL.md, "Commands", is their specification.
+extension WireFormat {
+    /// Most vector-clock entries in one datagram (16 bytes each).
+    public static let vectorClockEntriesMax = 48
+    public static let nackRangesMax = 32
+    public static let itemIDBytesMax = 128
+    public static let urlBytesMax = 512
+    public static let metadataBytesMax = 128
+    /// Largest playback rate a command may carry.
+    public static let rateMax = 64.0
+    /// Largest media position (seconds) a command may carry: about 31 years.
+    public static let positionMax = 1e9
+
+    private enum OperationCode: UInt8 {
+        case share = 1
+        case play = 2
+        case seek = 3
+        case start = 4
+        case playNow = 5
+        case pause = 6
+        case rate = 7
+    }
+
+    static func writeMember(_ member: Member, into writer: inout ByteWriter) {
+        writer.write(member.id.rawValue)
+        writer.write(member.incarnation.rawValue)
+    }
+
+    static func readMember(from reader: inout ByteReader) throws(DecodeError) -> Member {
+        Member(id: PeerID(try reader.readUInt64()), incarnation: Incarnation(try reader.readUInt32()))
+    }
+
+    static func writeDot(_ dot: Dot, into writer: inout ByteWriter) {
+        writeMember(dot.origin, into: &writer)
+        writer.write(dot.counter)
+    }
+
+    static func readDot(from reader: inout ByteReader) throws(DecodeError) -> Dot {
+        let dot = Dot(origin: try readMember(from: &reader), counter: try reader.readUInt32())
+        guard dot.counter >= 1 else { throw DecodeError(.malformedPayload, "command counter 0") }
+        return dot
+    }
+
+    static func writeVectorClock(_ clock: VectorClock, into writer: inout ByteWriter) {
+        let entries = clock.sorted
+        precondition(entries.count <= vectorClockEntriesMax, "vector clock of \(entries.count) entries")
+        writer.write(UInt8(entries.count))
+        for entry in entries {
+            writeMember(entry.member, into: &writer)
+            writer.write(entry.count)
+        }
+    }
+
+    /// Entries strictly ascending by (id, incarnation), none zero: one encoding per clock.
+    static func readVectorClock(from reader: inout ByteReader, field: String) throws(DecodeError) -> VectorClock {
+        let count = Int(try reader.readUInt8())
+        guard count <= vectorClockEntriesMax else {
+            throw DecodeError(.malformedPayload, "\(field) of \(count) entries")
+        }
+        var entries: [Member: UInt32] = [:]
+        var previous: Member?
+        for _ in 0..<count {
+            let member = try readMember(from: &reader)
+            let value = try reader.readUInt32()
+            guard value > 0 else { throw DecodeError(.malformedPayload, "\(field) entry of 0") }
+            if let previous, (previous.id, previous.incarnation) >= (member.id, member.incarnation) {
+                throw DecodeError(.malformedPayload, "\(field) entries out of order")
+            }
+            previous = member
+            entries[member] = value
+        }
+        return VectorClock(entries)
+    }
+
+    static func writeCommand(_ envelope: CommandEnvelope, into writer: inout ByteWriter) {
+        writeDot(envelope.dot, into: &writer)
+        writer.write(envelope.lamport)
+        writeVectorClock(envelope.dependencies, into: &writer)
+        writer.writeShortString(envelope.command.item)
+        switch envelope.command.operation {
+        case .share(let activity):
+            writer.write(OperationCode.share.rawValue)
+            writer.writeLongString(activity.url)
+            writer.writeShortString(activity.title)
+            writer.writeShortString(activity.subtitle)
+            writer.writeShortString(activity.type)
+        case .play(let rate, let position, let requestedAt):
+            writer.write(OperationCode.play.rawValue)
+            writer.write(rate)
+            writer.write(position)
+            writer.write(requestedAt.unixNanos)
+        case .seek(let position, let resumeRate, let requestedAt):
+            writer.write(OperationCode.seek.rawValue)
+            writer.write(position)
+            writer.write(resumeRate)
+            writer.write(requestedAt.unixNanos)
+        case .start(let rate, let position, let at, let trigger):
+            writer.write(OperationCode.start.rawValue)
+            writer.write(rate)
+            writer.write(position)
+            writer.write(at.unixNanos)
+            writeDot(trigger, into: &writer)
+        case .playNow(let rate, let position, let at):
+            writer.write(OperationCode.playNow.rawValue)
+            writer.write(rate)
+            writer.write(position)
+            writer.write(at.unixNanos)
+        case .pause(let position, let at):
+            writer.write(OperationCode.pause.rawValue)
+            writer.write(position)
+            writer.write(at.unixNanos)
+        case .rate(let rate, let position, let at):
+            writer.write(OperationCode.rate.rawValue)
+            writer.write(rate)
+            writer.write(position)
+            writer.write(at.unixNanos)
+        }
+    }
+
+    static func readCommand(from reader: inout ByteReader) throws(DecodeError) -> CommandEnvelope {
+        let dot = try readDot(from: &reader)
+        let lamport = try reader.readUInt64()
+        guard lamport >= 1 else { throw DecodeError(.malformedPayload, "lamport timestamp 0") }
+        let dependencies = try readVectorClock(from: &reader, field: "dependencies")
+        let item = try reader.readShortString(maxBytes: itemIDBytesMax, field: "item id")
+        guard !item.isEmpty else { throw DecodeError(.malformedPayload, "empty item id") }
+        let code = try reader.readUInt8()
+        func rate(positive: Bool) throws(DecodeError) -> Double {
+            let value = try reader.readDouble(in: 0...rateMax, field: "rate")
+            guard !positive || value > 0 else {
+                throw DecodeError(.malformedPayload, "rate 0 where playback must move")
+            }
+            return value
+        }
+        func position() throws(DecodeError) -> Double { try reader.readDouble(in: 0...positionMax, field: "position") }
+        func wall() throws(DecodeError) -> WallInstant { WallInstant(unixNanos: try reader.readInt64()) }
+        let operation: Operation
+        switch OperationCode(rawValue: code) {
+        case .share:
+            let url = try reader.readLongString(maxBytes: urlBytesMax, field: "url")
+            guard !url.isEmpty else { throw DecodeError(.malformedPayload, "empty url") }
+            operation = .share(
+                Activity(
+                    url: url, itemID: item,
+                    title: try reader.readShortString(maxBytes: metadataBytesMax, field: "title"),
+                    subtitle: try reader.readShortString(maxBytes: metadataBytesMax, field: "subtitle"),
+                    type: try reader.readShortString(maxBytes: metadataBytesMax, field: "type")))
+        case .play: operation = .play(rate: try rate(positive: true), position: try position(), requestedAt: try wall())
+        case .seek:
+            operation = .seek(position: try position(), resumeRate: try rate(positive: false), requestedAt: try wall())
+        case .start:
+            operation = .start(
+                rate: try rate(positive: true), position: try position(), at: try wall(),
+                trigger: try readDot(from: &reader))
+        case .playNow: operation = .playNow(rate: try rate(positive: true), position: try position(), at: try wall())
+        case .pause: operation = .pause(position: try position(), at: try wall())
+        case .rate: operation = .rate(rate: try rate(positive: false), position: try position(), at: try wall())
+        case nil: throw DecodeError(.malformedPayload, "unknown command operation \(code)")
+        }
+        return CommandEnvelope(
+            dot: dot, lamport: lamport, dependencies: dependencies, command: Command(item: item, operation: operation))
+    }
+}
