@@ -73,6 +73,17 @@ public struct Settings: Sendable, Equatable {
     public var pendingCommandsMax = 1024
     /// Delivered commands kept to repair others, at most.
     public var storedCommandsMax = 4096
+    /// A departed origin's vector-clock entry is pruned only after it has been gone this long
+    /// (and every live agent has all its commands): an agent cut off by a partition shorter than
+    /// this still learns of the origin's last commands from the digests when it heals.
+    public var pruneAfter: Duration = .seconds(30)
+    /// Commands held until their sender's clock offset is known, at most, and for how long.
+    public var commandsAwaitingClockMax = 256
+    public var commandAwaitingClockTimeout: Duration = .seconds(2)
+    /// How long a joining agent waits for the group's history before following what it has.
+    public var historyCatchUpMax: Duration = .seconds(2)
+    /// Clock estimators of departed peers kept in case they come back, at most.
+    public var retiredClocksMax = 64
     /// Testing: record every delivered command in `Instance.deliveries` (the simulation checks
     /// causal order and exactly-once delivery with it). At most `deliveriesRecordedMax`.
     public var recordsDeliveries = false

@@ -3,10 +3,20 @@ import Dispatch
 import Glibc
 import Synchronization
 
+/// Where an agent's commands come from and its events go.
+public enum ShellMode: Sendable {
+    /// Standard input, output and error, and the signals: the `coplay` agent.
+    case standardStreams
+    /// Commands through `submit(_:)`, events to a closure with their true time: several agents
+    /// in one process (`coplay demo`).
+    case embedded(events: @Sendable (Event, Int64) -> Void)
+}
+
 /// The IO shell around one `Instance`: it owns the sockets, the timer, standard input and
 /// output, feeds every input to the instance and carries out the directives it returns.
 /// It decides nothing about the protocol.
 public actor AgentShell {
+    private let mode: ShellMode
     private var instance: Instance
     private let transport: UDPTransport
     private let clock: AgentClock
@@ -27,7 +37,8 @@ public actor AgentShell {
     private let lineSlots = DispatchSemaphore(value: 256)
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
-    public init(configuration: AgentConfiguration) throws {
+    public init(configuration: AgentConfiguration, mode: ShellMode = .standardStreams) throws {
+        self.mode = mode
         clock = AgentClock(skewNanos: configuration.clockSkewNanos)
         let interface = try configuration.interface.map { name throws(NetworkInterface.LookupError) in
             try NetworkInterface.lookup(name)
@@ -42,21 +53,41 @@ public actor AgentShell {
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
         timer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
-        signalSources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+        // Only the standard-streams agent handles signals (an unresumed source must not exist:
+        // releasing one traps in libdispatch).
+        if case .standardStreams = mode {
+            signalSources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+        } else {
+            signalSources = []
+        }
     }
 
     /// The unicast endpoint this agent answers on.
     public nonisolated var localEndpoint: Endpoint { transport.local }
 
+    /// Embedded mode: one command line, as if typed.
+    public nonisolated func submit(_ line: String) { feed.yield(.line(line)) }
+
+    /// Embedded mode: the end of input (the agent leaves and `run()` returns).
+    public nonisolated func finish() { feed.yield(.endOfInput) }
+
+    /// This agent's status now, with the true time it was sampled at (unskewed Unix nanoseconds).
+    public func status() -> (report: StatusReport, trueUnixNanos: Int64) {
+        let now = clock.now()
+        return (instance.statusReport(now: now), clock.trueUnixNanos(of: now.wall))
+    }
+
     /// Runs until the agent exits; returns the process exit status.
     public func run() async -> Int32 {
-        signal(SIGPIPE, SIG_IGN)
         let feed = self.feed
-        for source in signalSources {
-            signal(Int32(source.handle), SIG_IGN)
-            let number = Int32(source.handle)
-            source.setEventHandler { feed.yield(.signal(number)) }
-            source.resume()
+        if case .standardStreams = mode {
+            signal(SIGPIPE, SIG_IGN)
+            for source in signalSources {
+                signal(Int32(source.handle), SIG_IGN)
+                let number = Int32(source.handle)
+                source.setEventHandler { feed.yield(.signal(number)) }
+                source.resume()
+            }
         }
         timer.setEventHandler { feed.yield(.tick) }
         timer.resume()
@@ -65,10 +96,16 @@ public actor AgentShell {
             guard gauge.enter(limit: Self.queuedDatagramsMax) else { return }
             feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
         }
-        let slots = lineSlots
-        StandardInputReader.start(lineBytesMax: instance.settings.commandLineBytesMax) { input in
-            if case .line = input { slots.wait() }
-            feed.yield(input)
+        defer {
+            timer.cancel()
+            transport.close()
+        }
+        if case .standardStreams = mode {
+            let slots = lineSlots
+            StandardInputReader.start(lineBytesMax: instance.settings.commandLineBytesMax) { input in
+                if case .line = input { slots.wait() }
+                feed.yield(input)
+            }
         }
         diagnose(
             "coplay \(CoplayVersion.current): \(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local)"
@@ -82,7 +119,7 @@ public actor AgentShell {
                 queuedDatagrams.leave()
                 directives = instance.onDatagram(bytes, from: source, receivedAt: receivedAt, now: clock.now())
             case .line(let line):
-                lineSlots.signal()
+                if case .standardStreams = mode { lineSlots.signal() }
                 directives = instance.onConsoleLine(line, now: clock.now())
             case .endOfInput:
                 directives = instance.onCommand(.quit, now: clock.now())
@@ -113,7 +150,12 @@ public actor AgentShell {
                 wire.receiveQueueDrops = queuedDatagrams.dropped
                 wire.kernelDrops = transport.kernelDrops
                 let now = AgentClock.trueUnixNanosNow()
-                for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
+                switch mode {
+                case .standardStreams:
+                    for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
+                case .embedded(let events):
+                    events(event, now)
+                }
             case .diagnose(let text):
                 diagnose(text)
             case .wake(let instant):
@@ -141,7 +183,9 @@ public actor AgentShell {
 
     private func writeLine(_ line: String) { StandardStreams.writeOutput(line) }
 
-    private func diagnose(_ text: String) { StandardStreams.writeError("coplay: \(text)") }
+    private func diagnose(_ text: String) {
+        if case .standardStreams = mode { StandardStreams.writeError("coplay: \(text)") }
+    }
 }
 
 /// A count of items in flight between threads, with a ceiling.

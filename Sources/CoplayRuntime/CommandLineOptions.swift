@@ -4,6 +4,8 @@ import Glibc
 /// What the command line asks for.
 public enum Invocation: Sendable {
     case runAgent(AgentConfiguration)
+    /// `coplay demo`: a scripted session of several agents on loopback.
+    case demo
     case help
     case version
 }
@@ -20,6 +22,7 @@ public enum CommandLineOptions {
         coplay — keep media playback in sync across the machines of a LAN, with no server
 
         Usage:
+          coplay demo                       several agents on loopback run a scripted session
           coplay [options]                  run one agent; type commands on standard input
           coplay --help | --version
           (coplay-bench measures agents on loopback: coplay-bench --help)
@@ -48,6 +51,10 @@ public enum CommandLineOptions {
     public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError>
     {
         var remaining = arguments[...]
+        if remaining.first == "demo" {
+            guard remaining.count == 1 else { return .failure(UsageError(message: "demo takes no arguments")) }
+            return .success(.demo)
+        }
         var configuration = AgentConfiguration(name: defaultName)
         while let argument = remaining.popFirst() {
             func value() -> Result<String, UsageError> {

@@ -57,7 +57,7 @@ public final class UDPTransport: Sendable {
         guard groupSocket >= 0 else { throw SocketError("socket") }
         let unicastSocket = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard unicastSocket >= 0 else {
-            close(groupSocket)
+            Glibc.close(groupSocket)
             throw SocketError("socket")
         }
         do throws(SocketError) {
@@ -89,17 +89,28 @@ public final class UDPTransport: Sendable {
             guard status == 0 else { throw SocketError("getsockname") }
             local = Endpoint(address: UInt32(bigEndian: bound.sin_addr.s_addr), port: UInt16(bigEndian: bound.sin_port))
         } catch {
-            close(groupSocket)
-            close(unicastSocket)
+            Glibc.close(groupSocket)
+            Glibc.close(unicastSocket)
             throw error
         }
         self.groupSocket = groupSocket
         self.unicastSocket = unicastSocket
     }
 
+    private let closed = SharedCounter()
+
+    /// Stops the receive threads (a blocked receive returns at once) and closes the sockets.
+    public func close() {
+        guard closed.value == 0 else { return }
+        closed.value = 1
+        shutdown(groupSocket, Int32(SHUT_RDWR))
+        shutdown(unicastSocket, Int32(SHUT_RDWR))
+    }
+
     deinit {
-        close(groupSocket)
-        close(unicastSocket)
+        close()
+        Glibc.close(groupSocket)
+        Glibc.close(unicastSocket)
     }
 
     /// Sends one datagram; returns the error instead of throwing so a lost send never stops the agent.
@@ -158,6 +169,7 @@ public final class UDPTransport: Sendable {
                             }
                         }
                     }
+                    if self.closed.value != 0 { return }
                     if count < 0 {
                         if errno == EINTR || errno == EAGAIN { continue }
                         return  // the socket was closed

@@ -82,7 +82,7 @@ public struct Simulation {
     /// Processes events until the queue is empty or the next one is later than `endNanos`.
     /// Returns false if `eventsMax` events were processed first (a livelock).
     @discardableResult
-    public mutating func run(until endNanos: Int64, eventsMax: Int = 20_000_000) -> Bool {
+    public mutating func run(until endNanos: Int64, eventsMax: Int = 2_000_000) -> Bool {
         var processed = 0
         while let next = queue.nextTime, next <= endNanos {
             guard processed < eventsMax else { return false }

@@ -94,6 +94,7 @@ extension Instance {
         case .status, .peers, .help, .quit, .leave, .join, .end:
             preconditionFailure("\(command) is not a playback command")
         }
+        decideStartIfDue(now: now, into: &out)
     }
 
     private func isLocalOnly(_ command: ConsoleCommand) -> Bool {
@@ -129,7 +130,7 @@ extension Instance {
         }
         log.originate(envelope)
         out.append(.multicast(outgoing(.command(envelope, isRepair: false))))
-        apply(envelope, now: now, into: &out)
+        apply([envelope], now: now, into: &out)
     }
 
     // MARK: Receiving
@@ -137,15 +138,50 @@ extension Instance {
     mutating func receiveCommand(
         _ envelope: CommandEnvelope, from sender: Member, source: Endpoint, now: Timestamp, into out: inout [Directive]
     ) {
-        // Times in the command are on the sender's clock: re-express them on ours.
+        // Times in the command are on the sender's clock: re-express them on ours, once we know it.
+        guard let offset = peers[sender.id]?.clock.estimate(at: now.monotonic)?.offsetNanos else {
+            holdUntilClockKnown(envelope, from: sender, source: source, now: now)
+            return
+        }
         var local = envelope
-        let offset = peers[sender.id]?.clock.estimate(at: now.monotonic)?.offsetNanos ?? 0
         local.command.operation = envelope.command.operation.shifted(by: -offset)
         let receipt = log.receive(local)
         if receipt.wasDuplicate { counters.duplicateCommands += 1 }
         if receipt.wasDropped { counters.drop(.pendingFull) }
-        for delivered in receipt.delivered { apply(delivered, now: now, into: &out) }
+        apply(receipt.delivered, now: now, isHistory: isBehindPeers, into: &out)
         requestRepair(from: sender.id, missing: receipt.missing, now: now, into: &out)
+        followAfterHistory(now: now, into: &out)
+        // Only once the whole batch is applied: a start decided mid-batch would rest on stale state.
+        decideStartIfDue(now: now, into: &out)
+    }
+
+    private mutating func holdUntilClockKnown(
+        _ envelope: CommandEnvelope, from sender: Member, source: Endpoint, now: Timestamp
+    ) {
+        let held = awaitingClock.values.reduce(0) { $0 + $1.count }
+        guard held < settings.commandsAwaitingClockMax else {
+            counters.drop(.pendingFull)  // it will be asked for again
+            return
+        }
+        awaitingClock[sender.id, default: []].append((envelope, sender, source, now.monotonic))
+    }
+
+    /// The sender's clock is now known: interpret what it sent meanwhile.
+    mutating func releaseCommandsAwaitingClock(of sender: PeerID, now: Timestamp, into out: inout [Directive]) {
+        guard let held = awaitingClock.removeValue(forKey: sender) else { return }
+        for entry in held {
+            receiveCommand(entry.envelope, from: entry.sender, source: entry.source, now: now, into: &out)
+        }
+    }
+
+    /// Forgets held commands whose sender's clock did not become known in time (repair brings
+    /// them again, from whoever has them).
+    mutating func expireCommandsAwaitingClock(now: Timestamp) {
+        let oldest = now.monotonic - settings.commandAwaitingClockTimeout
+        for (sender, held) in awaitingClock {
+            let kept = held.filter { $0.at > oldest }
+            awaitingClock[sender] = kept.isEmpty ? nil : kept
+        }
     }
 
     /// Asks `peer` for `missing` commands, at most once per `nackHoldoff`.
@@ -167,40 +203,62 @@ extension Instance {
 
     // MARK: Applying delivered commands
 
-    /// A delivered command: update the group state; act on it if it wins for the current item.
-    private mutating func apply(_ envelope: CommandEnvelope, now: Timestamp, into out: inout [Directive]) {
-        counters.commandsDelivered += 1
-        if settings.recordsDeliveries { deliveries.append(envelope) }
-        let command = envelope.command
-        if case .share(let proposed) = command.operation {
-            guard activity.map({ envelope.orderKey > $0.orderKey }) ?? true else { return }
-            activity = envelope
-            out.append(.emit(.activityChanged(proposed, originator: originator(envelope.dot.origin))))
-            if player.item?.id != proposed.itemID {
-                let settings = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
-                makeCurrent(
-                    item(for: proposed, duration: settings?.duration ?? nil, buffer: settings?.buffer ?? 0),
-                    source: "share", now: now, into: &out)
+    /// Delivered commands, in causal order: each updates the group state it is for; then the
+    /// player follows the final state once (a late joiner repaired with the whole history
+    /// adopts where the group is now, rather than replaying every change).
+    private mutating func apply(
+        _ batch: [CommandEnvelope], now: Timestamp, isHistory: Bool = false, into out: inout [Directive]
+    ) {
+        guard !batch.isEmpty else { return }
+        var activityChanged = false
+        var currentItemChanged = false
+        // The item that will be current once the batch is applied (a share in it changes it).
+        var incomingItem = player.item?.id
+        for envelope in batch {
+            counters.commandsDelivered += 1
+            if settings.recordsDeliveries { deliveries.append(envelope) }
+            let command = envelope.command
+            if case .share(let proposed) = command.operation {
+                guard activity.map({ envelope.orderKey > $0.orderKey }) ?? true else { continue }
+                activity = envelope
+                activityChanged = true
+                incomingItem = proposed.itemID
+                out.append(.emit(.activityChanged(proposed, originator: originator(envelope.dot.origin))))
+                continue
             }
+            guard let timeline = Timeline(command.operation, dot: envelope.dot) else { continue }
+            if let existing = items[command.item], existing.winner.orderKey > envelope.orderKey {
+                counters.commandsSuperseded += 1
+                continue  // a concurrent command that loses to the one in force: nothing changes
+            }
+            remember(ItemGroupState(winner: envelope, timeline: timeline), for: command.item)
+            if incomingItem == command.item {
+                currentItemChanged = true
+            } else if !isHistory && followDeferredSince == nil {  // history is adopted, not reported
+                out.append(
+                    .emit(
+                        .commandIgnored(
+                            IgnoredCommand(
+                                commandItem: command.item, currentItem: player.item?.id,
+                                operation: command.operation.name, originator: originator(envelope.dot.origin),
+                                dot: envelope.dot))))
+            }
+        }
+        if isHistory {
+            // More of the group's history is on its way: follow its final state once it is here.
+            followDeferredSince = followDeferredSince ?? now.monotonic
             return
         }
-        guard let timeline = Timeline(command.operation, dot: envelope.dot) else { return }
-        if let existing = items[command.item], existing.winner.orderKey > envelope.orderKey {
-            counters.commandsSuperseded += 1
-            return  // a concurrent command that loses to the one in force: nothing changes
+        if activityChanged, case .share(let proposed)? = activity?.command.operation, player.item?.id != proposed.itemID
+        {
+            let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
+            makeCurrent(
+                item(for: proposed, duration: local?.duration ?? nil, buffer: local?.buffer ?? 0), source: "share",
+                now: now, into: &out)
+        } else if currentItemChanged, let item = player.item, let group = items[item.id] {
+            counters.commandsApplied += 1
+            follow(group.timeline, cause: group.winner, now: now, into: &out)
         }
-        remember(ItemGroupState(winner: envelope, timeline: timeline), for: command.item)
-        guard player.item?.id == command.item else {
-            out.append(
-                .emit(
-                    .commandIgnored(
-                        IgnoredCommand(
-                            commandItem: command.item, currentItem: player.item?.id, operation: command.operation.name,
-                            originator: originator(envelope.dot.origin), dot: envelope.dot))))
-            return
-        }
-        counters.commandsApplied += 1
-        follow(timeline, cause: envelope, now: now, into: &out)
     }
 
     /// Makes the local player follow the group timeline of the current item.
@@ -228,6 +286,7 @@ extension Instance {
             coordination = Coordination(
                 trigger: trigger, item: item.id, rate: rate, position: position, requestedAt: requestedAt)
             player.prepare(at: position, now: now)
+            endCatchUp(item: item.id, into: &out)  // everyone waits for everyone: nobody is behind
             out.append(.emit(.waiting(report(rate, position, cause.command.operation.name))))
             if abs(position - before) > 0.25 {
                 out.append(.emit(.timeJumped(report(0, position, cause.command.operation.name))))
@@ -245,6 +304,7 @@ extension Instance {
                 if abs(timeline.position(at: now.wall) - before) > 0.25, now.wall >= at {
                     out.append(.emit(.timeJumped(report(rate, timeline.position(at: now.wall), reason))))
                 }
+                endCatchUp(item: item.id, into: &out)
             } else {
                 beginCatchUp(item: item.id, into: &out)
                 prepareToCatchUp(timeline, now: now)
@@ -262,7 +322,6 @@ extension Instance {
                     coordination.ready.insert(member)
                     self.coordination = coordination
                     if state.isJoined { out.append(.multicast(outgoing(.ready(trigger: coordination.trigger)))) }
-                    decideStartIfDue(now: now, into: &out)
                 } else if let group = items[item.id], case .playing = group.timeline {
                     follow(group.timeline, cause: group.winner, now: now, into: &out)
                     if player.rate > 0 { endCatchUp(item: item.id, into: &out) }
@@ -309,7 +368,8 @@ extension Instance {
 
     /// Issues the start when this agent decides it: the originator of the play or seek once all
     /// participants on the item are ready or the deadline passed; any participant with the
-    /// lowest id once the grace after the deadline passed with no start.
+    /// lowest id once the grace after the deadline passed with no start. Called at the end of an
+    /// input's handling, never while a batch of delivered commands is being applied.
     private mutating func decideStartIfDue(now: Timestamp, into out: inout [Directive]) {
         guard state.isJoined, let coordination, !coordination.decided, player.item?.id == coordination.item else {
             return
@@ -329,25 +389,57 @@ extension Instance {
         issue(Command(item: coordination.item, operation: start), now: now, into: &out)
     }
 
+    /// Whether some live peer has delivered commands this agent has not (per its last digest).
+    var isBehindPeers: Bool { peers.values.contains { !log.missing(comparedTo: $0.digest).isEmpty } }
+
+    /// Follows the group's final state after the history has arrived (or the wait ran out).
+    private mutating func followAfterHistory(now: Timestamp, into out: inout [Directive]) {
+        guard let since = followDeferredSince else { return }
+        guard !isBehindPeers || now.monotonic - since >= settings.historyCatchUpMax else { return }
+        followDeferredSince = nil
+        if case .share(let proposed)? = activity?.command.operation, player.item?.id != proposed.itemID {
+            let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
+            makeCurrent(
+                item(for: proposed, duration: local?.duration ?? nil, buffer: local?.buffer ?? 0), source: "share",
+                now: now, into: &out)
+        } else if let item = player.item, let group = items[item.id] {
+            counters.commandsApplied += 1
+            follow(group.timeline, cause: group.winner, now: now, into: &out)
+        }
+    }
+
     mutating func playbackTick(now: Timestamp, into out: inout [Directive]) {
+        expireCommandsAwaitingClock(now: now)
+        followAfterHistory(now: now, into: &out)
         advancePlayer(now: now, into: &out)
         decideStartIfDue(now: now, into: &out)
         if state.isJoined {
             let live = Set(peers.values.map(\.member) + [member])
-            let departed = Set(log.delivered.entries.keys).subtracting(live)
-            if !departed.isEmpty { log.prune(departed: departed, liveDigests: peers.values.map(\.digest)) }
+            let gone = Set(log.delivered.entries.keys).subtracting(live)
+            originsGoneSince = originsGoneSince.filter { gone.contains($0.key) }
+            for origin in gone where originsGoneSince[origin] == nil { originsGoneSince[origin] = now.monotonic }
+            let prunable = Set(originsGoneSince.filter { now.monotonic - $0.value >= settings.pruneAfter }.keys)
+            if !prunable.isEmpty { log.prune(departed: prunable, liveDigests: peers.values.map(\.digest)) }
         }
     }
 
     /// When the playback side next needs a tick.
     func playbackWake(now: Timestamp) -> MonotonicInstant? {
         var due = player.nextEvent(now: now)
+        if let since = followDeferredSince {
+            let giveUp = max(since + settings.historyCatchUpMax, now.monotonic + .milliseconds(1))
+            due = due.map { min($0, giveUp) } ?? giveUp
+        }
         if let coordination, !coordination.decided {
             let wall =
                 coordination.requestedAt + settings.startDeadline
                 + (coordination.trigger.origin == member ? .zero : settings.startFallbackGrace)
-            let instant = now.monotonic + (wall - now.wall)
-            due = due.map { min($0, instant) } ?? instant
+            // Once past, the deadline needs no wake of its own: every tick checks the decision again
+            // (a wake in the past would spin).
+            if wall > now.wall {
+                let instant = now.monotonic + (wall - now.wall)
+                due = due.map { min($0, instant) } ?? instant
+            }
         }
         return due
     }

@@ -63,6 +63,20 @@ public struct Instance: Sendable {
         didSet { if deliveries.count > settings.deliveriesRecordedMax { deliveries.removeFirst(deliveries.count / 2) } }
     }
     var nackSentAt: [PeerID: MonotonicInstant] = [:]
+    /// Set while repaired history is still arriving (this agent is behind a peer's digest): the
+    /// player follows the final state once caught up, instead of replaying each change. Holds
+    /// when the wait began; it is given up after `Settings.historyCatchUpMax`.
+    var followDeferredSince: MonotonicInstant?
+    /// Origins in the log that are not live members, with when they were first seen gone.
+    var originsGoneSince: [Member: MonotonicInstant] = [:]
+    /// Commands whose sender's clock offset is not known yet, by sender, with their arrival:
+    /// their times cannot be interpreted until it is. At most `Settings.commandsAwaitingClockMax`.
+    var awaitingClock: [PeerID: [(envelope: CommandEnvelope, sender: Member, source: Endpoint, at: MonotonicInstant)]] =
+        [:]
+    /// Clock estimators of peers that left the table, by id (the clock belongs to the machine):
+    /// restored if the peer comes back. At most `Settings.retiredClocksMax`.
+    var retiredClocks: [PeerID: OffsetEstimator] = [:]
+    var retiredClockOrder: [PeerID] = []
     /// Memberships that ended gracefully or were replaced, with when to forget them. At most
     /// `Settings.departedMax`.
     private var departed: [Member: MonotonicInstant] = [:]
@@ -282,6 +296,7 @@ public struct Instance: Sendable {
                 }
                 peers[sender.id] = record
                 heard(sender, at: receivedAt.monotonic, into: &out)
+                releaseCommandsAwaitingClock(of: sender.id, now: now, into: &out)
             case .failure(let rejection):
                 peers[sender.id] = record
                 reportDrop(.implausibleProbeReply, detail: rejection.rawValue, from: source, into: &out)
@@ -331,6 +346,10 @@ public struct Instance: Sendable {
             return false
         }
         var record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt, settings: settings)
+        if let clock = retiredClocks.removeValue(forKey: sender.id) {
+            record.clock = clock
+            retiredClockOrder.removeAll { $0 == sender.id }
+        }
         out.append(.emit(.peerJoined(record.info(now: heardAt))))
         sendProbe(to: &record, now: now, into: &out)  // the clock-sync burst starts at once
         peers[sender.id] = record
@@ -361,6 +380,14 @@ public struct Instance: Sendable {
         _ record: PeerRecord, because reason: PeerDeparture, now: MonotonicInstant, into out: inout [Directive]
     ) {
         peers[record.member.id] = nil
+        if record.clock.sampleCount > 0 {
+            retiredClocks[record.member.id] = record.clock
+            retiredClockOrder.removeAll { $0 == record.member.id }
+            retiredClockOrder.append(record.member.id)
+            if retiredClockOrder.count > settings.retiredClocksMax {
+                retiredClocks[retiredClockOrder.removeFirst()] = nil
+            }
+        }
         // A membership that ended for sure is remembered, so that its reordered datagrams cannot
         // bring it back. One that merely went silent is not: if it is heard again (a partition
         // healed), it is alive and rejoins the table.

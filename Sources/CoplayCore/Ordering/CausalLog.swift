@@ -66,16 +66,17 @@ public struct CausalLog: Sendable {
             receipt.wasDuplicate = true
             return receipt
         }
-        if pruned[dot.origin] != nil {  // the origin came back (a healed partition): track it again
-            delivered[dot.origin] = pruned.removeValue(forKey: dot.origin)!
-            prunedOrder.removeAll { $0 == dot.origin }
-        }
-        guard pending.count < pendingMax else {
+        if isDeliverable(envelope) {
+            deliver(envelope)
+            receipt.delivered.append(envelope)
+        } else if pending.count < pendingMax {
+            pending[dot] = envelope
+        } else {
+            // Full: drop it (it will be asked for again); a deliverable one never waits here.
             receipt.wasDropped = true
             receipt.missing = missing()
             return receipt
         }
-        pending[dot] = envelope
         var progress = true
         while progress {
             progress = false
@@ -133,7 +134,15 @@ public struct CausalLog: Sendable {
 
     // MARK: Internals
 
-    private func count(of member: Member) -> UInt32 { max(delivered[member], pruned[member] ?? 0) }
+    /// How many of `member`'s commands have been delivered, whether its entry is in `delivered`
+    /// or was pruned.
+    public func count(of member: Member) -> UInt32 { max(delivered[member], pruned[member] ?? 0) }
+
+    /// Whether this log has delivered exactly the commands `other` has (pruned entries included).
+    public func hasDeliveredTheSame(as other: CausalLog) -> Bool {
+        let members = Set(delivered.entries.keys).union(other.delivered.entries.keys)
+        return members.allSatisfy { count(of: $0) == other.count(of: $0) }
+    }
 
     private func isDeliverable(_ envelope: CommandEnvelope) -> Bool {
         guard envelope.dot.counter == count(of: envelope.dot.origin) + 1 else { return false }
@@ -143,6 +152,10 @@ public struct CausalLog: Sendable {
     }
 
     private mutating func deliver(_ envelope: CommandEnvelope) {
+        // An origin that was pruned and speaks again (a healed partition) is tracked again.
+        if pruned.removeValue(forKey: envelope.dot.origin) != nil {
+            prunedOrder.removeAll { $0 == envelope.dot.origin }
+        }
         delivered[envelope.dot.origin] = envelope.dot.counter
         lamport = max(lamport, envelope.lamport)
         store[envelope.dot] = envelope

@@ -1,0 +1,213 @@
+import CoplayCore
+
+/// A seeded coordinated-playback scenario: 3 to 6 agents share an item and issue random
+/// transport commands (some concurrent, some for another item) on a lossy, duplicating,
+/// reordering network with a healing partition and a crash (and restart). After quiescence it
+/// checks that every live agent holds the same log and the same group state for every item,
+/// that players on the same item agree, that delivery was causal and exactly-once, and that no
+/// command was applied to a non-matching item.
+public struct PlaybackScenario: Sendable {
+    public struct Outcome: Sendable {
+        public var seed: UInt64
+        public var failures: [String] = []
+        public var commandsIssued = 0
+        public var commandsDelivered = 0
+        /// Largest position difference between players of the same item at the end, in seconds.
+        public var positionSpreadSeconds = 0.0
+        public var summary = ""
+    }
+
+    public let seed: UInt64
+    /// When set, the run ends by printing this node's deliveries and events (to study a seed).
+    public var traceNode: Int?
+    public init(seed: UInt64, traceNode: Int? = nil) {
+        self.seed = seed
+        self.traceNode = traceNode
+    }
+
+    /// How far apart two players on the same item may be at the end.
+    public static let positionToleranceSeconds = 0.002
+
+    public func run() -> Outcome {
+        var random = SplitMix64(seed: seed)
+        var outcome = Outcome(seed: seed)
+        let nodeCount = 3 + Int(random.next() % 4)
+        let clocks = (0..<nodeCount).map { _ in
+            SimulatedClock(
+                offsetNanos: Int64(random.nextUnit() * 1e9) - 500_000_000, driftPPM: random.nextUnit() * 100 - 50,
+                monotonicOriginNanos: Int64(random.next() % 1_000_000_000_000))
+        }
+        let conditions = NetworkConditions(
+            lossProbability: random.nextUnit() * 0.2, duplicationProbability: random.nextUnit() * 0.1,
+            baseDelay: .microseconds(50 + Int64(random.next() % 250)),
+            jitterMean: .microseconds(5 + Int64(random.next() % 95)))
+        var settings = Settings()
+        settings.recordsDeliveries = true
+        var simulation = Simulation(seed: seed, clocks: clocks, settings: settings, conditions: conditions)
+        func at(_ seconds: Double) -> Int64 { Int64(seconds * 1e9) }
+        for node in 0..<nodeCount { simulation.schedule(.start(node: node), at: Int64(random.next() % 500_000_000)) }
+        let buffer = Double(random.next() % 4) * 0.1
+        simulation.schedule(
+            .command(
+                node: 0,
+                .share(
+                    Activity(url: "https://example.com/a.mp4", itemID: "A"), durationSeconds: nil, bufferSeconds: buffer
+                )),
+            at: at(1))
+
+        // Faults: a partition that heals, and a crash (sometimes followed by a restart).
+        var crashed: Int?
+        if random.next() % 2 == 0 {
+            let start = at(2 + random.nextUnit() * 3)
+            let cut = 1 + Int(random.next() % UInt64(nodeCount - 1))
+            simulation.schedule(.partition([Array(0..<cut), Array(cut..<nodeCount)]), at: start)
+            simulation.schedule(.heal, at: start + at(0.5 + random.nextUnit() * 2))
+        }
+        if random.next() % 2 == 0 {
+            let node = 1 + Int(random.next() % UInt64(nodeCount - 1))
+            let when = at(2 + random.nextUnit() * 4)
+            simulation.schedule(.crash(node: node), at: when)
+            if random.next() % 2 == 0 {
+                simulation.schedule(.start(node: node), at: when + at(0.3 + random.nextUnit() * 2))
+            } else {
+                crashed = node
+            }
+        }
+        // Commands between 1.5 s and 8 s, from random agents; some in concurrent pairs.
+        var time = 1.5
+        while true {
+            time += 0.1 + random.nextUnit() * 0.8
+            if time >= 8 { break }
+            let node = Int(random.next() % UInt64(nodeCount))
+            let command: ConsoleCommand
+            switch random.next() % 10 {
+            case 0, 1: command = .play(rate: [1, 1, 1.5, 2][Int(random.next() % 4)])
+            case 2, 3: command = .pause
+            case 4: command = .seek(seconds: Double(random.next() % 600))
+            case 5: command = .playNow(rate: 1)
+            case 6: command = .rate([0.5, 1, 2][Int(random.next() % 3)])
+            case 7: command = .load(LoadedItem(id: "B", url: "https://example.com/b.mp4"))  // local only: a mismatch
+            case 8: command = .load(LoadedItem(id: "A", url: "https://example.com/a.mp4", bufferSeconds: buffer))
+            default: command = .pause
+            }
+            simulation.schedule(.command(node: node, command), at: at(time))
+            outcome.commandsIssued += 1
+            if random.next() % 5 == 0 {  // a concurrent command from another agent, within a millisecond
+                let other = (node + 1 + Int(random.next() % UInt64(nodeCount - 1))) % nodeCount
+                simulation.schedule(
+                    .command(node: other, .play(rate: 1)), at: at(time) + Int64(random.next() % 1_000_000))
+                outcome.commandsIssued += 1
+            }
+        }
+        // Everyone returns to item A at the end, so that players can be compared.
+        for node in 0..<nodeCount {
+            simulation.schedule(
+                .command(
+                    node: node, .load(LoadedItem(id: "A", url: "https://example.com/a.mp4", bufferSeconds: buffer))),
+                at: at(8.5))
+        }
+        guard simulation.run(until: at(16)) else {
+            outcome.failures.append("the event budget ran out: a livelock")
+            return outcome
+        }
+        check(simulation, crashed: crashed, into: &outcome)
+        if let traceNode, let instance = simulation.nodes[traceNode].instance {
+            for envelope in instance.deliveries {
+                print("delivered \(envelope.dot) lamport \(envelope.lamport) \(envelope.command.operation.name)")
+            }
+            for entry in simulation.nodes[traceNode].events { print("\(Double(entry.atNanos) / 1e9) \(entry.event)") }
+        }
+        outcome.summary =
+            "\(nodeCount) agents, loss \(Int(conditions.lossProbability * 100))%, dup \(Int(conditions.duplicationProbability * 100))%, "
+            + "\(outcome.commandsIssued) commands, \(simulation.datagramsSent) datagrams"
+        return outcome
+    }
+
+    private func check(_ simulation: Simulation, crashed: Int?, into outcome: inout Outcome) {
+        let live = simulation.liveIndices
+        guard let first = live.first, let reference = simulation.nodes[first].instance else {
+            outcome.failures.append("no live agent at the end")
+            return
+        }
+        if live.count != simulation.nodes.count - (crashed == nil ? 0 : 1) {
+            outcome.failures.append("only \(live.count) agents live at the end")
+        }
+        let trueNow = simulation.nowNanos
+        outcome.commandsDelivered = reference.log.delivered.entries.values.reduce(0) { $0 + Int($1) }
+        for index in live {
+            guard let instance = simulation.nodes[index].instance else { continue }
+            // 1. The same log and the same group state everywhere.
+            if !instance.log.hasDeliveredTheSame(as: reference.log) {
+                outcome.failures.append(
+                    "node\(index) delivered \(instance.log.delivered), node\(first) \(reference.log.delivered)")
+            }
+            if instance.activity?.dot != reference.activity?.dot {
+                outcome.failures.append("node\(index)'s activity differs from node\(first)'s")
+            }
+            for (item, state) in reference.items {
+                guard let mine = instance.items[item] else {
+                    outcome.failures.append("node\(index) has no group state for \(item)")
+                    continue
+                }
+                if mine.winner.dot != state.winner.dot {
+                    outcome.failures.append(
+                        "node\(index)'s \(item) state is \(mine.winner.dot), node\(first)'s \(state.winner.dot)")
+                }
+            }
+            // 2. Causal, exactly-once delivery.
+            var seen = VectorClock()
+            var dots = Set<Dot>()
+            for envelope in instance.deliveries {
+                if !dots.insert(envelope.dot).inserted {
+                    outcome.failures.append("node\(index) delivered \(envelope.dot) twice")
+                }
+                if envelope.dot.counter != seen[envelope.dot.origin] + 1 {
+                    outcome.failures.append(
+                        "node\(index) delivered \(envelope.dot) after #\(seen[envelope.dot.origin])")
+                }
+                for (member, needed) in envelope.dependencies.entries where seen[member] < needed {
+                    outcome.failures.append(
+                        "node\(index) delivered \(envelope.dot) before its dependency \(member)#\(needed)")
+                }
+                seen[envelope.dot.origin] = envelope.dot.counter
+            }
+            // 3. No command applied to another item than the current one.
+            var current: String?
+            for entry in simulation.nodes[index].events {
+                switch entry.event {
+                case .itemChanged(let report): current = report.item.id
+                case .session: current = nil
+                case .playing(let report), .paused(let report), .waiting(let report):
+                    if report.reason != "ended", report.item != current {
+                        outcome.failures.append(
+                            "node\(index) applied \(report.dot) for \(report.item) while on \(current ?? "nothing")")
+                    }
+                default: break
+                }
+            }
+        }
+        if !outcome.failures.isEmpty { return }
+        // 4. Players on item A agree with each other and with the group state.
+        guard let group = reference.items["A"] else { return }
+        var positions: [Double] = []
+        for index in live {
+            guard let instance = simulation.nodes[index].instance, instance.player.item?.id == "A" else {
+                outcome.failures.append("node\(index) is not on item A at the end")
+                continue
+            }
+            if instance.catchingUp { outcome.failures.append("node\(index) is still catching up at the end") }
+            let now = simulation.nodes[index].clock.timestamp(atTrue: trueNow)
+            positions.append(instance.player.position(at: now))
+            if abs(instance.player.rate - group.timeline.rate) > 1e-9 {
+                outcome.failures.append(
+                    "node\(index) plays at \(instance.player.rate), the group at \(group.timeline.rate)")
+            }
+        }
+        if let low = positions.min(), let high = positions.max() {
+            outcome.positionSpreadSeconds = high - low
+            if high - low > Self.positionToleranceSeconds {
+                outcome.failures.append("players on A are \(Int((high - low) * 1e6)) µs apart: \(positions)")
+            }
+        }
+    }
+}
