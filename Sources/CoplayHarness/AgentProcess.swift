@@ -88,7 +88,9 @@ public final class AgentProcess: @unchecked Sendable {
         return stderrLines
     }
 
-    /// The first event, at or after index `from`, that satisfies `predicate`, waiting up to `timeout`.
+    /// The first event, at or after index `from`, that satisfies `predicate`, waiting up to
+    /// `timeout`. The predicate runs under this agent's lock, once per event: it must not call
+    /// back into the agent.
     public func waitForEvent(from: Int = 0, timeout: Duration, where predicate: (AgentEvent) -> Bool) -> AgentEvent? {
         let deadline = Date().addingTimeInterval(
             Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)

@@ -31,10 +31,12 @@ public enum Benchmarks {
             case "membership": try membership(options, common: common)
             case "clock": try clock(options, common: common)
             case "overhead": try overhead(options, common: common)
+            case "sync": try sync(options, common: common)
             default:
                 try membership(options, common: common)
                 try clock(options, common: common)
                 try overhead(options, common: common)
+                try sync(options, common: common)
             }
         } catch {
             print("bench failed: \(error)")
@@ -236,6 +238,103 @@ public enum Benchmarks {
         )
         print("  CPU per agent:  \(Distribution(cpu).summary(unit: "% of a core", decimals: 2))")
         print("  RSS per agent:  \(Distribution(rss).summary(unit: "MiB", decimals: 1))")
+    }
+
+    /// Sync error after coordinated starts, and how fast a pause reaches every agent.
+    static func sync(_ options: Options, common: [String]) throws {
+        let count = options.agents
+        let skews: [Int64] = (0..<count).map { count == 1 ? 0 : Int64(-500 + 1000 * $0 / (count - 1)) }
+        let agents = try (0..<count).map {
+            try start(options, name: "sync\($0)", common + ["--clock-skew-ms", String(skews[$0])])
+        }
+        for agent in agents { _ = try joined(agent) }
+        for agent in agents {
+            var synced = 0
+            // (The predicate sees each event once, under the agent's lock: it must not call back into the agent.)
+            let done = agent.waitForEvent(timeout: .seconds(10)) { event in
+                if event.name == "clock-synced" { synced += 1 }
+                return synced >= count - 1
+            }
+            guard done != nil else { throw BenchError(description: "\(agent.name) did not sync with everyone") }
+        }
+        agents[0].send("share https://example.com/bench.mp4 id=bench")
+        for agent in agents {
+            guard agent.waitForEvent(timeout: .seconds(5), where: { $0.name == "item-changed" }) != nil else {
+                throw BenchError(description: "\(agent.name) never loaded the shared item")
+            }
+        }
+        var spreads: [Double] = []
+        var pairwise: [Double] = []
+        var propagation: [Double] = []
+        var allApplied: [Double] = []
+        for round in 0..<options.rounds {
+            let marks = agents.map { $0.allEvents.count }
+            agents[round % count].send("play")
+            for (index, agent) in agents.enumerated() {
+                guard
+                    agent.waitForEvent(from: marks[index], timeout: .seconds(6), where: { $0.name == "playing" }) != nil
+                else {
+                    throw BenchError(description: "\(agent.name) did not start in round \(round)")
+                }
+            }
+            usleep(300_000)
+            // Positions from each agent's own status, extrapolated to one true instant.
+            var samples: [(position: Double, rate: Double, at: Int64)] = []
+            for agent in agents {
+                guard let status = agent.status(), let position = (status["position"] as? NSNumber)?.doubleValue,
+                    let rate = (status["rate"] as? NSNumber)?.doubleValue,
+                    let at = (status["sampledAtUnixNanos"] as? NSNumber)?.int64Value
+                else { throw BenchError(description: "\(agent.name) gave no status") }
+                samples.append((position, rate, at))
+            }
+            let instant = samples.map(\.at).max() ?? 0
+            let positions = samples.map { $0.position + $0.rate * Double(instant - $0.at) / 1e9 }
+            spreads.append(((positions.max() ?? 0) - (positions.min() ?? 0)) * 1000)
+            for first in positions.indices {
+                for second in positions.indices where second > first {
+                    pairwise.append(abs(positions[first] - positions[second]) * 1000)
+                }
+            }
+
+            let pauseMarks = agents.map { $0.allEvents.count }
+            let originator = agents[(round + 1) % count]
+            originator.send("pause")
+            guard
+                let applied = originator.waitForEvent(
+                    from: pauseMarks[(round + 1) % count], timeout: .seconds(3), where: { $0.name == "paused" })
+            else {
+                throw BenchError(description: "\(originator.name) did not pause")
+            }
+            var latest = applied.atUnixNanos
+            for (index, agent) in agents.enumerated() where agent !== originator {
+                guard
+                    let paused = agent.waitForEvent(
+                        from: pauseMarks[index], timeout: .seconds(3), where: { $0.name == "paused" })
+                else {
+                    throw BenchError(description: "\(agent.name) never paused in round \(round)")
+                }
+                propagation.append(millis(applied.atUnixNanos, paused.atUnixNanos))
+                latest = max(latest, paused.atUnixNanos)
+            }
+            allApplied.append(millis(applied.atUnixNanos, latest))
+        }
+        for agent in agents { agent.closeInput() }
+        for agent in agents { _ = agent.waitForExit(timeout: .seconds(2)) }
+        print(
+            "coordinated playback (\(count) agents skewed \(skews.map { "\($0)" }.joined(separator: "/")) ms, \(options.rounds) rounds):"
+        )
+        print(
+            "  sync error 300 ms after each start, largest difference between any two agents: \(Distribution(spreads).summary(unit: "ms"))"
+        )
+        print(
+            "  sync error, every pair of agents:                                          \(Distribution(pairwise).summary(unit: "ms"))"
+        )
+        print(
+            "  pause propagation (originator applies it -> each other agent applies it):    \(Distribution(propagation).summary(unit: "ms"))"
+        )
+        print(
+            "  pause applied on all \(count) agents:                                          \(Distribution(allApplied).summary(unit: "ms"))"
+        )
     }
 
     static func cpuTicks(_ pid: Int32) -> Int64 {

@@ -5,10 +5,11 @@ import Foundation
 let usage = """
     coplay-bench — measure coplay agents on loopback and print figures
 
-    Usage: coplay-bench membership|clock|overhead|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
+    Usage: coplay-bench membership|clock|overhead|sync|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
+      sync        sync error after coordinated starts among N skewed agents, and pause propagation, R rounds
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
     Build in release mode for meaningful figures: swift build -c release
@@ -24,7 +25,7 @@ guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     print(usage)
     exit(0)
 }
-guard ["membership", "clock", "overhead", "all"].contains(kind) else { fail("unknown measurement '\(kind)'") }
+guard ["membership", "clock", "overhead", "sync", "all"].contains(kind) else { fail("unknown measurement '\(kind)'") }
 let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
 var options = Benchmarks.Options(
     kind: kind, rounds: 10, agents: 4, seconds: 10,

@@ -148,6 +148,18 @@ import Testing
         #expect(agent.waitForExit(timeout: .seconds(5)) == 0, "SIGINT leaves gracefully")
     }
 
+    @Test func demo_runsTheScriptedSessionAndLeavesNothingRunning() throws {
+        let (status, output) = try Locations.run(coplay, ["demo"])
+        #expect(status == 0, "\(output.suffix(2000))")
+        #expect(output.contains("dave   item-changed bbb (share), adopting the group's state"))
+        #expect(output.contains("every agent resolved them the same way: yes"))
+        #expect(output.contains("all agents stopped; nothing is left running."))
+        // The demo measures sync error; on loopback it is far under a millisecond.
+        let worst = output.split(separator: "\n").first { $0.hasPrefix("sync error between agents") }?
+            .split(separator: " ").dropLast().last.flatMap { Double($0) }
+        #expect((worst ?? 99) < 1, "worst sync error \(worst ?? -1) ms")
+    }
+
     @Test func badFlag_exitsTwoWithTheProblemAndTheHint() throws {
         let (status, output) = try Locations.run(coplay, ["--interface"])
         #expect(status == 2)
@@ -156,5 +168,95 @@ import Testing
             coplay, ["--interface", "no-such-if0", "--group", "239.255.77.1:\(privatePort(1))"])
         #expect(unknownStatus == 1)
         #expect(unknownOutput.contains("no interface named or addressed 'no-such-if0'"))
+    }
+}
+
+/// Real agents on a lossy network: `nft` in each namespace drops 20% of incoming UDP.
+@Suite(.serialized) struct LossyNetworkTests {
+    @Test(.enabled(if: isRoot && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft"), "needs root and nft"))
+    func threeAgents_withTwentyPercentLoss_convergeOnOneState() throws {
+        try withLAN(hosts: 3) { prefix in
+            for host in 1...3 {
+                let rules = """
+                    table inet coplayloss {
+                      counter dropped { }
+                      chain input {
+                        type filter hook input priority 0; policy accept;
+                        meta l4proto udp numgen random mod 100 < 20 counter name dropped drop
+                      }
+                    }
+                    """
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "coplay-nft-\(getpid())-\(host).nft")
+                try rules.write(to: file, atomically: true, encoding: .utf8)
+                defer { try? FileManager.default.removeItem(at: file) }
+                let (status, output) = try Locations.run(
+                    "/usr/sbin/ip", ["netns", "exec", "\(prefix)-h\(host)", "nft", "-f", file.path])
+                #expect(status == 0, "nft: \(output)")
+            }
+            let agents = try (1...3).map { host in
+                try AgentProcess(
+                    executable: coplay, name: "lossy\(host)", arguments: ["--interface", "eth0", "--session", "lossy"],
+                    namespace: "\(prefix)-h\(host)")
+            }
+            for agent in agents {
+                var seen = 0
+                let ready = agent.waitForEvent(timeout: .seconds(15)) { event in
+                    if event.name == "clock-synced" { seen += 1 }
+                    return seen >= 2
+                }
+                #expect(ready != nil, "\(agent.name) never synced with both others")
+            }
+            agents[0].send("share https://example.com/lossy.mp4 id=lossy")
+            usleep(700_000)
+            agents[1].send("play")
+            usleep(1_500_000)
+            agents[2].send("seek 60")
+            usleep(1_500_000)
+            agents[1].send("pause")
+            // Repair (digests every 500 ms, nacks) must bring everyone to the same state.
+            var statuses: [AgentEvent] = []
+            for _ in 0..<40 {
+                usleep(250_000)
+                statuses = agents.compactMap { $0.status() }
+                let delivered = Set(
+                    statuses.compactMap {
+                        (($0["counters"] as? [String: Any])?["commandsDelivered"] as? NSNumber)?.intValue
+                    })
+                let positions = statuses.compactMap { ($0["position"] as? NSNumber)?.doubleValue }
+                if statuses.count == 3, delivered.count == 1,
+                    statuses.allSatisfy({ ($0["rate"] as? NSNumber)?.doubleValue == 0 }),
+                    let low = positions.min(), let high = positions.max(), high - low < 0.001
+                {
+                    break
+                }
+            }
+            #expect(statuses.count == 3)
+            for status in statuses {
+                #expect(status["item"] as? String == "lossy")
+                #expect((status["rate"] as? NSNumber)?.doubleValue == 0, "\(status)")
+            }
+            let positions = statuses.compactMap { ($0["position"] as? NSNumber)?.doubleValue }
+            #expect((positions.max() ?? 0) - (positions.min() ?? 1) < 0.001, "paused positions differ: \(positions)")
+            #expect((positions.min() ?? 0) >= 60, "the seek to 60 s was applied everywhere: \(positions)")
+            let delivered = statuses.compactMap {
+                (($0["counters"] as? [String: Any])?["commandsDelivered"] as? NSNumber)?.intValue
+            }
+            #expect(Set(delivered).count == 1, "every agent delivered the same commands: \(delivered)")
+            // The loss was real.
+            let (_, counters) = try Locations.run(
+                "/usr/sbin/ip",
+                ["netns", "exec", "\(prefix)-h1", "nft", "list", "counter", "inet", "coplayloss", "dropped"])
+            let dropped =
+                counters.split(whereSeparator: \.isWhitespace).drop { $0 != "packets" }.dropFirst().first.flatMap {
+                    Int($0)
+                } ?? 0
+            #expect(dropped > 10, "nft dropped only \(dropped) packets: \(counters)")
+            print(
+                "lossy network: nft dropped \(dropped) UDP packets arriving at host 1; all 3 agents delivered \(delivered.first ?? 0) commands and paused at \(positions.first ?? 0) s"
+            )
+            for agent in agents { agent.closeInput() }
+            for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
+        }
     }
 }
