@@ -194,8 +194,9 @@ public enum Demo {
         case .activityChanged, .itemChanged, .waiting, .playing, .paused, .timeJumped, .commandIgnored, .suspension,
             .session, .commandError:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first
-        case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .clockSynced, .status, .peers, .help:
-            return nil
+        case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .clockSynced, .status, .peers, .help,
+            .rateChanged:
+            return nil  // (rate-changed repeats what playing and paused already say)
         }
     }
 }

@@ -51,6 +51,7 @@ public struct EventFormatter: Sendable {
         case .playing: "playing"
         case .paused: "paused"
         case .timeJumped: "time-jumped"
+        case .rateChanged: "rate-changed"
         case .commandIgnored: "command-ignored"
         case .suspension(let report): report.began ? "suspension-began" : "suspension-ended"
         }
@@ -112,7 +113,8 @@ public struct EventFormatter: Sendable {
             if let duration = report.item.durationSeconds { fields.append(("duration", .double(duration))) }
             fields.append(("buffer", .double(report.item.bufferSeconds)))
             return fields
-        case .waiting(let report), .playing(let report), .paused(let report), .timeJumped(let report):
+        case .waiting(let report), .playing(let report), .paused(let report), .timeJumped(let report),
+            .rateChanged(let report):
             return [
                 ("item", .string(report.item)), ("rate", .double(report.rate)),
                 ("position", .double(Self.rounded(report.position))),
@@ -243,6 +245,10 @@ public struct EventFormatter: Sendable {
         case .paused(let report):
             return [
                 "paused \(report.item) position=\(String(format3: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+            ]
+        case .rateChanged(let report):
+            return [
+                "rate-changed \(report.item) to \(report.rate) reason=\(report.reason) by \(Self.who(report.originator))"
             ]
         case .timeJumped(let report):
             return [

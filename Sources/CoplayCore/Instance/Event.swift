@@ -32,6 +32,8 @@ public enum Event: Hashable, Sendable {
     case paused(PlaybackReport)
     /// The position jumped (a seek, a snap to the originator's pause time, a catch-up).
     case timeJumped(PlaybackReport)
+    /// The player's rate changed (to 0 when pausing or waiting), and why.
+    case rateChanged(PlaybackReport)
     /// A command was for another item than the current one: kept as that item's group state.
     case commandIgnored(IgnoredCommand)
     /// A suspension began or ended (`stallRecovery` here).

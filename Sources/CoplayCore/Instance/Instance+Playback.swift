@@ -267,10 +267,17 @@ extension Instance {
     ) {
         guard let item = player.item else { return }
         let before = player.position(at: now)
+        let rateBefore = player.rate
         let who = originator(cause.dot.origin)
         func report(_ rate: Double, _ position: Double, _ reason: String) -> PlaybackReport {
             PlaybackReport(
                 item: item.id, rate: rate, position: position, originator: who, reason: reason, dot: cause.dot)
+        }
+        defer {
+            if player.rate != rateBefore {
+                out.append(
+                    .emit(.rateChanged(report(player.rate, player.position(at: now), cause.command.operation.name))))
+            }
         }
         switch timeline {
         case .paused(let position):

@@ -1,0 +1,130 @@
+import CoplayCore
+import CoplaySimulation
+import Testing
+
+/// The coordination rules, each shown on a small deterministic simulation with a perfect network
+/// and clocks 300 ms apart.
+@Suite struct CoordinationTests {
+    let item = LoadedItem(id: "movie", url: "https://example.com/movie.mp4")
+
+    func twoAgents() -> Simulation {
+        var simulation = Simulation(
+            seed: 1, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 300_000_000, driftPPM: 20)])
+        simulation.schedule(.start(node: 0), at: 0)
+        simulation.schedule(.start(node: 1), at: 10_000_000)
+        simulation.run(until: 1_000_000_000)
+        return simulation
+    }
+
+    func share(_ simulation: inout Simulation, from node: Int, buffer: Double = 0) {
+        simulation.schedule(
+            .command(
+                node: node,
+                .share(Activity(url: item.url, itemID: item.id), durationSeconds: nil, bufferSeconds: buffer)),
+            after: .zero)
+        _ = simulation.run(for: .milliseconds(200))
+    }
+
+    func position(_ simulation: Simulation, _ node: Int) -> Double {
+        let instance = simulation.nodes[node].instance!
+        return instance.player.position(at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
+    }
+
+    func events(_ simulation: Simulation, _ node: Int) -> [(atNanos: Int64, event: Event)] {
+        simulation.nodes[node].events
+    }
+
+    @Test func play_waitsForTheSlowestToBeReady_thenBothStartAtOneInstant() throws {
+        var simulation = twoAgents()
+        share(&simulation, from: 0, buffer: 0.5)  // node 0 needs half a second to buffer
+        simulation.schedule(.command(node: 1, .play(rate: 1)), after: .zero)
+        _ = simulation.run(for: .seconds(2))
+        let starts = try (0..<2).map { node in
+            try #require(events(simulation, node).first { if case .playing = $0.event { true } else { false } })
+        }
+        let waits = try (0..<2).map { node in
+            try #require(events(simulation, node).first { if case .waiting = $0.event { true } else { false } })
+        }
+        // Node 1 asked; everyone waited for node 0's buffer before the start was decided.
+        #expect(starts[0].atNanos - waits[1].atNanos >= 500_000_000)
+        // Both players are at the same position at the same true instant, despite 300 ms of skew.
+        #expect(abs(position(simulation, 0) - position(simulation, 1)) < 0.000_2)
+        #expect(simulation.nodes[0].instance!.player.rate == 1 && simulation.nodes[1].instance!.player.rate == 1)
+    }
+
+    @Test func commandForAnotherItem_isKeptAsThatItemsState_andAdoptedOnLoad() throws {
+        var simulation = twoAgents()
+        share(&simulation, from: 0)
+        simulation.schedule(
+            .command(node: 1, .load(LoadedItem(id: "other", url: "https://example.com/other.mp4"))), after: .zero)
+        simulation.schedule(.command(node: 0, .seek(seconds: 42)), after: .milliseconds(100))
+        _ = simulation.run(for: .milliseconds(500))
+        let ignored = events(simulation, 1).compactMap {
+            if case .commandIgnored(let ignored) = $0.event { ignored } else { nil }
+        }
+        #expect(ignored.map(\.commandItem) == ["movie"])
+        #expect(ignored.first?.currentItem == "other")
+        #expect(position(simulation, 1) == 0, "not applied to the other item")
+        simulation.schedule(.command(node: 1, .load(item)), after: .zero)
+        _ = simulation.run(for: .milliseconds(100))
+        let adopted = events(simulation, 1).compactMap {
+            if case .itemChanged(let report) = $0.event { report } else { nil }
+        }.last
+        #expect(adopted?.adoptedGroupState == true)
+        #expect(position(simulation, 1) == 42)
+    }
+
+    @Test func pause_snapsEveryoneToTheOriginatorsMediaTime() {
+        var simulation = twoAgents()
+        share(&simulation, from: 0)
+        simulation.schedule(.command(node: 0, .playNow(rate: 1)), after: .zero)
+        simulation.schedule(.command(node: 1, .pause), after: .milliseconds(1500))
+        _ = simulation.run(for: .seconds(2))
+        let paused = simulation.nodes[1].instance!.items["movie"]!.timeline
+        guard case .paused(let at) = paused else {
+            Issue.record("not paused: \(paused)")
+            return
+        }
+        #expect(position(simulation, 0) == at && position(simulation, 1) == at)
+    }
+
+    @Test func participantNotReadyByTheDeadline_isLeftBehindThenCatchesUpInStallRecovery() throws {
+        var simulation = twoAgents()
+        share(&simulation, from: 0)
+        // Node 1 loads the item with a 5 s buffer: far past the 3 s start deadline.
+        simulation.schedule(
+            .command(node: 1, .load(LoadedItem(id: item.id, url: item.url, bufferSeconds: 5))), after: .zero)
+        _ = simulation.run(for: .milliseconds(50))
+        simulation.schedule(.command(node: 0, .play(rate: 1)), after: .zero)
+        _ = simulation.run(for: .seconds(4))
+        #expect(simulation.nodes[0].instance!.player.rate == 1, "node 0 started without node 1 after the deadline")
+        #expect(simulation.nodes[1].instance!.catchingUp)
+        let began = events(simulation, 1).contains {
+            if case .suspension(let report) = $0.event {
+                report.began && report.reason == "stallRecovery"
+            } else {
+                false
+            }
+        }
+        #expect(began)
+        _ = simulation.run(for: .seconds(8))
+        #expect(!simulation.nodes[1].instance!.catchingUp, "caught up and rejoined by itself")
+        #expect(abs(position(simulation, 0) - position(simulation, 1)) < 0.000_2)
+    }
+
+    @Test func sharingTheCurrentActivityAgain_isNotReshared() {
+        var simulation = twoAgents()
+        share(&simulation, from: 0)
+        let before = simulation.nodes[1].instance!.counters.commandsDelivered
+        share(&simulation, from: 1)
+        #expect(simulation.nodes[1].instance!.counters.commandsDelivered == before)
+        #expect(
+            simulation.nodes[1].events.contains {
+                if case .commandError(let error) = $0.event {
+                    error.message.contains("already the group's activity")
+                } else {
+                    false
+                }
+            })
+    }
+}
