@@ -61,6 +61,9 @@ public struct Settings: Sendable, Equatable {
     /// If the deciding agent is silent this long past the deadline, the lowest-id waiting
     /// participant decides instead.
     public var startFallbackGrace: Duration = .milliseconds(500)
+    /// A playing player further than this from the group's timeline (as the clocks drift) is
+    /// re-anchored; checked at every tick, at least every heartbeat.
+    public var driftCorrectionThreshold: Duration = .microseconds(100)
     /// A pause snaps everyone to the originator's media time (pauseSnapsToMediaTimeOfOriginator).
     public var pauseSnapsToOriginatorTime = true
     /// A nack to the same peer is sent at most this often.

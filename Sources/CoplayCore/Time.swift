@@ -59,4 +59,7 @@ extension Duration {
 
     /// The duration in (fractional) milliseconds, for reports.
     public var milliseconds: Double { Double(nanoseconds) / 1_000_000 }
+
+    /// The duration in (fractional) seconds.
+    public var seconds: Double { Double(nanoseconds) / 1e9 }
 }

@@ -8,7 +8,9 @@ import Testing
 @Suite(.serialized) struct RealAgentTests {
     @Test(.enabled(if: isRoot, "needs root for network namespaces"))
     func threeAgentsInNamespaces_discoverEachOther_andDetectAKilledOne() throws {
+        var lanName = ""
         try withLAN(hosts: 3) { prefix in
+            lanName = prefix
             let agents = try (1...3).map { host in
                 try AgentProcess(
                     executable: coplay, name: "host\(host)", arguments: ["--interface", "eth0", "--session", "it"],
@@ -51,7 +53,7 @@ import Testing
             for agent in agents[0..<2] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
         }
         let leftovers = try Locations.run("/usr/sbin/ip", ["netns", "list"]).output
-        #expect(!leftovers.contains("cpi\(getpid() % 100_000)-"), "namespaces left behind: \(leftovers)")
+        #expect(!leftovers.contains(lanName + "-"), "namespaces left behind: \(leftovers)")
     }
 
     @Test func agentOnLoopback_answersCommands_countsGarbage_andLeavesOnEndOfInput() throws {

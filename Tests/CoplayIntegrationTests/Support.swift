@@ -1,6 +1,7 @@
 import CoplayHarness
 import Foundation
 import Glibc
+import Synchronization
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
@@ -11,9 +12,20 @@ let isRoot = getuid() == 0
 /// A group port of this test process's own, so concurrent runs do not hear each other.
 func privatePort(_ salt: Int) -> String { String(41_000 + Int(getpid() % 10_000) * 2 + salt) }
 
+private let lansMade = Mutex(0)
+
+/// A name for a new LAN, unique in this process (suites run in parallel): "ci" + pid + a letter.
+func newLANPrefix() -> String {
+    let number = lansMade.withLock { count in
+        count += 1
+        return count
+    }
+    return "ci\(getpid() % 10_000)\(Character(UnicodeScalar(UInt8(96 + number % 26))))"
+}
+
 /// A LAN of network namespaces that exists for the duration of `body` and is always removed.
 func withLAN<T>(hosts: Int, _ body: (_ prefix: String) throws -> T) throws -> T {
-    let prefix = "cpi\(getpid() % 100_000)"
+    let prefix = newLANPrefix()
     let environment = ["LAN_PREFIX": prefix]
     defer { _ = try? Locations.run(lanTool, ["down"], environment: environment) }
     let (status, output) = try Locations.run(lanTool, ["up", String(hosts)], environment: environment)

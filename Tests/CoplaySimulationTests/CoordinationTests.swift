@@ -127,4 +127,25 @@ import Testing
                 }
             })
     }
+
+    @Test func clocksDriftingFiftyPPMApart_stayInSyncForAMinute() {
+        var simulation = Simulation(
+            seed: 3,
+            clocks: [
+                SimulatedClock(offsetNanos: 0, driftPPM: -25), SimulatedClock(offsetNanos: -200_000_000, driftPPM: 25),
+            ])
+        simulation.schedule(.start(node: 0), at: 0)
+        simulation.schedule(.start(node: 1), at: 10_000_000)
+        simulation.run(until: 6_000_000_000)  // long enough for the drift to be estimated
+        share(&simulation, from: 0)
+        simulation.schedule(.command(node: 0, .playNow(rate: 1)), after: .zero)
+        var worst = 0.0
+        for _ in 0..<60 {
+            _ = simulation.run(for: .seconds(1))
+            worst = max(worst, abs(position(simulation, 0) - position(simulation, 1)))
+        }
+        // Uncorrected, 50 ppm is 3 ms after a minute.
+        #expect(worst < 0.000_3, "players drifted \(Int(worst * 1e6)) µs apart")
+        #expect(simulation.nodes[1].instance!.counters.driftCorrections > 0)
+    }
 }

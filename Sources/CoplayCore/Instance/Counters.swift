@@ -69,6 +69,8 @@ public struct Counters: Hashable, Sendable {
     public var commandsSuperseded = 0
     public var duplicateCommands = 0
     public var nacksSent = 0
+    /// Times the player was re-anchored to the group's timeline as the clocks drifted.
+    public var driftCorrections = 0
 
     public init() {}
 

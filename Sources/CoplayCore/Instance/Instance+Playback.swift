@@ -2,7 +2,17 @@
 /// timeline it defines.
 public struct ItemGroupState: Hashable, Sendable {
     public var winner: CommandEnvelope
+    /// The timeline on the local clock, as converted when the command arrived.
     public var timeline: Timeline
+    /// Whose clock the command's times were on, and the offset used to convert them: as that
+    /// clock drifts against ours the timeline is re-mapped (`nil` for this agent's own commands).
+    public var clockSource: ClockSource?
+}
+
+/// The clock a command's times were converted from.
+public struct ClockSource: Hashable, Sendable {
+    public var peer: PeerID
+    public var offsetNanos: Int64
 }
 
 /// A coordinated start or seek in progress for the current item.
@@ -146,6 +156,10 @@ extension Instance {
         var local = envelope
         local.command.operation = envelope.command.operation.shifted(by: -offset)
         let receipt = log.receive(local)
+        if !receipt.wasDuplicate && !receipt.wasDropped {
+            if conversions.count >= settings.pendingCommandsMax { conversions.removeAll() }
+            conversions[envelope.dot] = ClockSource(peer: sender.id, offsetNanos: offset)
+        }
         if receipt.wasDuplicate { counters.duplicateCommands += 1 }
         if receipt.wasDropped { counters.drop(.pendingFull) }
         apply(receipt.delivered, now: now, isHistory: isBehindPeers, into: &out)
@@ -218,6 +232,7 @@ extension Instance {
             counters.commandsDelivered += 1
             if settings.recordsDeliveries { deliveries.append(envelope) }
             let command = envelope.command
+            defer { conversions[envelope.dot] = nil }
             if case .share(let proposed) = command.operation {
                 guard activity.map({ envelope.orderKey > $0.orderKey }) ?? true else { continue }
                 activity = envelope
@@ -231,7 +246,10 @@ extension Instance {
                 counters.commandsSuperseded += 1
                 continue  // a concurrent command that loses to the one in force: nothing changes
             }
-            remember(ItemGroupState(winner: envelope, timeline: timeline), for: command.item)
+            remember(
+                ItemGroupState(
+                    winner: envelope, timeline: timeline, clockSource: conversions.removeValue(forKey: envelope.dot)),
+                for: command.item)
             if incomingItem == command.item {
                 currentItemChanged = true
             } else if !isHistory && followDeferredSince == nil {  // history is adopted, not reported
@@ -257,8 +275,32 @@ extension Instance {
                 now: now, into: &out)
         } else if currentItemChanged, let item = player.item, let group = items[item.id] {
             counters.commandsApplied += 1
-            follow(group.timeline, cause: group.winner, now: now, into: &out)
+            follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
         }
+    }
+
+    /// A group state's timeline on the local clock now: re-mapped through the current offset
+    /// estimate to the clock its times came from, so that drift between the clocks since the
+    /// command arrived is accounted for.
+    func timeline(of group: ItemGroupState, now: Timestamp) -> Timeline {
+        guard let source = group.clockSource,
+            let estimate = (peers[source.peer]?.clock ?? retiredClocks[source.peer])?.estimate(at: now.monotonic)
+        else { return group.timeline }
+        return group.timeline.shifted(by: -(estimate.offsetNanos - source.offsetNanos))
+    }
+
+    /// Keeps a playing player on the group's timeline as the clocks drift: re-anchors it when it
+    /// is more than `Settings.driftCorrectionThreshold` off.
+    private mutating func correctDrift(now: Timestamp) {
+        guard !catchingUp, let item = player.item, let group = items[item.id], case .playing = group.timeline,
+            player.rate > 0
+        else { return }
+        let target = timeline(of: group, now: now)
+        guard case .playing(let rate, let position, let at) = target else { return }
+        let error = player.position(at: now) - target.position(at: now.wall)
+        guard abs(error) > settings.driftCorrectionThreshold.seconds else { return }
+        player.play(rate: rate, position: position, at: at)
+        counters.driftCorrections += 1
     }
 
     /// Makes the local player follow the group timeline of the current item.
@@ -330,12 +372,12 @@ extension Instance {
                     self.coordination = coordination
                     if state.isJoined { out.append(.multicast(outgoing(.ready(trigger: coordination.trigger)))) }
                 } else if let group = items[item.id], case .playing = group.timeline {
-                    follow(group.timeline, cause: group.winner, now: now, into: &out)
+                    follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
                     if player.rate > 0 { endCatchUp(item: item.id, into: &out) }
                 }
             case .stallEnded:
                 if let group = items[item.id], case .playing = group.timeline {
-                    prepareToCatchUp(group.timeline, now: now)
+                    prepareToCatchUp(timeline(of: group, now: now), now: now)
                     advancePlayer(now: now, into: &out)
                 } else {
                     endCatchUp(item: item.id, into: &out)
@@ -411,12 +453,13 @@ extension Instance {
                 now: now, into: &out)
         } else if let item = player.item, let group = items[item.id] {
             counters.commandsApplied += 1
-            follow(group.timeline, cause: group.winner, now: now, into: &out)
+            follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
         }
     }
 
     mutating func playbackTick(now: Timestamp, into out: inout [Directive]) {
         expireCommandsAwaitingClock(now: now)
+        correctDrift(now: now)
         followAfterHistory(now: now, into: &out)
         advancePlayer(now: now, into: &out)
         decideStartIfDue(now: now, into: &out)
@@ -457,12 +500,12 @@ extension Instance {
         coordination = nil
         if catchingUp { endCatchUp(item: player.item?.id ?? item.id, into: &out) }
         let group = items[item.id]
-        player.load(item, at: group?.timeline.position(at: now.wall) ?? 0, now: now)
+        player.load(item, at: group.map { timeline(of: $0, now: now).position(at: now.wall) } ?? 0, now: now)
         out.append(.emit(.itemChanged(ItemReport(item: item, source: source, adoptedGroupState: group != nil))))
         if state.isJoined { out.append(.multicast(outgoing(.heartbeat(announcement(isReply: false))))) }
         if let group {
             counters.commandsApplied += 1
-            follow(group.timeline, cause: group.winner, now: now, into: &out)
+            follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
         } else {
             advancePlayer(now: now, into: &out)
         }

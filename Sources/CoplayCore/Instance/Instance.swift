@@ -67,6 +67,8 @@ public struct Instance: Sendable {
     /// player follows the final state once caught up, instead of replaying each change. Holds
     /// when the wait began; it is given up after `Settings.historyCatchUpMax`.
     var followDeferredSince: MonotonicInstant?
+    /// How each received command's times were converted, until it is applied (by dot).
+    var conversions: [Dot: ClockSource] = [:]
     /// Origins in the log that are not live members, with when they were first seen gone.
     var originsGoneSince: [Member: MonotonicInstant] = [:]
     /// Commands whose sender's clock offset is not known yet, by sender, with their arrival:

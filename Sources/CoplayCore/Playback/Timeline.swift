@@ -22,6 +22,18 @@ public enum Timeline: Hashable, Sendable {
         }
     }
 
+    /// The same timeline with its instants moved by `nanos`.
+    public func shifted(by nanos: Int64) -> Timeline {
+        switch self {
+        case .paused: return self
+        case .waiting(let position, let rate, let trigger, let requestedAt):
+            return .waiting(
+                position: position, rate: rate, trigger: trigger, requestedAt: requestedAt + .nanoseconds(nanos))
+        case .playing(let rate, let position, let at):
+            return .playing(rate: rate, position: position, at: at + .nanoseconds(nanos))
+        }
+    }
+
     /// The rate playback moves at (0 unless playing).
     public var rate: Double {
         if case .playing(let rate, _, _) = self { return rate }
