@@ -42,17 +42,9 @@ public struct MembershipScenario: Sendable {
         var random = SplitMix64(seed: seed)
         var outcome = Outcome(seed: seed)
         let nodeCount = 2 + Int(random.next() % 7)
-        let clocks = (0..<nodeCount).map { _ in
-            SimulatedClock(
-                offsetNanos: Int64(random.nextUnit() * 1e9) - 500_000_000, driftPPM: random.nextUnit() * 100 - 50,
-                monotonicOriginNanos: Int64(random.next() % 1_000_000_000_000))
-        }
+        let clocks = (0..<nodeCount).map { _ in SimulatedClock.random(using: &random) }
         let lossless = random.next() % 4 == 0
-        let conditions = NetworkConditions(
-            lossProbability: lossless ? 0 : random.nextUnit() * 0.2,
-            duplicationProbability: lossless ? 0 : random.nextUnit() * 0.1,
-            baseDelay: .microseconds(50 + Int64(random.next() % 250)),
-            jitterMean: .microseconds(5 + Int64(random.next() % 95)))
+        let conditions = NetworkConditions.randomLAN(lossy: !lossless, using: &random)
         var simulation = Simulation(seed: seed, clocks: clocks, conditions: conditions)
         let starts = (0..<nodeCount).map { _ in Int64(random.next() % 1_000_000_000) }
         for (node, start) in starts.enumerated() { simulation.schedule(.start(node: node), at: start) }

@@ -1,3 +1,5 @@
+import CoplayCore
+
 /// How the simulated network mistreats datagrams. Each copy of a datagram to each receiver is
 /// treated independently: dropped with `lossProbability`, duplicated with
 /// `duplicationProbability`, and delayed by `baseDelay` plus an exponentially distributed
@@ -19,4 +21,14 @@ public struct NetworkConditions: Hashable, Sendable {
     }
 
     public static let perfect = NetworkConditions()
+
+    /// A wired LAN: 50–300 µs base delay, 5–100 µs mean jitter; if `lossy`, up to 20% loss and
+    /// 10% duplication.
+    public static func randomLAN(lossy: Bool, using random: inout SplitMix64) -> NetworkConditions {
+        NetworkConditions(
+            lossProbability: lossy ? random.nextUnit() * 0.2 : 0,
+            duplicationProbability: lossy ? random.nextUnit() * 0.1 : 0,
+            baseDelay: .microseconds(50 + Int64(random.next() % 250)),
+            jitterMean: .microseconds(5 + Int64(random.next() % 95)))
+    }
 }

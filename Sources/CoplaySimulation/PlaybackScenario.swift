@@ -32,15 +32,8 @@ public struct PlaybackScenario: Sendable {
         var random = SplitMix64(seed: seed)
         var outcome = Outcome(seed: seed)
         let nodeCount = 3 + Int(random.next() % 4)
-        let clocks = (0..<nodeCount).map { _ in
-            SimulatedClock(
-                offsetNanos: Int64(random.nextUnit() * 1e9) - 500_000_000, driftPPM: random.nextUnit() * 100 - 50,
-                monotonicOriginNanos: Int64(random.next() % 1_000_000_000_000))
-        }
-        let conditions = NetworkConditions(
-            lossProbability: random.nextUnit() * 0.2, duplicationProbability: random.nextUnit() * 0.1,
-            baseDelay: .microseconds(50 + Int64(random.next() % 250)),
-            jitterMean: .microseconds(5 + Int64(random.next() % 95)))
+        let clocks = (0..<nodeCount).map { _ in SimulatedClock.random(using: &random) }
+        let conditions = NetworkConditions.randomLAN(lossy: true, using: &random)
         var settings = Settings()
         settings.recordsDeliveries = true
         var simulation = Simulation(seed: seed, clocks: clocks, settings: settings, conditions: conditions)

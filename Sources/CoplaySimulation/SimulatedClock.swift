@@ -17,6 +17,13 @@ public struct SimulatedClock: Hashable, Sendable {
         self.monotonicOriginNanos = monotonicOriginNanos
     }
 
+    /// A clock up to ±500 ms off and ±50 ppm fast, with a random monotonic origin.
+    public static func random(using random: inout SplitMix64) -> SimulatedClock {
+        SimulatedClock(
+            offsetNanos: Int64(random.nextUnit() * 1e9) - 500_000_000, driftPPM: random.nextUnit() * 100 - 50,
+            monotonicOriginNanos: Int64(random.next() % 1_000_000_000_000))
+    }
+
     /// Local elapsed nanoseconds for `trueNanos` of true time.
     private func local(_ trueNanos: Int64) -> Int64 { trueNanos + Int64(Double(trueNanos) * driftPPM / 1_000_000) }
 

@@ -70,15 +70,7 @@ public struct ByteReader {
 
     /// A two-byte length then that many bytes of valid UTF-8, at most `maxBytes` long.
     public mutating func readLongString(maxBytes: Int, field: String) throws(DecodeError) -> String {
-        let length = Int(try readUInt16())
-        guard length <= maxBytes else {
-            throw DecodeError(.malformedPayload, "\(field) is \(length) bytes, limit \(maxBytes)")
-        }
-        let raw = try readBytes(length)
-        guard let text = String(validating: raw, as: UTF8.self) else {
-            throw DecodeError(.malformedPayload, "\(field) is not valid UTF-8")
-        }
-        return text
+        try readString(length: Int(try readUInt16()), maxBytes: maxBytes, field: field)
     }
 
     public mutating func readBytes(_ count: Int) throws(DecodeError) -> ArraySlice<UInt8> {
@@ -91,7 +83,10 @@ public struct ByteReader {
 
     /// A one-byte length then that many bytes of valid UTF-8, at most `maxBytes` long.
     public mutating func readShortString(maxBytes: Int, field: String) throws(DecodeError) -> String {
-        let length = Int(try readUInt8())
+        try readString(length: Int(try readUInt8()), maxBytes: maxBytes, field: field)
+    }
+
+    private mutating func readString(length: Int, maxBytes: Int, field: String) throws(DecodeError) -> String {
         guard length <= maxBytes else {
             throw DecodeError(.malformedPayload, "\(field) is \(length) bytes, limit \(maxBytes)")
         }
