@@ -64,6 +64,13 @@ public struct Settings: Sendable, Equatable {
     /// A playing player further than this from the group's timeline (as the clocks drift) is
     /// re-anchored; checked at every tick, at least every heartbeat.
     public var driftCorrectionThreshold: Duration = .microseconds(100)
+    /// Suspension reasons that make the others wait before starting (AVPlaybackCoordinator's
+    /// suspensionReasonsThatTriggerWaiting): none by default, so suspended participants are simply
+    /// left out of a coordinated start.
+    public var suspensionReasonsThatTriggerWaiting: Set<String> = []
+    /// Those reasons make the others wait only while the group has at most this many
+    /// participants on the item (participantLimitForWaitingOutSuspensionsOfOthers).
+    public var participantLimitForWaiting = Int.max
     /// A pause snaps everyone to the originator's media time (pauseSnapsToMediaTimeOfOriginator).
     public var pauseSnapsToOriginatorTime = true
     /// A nack to the same peer is sent at most this often.

@@ -39,6 +39,9 @@ public enum CommandLineOptions {
                                     (-3600000..3600000); reported true times stay true
           --id HEX                  fixed participant id (1-16 hex digits) to keep across
                                     restarts; a restarted agent is still a new incarnation
+          --wait-for R1,R2          suspension reasons that make the others wait before a
+                                    coordinated start (default: none)
+          --wait-limit N            ...only while at most N participants are on the item
 
         Commands on standard input, one per line:
         \(ConsoleCommand.usages.map { "  \($0.synopsis.padded(to: 24))\($0.summary)" }.joined(separator: "\n"))
@@ -96,6 +99,24 @@ public enum CommandLineOptions {
                         throw UsageError(message: "--id takes 1 to 16 hexadecimal digits, not '\(text)'")
                     }
                     configuration.peerID = id
+                case "--wait-for":
+                    let reasons = try value().get().split(separator: ",").map { String($0) }
+                    guard !reasons.isEmpty,
+                        reasons.allSatisfy({ !$0.isEmpty && $0.utf8.count <= Announcement.suspensionReasonBytesMax })
+                    else {
+                        throw UsageError(
+                            message:
+                                "--wait-for takes suspension reasons separated by commas (e.g. \(Suspension.builtInReasons[0]),playingInterstitial)"
+                        )
+                    }
+                    configuration.settings.suspensionReasonsThatTriggerWaiting = Set(reasons)
+                case "--wait-limit":
+                    let text = try value().get()
+                    guard let limit = Int(text), limit >= 1 else {
+                        throw UsageError(
+                            message: "--wait-limit takes a number of participants (1 or more), not '\(text)'")
+                    }
+                    configuration.settings.participantLimitForWaiting = limit
                 case "--player", "--key-file":
                     throw UsageError(message: "\(argument) is not available in this version of coplay")
                 default:

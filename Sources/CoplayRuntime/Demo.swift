@@ -194,7 +194,8 @@ public enum Demo {
         case .activityChanged, .itemChanged, .waiting, .playing, .paused, .timeJumped, .commandIgnored, .suspension,
             .session, .commandError:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first
-        case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .clockSynced, .status, .peers, .help,
+        case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .peerChanged, .clockSynced, .status, .peers,
+            .help,
             .rateChanged:
             return nil  // (rate-changed repeats what playing and paused already say)
         }

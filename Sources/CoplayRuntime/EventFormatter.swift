@@ -40,6 +40,7 @@ public struct EventFormatter: Sendable {
         case .peerLeft: "peer-left"
         case .peerUnresponsive: "peer-unresponsive"
         case .peerResponsive: "peer-responsive"
+        case .peerChanged: "peer-changed"
         case .clockSynced: "clock-synced"
         case .status: "status"
         case .peers: "peers"
@@ -68,7 +69,8 @@ public struct EventFormatter: Sendable {
             ]
             if case .invalidated(let reason) = report.state { fields.append(("reason", .string(reason.description))) }
             return fields
-        case .peerJoined(let info), .peerUnresponsive(let info), .peerResponsive(let info), .clockSynced(let info):
+        case .peerJoined(let info), .peerUnresponsive(let info), .peerResponsive(let info), .clockSynced(let info),
+            .peerChanged(let info):
             return [("peer", peerObject(info))]
         case .peerLeft(let info, let reason):
             return [("peer", peerObject(info)), ("reason", .string(reason.rawValue))]
@@ -129,7 +131,7 @@ public struct EventFormatter: Sendable {
                 ("command", .string(ignored.dot.description)),
             ]
         case .suspension(let report):
-            return [("reason", .string(report.reason)), ("item", .string(report.item))]
+            return [("id", .int(Int64(report.id))), ("reason", .string(report.reason)), ("item", .string(report.item))]
         }
     }
 
@@ -156,7 +158,9 @@ public struct EventFormatter: Sendable {
             ("address", .string(info.endpoint.description)),
             ("state", .string(info.isSuspected ? "suspected" : "alive")),
             ("lastSeenMillis", .double((info.lastSeenAgo.milliseconds * 1000).rounded() / 1000)),
-            ("clockSynced", .bool(info.isClockSynced)),
+            ("clockSynced", .bool(info.isClockSynced)), ("item", info.item.map { .string($0) } ?? .null),
+            ("waiting", .bool(info.isWaiting)), ("ready", .bool(info.isReady)),
+            ("suspensions", .array(info.suspensions.map { .string($0) })),
         ]
         if let offset = info.offset {
             members += [
@@ -203,6 +207,8 @@ public struct EventFormatter: Sendable {
             return ["peer-left \(info.name) \(info.member) reason=\(reason.rawValue)"]
         case .peerUnresponsive(let info):
             return ["peer-unresponsive \(info.name) \(info.member) silent for \(Self.millis(info.lastSeenAgo))"]
+        case .peerChanged(let info):
+            return ["peer-changed \(info.name) \(Self.participantText(info))"]
         case .peerResponsive(let info):
             return ["peer-responsive \(info.name) \(info.member)"]
         case .clockSynced(let info):
@@ -218,7 +224,7 @@ public struct EventFormatter: Sendable {
         case .peers(let infos):
             guard !infos.isEmpty else { return ["peers none"] }
             let entries = infos.map { info in
-                "\(info.name) \(info.member) \(info.isSuspected ? "suspected" : "alive") \(Self.clockText(info)) seen \(Self.millis(info.lastSeenAgo)) ago"
+                "\(info.name) \(info.member) \(info.isSuspected ? "suspected" : "alive") \(Self.participantText(info)) \(Self.clockText(info)) seen \(Self.millis(info.lastSeenAgo)) ago"
             }
             return ["peers \(infos.count): " + entries.joined(separator: " | ")]
         case .help(let usages):
@@ -259,8 +265,16 @@ public struct EventFormatter: Sendable {
                 "command-ignored \(ignored.operation) for \(ignored.commandItem) by \(Self.who(ignored.originator)): current item is \(ignored.currentItem ?? "none") (kept as that item's group state)"
             ]
         case .suspension(let report):
-            return ["suspension-\(report.began ? "began" : "ended") \(report.reason) on \(report.item)"]
+            return [
+                "suspension-\(report.began ? "began" : "ended") id=\(report.id) \(report.reason) on \(report.item.isEmpty ? "-" : report.item)"
+            ]
         }
+    }
+
+    private static func participantText(_ info: PeerInfo) -> String {
+        let suspensions = info.suspensions.isEmpty ? "" : " suspended=\(info.suspensions.joined(separator: ","))"
+        return
+            "item=\(info.item ?? "-") \(info.isWaiting ? "waiting" : (info.isReady ? "ready" : "not-ready"))\(suspensions)"
     }
 
     private static func who(_ originator: Originator) -> String {

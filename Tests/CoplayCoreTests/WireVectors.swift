@@ -58,7 +58,8 @@ enum WireVectors {
                 session: session, sender: sender, sequence: 9,
                 payload: .heartbeat(
                     Announcement(
-                        unicastPort: 40_001, name: "alice", itemHash: 0x1234_5678_9ABC_DEF0,
+                        unicastPort: 40_001, name: "alice", item: "bbb", isWaiting: true, isReady: true,
+                        suspensions: ["stallRecovery"],
                         digest: VectorClock([sender: 2, other: 5]))))
         ),
         (

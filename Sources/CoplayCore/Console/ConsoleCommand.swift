@@ -29,6 +29,12 @@ public enum ConsoleCommand: Hashable, Sendable {
     case rate(Double)
     /// Make the simulated player stall for a number of seconds.
     case stall(seconds: Double)
+    /// Begin a suspension for a reason (built-in or custom).
+    case suspend(reason: String)
+    /// End a suspension; optionally propose a time to the group.
+    case resume(id: UInt32, at: Double?)
+    /// Rewind, play at 2x until caught up with the group, rejoin.
+    case whatHappened(seconds: Double)
 
     /// How a command is typed and what it does, for `help` and for error messages.
     public struct Usage: Hashable, Sendable {
@@ -61,6 +67,17 @@ public enum ConsoleCommand: Hashable, Sendable {
         Usage(
             name: "stall", synopsis: "stall <seconds>", summary: "make the simulated player stall", example: "stall 2.5"
         ),
+        Usage(
+            name: "suspend", synopsis: "suspend <reason>",
+            summary: "leave the group's playback for a while (built-in or custom reason); prints the id",
+            example: "suspend userActionRequired"),
+        Usage(
+            name: "resume", synopsis: "resume <id> [at=<seconds>]",
+            summary: "end a suspension; after the last, snap to the group (or propose a time)",
+            example: "resume 1 at=42"),
+        Usage(
+            name: "what-happened", synopsis: "what-happened [seconds]",
+            summary: "rewind (default 10 s), play at 2x until caught up, rejoin", example: "what-happened 5"),
         Usage(
             name: "status", synopsis: "status", summary: "this agent's id, session, state, item, rate and position",
             example: "status"),
@@ -156,6 +173,32 @@ public enum ConsoleCommand: Hashable, Sendable {
         case "seek": return .seek(seconds: try oneNumber("the position in seconds", in: 0...WireFormat.positionMax))
         case "rate": return .rate(try oneNumber("the rate", in: 0...WireFormat.rateMax))
         case "stall": return .stall(seconds: try oneNumber("the stall in seconds", in: 0...3600))
+        case "suspend":
+            let reason = arguments.joined(separator: " ")
+            guard !reason.isEmpty, reason.utf8.count <= Announcement.suspensionReasonBytesMax else {
+                throw fail(
+                    "'suspend' needs a reason of 1 to \(Announcement.suspensionReasonBytesMax) bytes (e.g. \(Suspension.builtInReasons[4]))"
+                )
+            }
+            return .suspend(reason: reason)
+        case "resume":
+            guard (1...2).contains(arguments.count), let id = UInt32(arguments[0]) else {
+                throw fail("'resume' needs the suspension's id (printed by suspend)")
+            }
+            var at: Double?
+            if arguments.count == 2 {
+                guard arguments[1].hasPrefix("at=") else { throw fail("'\(arguments[1])' is not at=<seconds>") }
+                at = try number(String(arguments[1].dropFirst(3)), "the proposed time", in: 0...WireFormat.positionMax)
+            }
+            return .resume(id: id, at: at)
+        case "what-happened":
+            guard arguments.count <= 1 else {
+                throw fail("'what-happened' takes at most one argument, the seconds to rewind")
+            }
+            return .whatHappened(
+                seconds: try arguments.first.map { text throws(ParseError) in
+                    try number(text, "the seconds to rewind", in: 0.1...3600)
+                } ?? 10)
         case "load", "share":
             guard let url = arguments.first, !url.contains("=") else {
                 throw fail("'\(name)' needs the item's URL first")

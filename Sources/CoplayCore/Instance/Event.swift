@@ -10,6 +10,8 @@ public enum Event: Hashable, Sendable {
     case peerUnresponsive(PeerInfo)
     /// A suspected participant was heard from again.
     case peerResponsive(PeerInfo)
+    /// A participant's item, waiting or ready state, or suspensions changed.
+    case peerChanged(PeerInfo)
     /// The first good clock-offset estimate for a participant.
     case clockSynced(PeerInfo)
     /// The answer to `status`.
@@ -81,6 +83,7 @@ public struct IgnoredCommand: Hashable, Sendable {
 }
 
 public struct SuspensionReport: Hashable, Sendable {
+    public var id: UInt32
     public var reason: String
     public var began: Bool
     public var item: String
@@ -120,6 +123,12 @@ public struct PeerInfo: Hashable, Sendable {
     public var offset: OffsetEstimate?
     /// Whether enough samples have arrived for the estimate to be trusted.
     public var isClockSynced: Bool
+    /// What it announced: its current item, whether it waits for a coordinated start, whether its
+    /// player is prepared, its suspensions.
+    public var item: String? = nil
+    public var isWaiting = false
+    public var isReady = false
+    public var suspensions: [String] = []
 
     public init(
         member: Member, name: String, endpoint: Endpoint, isSuspected: Bool, lastSeenAgo: Duration,

@@ -37,6 +37,7 @@ extension Instance {
         guard state.isJoined || isLocalOnly(command) else {
             return fail("not joined (state \(state.name))", usage: "join", into: &out)
         }
+        if isSuspended, actLocallyWhileSuspended(command, now: now, into: &out) { return }
         switch command {
         case .load(let item):
             makeCurrent(item, source: "load", now: now, into: &out)
@@ -53,23 +54,23 @@ extension Instance {
                 )
             }
             localItemSettings = (proposed.itemID, durationSeconds, bufferSeconds)
-            issue(Command(item: proposed.itemID, operation: .share(proposed)), now: now, into: &out)
+            issueGroupCommand(Command(item: proposed.itemID, operation: .share(proposed)), now: now, into: &out)
         case .play(let rate):
             guard let item = requireItem(into: &out) else { return }
-            issue(
+            issueGroupCommand(
                 Command(
                     item: item.id,
                     operation: .play(rate: rate, position: player.position(at: now), requestedAt: now.wall)), now: now,
                 into: &out)
         case .playNow(let rate):
             guard let item = requireItem(into: &out) else { return }
-            issue(
+            issueGroupCommand(
                 Command(
                     item: item.id, operation: .playNow(rate: rate, position: player.position(at: now), at: now.wall)),
                 now: now, into: &out)
         case .pause:
             guard let item = requireItem(into: &out) else { return }
-            issue(
+            issueGroupCommand(
                 Command(item: item.id, operation: .pause(position: player.position(at: now), at: now.wall)), now: now,
                 into: &out)
         case .seek(let seconds):
@@ -79,7 +80,7 @@ extension Instance {
             case .playing(let rate, _, _)?, .waiting(_, let rate, _, _)?: resumeRate = rate
             case .paused?, nil: resumeRate = player.rate
             }
-            issue(
+            issueGroupCommand(
                 Command(
                     item: item.id, operation: .seek(position: seconds, resumeRate: resumeRate, requestedAt: now.wall)),
                 now: now, into: &out)
@@ -87,24 +88,67 @@ extension Instance {
             guard let item = requireItem(into: &out) else { return }
             let position = player.position(at: now)
             if rate == 0 {
-                issue(Command(item: item.id, operation: .pause(position: position, at: now.wall)), now: now, into: &out)
+                issueGroupCommand(
+                    Command(item: item.id, operation: .pause(position: position, at: now.wall)), now: now, into: &out)
             } else if case .playing? = items[item.id]?.timeline {
-                issue(
+                issueGroupCommand(
                     Command(item: item.id, operation: .rate(rate: rate, position: position, at: now.wall)), now: now,
                     into: &out)
             } else {
-                issue(
+                issueGroupCommand(
                     Command(item: item.id, operation: .play(rate: rate, position: position, requestedAt: now.wall)),
                     now: now, into: &out)
             }
         case .stall(let seconds):
-            guard let item = requireItem(into: &out) else { return }
+            guard requireItem(into: &out) != nil else { return }
             player.stall(seconds: seconds, now: now)
-            beginCatchUp(item: item.id, into: &out)
-        case .status, .peers, .help, .quit, .leave, .join, .end:
+            beginCatchUp(now: now, into: &out)
+        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened:
             preconditionFailure("\(command) is not a playback command")
         }
         decideStartIfDue(now: now, into: &out)
+    }
+
+    /// While suspended, transport commands change only the local player. Returns false for the
+    /// commands that are not transport commands.
+    private mutating func actLocallyWhileSuspended(
+        _ command: ConsoleCommand, now: Timestamp, into out: inout [Directive]
+    ) -> Bool {
+        guard let item = player.item else { return false }
+        let position = player.position(at: now)
+        let reason: String
+        switch command {
+        case .play(let rate):
+            player.play(rate: rate, position: position, at: now.wall)
+            reason = "play"
+        case .playNow(let rate):
+            player.play(rate: rate, position: position, at: now.wall)
+            reason = "play-now"
+        case .pause:
+            player.pause(at: position)
+            reason = "pause"
+        case .seek(let seconds):
+            if player.rate > 0 {
+                player.play(rate: player.rate, position: seconds, at: now.wall)
+            } else {
+                player.pause(at: seconds)
+            }
+            reason = "seek"
+        case .rate(let rate):
+            if rate == 0 {
+                player.pause(at: position)
+            } else {
+                player.play(rate: rate, position: position, at: now.wall)
+            }
+            reason = "rate"
+        default:
+            return false
+        }
+        let report = PlaybackReport(
+            item: item.id, rate: player.rate, position: player.position(at: now), originator: originator(member),
+            reason: "\(reason) (local: suspended)", dot: Dot(origin: member, counter: 0))
+        out.append(.emit(player.rate > 0 ? .playing(report) : .paused(report)))
+        return true
     }
 
     private func isLocalOnly(_ command: ConsoleCommand) -> Bool {
@@ -127,7 +171,7 @@ extension Instance {
     }
 
     /// Issues a group command: checks it fits a datagram, delivers it here, multicasts it.
-    private mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
+    mutating func issueGroupCommand(_ command: Command, now: Timestamp, into out: inout [Directive]) {
         let envelope = log.next(command, by: member)
         let trial = Datagram(
             session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: false))
@@ -273,10 +317,15 @@ extension Instance {
             makeCurrent(
                 item(for: proposed, duration: local?.duration ?? nil, buffer: local?.buffer ?? 0), source: "share",
                 now: now, into: &out)
-        } else if currentItemChanged, let item = player.item, let group = items[item.id] {
-            counters.commandsApplied += 1
-            follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
+        } else if currentItemChanged, !isSuspended, let item = player.item, let group = items[item.id] {
+            followGroup(group, now: now, into: &out)
         }
+    }
+
+    /// Makes the player follow an item's group state (counted as one application).
+    mutating func followGroup(_ group: ItemGroupState, now: Timestamp, into out: inout [Directive]) {
+        counters.commandsApplied += 1
+        follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
     }
 
     /// A group state's timeline on the local clock now: re-mapped through the current offset
@@ -292,7 +341,7 @@ extension Instance {
     /// Keeps a playing player on the group's timeline as the clocks drift: re-anchors it when it
     /// is more than `Settings.driftCorrectionThreshold` off.
     private mutating func correctDrift(now: Timestamp) {
-        guard !catchingUp, let item = player.item, let group = items[item.id], case .playing = group.timeline,
+        guard !isSuspended, let item = player.item, let group = items[item.id], case .playing = group.timeline,
             player.rate > 0
         else { return }
         let target = timeline(of: group, now: now)
@@ -330,12 +379,10 @@ extension Instance {
             if abs(shown - before) > 0.25 {
                 out.append(.emit(.timeJumped(report(0, shown, cause.command.operation.name))))
             }
-            endCatchUp(item: item.id, into: &out)
         case .waiting(let position, let rate, let trigger, let requestedAt):
             coordination = Coordination(
                 trigger: trigger, item: item.id, rate: rate, position: position, requestedAt: requestedAt)
             player.prepare(at: position, now: now)
-            endCatchUp(item: item.id, into: &out)  // everyone waits for everyone: nobody is behind
             out.append(.emit(.waiting(report(rate, position, cause.command.operation.name))))
             if abs(position - before) > 0.25 {
                 out.append(.emit(.timeJumped(report(0, position, cause.command.operation.name))))
@@ -353,9 +400,8 @@ extension Instance {
                 if abs(timeline.position(at: now.wall) - before) > 0.25, now.wall >= at {
                     out.append(.emit(.timeJumped(report(rate, timeline.position(at: now.wall), reason))))
                 }
-                endCatchUp(item: item.id, into: &out)
             } else {
-                beginCatchUp(item: item.id, into: &out)
+                beginCatchUp(now: now, into: &out)
                 prepareToCatchUp(timeline, now: now)
             }
         }
@@ -371,16 +417,16 @@ extension Instance {
                     coordination.ready.insert(member)
                     self.coordination = coordination
                     if state.isJoined { out.append(.multicast(outgoing(.ready(trigger: coordination.trigger)))) }
-                } else if let group = items[item.id], case .playing = group.timeline {
-                    follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
-                    if player.rate > 0 { endCatchUp(item: item.id, into: &out) }
+                } else if catchingUp {
+                    // Prepared where the group is: the stall is over (rejoins if it was the last suspension).
+                    endSuspension(reason: Suspension.stallRecovery, now: now, into: &out)
                 }
             case .stallEnded:
                 if let group = items[item.id], case .playing = group.timeline {
                     prepareToCatchUp(timeline(of: group, now: now), now: now)
                     advancePlayer(now: now, into: &out)
                 } else {
-                    endCatchUp(item: item.id, into: &out)
+                    endSuspension(reason: Suspension.stallRecovery, now: now, into: &out)
                 }
             case .ended:
                 out.append(
@@ -401,16 +447,10 @@ extension Instance {
         player.prepare(at: timeline.position(at: readyAt), now: now)
     }
 
-    private mutating func beginCatchUp(item: String, into out: inout [Directive]) {
+    /// Left behind (not ready for a start, or stalled): a `stallRecovery` suspension until caught up.
+    private mutating func beginCatchUp(now: Timestamp, into out: inout [Directive]) {
         guard !catchingUp else { return }
-        catchingUp = true
-        out.append(.emit(.suspension(SuspensionReport(reason: "stallRecovery", began: true, item: item))))
-    }
-
-    private mutating func endCatchUp(item: String, into out: inout [Directive]) {
-        guard catchingUp else { return }
-        catchingUp = false
-        out.append(.emit(.suspension(SuspensionReport(reason: "stallRecovery", began: false, item: item))))
+        beginSuspension(Suspension.stallRecovery, now: now, into: &out)
     }
 
     // MARK: Coordinated start
@@ -424,18 +464,26 @@ extension Instance {
             return
         }
         let deadline = coordination.requestedAt + settings.startDeadline
-        let participants = Set(
-            [member] + peers.values.filter { $0.liveness == .alive && $0.itemHash == player.item?.idHash }.map(\.member)
-        )
+        let onItem = peers.values.filter { $0.liveness == .alive && $0.item == coordination.item }
+        // Suspended participants take no part, except those suspended for a reason that makes the
+        // others wait (while the group is within the limit): they hold the start, deadline or not.
+        let waitFor = settings.suspensionReasonsThatTriggerWaiting
+        let holding =
+            onItem.count + 1 <= settings.participantLimitForWaiting
+            ? onItem.filter { !waitFor.isDisjoint(with: $0.suspensions) } : []
+        let participants = Set([member] + onItem.filter { $0.suspensions.isEmpty }.map(\.member))
         let isOriginator = coordination.trigger.origin == member
-        let allReady = participants.isSubset(of: coordination.ready)
-        let fallback = now.wall >= deadline + settings.startFallbackGrace && participants.map(\.id).min() == member.id
-        guard (isOriginator && (allReady || now.wall >= deadline)) || fallback else { return }
+        let allReady = participants.isSubset(of: coordination.ready) && holding.isEmpty
+        let deadlinePassed = now.wall >= deadline && holding.isEmpty
+        let fallback =
+            deadlinePassed && now.wall >= deadline + settings.startFallbackGrace
+            && participants.map(\.id).min() == member.id
+        guard (isOriginator && (allReady || deadlinePassed)) || fallback else { return }
         self.coordination?.decided = true
         let start = Operation.start(
             rate: coordination.rate, position: coordination.position, at: now.wall + settings.startLead,
             trigger: coordination.trigger)
-        issue(Command(item: coordination.item, operation: start), now: now, into: &out)
+        issueGroupCommand(Command(item: coordination.item, operation: start), now: now, into: &out)
     }
 
     /// Whether some live peer has delivered commands this agent has not (per its last digest).
@@ -451,14 +499,14 @@ extension Instance {
             makeCurrent(
                 item(for: proposed, duration: local?.duration ?? nil, buffer: local?.buffer ?? 0), source: "share",
                 now: now, into: &out)
-        } else if let item = player.item, let group = items[item.id] {
-            counters.commandsApplied += 1
-            follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
+        } else if !isSuspended, let item = player.item, let group = items[item.id] {
+            followGroup(group, now: now, into: &out)
         }
     }
 
     mutating func playbackTick(now: Timestamp, into out: inout [Directive]) {
         expireCommandsAwaitingClock(now: now)
+        checkWhatHappened(now: now, into: &out)
         correctDrift(now: now)
         followAfterHistory(now: now, into: &out)
         advancePlayer(now: now, into: &out)
@@ -475,7 +523,7 @@ extension Instance {
 
     /// When the playback side next needs a tick.
     func playbackWake(now: Timestamp) -> MonotonicInstant? {
-        var due = player.nextEvent(now: now)
+        var due = [player.nextEvent(now: now), whatHappenedWake(now: now)].compactMap { $0 }.min()
         if let since = followDeferredSince {
             let giveUp = max(since + settings.historyCatchUpMax, now.monotonic + .milliseconds(1))
             due = due.map { min($0, giveUp) } ?? giveUp
@@ -498,14 +546,21 @@ extension Instance {
 
     private mutating func makeCurrent(_ item: LoadedItem, source: String, now: Timestamp, into out: inout [Directive]) {
         coordination = nil
-        if catchingUp { endCatchUp(item: player.item?.id ?? item.id, into: &out) }
+        // A stall belongs to the item it happened on: loading another ends its recovery.
+        if let stall = suspensions.first(where: { $0.reason == Suspension.stallRecovery }) {
+            suspensions.removeAll { $0 == stall }
+            out.append(
+                .emit(
+                    .suspension(
+                        SuspensionReport(
+                            id: stall.id, reason: stall.reason, began: false, item: player.item?.id ?? item.id))))
+        }
         let group = items[item.id]
         player.load(item, at: group.map { timeline(of: $0, now: now).position(at: now.wall) } ?? 0, now: now)
         out.append(.emit(.itemChanged(ItemReport(item: item, source: source, adoptedGroupState: group != nil))))
-        if state.isJoined { out.append(.multicast(outgoing(.heartbeat(announcement(isReply: false))))) }
-        if let group {
-            counters.commandsApplied += 1
-            follow(timeline(of: group, now: now), cause: group.winner, now: now, into: &out)
+        announceStateChange(into: &out)
+        if let group, !isSuspended {
+            followGroup(group, now: now, into: &out)
         } else {
             advancePlayer(now: now, into: &out)
         }

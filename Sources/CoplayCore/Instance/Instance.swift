@@ -53,8 +53,10 @@ public struct Instance: Sendable {
     public internal(set) var player = SimulatedPlayer()
     /// The coordinated start or seek this agent is waiting on, if any.
     public internal(set) var coordination: Coordination?
-    /// Set while this agent catches up with the group after being left behind.
-    public internal(set) var catchingUp = false
+    /// This participant's active suspensions, oldest first. At most `Announcement.suspensionsMax`.
+    public internal(set) var suspensions: [Suspension] = []
+    var nextSuspensionID: UInt32 = 1
+    var pendingProposal: PendingProposal?
     var itemsChangeOrder: [String] = []
     /// Duration and buffering this agent gave with its own `share`, used when the share is delivered.
     var localItemSettings: (itemID: String, duration: Double?, buffer: Double)?
@@ -154,6 +156,8 @@ public struct Instance: Sendable {
             endSession(reason: reason, now: now, into: &out)
         case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall:
             playbackCommand(command, now: now, into: &out)
+        case .suspend, .resume, .whatHappened:
+            suspensionCommand(command, now: now, into: &out)
         }
         return finish(out, now: now)
     }
@@ -267,8 +271,18 @@ public struct Instance: Sendable {
             if case .hello = datagram.payload, !announcement.isReply {
                 replyToHello(from: sender.id, now: now.monotonic, into: &out)
             }
-            peers[sender.id]?.itemHash = announcement.itemHash
-            peers[sender.id]?.digest = announcement.digest
+            if var record = peers[sender.id] {
+                let changed =
+                    record.item != announcement.item || record.isWaiting != announcement.isWaiting
+                    || record.isReady != announcement.isReady || record.suspensions != announcement.suspensions
+                record.item = announcement.item
+                record.isWaiting = announcement.isWaiting
+                record.isReady = announcement.isReady
+                record.suspensions = announcement.suspensions
+                record.digest = announcement.digest
+                peers[sender.id] = record
+                if changed { out.append(.emit(.peerChanged(record.info(now: now.monotonic)))) }
+            }
             requestRepair(from: sender.id, missing: log.missing(comparedTo: announcement.digest), now: now, into: &out)
         case .leave(let reason):
             guard let record = peers[sender.id], record.member == sender else {
@@ -503,8 +517,11 @@ public struct Instance: Sendable {
             digest[entry.member] = entry.count
         }
         return Announcement(
-            isReply: isReply, unicastPort: identity.unicastPort, name: identity.name,
-            itemHash: player.item?.idHash ?? 0,
+            isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
+            isWaiting: coordination != nil, isReady: player.isReady,
+            suspensions: suspensions.prefix(Announcement.suspensionsMax).map {
+                String($0.reason.utf8.prefix(Announcement.suspensionReasonBytesMax)) ?? "custom"
+            },
             digest: digest)
     }
 
@@ -527,7 +544,7 @@ public struct Instance: Sendable {
             member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
             isWaiting: coordination != nil,
-            suspensions: catchingUp ? ["stallRecovery"] : [], peerCount: peers.count, counters: counters,
+            suspensions: suspensions.map(\.reason), peerCount: peers.count, counters: counters,
             activity: activity.flatMap { if case .share(let activity) = $0.command.operation { activity } else { nil } }
         )
     }

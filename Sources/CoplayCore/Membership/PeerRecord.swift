@@ -28,8 +28,11 @@ public struct PeerRecord: Hashable, Sendable {
     /// `Settings.outstandingProbesPerPeerMax`; the oldest are forgotten first.
     var outstandingProbes: [UInt64: MonotonicInstant] = [:]
     var lastHelloReplyAt: MonotonicInstant?
-    /// FNV-1a 64 of its current item's id, from its last announcement (0: no item).
-    public var itemHash: UInt64 = 0
+    /// Its current item, waiting and ready flags and suspensions, from its last announcement.
+    public var item: String?
+    public var isWaiting = false
+    public var isReady = false
+    public var suspensions: [String] = []
     /// The commands it had delivered, from its last announcement.
     public var digest = VectorClock()
 
@@ -44,9 +47,14 @@ public struct PeerRecord: Hashable, Sendable {
     }
 
     func info(now: MonotonicInstant) -> PeerInfo {
-        PeerInfo(
+        var info = PeerInfo(
             member: member, name: name, endpoint: endpoint, isSuspected: liveness == .suspected,
             lastSeenAgo: now - lastHeard, offset: clock.estimate(at: now), isClockSynced: isClockSynced)
+        info.item = item
+        info.isWaiting = isWaiting
+        info.isReady = isReady
+        info.suspensions = suspensions
+        return info
     }
 
     /// When the next clock probe is due after one more has been sent at `now`: the burst, then

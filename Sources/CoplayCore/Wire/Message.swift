@@ -44,21 +44,33 @@ public struct Announcement: Hashable, Sendable {
     public var unicastPort: UInt16
     /// The human name, UTF-8, at most `Settings.nameBytesMax` bytes.
     public var name: String
-    /// FNV-1a 64 of the sender's current item id; 0 when it has no item.
-    public var itemHash: UInt64
+    /// The id of the sender's current item, if any (at most 128 bytes).
+    public var item: String?
+    /// The sender is waiting for a coordinated start or seek.
+    public var isWaiting: Bool
+    /// The sender's player is prepared (it can start at once).
+    public var isReady: Bool
+    /// The reasons of the sender's active suspensions (at most 8, each 1 to 64 bytes).
+    public var suspensions: [String]
     /// The commands the sender has delivered, per origin: peers that have fewer ask it for the rest.
     public var digest: VectorClock
 
     public init(
-        isReply: Bool = false, unicastPort: UInt16, name: String, itemHash: UInt64 = 0,
-        digest: VectorClock = VectorClock()
+        isReply: Bool = false, unicastPort: UInt16, name: String, item: String? = nil, isWaiting: Bool = false,
+        isReady: Bool = false, suspensions: [String] = [], digest: VectorClock = VectorClock()
     ) {
         self.isReply = isReply
         self.unicastPort = unicastPort
         self.name = name
-        self.itemHash = itemHash
+        self.item = item
+        self.isWaiting = isWaiting
+        self.isReady = isReady
+        self.suspensions = suspensions
         self.digest = digest
     }
+
+    public static let suspensionsMax = 8
+    public static let suspensionReasonBytesMax = 64
 }
 
 /// Why a membership ends gracefully.

@@ -27,6 +27,8 @@ public enum WireFormat {
 
     private static let flagAuthTag: UInt8 = 0x01
     private static let helloFlagReply: UInt8 = 0x01
+    private static let helloFlagWaiting: UInt8 = 0x02
+    private static let helloFlagReady: UInt8 = 0x04
     static let commandFlagRepair: UInt8 = 0x01
 
     // MARK: Encoding
@@ -57,10 +59,16 @@ public enum WireFormat {
     private static func encodePayload(_ payload: Payload, into writer: inout ByteWriter) {
         switch payload {
         case .hello(let announcement), .heartbeat(let announcement):
-            writer.write(announcement.isReply ? helloFlagReply : 0)
+            var flags: UInt8 = announcement.isReply ? helloFlagReply : 0
+            if announcement.isWaiting { flags |= helloFlagWaiting }
+            if announcement.isReady { flags |= helloFlagReady }
+            writer.write(flags)
             writer.write(announcement.unicastPort)
             writer.writeShortString(announcement.name)
-            writer.write(announcement.itemHash)
+            writer.writeShortString(announcement.item ?? "")
+            precondition(announcement.suspensions.count <= Announcement.suspensionsMax, "too many suspensions")
+            writer.write(UInt8(announcement.suspensions.count))
+            for reason in announcement.suspensions { writer.writeShortString(reason) }
             writeVectorClock(announcement.digest, into: &writer)
         case .leave(let reason):
             writer.write(reason.rawValue)
@@ -150,16 +158,31 @@ public enum WireFormat {
         switch type {
         case .hello, .heartbeat:
             let flags = try reader.readUInt8()
-            guard flags & ~helloFlagReply == 0 else {
+            guard flags & ~(helloFlagReply | helloFlagWaiting | helloFlagReady) == 0 else {
                 throw DecodeError(.malformedPayload, "reserved \(type) flag bits 0x\(String(flags, radix: 16))")
             }
             let port = try reader.readUInt16()
             guard port != 0 else { throw DecodeError(.malformedPayload, "unicast port 0") }
             let name = try reader.readShortString(maxBytes: nameBytesMax, field: "name")
-            let itemHash = try reader.readUInt64()
+            let item = try reader.readShortString(maxBytes: itemIDBytesMax, field: "item id")
+            let suspensionCount = Int(try reader.readUInt8())
+            guard suspensionCount <= Announcement.suspensionsMax else {
+                throw DecodeError(
+                    .malformedPayload, "\(suspensionCount) suspensions, limit \(Announcement.suspensionsMax)")
+            }
+            var suspensions: [String] = []
+            for _ in 0..<suspensionCount {
+                let reason = try reader.readShortString(
+                    maxBytes: Announcement.suspensionReasonBytesMax, field: "suspension")
+                guard !reason.isEmpty else { throw DecodeError(.malformedPayload, "empty suspension reason") }
+                suspensions.append(reason)
+            }
             let digest = try readVectorClock(from: &reader, field: "digest")
             let announcement = Announcement(
-                isReply: flags & helloFlagReply != 0, unicastPort: port, name: name, itemHash: itemHash, digest: digest)
+                isReply: flags & helloFlagReply != 0, unicastPort: port, name: name, item: item.isEmpty ? nil : item,
+                isWaiting: flags & helloFlagWaiting != 0, isReady: flags & helloFlagReady != 0,
+                suspensions: suspensions,
+                digest: digest)
             return type == .hello ? .hello(announcement) : .heartbeat(announcement)
         case .leave:
             let raw = try reader.readUInt8()
