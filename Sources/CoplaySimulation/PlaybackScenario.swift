@@ -73,7 +73,7 @@ public struct PlaybackScenario: Sendable {
             if time >= 8 { break }
             let node = Int(random.next() % UInt64(nodeCount))
             let command: ConsoleCommand
-            switch random.next() % 10 {
+            switch random.next() % 15 {
             case 0, 1: command = .play(rate: [1, 1, 1.5, 2][Int(random.next() % 4)])
             case 2, 3: command = .pause
             case 4: command = .seek(seconds: Double(random.next() % 600))
@@ -81,6 +81,13 @@ public struct PlaybackScenario: Sendable {
             case 6: command = .rate([0.5, 1, 2][Int(random.next() % 3)])
             case 7: command = .load(LoadedItem(id: "B", url: "https://example.com/b.mp4"))  // local only: a mismatch
             case 8: command = .load(LoadedItem(id: "A", url: "https://example.com/a.mp4", bufferSeconds: buffer))
+            case 9: command = .suspend(reason: Suspension.builtInReasons[Int(random.next() % 6)])
+            case 10: command = .suspend(reason: "custom reason \(random.next() % 3)")
+            case 11:  // resume one of the first few suspensions, sometimes proposing a time
+                command = .resume(
+                    id: UInt32(1 + random.next() % 4), at: random.next() % 2 == 0 ? Double(random.next() % 300) : nil)
+            case 12: command = .stall(seconds: 0.2 + random.nextUnit())
+            case 13: command = .whatHappened(seconds: 1 + Double(random.next() % 5))
             default: command = .pause
             }
             simulation.schedule(.command(node: node, command), at: at(time))
@@ -92,7 +99,12 @@ public struct PlaybackScenario: Sendable {
                 outcome.commandsIssued += 1
             }
         }
-        // Everyone returns to item A at the end, so that players can be compared.
+        // Everyone ends every suspension, then returns to item A, so that players can be compared.
+        for node in 0..<nodeCount {
+            for id in 1...40 {
+                simulation.schedule(.command(node: node, .resume(id: UInt32(id), at: nil)), at: at(8.4))
+            }
+        }
         for node in 0..<nodeCount {
             simulation.schedule(
                 .command(
@@ -188,7 +200,10 @@ public struct PlaybackScenario: Sendable {
                 outcome.failures.append("node\(index) is not on item A at the end")
                 continue
             }
-            if instance.catchingUp { outcome.failures.append("node\(index) is still catching up at the end") }
+            if instance.isSuspended {
+                outcome.failures.append(
+                    "node\(index) is still suspended at the end: \(instance.suspensions.map(\.reason))")
+            }
             let now = simulation.nodes[index].clock.timestamp(atTrue: trueNow)
             positions.append(instance.player.position(at: now))
             if abs(instance.player.rate - group.timeline.rate) > 1e-9 {

@@ -1,0 +1,150 @@
+import CoplayCore
+import CoplaySimulation
+import Testing
+
+/// The suspension rules (SPEC.md "Suspensions"), each on a small deterministic simulation.
+@Suite struct SuspensionTests {
+    func playing(_ settings: Settings = Settings()) -> Simulation {
+        var simulation = Simulation(
+            seed: 5, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 150_000_000)],
+            settings: settings)
+        simulation.schedule(.start(node: 0), at: 0)
+        simulation.schedule(.start(node: 1), at: 10_000_000)
+        simulation.schedule(
+            .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
+            at: 500_000_000)
+        simulation.schedule(.command(node: 0, .playNow(rate: 1)), at: 700_000_000)
+        simulation.run(until: 1_000_000_000)
+        return simulation
+    }
+
+    func instance(_ simulation: Simulation, _ node: Int) -> Instance { simulation.nodes[node].instance! }
+    func position(_ simulation: Simulation, _ node: Int) -> Double {
+        instance(simulation, node).player.position(
+            at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
+    }
+    func act(
+        _ simulation: inout Simulation, _ node: Int, _ command: ConsoleCommand,
+        then duration: Duration = .milliseconds(100)
+    ) {
+        simulation.schedule(.command(node: node, command), after: .zero)
+        _ = simulation.run(for: duration)
+    }
+    func suspensionIDs(_ simulation: Simulation, _ node: Int) -> [UInt32] {
+        instance(simulation, node).suspensions.map(\.id)
+    }
+
+    @Test func suspended_ignoresGroupCommands_thenResumeSnapsToTheGroupsTimeAndRate() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "userActionRequired"))
+        act(&simulation, 0, .pause, then: .seconds(1))
+        #expect(instance(simulation, 1).player.rate == 1, "the group's pause is not applied while suspended")
+        #expect(instance(simulation, 0).player.rate == 0)
+        act(&simulation, 1, .resume(id: suspensionIDs(simulation, 1)[0], at: nil))
+        #expect(instance(simulation, 1).player.rate == 0)
+        #expect(abs(position(simulation, 1) - position(simulation, 0)) < 0.000_5)
+    }
+
+    @Test func suspended_localTransportCommands_moveOnlyTheLocalPlayer() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "my own reason"))
+        act(&simulation, 1, .seek(seconds: 300))
+        act(&simulation, 1, .pause)
+        #expect(
+            instance(simulation, 1).player.rate == 0 && abs(position(simulation, 1) - 300.1) < 0.01,
+            "sought to 300, played 100 ms, paused")
+        #expect(instance(simulation, 0).player.rate == 1 && position(simulation, 0) < 10, "the group is untouched")
+    }
+
+    @Test func severalSuspensions_rejoinOnlyWhenAllHaveEnded() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "audioSessionInterrupted"))
+        act(&simulation, 1, .suspend(reason: "playingInterstitial"))
+        act(&simulation, 1, .pause)
+        let ids = suspensionIDs(simulation, 1)
+        #expect(ids.count == 2)
+        act(&simulation, 1, .resume(id: ids[0], at: nil))
+        #expect(instance(simulation, 1).player.rate == 0, "one suspension remains: still apart")
+        act(&simulation, 1, .resume(id: ids[1], at: nil))
+        #expect(instance(simulation, 1).player.rate == 1)
+        #expect(abs(position(simulation, 1) - position(simulation, 0)) < 0.000_5)
+    }
+
+    @Test func resumeAtATime_proposesItToTheGroup_rateUnchanged() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "userIsChangingCurrentTime"))
+        act(&simulation, 1, .resume(id: suspensionIDs(simulation, 1)[0], at: 120), then: .seconds(1))
+        for node in 0..<2 {
+            #expect(instance(simulation, node).player.rate == 1)
+            #expect(
+                position(simulation, node) > 120 && position(simulation, node) < 121.5,
+                "node\(node) at \(position(simulation, node))")
+        }
+    }
+
+    @Test func proposalWhileAnotherSuspensionRemains_isSentWhenTheLastEnds_unlessTheGroupMovedOn() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "a"))
+        act(&simulation, 1, .suspend(reason: "b"))
+        let ids = suspensionIDs(simulation, 1)
+        act(&simulation, 1, .resume(id: ids[0], at: 200), then: .seconds(1))
+        #expect(position(simulation, 0) < 10, "held while b remains")
+        act(&simulation, 1, .resume(id: ids[1], at: nil), then: .seconds(1))
+        #expect(position(simulation, 0) > 200, "sent when the last ended")
+
+        var overridden = playing()
+        act(&overridden, 1, .suspend(reason: "a"))
+        act(&overridden, 1, .suspend(reason: "b"))
+        let more = suspensionIDs(overridden, 1)
+        act(&overridden, 1, .resume(id: more[0], at: 200))
+        act(&overridden, 0, .pause)  // a later group command
+        act(&overridden, 1, .resume(id: more[1], at: nil), then: .seconds(1))
+        #expect(position(overridden, 0) < 10 && instance(overridden, 0).player.rate == 0, "the proposal was dropped")
+        #expect(abs(position(overridden, 1) - position(overridden, 0)) < 0.000_5, "and node 1 snapped to the group")
+    }
+
+    @Test func suspensionReasons_areSharedWithTheOthers() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "audioSessionInterrupted"))
+        let peer = instance(simulation, 0).peers[simulation.nodes[1].id]
+        #expect(peer?.suspensions == ["audioSessionInterrupted"])
+        #expect(peer?.item == "movie")
+        #expect(
+            simulation.nodes[0].events.contains {
+                if case .peerChanged(let info) = $0.event {
+                    info.suspensions == ["audioSessionInterrupted"]
+                } else {
+                    false
+                }
+            })
+    }
+
+    @Test func waitingPolicy_aSuspensionForAListedReasonHoldsTheStart_otherwiseTheGroupStartsWithoutIt() {
+        var policy = Settings()
+        policy.suspensionReasonsThatTriggerWaiting = ["audioSessionInterrupted"]
+        for (settings, holds) in [(Settings(), false), (policy, true)] {
+            var simulation = playing(settings)
+            act(&simulation, 0, .pause)
+            act(&simulation, 1, .suspend(reason: "audioSessionInterrupted"))
+            act(&simulation, 0, .play(rate: 1), then: .seconds(5))  // past the 3 s deadline
+            #expect((instance(simulation, 0).player.rate == 0) == holds, "holds=\(holds)")
+            if holds {
+                act(&simulation, 1, .resume(id: suspensionIDs(simulation, 1)[0], at: nil), then: .seconds(1))
+                #expect(instance(simulation, 0).player.rate == 1 && instance(simulation, 1).player.rate == 1)
+                #expect(abs(position(simulation, 1) - position(simulation, 0)) < 0.000_5)
+            }
+        }
+    }
+
+    @Test func whatHappened_rewindsPlaysTwiceAsFast_andRejoinsWhenCaughtUp() {
+        var simulation = playing()
+        _ = simulation.run(for: .seconds(20))
+        act(&simulation, 1, .whatHappened(seconds: 6), then: .seconds(1))
+        #expect(instance(simulation, 1).player.rate == 2)
+        #expect(instance(simulation, 1).suspensions.map(\.reason) == ["whatHappened"])
+        _ = simulation.run(for: .seconds(6))
+        #expect(instance(simulation, 1).suspensions.isEmpty, "caught up after about 6 s at 2x")
+        #expect(instance(simulation, 1).player.rate == 1)
+        #expect(abs(position(simulation, 1) - position(simulation, 0)) < 0.000_5)
+    }
+}
