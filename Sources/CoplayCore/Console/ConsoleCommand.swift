@@ -48,7 +48,8 @@ public enum ConsoleCommand: Hashable, Sendable {
     public static let usages: [Usage] = [
         Usage(
             name: "share",
-            synopsis: "share <url> [id=<item-id>] [title=…] [subtitle=…] [type=…] [duration=<s>] [buffer=<s>]",
+            synopsis:
+                "share <url> [id=<item-id>] [title=…] [subtitle=…] [type=…] [fallback=<url>] [duration=<s>] [buffer=<s>]",
             summary: "propose an item to the group; every agent loads it",
             example: "share https://example.com/bbb.mp4 id=bbb title=\"Big Buck Bunny\" duration=596"),
         Usage(
@@ -209,7 +210,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             var options: [String: String] = [:]
             let allowed =
                 name == "load"
-                ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "duration", "buffer"]
+                ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
             for argument in arguments.dropFirst() {
                 guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
                 let key = String(argument[..<equals])
@@ -230,6 +231,9 @@ public enum ConsoleCommand: Hashable, Sendable {
             {
                 throw fail("\(key) is longer than \(WireFormat.metadataBytesMax) bytes")
             }
+            if (options["fallback"]?.utf8.count ?? 0) > WireFormat.urlBytesMax {
+                throw fail("the fallback URL is longer than \(WireFormat.urlBytesMax) bytes")
+            }
             let duration = try options["duration"].map { text throws(ParseError) in
                 try number(text, "duration", in: 0.001...WireFormat.positionMax)
             }
@@ -240,7 +244,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             }
             let activity = Activity(
                 url: url, itemID: id, title: options["title"] ?? "", subtitle: options["subtitle"] ?? "",
-                type: options["type"] ?? "")
+                type: options["type"] ?? "", fallbackURL: options["fallback"] ?? "")
             return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
         default:
             preconditionFailure("'\(name)' has a usage but no parser")

@@ -18,13 +18,19 @@ public struct Activity: Hashable, Sendable {
     public var title: String
     public var subtitle: String
     public var type: String
+    /// Where to get the item when `url` cannot be played here (GroupActivities' fallbackURL); may be empty.
+    public var fallbackURL: String
 
-    public init(url: String, itemID: String? = nil, title: String = "", subtitle: String = "", type: String = "") {
+    public init(
+        url: String, itemID: String? = nil, title: String = "", subtitle: String = "", type: String = "",
+        fallbackURL: String = ""
+    ) {
         self.url = url
         self.itemID = itemID ?? url
         self.title = title
         self.subtitle = subtitle
         self.type = type
+        self.fallbackURL = fallbackURL
     }
 }
 

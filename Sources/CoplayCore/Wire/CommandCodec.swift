@@ -85,6 +85,7 @@ extension WireFormat {
             writer.writeShortString(activity.title)
             writer.writeShortString(activity.subtitle)
             writer.writeShortString(activity.type)
+            writer.writeLongString(activity.fallbackURL)
         case .play(let rate, let position, let requestedAt):
             writer.write(OperationCode.play.rawValue)
             writer.write(rate)
@@ -145,7 +146,8 @@ extension WireFormat {
                     url: url, itemID: item,
                     title: try reader.readShortString(maxBytes: metadataBytesMax, field: "title"),
                     subtitle: try reader.readShortString(maxBytes: metadataBytesMax, field: "subtitle"),
-                    type: try reader.readShortString(maxBytes: metadataBytesMax, field: "type")))
+                    type: try reader.readShortString(maxBytes: metadataBytesMax, field: "type"),
+                    fallbackURL: try reader.readLongString(maxBytes: urlBytesMax, field: "fallback url")))
         case .play: operation = .play(rate: try rate(positive: true), position: try position(), requestedAt: try wall())
         case .seek:
             operation = .seek(position: try position(), resumeRate: try rate(positive: false), requestedAt: try wall())
