@@ -92,6 +92,11 @@ public struct Settings: Sendable, Equatable {
     public var commandAwaitingClockTimeout: Duration = .seconds(2)
     /// How long a joining agent waits for the group's history before following what it has.
     public var historyCatchUpMax: Duration = .seconds(2)
+    /// The largest app message, in bytes of UTF-8 (it travels in up to 64 datagrams).
+    public var messageBytesMax = 16 * 1024
+    /// Messages being reassembled at once, at most; an unreliable one is given up after this long.
+    public var partialMessagesMax = 32
+    public var unreliableMessageTimeout: Duration = .seconds(2)
     /// Clock estimators of departed peers kept in case they come back, at most.
     public var retiredClocksMax = 64
     /// Testing: record every delivered command in `Instance.deliveries` (the simulation checks
@@ -108,8 +113,8 @@ public struct Settings: Sendable, Equatable {
     public var offsetSamplesMax = 64
     public var outstandingProbesPerPeerMax = 16
     public var departedMax = 512
-    /// Longest console line accepted, in bytes.
-    public var commandLineBytesMax = 4096
+    /// Longest console line accepted, in bytes (room for a message of `messageBytesMax`).
+    public var commandLineBytesMax = 17 * 1024
     /// Diagnostics about dropped datagrams: the first few of each kind, then one in this many.
     public var dropDiagnosticEvery = 1000
 

@@ -192,7 +192,7 @@ public enum Demo {
         let formatter = EventFormatter(json: false, clock: AgentClock())
         switch event {
         case .activityChanged, .itemChanged, .waiting, .playing, .paused, .timeJumped, .commandIgnored, .suspension,
-            .session, .commandError:
+            .session, .commandError, .message, .messageSent:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first
         case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .peerChanged, .clockSynced, .status, .peers,
             .help,

@@ -55,6 +55,8 @@ public struct EventFormatter: Sendable {
         case .rateChanged: "rate-changed"
         case .commandIgnored: "command-ignored"
         case .suspension(let report): report.began ? "suspension-began" : "suspension-ended"
+        case .message: "message"
+        case .messageSent: "message-sent"
         }
     }
 
@@ -132,6 +134,18 @@ public struct EventFormatter: Sendable {
             ]
         case .suspension(let report):
             return [("id", .int(Int64(report.id))), ("reason", .string(report.reason)), ("item", .string(report.item))]
+        case .message(let message):
+            return [
+                ("from", originatorObject(message.from)), ("id", .int(Int64(message.messageID))),
+                ("text", .string(message.text)),
+                ("reliable", .bool(message.isReliable)), ("recipients", .int(Int64(message.recipientCount))),
+            ]
+        case .messageSent(let sent):
+            return [
+                ("id", .int(Int64(sent.messageID))), ("bytes", .int(Int64(sent.bytes))),
+                ("parts", .int(Int64(sent.parts))),
+                ("reliable", .bool(sent.isReliable)), ("to", .array(sent.recipients.map { .string($0) })),
+            ]
         }
     }
 
@@ -208,6 +222,14 @@ public struct EventFormatter: Sendable {
             return ["peer-left \(info.name) \(info.member) reason=\(reason.rawValue)"]
         case .peerUnresponsive(let info):
             return ["peer-unresponsive \(info.name) \(info.member) silent for \(Self.millis(info.lastSeenAgo))"]
+        case .message(let message):
+            return [
+                "message from \(Self.who(message.from))\(message.isReliable ? "" : " (unreliable)"): \(message.text)"
+            ]
+        case .messageSent(let sent):
+            return [
+                "message-sent id=\(sent.messageID) \(sent.bytes) bytes in \(sent.parts) datagram\(sent.parts == 1 ? "" : "s") to \(sent.recipients.joined(separator: ","))\(sent.isReliable ? "" : " (unreliable)")"
+            ]
         case .peerChanged(let info):
             return ["peer-changed \(info.name) \(Self.participantText(info))"]
         case .peerResponsive(let info):

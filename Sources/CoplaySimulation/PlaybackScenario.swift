@@ -14,6 +14,8 @@ public struct PlaybackScenario: Sendable {
         public var commandsDelivered = 0
         /// Largest position difference between players of the same item at the end, in seconds.
         public var positionSpreadSeconds = 0.0
+        /// Reliable (message, recipient) deliveries checked.
+        public var messagesChecked = 0
         public var summary = ""
     }
 
@@ -88,6 +90,10 @@ public struct PlaybackScenario: Sendable {
                     id: UInt32(1 + random.next() % 4), at: random.next() % 2 == 0 ? Double(random.next() % 300) : nil)
             case 12: command = .stall(seconds: 0.2 + random.nextUnit())
             case 13: command = .whatHappened(seconds: 1 + Double(random.next() % 5))
+            case 14:  // an app message: reliable or not, to everyone or to one agent, up to 3 datagrams
+                let to: [String]? = random.next() % 2 == 0 ? nil : ["node\(random.next() % UInt64(nodeCount))"]
+                let text = "m\(outcome.commandsIssued) " + String(repeating: "x", count: Int(random.next() % 3000))
+                command = .message(to: to, unreliable: random.next() % 3 == 0, text: text)
             default: command = .pause
             }
             simulation.schedule(.command(node: node, command), at: at(time))
@@ -192,7 +198,43 @@ public struct PlaybackScenario: Sendable {
             }
         }
         if !outcome.failures.isEmpty { return }
-        // 4. Players on item A agree with each other and with the group state.
+        // 4. Every reliable message reached each of its recipients exactly once, if that recipient
+        //    is still live in the incarnation it had when the message was sent.
+        func joins(_ node: Int) -> [(at: Int64, member: Member)] {
+            simulation.nodes[node].events.compactMap { entry in
+                if case .session(let report) = entry.event, report.state.isJoined {
+                    (entry.atNanos, report.member)
+                } else {
+                    nil
+                }
+            }
+        }
+        for sender in simulation.nodes.indices {
+            for entry in simulation.nodes[sender].events {
+                guard case .messageSent(let sent) = entry.event, sent.isReliable,
+                    let from = joins(sender).last(where: { $0.at <= entry.atNanos })?.member
+                else { continue }
+                for name in sent.recipients {
+                    guard let recipient = Int(name.dropFirst(4)), live.contains(recipient),
+                        let member = simulation.nodes[recipient].instance?.member,
+                        joins(recipient).contains(where: { $0.member == member && $0.at <= entry.atNanos })
+                    else { continue }
+                    let copies = simulation.nodes[recipient].events.filter { event in
+                        if case .message(let message) = event.event {
+                            message.from.member == from && message.messageID == sent.messageID
+                        } else {
+                            false
+                        }
+                    }.count
+                    if copies != 1 {
+                        outcome.failures.append(
+                            "node\(recipient) got \(copies) copies of message \(sent.messageID) from node\(sender)")
+                    }
+                    outcome.messagesChecked += 1
+                }
+            }
+        }
+        // 5. Players on item A agree with each other and with the group state.
         guard let group = reference.items["A"] else { return }
         var positions: [Double] = []
         for index in live {

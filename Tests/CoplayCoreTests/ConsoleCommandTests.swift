@@ -42,4 +42,29 @@ import Testing
         }
         #expect(error.message.contains("5000 bytes"))
     }
+
+    @Test func msg_takesRecipientsAndReliabilityBeforeTheText() throws {
+        #expect(
+            try ConsoleCommand.parse("msg hello there").get()
+                == .message(to: nil, unreliable: false, text: "hello there"))
+        #expect(
+            try ConsoleCommand.parse("msg to=bob,carol unreliable \"pizza  is here\"").get()
+                == .message(to: ["bob", "carol"], unreliable: true, text: "pizza  is here"))
+        guard case .failure(let error) = ConsoleCommand.parse("msg to=bob") else {
+            Issue.record("accepted a message without text")
+            return
+        }
+        #expect(error.message == "'msg' needs the text to send")
+    }
+
+    @Test func suspendAndResume_parseTheirArguments() throws {
+        #expect(
+            try ConsoleCommand.parse("suspend user action required").get() == .suspend(reason: "user action required"))
+        #expect(try ConsoleCommand.parse("resume 3 at=42.5").get() == .resume(id: 3, at: 42.5))
+        #expect(try ConsoleCommand.parse("what-happened").get() == .whatHappened(seconds: 10))
+        guard case .failure = ConsoleCommand.parse("resume three") else {
+            Issue.record("accepted a non-numeric id")
+            return
+        }
+    }
 }

@@ -167,6 +167,28 @@ enum WireVectors {
             )
         ),
         ("end", Datagram(session: session, sender: sender, sequence: 19, payload: .end(reason: "movie over"))),
+        (
+            "command-message",
+            Datagram(
+                session: session, sender: sender, sequence: 20,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 8), lamport: 13, dependencies: VectorClock(),
+                        command: Command(
+                            item: MessagePart.itemMarker,
+                            operation: .message(
+                                MessagePart(
+                                    messageID: 1, index: 0, count: 1, recipients: [other],
+                                    bytes: Array("pizza is here".utf8))))),
+                    isRepair: false))
+        ),
+        (
+            "unreliable-message",
+            Datagram(
+                session: session, sender: sender, sequence: 21,
+                payload: .unreliableMessage(
+                    MessagePart(messageID: 2, index: 1, count: 2, recipients: [], bytes: Array(" and cold".utf8))))
+        ),
     ]
 
     static let other = Member(id: PeerID(0xFEDC_BA98_7654_3210), incarnation: Incarnation(7))
@@ -225,6 +247,14 @@ enum WireVectors {
                     var heartbeat = WireFormat.encode(valid[8].datagram)
                     heartbeat.swapAt(heartbeat.count - 32, heartbeat.count - 16)
                     return heartbeat
+                }(), .malformedPayload
+            ),
+            (
+                "message-recipients-in-later-part",
+                {
+                    var bytes = WireFormat.encode(valid.first { $0.name == "unreliable-message" }!.datagram)
+                    bytes[34 + 8] = 1  // a recipient count in part 1
+                    return bytes
                 }(), .malformedPayload
             ),
         ]

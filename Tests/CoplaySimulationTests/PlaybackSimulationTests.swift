@@ -26,7 +26,8 @@ import Testing
         }
         let spreads = outcomes.map { Int64($0.positionSpreadSeconds * 1e9) }
         print(
-            "playback simulation: \(outcomes.count) runs, \(outcomes.map(\.commandsIssued).reduce(0, +)) commands issued; "
+            "playback simulation: \(outcomes.count) runs, \(outcomes.map(\.commandsIssued).reduce(0, +)) commands issued, "
+                + "\(outcomes.map(\.messagesChecked).reduce(0, +)) reliable message deliveries checked; "
                 + "final player spread p50 \(percentile(spreads, 0.5) / 1000) µs p99 \(percentile(spreads, 0.99) / 1000) µs max \((spreads.max() ?? 0) / 1000) µs"
         )
     }

@@ -35,6 +35,8 @@ public enum ConsoleCommand: Hashable, Sendable {
     case resume(id: UInt32, at: Double?)
     /// Rewind, play at 2x until caught up with the group, rejoin.
     case whatHappened(seconds: Double)
+    /// Send an app message to everyone (nil) or to the named participants.
+    case message(to: [String]?, unreliable: Bool, text: String)
 
     /// How a command is typed and what it does, for `help` and for error messages.
     public struct Usage: Hashable, Sendable {
@@ -68,6 +70,10 @@ public enum ConsoleCommand: Hashable, Sendable {
         Usage(
             name: "stall", synopsis: "stall <seconds>", summary: "make the simulated player stall", example: "stall 2.5"
         ),
+        Usage(
+            name: "msg", synopsis: "msg [to=<name|id>,…] [unreliable] <text>",
+            summary: "send a message to everyone (or to some); reliable unless unreliable",
+            example: "msg to=bob,carol \"pizza is here\""),
         Usage(
             name: "suspend", synopsis: "suspend <reason>",
             summary: "leave the group's playback for a while (built-in or custom reason); prints the id",
@@ -192,6 +198,24 @@ public enum ConsoleCommand: Hashable, Sendable {
                 at = try number(String(arguments[1].dropFirst(3)), "the proposed time", in: 0...WireFormat.positionMax)
             }
             return .resume(id: id, at: at)
+        case "msg":
+            var words = arguments[...]
+            var to: [String]?
+            var unreliable = false
+            while let word = words.first, word.hasPrefix("to=") || word == "unreliable" {
+                words.removeFirst()
+                if word == "unreliable" {
+                    unreliable = true
+                } else {
+                    guard to == nil else { throw fail("to= given twice") }
+                    let names = word.dropFirst(3).split(separator: ",").map(String.init)
+                    guard !names.isEmpty else { throw fail("to= needs names or ids, separated by commas") }
+                    to = names
+                }
+            }
+            let text = words.joined(separator: " ")
+            guard !text.isEmpty else { throw fail("'msg' needs the text to send") }
+            return .message(to: to, unreliable: unreliable, text: text)
         case "what-happened":
             guard arguments.count <= 1 else {
                 throw fail("'what-happened' takes at most one argument, the seconds to rewind")

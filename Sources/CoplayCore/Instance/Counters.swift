@@ -71,6 +71,10 @@ public struct Counters: Hashable, Sendable {
     public var nacksSent = 0
     /// Times the player was re-anchored to the group's timeline as the clocks drifted.
     public var driftCorrections = 0
+    /// App messages sent, delivered here, and given up (parts missing or over the limits).
+    public var messagesSent = 0
+    public var messagesReceived = 0
+    public var messagesIncomplete = 0
 
     public init() {}
 

@@ -40,6 +40,10 @@ public enum Event: Hashable, Sendable {
     case commandIgnored(IgnoredCommand)
     /// A suspension began or ended (`stallRecovery` here).
     case suspension(SuspensionReport)
+    /// An app message for this participant.
+    case message(MessageReport)
+    /// This agent sent an app message.
+    case messageSent(MessageSent)
 }
 
 /// Who caused a change: the participant whose command it was.

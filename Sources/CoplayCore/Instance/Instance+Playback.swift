@@ -103,7 +103,7 @@ extension Instance {
             guard requireItem(into: &out) != nil else { return }
             player.stall(seconds: seconds, now: now)
             beginCatchUp(now: now, into: &out)
-        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened:
+        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened, .message:
             preconditionFailure("\(command) is not a playback command")
         }
         decideStartIfDue(now: now, into: &out)
@@ -277,6 +277,10 @@ extension Instance {
             if settings.recordsDeliveries { deliveries.append(envelope) }
             let command = envelope.command
             defer { conversions[envelope.dot] = nil }
+            if case .message(let part) = command.operation {
+                receiveMessagePart(part, from: envelope.dot.origin, isReliable: true, now: now, into: &out)
+                continue
+            }
             if case .share(let proposed) = command.operation {
                 guard activity.map({ envelope.orderKey > $0.orderKey }) ?? true else { continue }
                 activity = envelope
@@ -506,6 +510,7 @@ extension Instance {
 
     mutating func playbackTick(now: Timestamp, into out: inout [Directive]) {
         expireCommandsAwaitingClock(now: now)
+        expireUnreliableMessages(now: now)
         checkWhatHappened(now: now, into: &out)
         correctDrift(now: now)
         followAfterHistory(now: now, into: &out)

@@ -57,6 +57,11 @@ public struct Instance: Sendable {
     public internal(set) var suspensions: [Suspension] = []
     var nextSuspensionID: UInt32 = 1
     var pendingProposal: PendingProposal?
+    var nextMessageID: UInt32 = 1
+    /// Messages being reassembled, by sender and number. At most `Settings.partialMessagesMax`.
+    var partialMessages: [MessageKey: PartialMessage] = [:]
+    /// The last 256 unreliable messages completed, so that a duplicated part does not deliver one twice.
+    var completedUnreliable: [MessageKey] = []
     var itemsChangeOrder: [String] = []
     /// Duration and buffering this agent gave with its own `share`, used when the share is delivered.
     var localItemSettings: (itemID: String, duration: Double?, buffer: Double)?
@@ -158,6 +163,8 @@ public struct Instance: Sendable {
             playbackCommand(command, now: now, into: &out)
         case .suspend, .resume, .whatHappened:
             suspensionCommand(command, now: now, into: &out)
+        case .message(let to, let unreliable, let text):
+            sendMessage(to: to, unreliable: unreliable, text: text, now: now, into: &out)
         }
         return finish(out, now: now)
     }
@@ -332,6 +339,9 @@ public struct Instance: Sendable {
         case .ready(let trigger):
             heard(sender, at: receivedAt.monotonic, into: &out)
             receiveReady(trigger, from: sender, now: now, into: &out)
+        case .unreliableMessage(let part):
+            heard(sender, at: receivedAt.monotonic, into: &out)
+            receiveMessagePart(part, from: sender, isReliable: false, now: now, into: &out)
         case .end(let reason):
             let by = peers[sender.id]?.name ?? sender.id.description
             leaveWith(.end(reason: reason), invalidation: .ended(by: by, reason: reason), now: now, into: &out)

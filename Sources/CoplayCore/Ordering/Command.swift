@@ -54,6 +54,8 @@ public enum Operation: Hashable, Sendable {
     case pause(position: Double, at: WallInstant)
     /// Change the rate while playing: at `at` the media is at `position`, moving at `rate` after.
     case rate(rate: Double, position: Double, at: WallInstant)
+    /// One part of a reliable app message (GroupSessionMessenger); not playback state.
+    case message(MessagePart)
 
     public var name: String {
         switch self {
@@ -64,6 +66,7 @@ public enum Operation: Hashable, Sendable {
         case .playNow: "play-now"
         case .pause: "pause"
         case .rate: "rate"
+        case .message: "message"
         }
     }
 
@@ -71,7 +74,7 @@ public enum Operation: Hashable, Sendable {
     public func shifted(by nanos: Int64) -> Operation {
         func shift(_ wall: WallInstant) -> WallInstant { WallInstant(unixNanos: wall.unixNanos &+ nanos) }
         switch self {
-        case .share: return self
+        case .share, .message: return self
         case .play(let rate, let position, let requestedAt):
             return .play(rate: rate, position: position, requestedAt: shift(requestedAt))
         case .seek(let position, let resumeRate, let requestedAt):
@@ -83,6 +86,34 @@ public enum Operation: Hashable, Sendable {
         case .rate(let rate, let position, let at): return .rate(rate: rate, position: position, at: shift(at))
         }
     }
+}
+
+/// One part of an app message. A message of n bytes of UTF-8 travels as `count` parts, in
+/// order; the first names the recipients.
+public struct MessagePart: Hashable, Sendable {
+    /// The sender's number for the message (per incarnation).
+    public var messageID: UInt32
+    public var index: UInt16
+    public var count: UInt16
+    /// In part 0: the memberships the message is for (those known when it was sent, or those
+    /// chosen). Empty in the other parts.
+    public var recipients: [Member]
+    /// A slice of the message's UTF-8 bytes.
+    public var bytes: [UInt8]
+
+    public init(messageID: UInt32, index: UInt16, count: UInt16, recipients: [Member], bytes: [UInt8]) {
+        self.messageID = messageID
+        self.index = index
+        self.count = count
+        self.recipients = recipients
+        self.bytes = bytes
+    }
+
+    /// Most parts to a message, and most recipients named.
+    public static let partsMax = 64
+    public static let recipientsMax = 64
+    /// The item field of a message command (messages belong to no item).
+    public static let itemMarker = "-"
 }
 
 /// A group command: for which item, and what.

@@ -48,7 +48,7 @@ public enum Timeline: Hashable, Sendable {
     /// The state a delivered command defines.
     public init?(_ operation: Operation, dot: Dot) {
         switch operation {
-        case .share: return nil
+        case .share, .message: return nil
         case .play(let rate, let position, let requestedAt):
             self = .waiting(position: position, rate: rate, trigger: dot, requestedAt: requestedAt)
         case .seek(let position, let resumeRate, let requestedAt):

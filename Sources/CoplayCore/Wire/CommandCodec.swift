@@ -20,6 +20,35 @@ extension WireFormat {
         case playNow = 5
         case pause = 6
         case rate = 7
+        case message = 8
+    }
+
+    static func writeMessagePart(_ part: MessagePart, into writer: inout ByteWriter) {
+        writer.write(part.messageID)
+        writer.write(part.index)
+        writer.write(part.count)
+        writer.write(UInt8(part.recipients.count))
+        for member in part.recipients { writeMember(member, into: &writer) }
+        writer.write(UInt16(part.bytes.count))
+        writer.write(bytes: part.bytes)
+    }
+
+    static func readMessagePart(from reader: inout ByteReader) throws(DecodeError) -> MessagePart {
+        let messageID = try reader.readUInt32()
+        let index = try reader.readUInt16()
+        let count = try reader.readUInt16()
+        guard count >= 1, Int(count) <= MessagePart.partsMax, index < count else {
+            throw DecodeError(.malformedPayload, "message part \(index) of \(count)")
+        }
+        let recipientCount = Int(try reader.readUInt8())
+        guard recipientCount <= MessagePart.recipientsMax, (index == 0) == (recipientCount > 0) else {
+            throw DecodeError(.malformedPayload, "\(recipientCount) recipients in message part \(index)")
+        }
+        var recipients: [Member] = []
+        for _ in 0..<recipientCount { recipients.append(try readMember(from: &reader)) }
+        let length = Int(try reader.readUInt16())
+        let bytes = Array(try reader.readBytes(length))
+        return MessagePart(messageID: messageID, index: index, count: count, recipients: recipients, bytes: bytes)
     }
 
     static func writeMember(_ member: Member, into writer: inout ByteWriter) {
@@ -116,6 +145,9 @@ extension WireFormat {
             writer.write(rate)
             writer.write(position)
             writer.write(at.unixNanos)
+        case .message(let part):
+            writer.write(OperationCode.message.rawValue)
+            writeMessagePart(part, into: &writer)
         }
     }
 
@@ -158,6 +190,7 @@ extension WireFormat {
         case .playNow: operation = .playNow(rate: try rate(positive: true), position: try position(), at: try wall())
         case .pause: operation = .pause(position: try position(), at: try wall())
         case .rate: operation = .rate(rate: try rate(positive: false), position: try position(), at: try wall())
+        case .message: operation = .message(try readMessagePart(from: &reader))
         case nil: throw DecodeError(.malformedPayload, "unknown command operation \(code)")
         }
         return CommandEnvelope(

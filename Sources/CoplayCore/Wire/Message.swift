@@ -20,6 +20,8 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     case ready = 0x12
     /// The session ends for everyone (multicast, repeated).
     case end = 0x13
+    /// One part of an unreliable app message (multicast, never repaired).
+    case unreliableMessage = 0x14
 
     public var description: String {
         switch self {
@@ -32,6 +34,7 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
         case .nack: "nack"
         case .ready: "ready"
         case .end: "end"
+        case .unreliableMessage: "unreliable-message"
         }
     }
 }
@@ -148,6 +151,8 @@ public enum Payload: Hashable, Sendable {
     case ready(trigger: Dot)
     /// The session ends for everyone, for the reason given.
     case end(reason: String)
+    /// One part of an unreliable app message.
+    case unreliableMessage(MessagePart)
 
     public var type: MessageType {
         switch self {
@@ -160,6 +165,7 @@ public enum Payload: Hashable, Sendable {
         case .nack: .nack
         case .ready: .ready
         case .end: .end
+        case .unreliableMessage: .unreliableMessage
         }
     }
 }

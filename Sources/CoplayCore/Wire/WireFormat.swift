@@ -94,6 +94,8 @@ public enum WireFormat {
             writeDot(trigger, into: &writer)
         case .end(let reason):
             writer.writeShortString(reason)
+        case .unreliableMessage(let part):
+            writeMessagePart(part, into: &writer)
         }
     }
 
@@ -225,6 +227,8 @@ public enum WireFormat {
             return .ready(trigger: try readDot(from: &reader))
         case .end:
             return .end(reason: try reader.readShortString(maxBytes: 128, field: "end reason"))
+        case .unreliableMessage:
+            return .unreliableMessage(try readMessagePart(from: &reader))
         }
     }
 }
