@@ -123,6 +123,54 @@ public enum Demo {
             )
             syncErrors.append(await reportSync(agents))
 
+            step("carol's player stalls for 1.5 s: a stallRecovery suspension until it has caught up")
+            carol.send("stall 1.5")
+            try await pause(0.1)
+            try await until("carol has caught up") { await carol.shell.status().report.suspensions.isEmpty }
+            syncErrors.append(await reportSync(agents))
+
+            step("bob suspends himself; alice pauses the group, and bob, suspended, plays on")
+            bob.send("suspend userActionRequired")
+            try await pause(0.1)
+            alice.send("pause")
+            try await pause(0.3)
+            let suspendedRates = await agents.asyncMap { await $0.shell.status().report.rate }
+            print("  rates: " + zip(agents, suspendedRates).map { "\($0.name) \($1)" }.joined(separator: ", "))
+
+            step("bob resumes, proposing 300 s: everyone seeks there, the group's rate (paused) unchanged")
+            let id =
+                bob.events.compactMap { entry -> UInt32? in
+                    if case .suspension(let report) = entry.event, report.began, report.reason == "userActionRequired" {
+                        report.id
+                    } else {
+                        nil
+                    }
+                }.last ?? 0
+            bob.send("resume \(id) at=300")
+            try await until("everyone is at 300 s") {
+                await agents.asyncAllSatisfy {
+                    let s = await $0.shell.status().report
+                    return s.rate == 0 && abs(s.positionSeconds - 300) < 0.001
+                }
+            }
+            await reportPositions(agents)
+
+            step("alice: play; dave missed something: what-happened 4 rewinds 4 s and plays at 2x until caught up")
+            alice.send("play")
+            try await until("everyone plays") {
+                await agents.asyncAllSatisfy { await $0.shell.status().report.rate == 1 }
+            }
+            dave.send("what-happened 4")
+            try await pause(0.2)
+            try await until("dave has caught up") { await dave.shell.status().report.suspensions.isEmpty }
+            syncErrors.append(await reportSync(agents))
+
+            step("messages: alice to everyone, bob to carol only, carol unreliably")
+            alice.send("msg popcorn is ready")
+            bob.send("msg to=carol \"save me a seat\"")
+            carol.send("msg unreliable brb")
+            try await pause(0.4)
+
             step("alice ends the session for everyone")
             alice.send("end the demo is over")
             try await pause(0.3)
