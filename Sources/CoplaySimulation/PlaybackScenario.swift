@@ -198,8 +198,10 @@ public struct PlaybackScenario: Sendable {
             }
         }
         if !outcome.failures.isEmpty { return }
-        // 4. Every reliable message reached each of its recipients exactly once, if that recipient
-        //    is still live in the incarnation it had when the message was sent.
+        // 4. Every reliable message reached each of its recipients at most once, and exactly once
+        //    if that recipient is still live in the incarnation it had when the message was sent
+        //    and so is the sender (a sender that crashes before anyone has all the parts takes
+        //    them with it: reliability is against loss, not against the sender's crash).
         func joins(_ node: Int) -> [(at: Int64, member: Member)] {
             simulation.nodes[node].events.compactMap { entry in
                 if case .session(let report) = entry.event, report.state.isJoined {
@@ -226,7 +228,8 @@ public struct PlaybackScenario: Sendable {
                             false
                         }
                     }.count
-                    if copies != 1 {
+                    let senderSurvived = simulation.nodes[sender].instance?.member == from
+                    if copies > 1 || (copies == 0 && senderSurvived) {
                         outcome.failures.append(
                             "node\(recipient) got \(copies) copies of message \(sent.messageID) from node\(sender)")
                     }
