@@ -44,12 +44,22 @@ public enum CommandLineOptions {
           --wait-limit N            ...only while at most N participants are on the item
 
         Commands on standard input, one per line:
-        \(ConsoleCommand.usages.map { "  \($0.synopsis.padded(to: 24))\($0.summary)" }.joined(separator: "\n"))
+        \(ConsoleCommand.usages.map { CommandLineOptions.usageLine($0) }.joined(separator: "\n"))
           End of input, SIGINT and SIGTERM leave the session gracefully and exit 0.
 
         Exit status: 0 after a graceful exit, 1 if the network could not be set up, 2 on a bad
         command line.
         """
+
+    /// One command of the usage text: the synopsis, then the summary in a column (on the next
+    /// line when the synopsis is longer than the column).
+    static func usageLine(_ usage: ConsoleCommand.Usage) -> String {
+        let column = 26
+        guard usage.synopsis.count < column - 2 else {
+            return "  \(usage.synopsis)\n" + String(repeating: " ", count: column) + usage.summary
+        }
+        return "  " + usage.synopsis.padded(to: column - 2) + usage.summary
+    }
 
     public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError>
     {
