@@ -6,6 +6,8 @@ public enum Invocation: Sendable {
     case runAgent(AgentConfiguration)
     /// `coplay demo`: a scripted session of several agents on loopback.
     case demo
+    /// `coplay dump FILE|- [--json]`: decode a capture.
+    case dump(path: String, json: Bool)
     case help
     case version
 }
@@ -23,6 +25,7 @@ public enum CommandLineOptions {
 
         Usage:
           coplay demo                       several agents on loopback run a scripted session
+          coplay dump FILE|- [--json]       decode the coplay datagrams of a pcap/pcapng capture
           coplay [options]                  run one agent; type commands on standard input
           coplay --help | --version
           (coplay-bench measures agents on loopback: coplay-bench --help)
@@ -64,6 +67,16 @@ public enum CommandLineOptions {
     public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError>
     {
         var remaining = arguments[...]
+        if remaining.first == "dump" {
+            remaining.removeFirst()
+            let json = remaining.contains("--json")
+            let paths = remaining.filter { $0 != "--json" }
+            guard paths.count == 1, let path = paths.first, path == "-" || !path.hasPrefix("-") else {
+                return .failure(
+                    UsageError(message: "dump takes one capture file (or - for standard input), and --json"))
+            }
+            return .success(.dump(path: path, json: json))
+        }
         if remaining.first == "demo" {
             guard remaining.count == 1 else { return .failure(UsageError(message: "demo takes no arguments")) }
             return .success(.demo)

@@ -262,3 +262,77 @@ import Testing
         }
     }
 }
+
+/// A real session captured with tcpdump decodes completely with `coplay dump`.
+@Suite(.serialized) struct CaptureIntegrationTests {
+    @Test(
+        .enabled(
+            if: isRoot && FileManager.default.isExecutableFile(atPath: "/usr/bin/tcpdump"), "needs root and tcpdump"))
+    func capturedSession_decodesWithNoMalformedDatagram() throws {
+        let capture = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-session-\(getpid()).pcap")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: capture) }
+        try withLAN(hosts: 3) { prefix in
+            let tcpdump = Process()
+            tcpdump.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            // Bounded: tcpdump stops by itself after 60 s whatever happens; -Z root keeps it
+            // signalable and able to write the file.
+            tcpdump.arguments = [
+                "netns", "exec", "\(prefix)-h1", "timeout", "60", "tcpdump", "-Z", "root", "-i", "eth0", "-U", "-w",
+                capture, "udp",
+            ]
+            tcpdump.standardError = FileHandle.nullDevice
+            tcpdump.standardOutput = FileHandle.nullDevice
+            try tcpdump.run()
+            defer { if tcpdump.isRunning { tcpdump.terminate() } }
+            usleep(700_000)
+            let agents = try (1...3).map { host in
+                try AgentProcess(
+                    executable: coplay, name: "cap\(host)", arguments: ["--interface", "eth0", "--session", "capture"],
+                    namespace: "\(prefix)-h\(host)")
+            }
+            for agent in agents {
+                var synced = 0
+                _ = agent.waitForEvent(timeout: .seconds(10)) { event in
+                    if event.name == "clock-synced" { synced += 1 }
+                    return synced >= 2
+                }
+            }
+            agents[0].send("share https://example.com/capture.mp4 id=capture title=\"Capture test\"")
+            usleep(300_000)
+            agents[1].send("play")
+            usleep(800_000)
+            agents[2].send("seek 42")
+            usleep(800_000)
+            agents[1].send("suspend userActionRequired")
+            agents[0].send("msg to=cap3 \"one for cap3\"")
+            agents[2].send("msg unreliable everyone")
+            usleep(300_000)
+            agents[0].send("pause")
+            usleep(500_000)
+            for agent in agents { agent.closeInput() }
+            for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
+            usleep(300_000)
+            kill(tcpdump.processIdentifier, SIGTERM)  // timeout passes it on to tcpdump, which flushes and exits
+            let deadline = Date().addingTimeInterval(10)
+            while tcpdump.isRunning && Date() < deadline { usleep(50_000) }
+        }
+        let (status, output) = try Locations.run(coplay, ["dump", capture, "--json"])
+        #expect(status == 0, "\(output.suffix(500))")
+        let lines = output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let summary = output.split(separator: "\n").first { $0.hasPrefix("coplay dump:") }.map(String.init) ?? ""
+        #expect(summary.contains("(0 malformed)"), "\(summary)")
+        let types = Set(lines.compactMap { $0["type"] as? String })
+        for type in [
+            "hello", "heartbeat", "probe", "probe-reply", "command", "ready", "nack", "leave", "unreliable-message",
+        ] where type != "nack" {
+            #expect(types.contains(type), "no \(type) datagram in the capture: \(types.sorted())")
+        }
+        let operations = Set(lines.compactMap { $0["operation"] as? String })
+        #expect(
+            operations.isSuperset(of: ["share", "play", "start", "seek", "pause", "message"]), "\(operations.sorted())")
+        print("captured session: \(summary); types \(types.sorted())")
+    }
+}

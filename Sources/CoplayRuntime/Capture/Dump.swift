@@ -1,0 +1,274 @@
+import CoplayCore
+import Glibc
+
+/// `coplay dump FILE|-`: every coplay datagram of a capture, one line (or JSON object) each.
+public enum Dump {
+    public struct Totals: Equatable, Sendable {
+        public var packets = 0
+        public var coplay = 0
+        /// Coplay datagrams (they start with "CPLY") that did not decode.
+        public var malformed = 0
+        /// Packets that are not coplay (other protocols, other UDP).
+        public var skipped = 0
+    }
+
+    /// The lines for a whole capture, and the totals.
+    public static func lines(for bytes: [UInt8], json: Bool) throws(CaptureError) -> (lines: [String], totals: Totals) {
+        var totals = Totals()
+        var names: [PeerID: String] = [:]
+        var lines: [String] = []
+        for packet in try CaptureFile.packets(bytes) {
+            totals.packets += 1
+            guard let datagram = PacketDecoder.udpDatagram(in: packet), datagram.payload.starts(with: WireFormat.magic)
+            else {
+                totals.skipped += 1
+                continue
+            }
+            totals.coplay += 1
+            switch Result(catching: { () throws(DecodeError) -> Datagram in try WireFormat.decode(datagram.payload) }) {
+            case .success(let decoded):
+                if case .hello(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
+                if case .heartbeat(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
+                lines.append(describe(decoded, at: datagram, name: names[decoded.sender.id], json: json))
+            case .failure(let error):
+                totals.malformed += 1
+                lines.append(describeMalformed(error, at: datagram, json: json))
+            }
+        }
+        return (lines, totals)
+    }
+
+    /// Runs the command: reads the file (or standard input for "-"), prints, returns the exit status.
+    public static func run(path: String, json: Bool) -> Int32 {
+        guard let bytes = readAll(path) else {
+            StandardStreams.writeError(
+                "coplay: cannot read \(path == "-" ? "standard input" : "'\(path)'"): \(String(cString: strerror(errno)))"
+            )
+            return 1
+        }
+        do throws(CaptureError) {
+            let (lines, totals) = try Self.lines(for: bytes, json: json)
+            for line in lines { StandardStreams.writeOutput(line) }
+            StandardStreams.writeError(
+                "coplay dump: \(totals.packets) packets, \(totals.coplay) coplay datagrams (\(totals.malformed) malformed), \(totals.skipped) other packets skipped"
+            )
+            return 0
+        } catch {
+            StandardStreams.writeError("coplay: \(path): \(error)")
+            return 1
+        }
+    }
+
+    static func readAll(_ path: String) -> [UInt8]? {
+        let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { if fd != STDIN_FILENO { close(fd) } }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 { if errno == EINTR { continue } else { return nil } }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
+            if bytes.count > 1 << 30 {
+                errno = EFBIG
+                return nil
+            }  // 1 GiB: a bound, not a limit anyone meets
+        }
+    }
+
+    // MARK: Description
+
+    static func timeText(_ nanos: Int64) -> String {
+        let seconds = nanos / 1_000_000_000
+        let micros = (nanos % 1_000_000_000) / 1000
+        let day = seconds % 86_400
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let fraction = String(micros)
+        return
+            "\(two(day / 3600)):\(two(day / 60 % 60)):\(two(day % 60)).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+    }
+
+    static func describeMalformed(_ error: DecodeError, at datagram: CapturedDatagram, json: Bool) -> String {
+        if json {
+            return JSONValue.object([
+                ("time", .int(datagram.timestampNanos)), ("source", .string(datagram.source.description)),
+                ("destination", .string(datagram.destination.description)), ("malformed", .string(error.kind.rawValue)),
+                ("detail", .string(error.detail)),
+            ]).serialized
+        }
+        return "\(timeText(datagram.timestampNanos)) \(datagram.source) > \(datagram.destination) MALFORMED \(error)"
+    }
+
+    static func describe(_ datagram: Datagram, at captured: CapturedDatagram, name: String?, json: Bool) -> String {
+        let (words, fields) = payloadDescription(datagram.payload)
+        if json {
+            var members: [(String, JSONValue)] = [
+                ("time", .int(captured.timestampNanos)), ("source", .string(captured.source.description)),
+                ("destination", .string(captured.destination.description)),
+                ("type", .string(datagram.payload.type.description)),
+                ("session", .string(datagram.session.description)), ("sender", .string(datagram.sender.id.description)),
+                ("incarnation", .int(Int64(datagram.sender.incarnation.rawValue))),
+                ("sequence", .int(Int64(datagram.sequence))),
+            ]
+            if let name { members.append(("name", .string(name))) }
+            if !datagram.authTag.isEmpty { members.append(("authTagBytes", .int(Int64(datagram.authTag.count)))) }
+            return JSONValue.object(members + fields).serialized
+        }
+        let who = name.map { "\($0) " } ?? ""
+        return
+            "\(timeText(captured.timestampNanos)) \(captured.source) > \(captured.destination) \(datagram.payload.type) session=\(datagram.session.description.prefix(8)) from \(who)\(datagram.sender) seq=\(datagram.sequence) \(words)"
+    }
+
+    static func clock(_ clock: VectorClock) -> JSONValue {
+        .array(
+            clock.sorted.map {
+                .object([
+                    ("id", .string($0.member.id.description)),
+                    ("incarnation", .int(Int64($0.member.incarnation.rawValue))), ("count", .int(Int64($0.count))),
+                ])
+            })
+    }
+
+    static func dot(_ dot: Dot) -> JSONValue {
+        .object([
+            ("id", .string(dot.origin.id.description)), ("incarnation", .int(Int64(dot.origin.incarnation.rawValue))),
+            ("counter", .int(Int64(dot.counter))),
+        ])
+    }
+
+    /// The payload in words, and as JSON fields.
+    static func payloadDescription(_ payload: Payload) -> (String, [(String, JSONValue)]) {
+        switch payload {
+        case .hello(let a), .heartbeat(let a):
+            var flags: [String] = []
+            if a.isReply { flags.append("reply") }
+            if a.isWaiting { flags.append("waiting") }
+            if a.isReady { flags.append("ready") }
+            let words =
+                "name=\(a.name) port=\(a.unicastPort) item=\(a.item ?? "-")\(flags.isEmpty ? "" : " " + flags.joined(separator: ","))"
+                + "\(a.suspensions.isEmpty ? "" : " suspensions=" + a.suspensions.joined(separator: ",")) digest=\(a.digest)"
+            return (
+                words,
+                [
+                    ("name", .string(a.name)), ("unicastPort", .int(Int64(a.unicastPort))), ("reply", .bool(a.isReply)),
+                    ("waiting", .bool(a.isWaiting)), ("ready", .bool(a.isReady)),
+                    ("item", a.item.map { .string($0) } ?? .null),
+                    ("suspensions", .array(a.suspensions.map { .string($0) })), ("digest", clock(a.digest)),
+                ]
+            )
+        case .leave(let reason):
+            return ("reason=\(reason)", [("reason", .string(reason.description))])
+        case .probe(let probe):
+            return (
+                "token=\(probe.token) t1=\(probe.originWall.unixNanos)",
+                [("token", .string(String(probe.token))), ("t1", .int(probe.originWall.unixNanos))]
+            )
+        case .probeReply(let reply):
+            return (
+                "token=\(reply.token) t1=\(reply.originWall.unixNanos) t2=\(reply.receiveWall.unixNanos) t3=\(reply.transmitWall.unixNanos)",
+                [
+                    ("token", .string(String(reply.token))), ("t1", .int(reply.originWall.unixNanos)),
+                    ("t2", .int(reply.receiveWall.unixNanos)),
+                    ("t3", .int(reply.transmitWall.unixNanos)),
+                ]
+            )
+        case .command(let envelope, let isRepair):
+            let (operation, operationFields) = operationDescription(envelope.command.operation)
+            return (
+                "\(envelope.command.operation.name) item=\(envelope.command.item) \(operation) dot=\(envelope.dot) lamport=\(envelope.lamport) deps=\(envelope.dependencies)\(isRepair ? " (repair)" : "")",
+                [
+                    ("operation", .string(envelope.command.operation.name)), ("item", .string(envelope.command.item)),
+                    ("dot", dot(envelope.dot)), ("lamport", .int(Int64(envelope.lamport))),
+                    ("dependencies", clock(envelope.dependencies)),
+                    ("repair", .bool(isRepair)),
+                ] + operationFields
+            )
+        case .nack(let ranges):
+            return (
+                "missing " + ranges.map { "\($0.origin):\($0.from)...\($0.to)" }.joined(separator: " "),
+                [
+                    (
+                        "ranges",
+                        .array(
+                            ranges.map {
+                                .object([
+                                    ("id", .string($0.origin.id.description)),
+                                    ("incarnation", .int(Int64($0.origin.incarnation.rawValue))),
+                                    ("from", .int(Int64($0.from))), ("to", .int(Int64($0.to))),
+                                ])
+                            })
+                    )
+                ]
+            )
+        case .ready(let trigger):
+            return ("for \(trigger)", [("trigger", dot(trigger))])
+        case .end(let reason):
+            return ("reason=\(reason)", [("reason", .string(reason))])
+        case .unreliableMessage(let part):
+            let (words, fields) = partDescription(part)
+            return (words, fields)
+        }
+    }
+
+    static func partDescription(_ part: MessagePart) -> (String, [(String, JSONValue)]) {
+        (
+            "message \(part.messageID) part \(part.index + 1)/\(part.count) \(part.bytes.count) bytes\(part.recipients.isEmpty ? "" : " to \(part.recipients.count)")",
+            [
+                ("messageID", .int(Int64(part.messageID))), ("part", .int(Int64(part.index))),
+                ("parts", .int(Int64(part.count))),
+                ("recipients", .array(part.recipients.map { .string($0.description) })),
+                ("bytes", .int(Int64(part.bytes.count))),
+            ]
+        )
+    }
+
+    static func operationDescription(_ operation: Operation) -> (String, [(String, JSONValue)]) {
+        switch operation {
+        case .share(let a):
+            return (
+                "url=\(a.url) title=\"\(a.title)\"",
+                [
+                    ("url", .string(a.url)), ("title", .string(a.title)), ("subtitle", .string(a.subtitle)),
+                    ("itemType", .string(a.type)), ("fallbackURL", .string(a.fallbackURL)),
+                ]
+            )
+        case .play(let rate, let position, let requestedAt):
+            return (
+                "rate=\(rate) position=\(position)",
+                [
+                    ("rate", .double(rate)), ("position", .double(position)),
+                    ("requestedAt", .int(requestedAt.unixNanos)),
+                ]
+            )
+        case .seek(let position, let resumeRate, let requestedAt):
+            return (
+                "position=\(position) resume-rate=\(resumeRate)",
+                [
+                    ("position", .double(position)), ("resumeRate", .double(resumeRate)),
+                    ("requestedAt", .int(requestedAt.unixNanos)),
+                ]
+            )
+        case .start(let rate, let position, let at, let trigger):
+            return (
+                "rate=\(rate) position=\(position) at=\(at.unixNanos) for \(trigger)",
+                [
+                    ("rate", .double(rate)), ("position", .double(position)), ("at", .int(at.unixNanos)),
+                    ("trigger", dot(trigger)),
+                ]
+            )
+        case .playNow(let rate, let position, let at), .rate(let rate, let position, let at):
+            return (
+                "rate=\(rate) position=\(position) at=\(at.unixNanos)",
+                [("rate", .double(rate)), ("position", .double(position)), ("at", .int(at.unixNanos))]
+            )
+        case .pause(let position, let at):
+            return (
+                "position=\(position) at=\(at.unixNanos)",
+                [("position", .double(position)), ("at", .int(at.unixNanos))]
+            )
+        case .message(let part):
+            return partDescription(part)
+        }
+    }
+}
