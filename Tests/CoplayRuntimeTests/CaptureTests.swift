@@ -86,8 +86,9 @@ import Testing
     @Test(arguments: [UInt32(0), 1, 101, 113, 276])
     func everyVector_isFoundAndDecodedAsTheCodecDoes(linkType: UInt32) throws {
         var frames = Self.vectors.map { Self.linkFrame(Self.udp($0.bytes), linkType: linkType) }
-        frames.append(Self.linkFrame(Self.udp([1, 2, 3], protocolNumber: 6), linkType: linkType))  // TCP: not ours
-        frames.append(Self.linkFrame(Self.udp(Self.vectors[0].bytes, fragmentFlags: 0x20), linkType: linkType))  // a fragment
+        // Not ours: a TCP segment, and an IP fragment.
+        frames.append(Self.linkFrame(Self.udp([1, 2, 3], protocolNumber: 6), linkType: linkType))
+        frames.append(Self.linkFrame(Self.udp(Self.vectors[0].bytes, fragmentFlags: 0x20), linkType: linkType))
         for file in [Self.classicPcap(frames, linkType: linkType), Self.pcapng(frames, linkType: UInt16(linkType))] {
             let (lines, totals) = try Dump.lines(for: file, json: true)
             let startsWithMagic = Self.vectors.filter { $0.bytes.starts(with: WireFormat.magic) }
