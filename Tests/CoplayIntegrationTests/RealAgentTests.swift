@@ -334,5 +334,29 @@ import Testing
         #expect(
             operations.isSuperset(of: ["share", "play", "start", "seek", "pause", "message"]), "\(operations.sorted())")
         print("captured session: \(summary); types \(types.sorted())")
+
+        // The same capture through tshark and the Lua dissector: every coplay datagram, none malformed.
+        let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        if let tshark {
+            let script = packageRoot.appendingPathComponent("Tools/coplay.lua").path
+            let all = try Locations.run(
+                tshark,
+                ["-X", "lua_script:\(script)", "-r", capture, "-Y", "coplay", "-T", "fields", "-e", "coplay.type"])
+            let malformed = try Locations.run(
+                tshark,
+                [
+                    "-X", "lua_script:\(script)", "-r", capture, "-Y", "coplay.malformed", "-T", "fields", "-e",
+                    "frame.number",
+                ])
+            let dissected = all.output.split(separator: "\n").filter { $0.hasPrefix("0x") }.count
+            #expect(
+                dissected == lines.count, "tshark dissected \(dissected) coplay datagrams, coplay dump \(lines.count)")
+            #expect(
+                malformed.output.split(separator: "\n").filter { Int($0) != nil }.isEmpty,
+                "tshark flagged malformed packets: \(malformed.output)")
+            print("captured session through tshark: \(dissected) coplay datagrams, none malformed")
+        }
     }
 }

@@ -132,3 +132,108 @@ import Testing
         }
     }
 }
+
+/// One truth: the Lua dissector (Tools/coplay.lua, run by tshark) and the Swift codec agree on
+/// every golden vector, field for field, and both reject the same malformed ones.
+@Suite struct DissectorAgreementTests {
+    static let tshark = ["/usr/bin/tshark", "/usr/local/bin/tshark"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+        .appendingPathComponent("Tools/coplay.lua").path
+
+    /// Runs tshark with the dissector on `file`; one array of field values per packet.
+    static func tsharkFields(_ file: String, _ fields: [String]) throws -> [[String]] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tshark!)
+        process.arguments =
+            ["-X", "lua_script:\(script)", "-r", file, "-T", "fields", "-E", "separator=\t", "-E", "occurrence=f"]
+            + fields.flatMap { ["-e", $0] }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            .map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+    }
+
+    @Test(.enabled(if: tshark != nil, "needs tshark"))
+    func dissectorAndCodec_agreeOnEveryVector() throws {
+        let withMagic = CaptureTests.vectors.filter { $0.bytes.starts(with: WireFormat.magic) }
+        let frames = withMagic.map { CaptureTests.linkFrame(CaptureTests.udp($0.bytes), linkType: 1) }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-vectors-\(getpid()).pcap")
+        try Data(CaptureTests.classicPcap(frames, linkType: 1)).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fields = [
+            "coplay.type", "coplay.session", "coplay.sender", "coplay.incarnation", "coplay.sequence",
+            "coplay.announce.name",
+            "coplay.item", "coplay.command.lamport", "coplay.dot.counter", "coplay.probe.t1", "coplay.nack.from",
+            "coplay.message.parts", "coplay.end.reason", "coplay.share.fallback", "_ws.expert.message",
+        ]
+        let rows = try Self.tsharkFields(file.path, fields)
+        #expect(rows.count == withMagic.count)
+        let (lines, _) = try Dump.lines(for: CaptureTests.classicPcap(frames, linkType: 1), json: true)
+        let dumped = lines.map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        for ((vector, row), json) in zip(zip(withMagic, rows), dumped) {
+            let value = Dictionary(
+                uniqueKeysWithValues: zip(fields, row + Array(repeating: "", count: max(0, fields.count - row.count))))
+            let malformedByDissector =
+                value["_ws.expert.message"]?.contains("Malformed") == true
+                || !(value["_ws.expert.message"] ?? "").isEmpty
+            if vector.invalid {
+                #expect(malformedByDissector, "the dissector accepted \(vector.name)")
+                #expect(json?["malformed"] != nil, "the codec accepted \(vector.name)")
+                continue
+            }
+            #expect(
+                !malformedByDissector, "the dissector rejected \(vector.name): \(value["_ws.expert.message"] ?? "")")
+            guard let json, let datagram = try? WireFormat.decode(vector.bytes) else {
+                Issue.record("\(vector.name) did not decode")
+                continue
+            }
+            func number(_ text: String?) -> UInt64? {
+                guard let text, !text.isEmpty else { return nil }
+                return text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
+            }
+            #expect(number(value["coplay.type"]) == UInt64(datagram.payload.type.rawValue), "\(vector.name): type")
+            #expect(number(value["coplay.session"]) == datagram.session.rawValue, "\(vector.name): session")
+            #expect(number(value["coplay.sender"]) == datagram.sender.id.rawValue, "\(vector.name): sender")
+            #expect(
+                number(value["coplay.incarnation"]) == UInt64(datagram.sender.incarnation.rawValue),
+                "\(vector.name): incarnation")
+            #expect(number(value["coplay.sequence"]) == UInt64(datagram.sequence), "\(vector.name): sequence")
+            if datagram.payload.type == .hello || datagram.payload.type == .heartbeat {
+                #expect(value["coplay.announce.name"] == json["name"] as? String, "\(vector.name): name")
+            }
+            if let item = json["item"] as? String { #expect(value["coplay.item"] == item, "\(vector.name): item") }
+            if let lamport = (json["lamport"] as? NSNumber)?.uint64Value {
+                #expect(number(value["coplay.command.lamport"]) == lamport, "\(vector.name): lamport")
+            }
+            if let dot = json["dot"] as? [String: Any] {
+                #expect(
+                    number(value["coplay.dot.counter"]) == (dot["counter"] as? NSNumber)?.uint64Value,
+                    "\(vector.name): dot")
+            }
+            if let t1 = (json["t1"] as? NSNumber)?.int64Value {
+                #expect(value["coplay.probe.t1"] == String(t1), "\(vector.name): t1")
+            }
+            if let ranges = json["ranges"] as? [[String: Any]] {
+                #expect(
+                    number(value["coplay.nack.from"]) == (ranges[0]["from"] as? NSNumber)?.uint64Value,
+                    "\(vector.name): nack")
+            }
+            if let parts = (json["parts"] as? NSNumber)?.uint64Value {
+                #expect(number(value["coplay.message.parts"]) == parts, "\(vector.name): parts")
+            }
+            if let reason = json["reason"] as? String, datagram.payload.type == .end {
+                #expect(value["coplay.end.reason"] == reason, "\(vector.name): end")
+            }
+            if let fallback = json["fallbackURL"] as? String, !fallback.isEmpty {
+                #expect(value["coplay.share.fallback"] == fallback, "\(vector.name): fallback")
+            }
+        }
+    }
+}

@@ -1,0 +1,350 @@
+-- coplay.lua — a Wireshark/tshark dissector for the coplay wire format, version 1
+-- (PROTOCOL.md is its specification, Tests/Vectors/wire-v1.txt its test vectors).
+--
+--   tshark -X lua_script:Tools/coplay.lua -r session.pcap
+--   wireshark -X lua_script:Tools/coplay.lua session.pcap
+--
+-- Registers on UDP port 47700 (preference "coplay.port") and, for the unicast traffic on
+-- ephemeral ports, as a heuristic UDP dissector (datagrams starting with "CPLY"). A datagram
+-- that the coplay decoder would reject is shown with a "malformed" expert item.
+
+local coplay = Proto("coplay", "coplay playback sync")
+
+local message_types = {
+    [0x01] = "hello", [0x02] = "heartbeat", [0x03] = "leave", [0x04] = "probe", [0x05] = "probe-reply",
+    [0x10] = "command", [0x11] = "nack", [0x12] = "ready", [0x13] = "end", [0x14] = "unreliable-message",
+}
+local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message" }
+local leave_reasons = { [0] = "left", [1] = "shutdown" }
+
+local f = coplay.fields
+f.magic = ProtoField.string("coplay.magic", "Magic")
+f.version = ProtoField.uint8("coplay.version", "Version")
+f.type = ProtoField.uint8("coplay.type", "Type", base.HEX, message_types)
+f.flags = ProtoField.uint8("coplay.flags", "Flags", base.HEX)
+f.tag_length = ProtoField.uint8("coplay.tag_length", "Authentication tag length")
+f.session = ProtoField.uint64("coplay.session", "Session id", base.HEX)
+f.sender = ProtoField.uint64("coplay.sender", "Sender id", base.HEX)
+f.incarnation = ProtoField.uint32("coplay.incarnation", "Sender incarnation")
+f.sequence = ProtoField.uint32("coplay.sequence", "Sequence")
+f.payload_length = ProtoField.uint16("coplay.payload_length", "Payload length")
+f.tag = ProtoField.bytes("coplay.tag", "Authentication tag")
+f.announce_flags = ProtoField.uint8("coplay.announce.flags", "Announcement flags", base.HEX)
+f.reply = ProtoField.bool("coplay.announce.reply", "Reply", 8, nil, 0x01)
+f.waiting = ProtoField.bool("coplay.announce.waiting", "Waiting", 8, nil, 0x02)
+f.ready_flag = ProtoField.bool("coplay.announce.ready", "Ready", 8, nil, 0x04)
+f.port = ProtoField.uint16("coplay.announce.port", "Unicast port")
+f.name = ProtoField.string("coplay.announce.name", "Name")
+f.item = ProtoField.string("coplay.item", "Item id")
+f.suspensions = ProtoField.uint8("coplay.announce.suspensions", "Suspensions")
+f.suspension = ProtoField.string("coplay.announce.suspension", "Suspension reason")
+f.vc_entries = ProtoField.uint8("coplay.vc.entries", "Vector clock entries")
+f.vc_id = ProtoField.uint64("coplay.vc.id", "Member id", base.HEX)
+f.vc_incarnation = ProtoField.uint32("coplay.vc.incarnation", "Member incarnation")
+f.vc_count = ProtoField.uint32("coplay.vc.count", "Commands")
+f.leave_reason = ProtoField.uint8("coplay.leave.reason", "Leave reason", base.DEC, leave_reasons)
+f.token = ProtoField.uint64("coplay.probe.token", "Probe token")
+f.t1 = ProtoField.int64("coplay.probe.t1", "T1 (requester transmit, ns)")
+f.t2 = ProtoField.int64("coplay.probe.t2", "T2 (responder receive, ns)")
+f.t3 = ProtoField.int64("coplay.probe.t3", "T3 (responder transmit, ns)")
+f.repair = ProtoField.bool("coplay.command.repair", "Repair", 8, nil, 0x01)
+f.dot_id = ProtoField.uint64("coplay.dot.id", "Origin id", base.HEX)
+f.dot_incarnation = ProtoField.uint32("coplay.dot.incarnation", "Origin incarnation")
+f.dot_counter = ProtoField.uint32("coplay.dot.counter", "Counter")
+f.lamport = ProtoField.uint64("coplay.command.lamport", "Lamport timestamp")
+f.operation = ProtoField.uint8("coplay.command.operation", "Operation", base.DEC, operations)
+f.rate = ProtoField.double("coplay.command.rate", "Rate")
+f.resume_rate = ProtoField.double("coplay.command.resume_rate", "Resume rate")
+f.position = ProtoField.double("coplay.command.position", "Position (s)")
+f.at = ProtoField.int64("coplay.command.at", "At (ns, sender's clock)")
+f.url = ProtoField.string("coplay.share.url", "URL")
+f.title = ProtoField.string("coplay.share.title", "Title")
+f.subtitle = ProtoField.string("coplay.share.subtitle", "Subtitle")
+f.item_type = ProtoField.string("coplay.share.type", "Item type")
+f.fallback = ProtoField.string("coplay.share.fallback", "Fallback URL")
+f.nack_ranges = ProtoField.uint8("coplay.nack.ranges", "Ranges")
+f.nack_from = ProtoField.uint32("coplay.nack.from", "From")
+f.nack_to = ProtoField.uint32("coplay.nack.to", "To")
+f.end_reason = ProtoField.string("coplay.end.reason", "End reason")
+f.message_id = ProtoField.uint32("coplay.message.id", "Message id")
+f.message_part = ProtoField.uint16("coplay.message.part", "Part index")
+f.message_parts = ProtoField.uint16("coplay.message.parts", "Parts")
+f.message_recipients = ProtoField.uint8("coplay.message.recipients", "Recipients")
+f.message_bytes = ProtoField.uint16("coplay.message.length", "Part length")
+f.message_text = ProtoField.string("coplay.message.text", "Part bytes")
+
+local malformed = ProtoExpert.new("coplay.malformed", "Malformed coplay datagram", expert.group.MALFORMED, expert.severity.ERROR)
+coplay.experts = { malformed }
+
+coplay.prefs.port = Pref.uint("UDP port", 47700, "The multicast group's UDP port")
+
+-- A reader over the payload that raises a Lua error (caught below) when it runs short.
+local function reader(tvb, offset, limit)
+    local r = { offset = offset, limit = limit }
+    function r.take(n)
+        if n < 0 or r.offset + n > r.limit then error("needs " .. n .. " bytes at offset " .. r.offset) end
+        local range = tvb(r.offset, n)
+        r.offset = r.offset + n
+        return range
+    end
+    return r
+end
+
+-- UTF-8 as the Swift decoder accepts it: no overlong forms, no surrogates, nothing above U+10FFFF.
+local function valid_utf8(bytes)
+    local i, n = 0, bytes:len()
+    while i < n do
+        local c = bytes:get_index(i)
+        local extra
+        if c < 0x80 then extra = 0
+        elseif c >= 0xC2 and c <= 0xDF then extra = 1
+        elseif c >= 0xE0 and c <= 0xEF then extra = 2
+        elseif c >= 0xF0 and c <= 0xF4 then extra = 3
+        else return false end
+        if i + extra >= n and extra > 0 then return false end
+        for k = 1, extra do
+            local d = bytes:get_index(i + k)
+            if d < 0x80 or d > 0xBF then return false end
+        end
+        if extra > 0 then
+            local second = bytes:get_index(i + 1)
+            if (c == 0xE0 and second < 0xA0) or (c == 0xED and second > 0x9F) or (c == 0xF0 and second < 0x90) or (c == 0xF4 and second > 0x8F) then
+                return false
+            end
+        end
+        i = i + 1 + extra
+    end
+    return true
+end
+
+local function member(r, tree, id_field, incarnation_field)
+    tree:add(id_field, r.take(8))
+    tree:add(incarnation_field, r.take(4))
+end
+
+local function short_string(r, tree, field, max)
+    local length = r.take(1):uint()
+    if length > max then error("string of " .. length .. " bytes, limit " .. max) end
+    if length == 0 then return "" end
+    local range = r.take(length)
+    if not valid_utf8(range:bytes()) then error("string is not valid UTF-8") end
+    tree:add(field, range, range:string(ENC_UTF_8))
+    return range:string(ENC_UTF_8)
+end
+
+local function long_string(r, tree, field, max)
+    local length = r.take(2):uint()
+    if length > max then error("string of " .. length .. " bytes, limit " .. max) end
+    if length == 0 then return "" end
+    local range = r.take(length)
+    if not valid_utf8(range:bytes()) then error("string is not valid UTF-8") end
+    tree:add(field, range, range:string(ENC_UTF_8))
+end
+
+local function vector_clock(r, tree, label)
+    local count = r.take(1):uint()
+    if count > 48 then error(label .. " of " .. count .. " entries") end
+    local clock = tree:add(coplay, r.take(0), label .. " (" .. count .. " entries)")
+    clock:add(f.vc_entries, count)
+    local previous_id, previous_incarnation = nil, nil
+    for _ = 1, count do
+        local id, incarnation = r.take(8), r.take(4)
+        if previous_id ~= nil and (id:uint64() < previous_id or (id:uint64() == previous_id and incarnation:uint() <= previous_incarnation)) then
+            error(label .. " entries out of order")
+        end
+        previous_id, previous_incarnation = id:uint64(), incarnation:uint()
+        clock:add(f.vc_id, id)
+        clock:add(f.vc_incarnation, incarnation)
+        local value = r.take(4)
+        if value:uint() == 0 then error(label .. " entry of 0") end
+        clock:add(f.vc_count, value)
+    end
+end
+
+local function dot(r, tree, label)
+    local item = tree:add(coplay, r.take(0), label)
+    member(r, item, f.dot_id, f.dot_incarnation)
+    local counter = r.take(4)
+    if counter:uint() == 0 then error("counter 0") end
+    item:add(f.dot_counter, counter)
+end
+
+local function double(r, tree, field, low, high)
+    local range = r.take(8)
+    local value = range:float()
+    if value ~= value or value < low or value > high then error("number " .. tostring(value) .. " out of range") end
+    tree:add(field, range)
+    return value
+end
+
+local function message_part(r, tree)
+    tree:add(f.message_id, r.take(4))
+    local index = r.take(2)
+    local count = r.take(2)
+    if count:uint() < 1 or count:uint() > 64 or index:uint() >= count:uint() then error("message part out of range") end
+    tree:add(f.message_part, index)
+    tree:add(f.message_parts, count)
+    local recipients = r.take(1):uint()
+    if recipients > 64 or ((index:uint() == 0) ~= (recipients > 0)) then error("bad recipient count") end
+    tree:add(f.message_recipients, recipients)
+    for _ = 1, recipients do member(r, tree, f.vc_id, f.vc_incarnation) end
+    local length = r.take(2):uint()
+    tree:add(f.message_bytes, length)
+    if length > 0 then tree:add(f.message_text, r.take(length)) end
+end
+
+local function payload(kind, r, tree)
+    if kind == 0x01 or kind == 0x02 then
+        local flags = r.take(1)
+        if bit.band(flags:uint(), 0xF8) ~= 0 then error("reserved announcement flags") end
+        local flags_item = tree:add(f.announce_flags, flags)
+        flags_item:add(f.reply, flags)
+        flags_item:add(f.waiting, flags)
+        flags_item:add(f.ready_flag, flags)
+        local port = r.take(2)
+        if port:uint() == 0 then error("unicast port 0") end
+        tree:add(f.port, port)
+        short_string(r, tree, f.name, 64)
+        short_string(r, tree, f.item, 128)
+        local count = r.take(1):uint()
+        if count > 8 then error(count .. " suspensions") end
+        tree:add(f.suspensions, count)
+        for _ = 1, count do
+            if short_string(r, tree, f.suspension, 64) == "" then error("empty suspension") end
+        end
+        vector_clock(r, tree, "Digest")
+    elseif kind == 0x03 then
+        local reason = r.take(1)
+        if reason:uint() > 1 then error("leave reason " .. reason:uint()) end
+        tree:add(f.leave_reason, reason)
+    elseif kind == 0x04 then
+        tree:add(f.token, r.take(8))
+        tree:add(f.t1, r.take(8))
+    elseif kind == 0x05 then
+        tree:add(f.token, r.take(8))
+        tree:add(f.t1, r.take(8))
+        tree:add(f.t2, r.take(8))
+        tree:add(f.t3, r.take(8))
+    elseif kind == 0x10 then
+        local flags = r.take(1)
+        if bit.band(flags:uint(), 0xFE) ~= 0 then error("reserved command flags") end
+        tree:add(f.repair, flags)
+        dot(r, tree, "Dot")
+        local lamport = r.take(8)
+        if lamport:uint64() == UInt64(0) then error("lamport 0") end
+        tree:add(f.lamport, lamport)
+        vector_clock(r, tree, "Dependencies")
+        if short_string(r, tree, f.item, 128) == "" then error("empty item id") end
+        local op = r.take(1)
+        tree:add(f.operation, op)
+        local code = op:uint()
+        if code == 1 then
+            long_string(r, tree, f.url, 512)
+            short_string(r, tree, f.title, 128)
+            short_string(r, tree, f.subtitle, 128)
+            short_string(r, tree, f.item_type, 128)
+            long_string(r, tree, f.fallback, 512)
+        elseif code == 2 or code == 5 then
+            if double(r, tree, f.rate, 0, 64) <= 0 then error("rate 0") end
+            double(r, tree, f.position, 0, 1e9)
+            tree:add(f.at, r.take(8))
+        elseif code == 3 then
+            double(r, tree, f.position, 0, 1e9)
+            double(r, tree, f.resume_rate, 0, 64)
+            tree:add(f.at, r.take(8))
+        elseif code == 4 then
+            if double(r, tree, f.rate, 0, 64) <= 0 then error("rate 0") end
+            double(r, tree, f.position, 0, 1e9)
+            tree:add(f.at, r.take(8))
+            dot(r, tree, "Trigger")
+        elseif code == 6 then
+            double(r, tree, f.position, 0, 1e9)
+            tree:add(f.at, r.take(8))
+        elseif code == 7 then
+            double(r, tree, f.rate, 0, 64)
+            double(r, tree, f.position, 0, 1e9)
+            tree:add(f.at, r.take(8))
+        elseif code == 8 then
+            message_part(r, tree)
+        else
+            error("unknown operation " .. code)
+        end
+    elseif kind == 0x11 then
+        local count = r.take(1):uint()
+        if count < 1 or count > 32 then error("nack of " .. count .. " ranges") end
+        tree:add(f.nack_ranges, count)
+        for _ = 1, count do
+            member(r, tree, f.vc_id, f.vc_incarnation)
+            local from, to = r.take(4), r.take(4)
+            if from:uint() < 1 or from:uint() > to:uint() then error("bad nack range") end
+            tree:add(f.nack_from, from)
+            tree:add(f.nack_to, to)
+        end
+    elseif kind == 0x12 then
+        dot(r, tree, "Trigger")
+    elseif kind == 0x13 then
+        short_string(r, tree, f.end_reason, 128)
+    elseif kind == 0x14 then
+        message_part(r, tree)
+    end
+end
+
+function coplay.dissector(tvb, pinfo, tree)
+    local length = tvb:len()
+    if length < 4 or tvb(0, 4):string() ~= "CPLY" then return 0 end
+    pinfo.cols.protocol = "COPLAY"
+    local root = tree:add(coplay, tvb(), "coplay")
+    local function bad(text)
+        root:add_proto_expert_info(malformed, text)
+        pinfo.cols.info = "MALFORMED: " .. text
+        return length
+    end
+    if length < 34 then return bad(length .. " bytes, header is 34") end
+    if length > 1200 then return bad(length .. " bytes, limit 1200") end
+    root:add(f.magic, tvb(0, 4))
+    root:add(f.version, tvb(4, 1))
+    if tvb(4, 1):uint() ~= 1 then return bad("version " .. tvb(4, 1):uint()) end
+    local kind = tvb(5, 1):uint()
+    root:add(f.type, tvb(5, 1))
+    if message_types[kind] == nil then return bad(string.format("unknown type 0x%x", kind)) end
+    local flags, tag_length = tvb(6, 1):uint(), tvb(7, 1):uint()
+    root:add(f.flags, tvb(6, 1))
+    root:add(f.tag_length, tvb(7, 1))
+    if bit.band(flags, 0xFE) ~= 0 then return bad("reserved flags") end
+    if (flags == 1 and (tag_length < 1 or tag_length > 32)) or (flags == 0 and tag_length ~= 0) then return bad("tag length") end
+    root:add(f.session, tvb(8, 8))
+    root:add(f.sender, tvb(16, 8))
+    root:add(f.incarnation, tvb(24, 4))
+    root:add(f.sequence, tvb(28, 4))
+    local payload_length = tvb(32, 2):uint()
+    root:add(f.payload_length, tvb(32, 2))
+    if 34 + payload_length + tag_length ~= length then return bad("lengths do not add up") end
+    local name = message_types[kind]
+    root:append_text(", " .. name)
+    pinfo.cols.info = string.format("%s from %s/%d seq %d", name, tvb(16, 8):uint64():tohex(), tvb(24, 4):uint(), tvb(28, 4):uint())
+    local body = root:add(coplay, tvb(34, payload_length), "Payload: " .. name)
+    local r = reader(tvb, 34, 34 + payload_length)
+    local ok, problem = pcall(payload, kind, r, body)
+    if not ok then return bad(tostring(problem)) end
+    if r.offset ~= 34 + payload_length then return bad((34 + payload_length - r.offset) .. " trailing bytes") end
+    if tag_length > 0 then root:add(f.tag, tvb(34 + payload_length, tag_length)) end
+    return length
+end
+
+local current_port = coplay.prefs.port
+DissectorTable.get("udp.port"):add(current_port, coplay)
+
+function coplay.prefs_changed()
+    if current_port ~= coplay.prefs.port then
+        DissectorTable.get("udp.port"):remove(current_port, coplay)
+        current_port = coplay.prefs.port
+        DissectorTable.get("udp.port"):add(current_port, coplay)
+    end
+end
+
+local function heuristic(tvb, pinfo, tree)
+    if tvb:len() < 34 or tvb(0, 4):string() ~= "CPLY" then return false end
+    coplay.dissector(tvb, pinfo, tree)
+    return true
+end
+coplay:register_heuristic("udp", heuristic)
