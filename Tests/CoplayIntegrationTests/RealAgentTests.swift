@@ -353,6 +353,34 @@ import Testing
             let dissected = all.output.split(separator: "\n").filter { $0.hasPrefix("0x") }.count
             #expect(
                 dissected == lines.count, "tshark dissected \(dissected) coplay datagrams, coplay dump \(lines.count)")
+            // Packet by packet, in capture order: the same type, sender and sequence.
+            let rows = try Locations.run(
+                tshark,
+                [
+                    "-X", "lua_script:\(script)", "-r", capture, "-Y", "coplay", "-T", "fields", "-E", "separator=,",
+                    "-e", "coplay.type", "-e", "coplay.sender", "-e", "coplay.sequence",
+                ]
+            )
+            .output.split(separator: "\n").filter { $0.hasPrefix("0x") }.map {
+                $0.split(separator: ",").map(String.init)
+            }
+            let typeCodes = Dictionary(uniqueKeysWithValues: [
+                (1, "hello"), (2, "heartbeat"), (3, "leave"), (4, "probe"), (5, "probe-reply"), (0x10, "command"),
+                (0x11, "nack"), (0x12, "ready"), (0x13, "end"), (0x14, "unreliable-message"),
+            ])
+            var disagreements = 0
+            for (row, line) in zip(rows, lines) where row.count == 3 {
+                let type = typeCodes[Int(row[0].dropFirst(2), radix: 16) ?? -1]
+                let sender = UInt64(row[1].dropFirst(2), radix: 16)
+                let dumpSender = (line["sender"] as? String).flatMap { UInt64($0, radix: 16) }
+                if type != line["type"] as? String || sender != dumpSender
+                    || Int(row[2]) != (line["sequence"] as? NSNumber)?.intValue
+                {
+                    disagreements += 1
+                }
+            }
+            #expect(rows.count == lines.count)
+            #expect(disagreements == 0, "\(disagreements) packets decoded differently by tshark and coplay dump")
             #expect(
                 malformed.output.split(separator: "\n").filter { Int($0) != nil }.isEmpty,
                 "tshark flagged malformed packets: \(malformed.output)")

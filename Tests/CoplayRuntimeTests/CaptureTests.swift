@@ -171,7 +171,10 @@ import Testing
             "coplay.type", "coplay.session", "coplay.sender", "coplay.incarnation", "coplay.sequence",
             "coplay.announce.name",
             "coplay.item", "coplay.command.lamport", "coplay.dot.counter", "coplay.probe.t1", "coplay.nack.from",
-            "coplay.message.parts", "coplay.end.reason", "coplay.share.fallback", "_ws.expert.message",
+            "coplay.message.parts", "coplay.end.reason", "coplay.share.fallback", "coplay.announce.port",
+            "coplay.leave.reason",
+            "coplay.probe.t2", "coplay.probe.t3", "coplay.nack.to", "coplay.command.rate", "coplay.command.position",
+            "coplay.message.id", "coplay.share.url", "coplay.share.title", "_ws.expert.message",
         ]
         let rows = try Self.tsharkFields(file.path, fields)
         #expect(rows.count == withMagic.count)
@@ -233,6 +236,37 @@ import Testing
             }
             if let fallback = json["fallbackURL"] as? String, !fallback.isEmpty {
                 #expect(value["coplay.share.fallback"] == fallback, "\(vector.name): fallback")
+            }
+            if let port = (json["unicastPort"] as? NSNumber)?.uint64Value {
+                #expect(number(value["coplay.announce.port"]) == port, "\(vector.name): port")
+            }
+            if datagram.payload.type == .leave, let reason = json["reason"] as? String {
+                #expect(
+                    number(value["coplay.leave.reason"]) == (reason == "left" ? 0 : 1), "\(vector.name): leave reason")
+            }
+            if let t2 = (json["t2"] as? NSNumber)?.int64Value {
+                #expect(value["coplay.probe.t2"] == String(t2), "\(vector.name): t2")
+            }
+            if let t3 = (json["t3"] as? NSNumber)?.int64Value {
+                #expect(value["coplay.probe.t3"] == String(t3), "\(vector.name): t3")
+            }
+            if let ranges = json["ranges"] as? [[String: Any]] {
+                #expect(
+                    number(value["coplay.nack.to"]) == (ranges[0]["to"] as? NSNumber)?.uint64Value,
+                    "\(vector.name): nack to")
+            }
+            if let rate = (json["rate"] as? NSNumber)?.doubleValue {
+                #expect(Double(value["coplay.command.rate"] ?? "") == rate, "\(vector.name): rate")
+            }
+            if let position = (json["position"] as? NSNumber)?.doubleValue {
+                #expect(Double(value["coplay.command.position"] ?? "") == position, "\(vector.name): position")
+            }
+            if let id = (json["messageID"] as? NSNumber)?.uint64Value {
+                #expect(number(value["coplay.message.id"]) == id, "\(vector.name): message id")
+            }
+            if let url = json["url"] as? String { #expect(value["coplay.share.url"] == url, "\(vector.name): url") }
+            if let title = json["title"] as? String {
+                #expect(value["coplay.share.title"] == title, "\(vector.name): title")
             }
         }
     }
