@@ -122,8 +122,7 @@ local function member(r, tree, id_field, incarnation_field)
     tree:add(incarnation_field, r.take(4))
 end
 
-local function short_string(r, tree, field, max)
-    local length = r.take(1):uint()
+local function utf8_string(r, tree, field, length, max)
     if length > max then error("string of " .. length .. " bytes, limit " .. max) end
     if length == 0 then return "" end
     local range = r.take(length)
@@ -132,14 +131,9 @@ local function short_string(r, tree, field, max)
     return range:string(ENC_UTF_8)
 end
 
-local function long_string(r, tree, field, max)
-    local length = r.take(2):uint()
-    if length > max then error("string of " .. length .. " bytes, limit " .. max) end
-    if length == 0 then return "" end
-    local range = r.take(length)
-    if not valid_utf8(range:bytes()) then error("string is not valid UTF-8") end
-    tree:add(field, range, range:string(ENC_UTF_8))
-end
+-- A one-byte length then UTF-8 (PROTOCOL.md "short string"); a two-byte length ("long string").
+local function short_string(r, tree, field, max) return utf8_string(r, tree, field, r.take(1):uint(), max) end
+local function long_string(r, tree, field, max) return utf8_string(r, tree, field, r.take(2):uint(), max) end
 
 local function vector_clock(r, tree, label)
     local count = r.take(1):uint()
