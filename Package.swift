@@ -25,7 +25,7 @@ let package = Package(
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
-        .testTarget(name: "CoplayIntegrationTests", dependencies: ["CoplayHarness", "coplay"]),
+        .testTarget(name: "CoplayIntegrationTests", dependencies: ["CoplayCore", "CoplayHarness", "coplay"]),
     ],
     swiftLanguageModes: [.v6]
 )

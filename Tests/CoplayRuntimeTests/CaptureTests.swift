@@ -183,9 +183,7 @@ import Testing
         for ((vector, row), json) in zip(zip(withMagic, rows), dumped) {
             let value = Dictionary(
                 uniqueKeysWithValues: zip(fields, row + Array(repeating: "", count: max(0, fields.count - row.count))))
-            let malformedByDissector =
-                value["_ws.expert.message"]?.contains("Malformed") == true
-                || !(value["_ws.expert.message"] ?? "").isEmpty
+            let malformedByDissector = !(value["_ws.expert.message"] ?? "").isEmpty
             if vector.invalid {
                 #expect(malformedByDissector, "the dissector accepted \(vector.name)")
                 #expect(json?["malformed"] != nil, "the codec accepted \(vector.name)")

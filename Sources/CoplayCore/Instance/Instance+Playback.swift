@@ -315,6 +315,14 @@ extension Instance {
             followDeferredSince = followDeferredSince ?? now.monotonic
             return
         }
+        settle(activityChanged: activityChanged, currentItemChanged: currentItemChanged, now: now, into: &out)
+    }
+
+    /// After group state changed: loads the group's activity if it is not the current item here,
+    /// otherwise makes the player follow the current item's group state (unless suspended).
+    private mutating func settle(
+        activityChanged: Bool, currentItemChanged: Bool, now: Timestamp, into out: inout [Directive]
+    ) {
         if activityChanged, case .share(let proposed)? = activity?.command.operation, player.item?.id != proposed.itemID
         {
             let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
@@ -498,14 +506,7 @@ extension Instance {
         guard let since = followDeferredSince else { return }
         guard !isBehindPeers || now.monotonic - since >= settings.historyCatchUpMax else { return }
         followDeferredSince = nil
-        if case .share(let proposed)? = activity?.command.operation, player.item?.id != proposed.itemID {
-            let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
-            makeCurrent(
-                item(for: proposed, duration: local?.duration ?? nil, buffer: local?.buffer ?? 0), source: "share",
-                now: now, into: &out)
-        } else if !isSuspended, let item = player.item, let group = items[item.id] {
-            followGroup(group, now: now, into: &out)
-        }
+        settle(activityChanged: true, currentItemChanged: true, now: now, into: &out)
     }
 
     mutating func playbackTick(now: Timestamp, into out: inout [Directive]) {
