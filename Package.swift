@@ -1,10 +1,10 @@
 // swift-tools-version: 6.0
 // coplay: serverless media playback sync over LAN multicast. No package dependencies by design.
+// The agent runs on Linux (see Sources/CoplayRuntime/Platform.swift); CoplayCore is portable Swift.
 import PackageDescription
 
 let package = Package(
     name: "coplay",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "coplay", targets: ["coplay"]),
         .executable(name: "coplay-bench", targets: ["coplay-bench"]),
@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "CoplayHarness"),
         // The agent. It links no Foundation, which would add ~8 MB of resident memory.
         .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"]),
-        .executableTarget(name: "coplay-bench", dependencies: ["CoplayHarness"]),
+        .executableTarget(name: "coplay-bench", dependencies: ["CoplayHarness", "CoplaySimulation"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),

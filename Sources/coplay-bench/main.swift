@@ -1,15 +1,19 @@
 // coplay-bench: real coplay agents on loopback, measured; prints figures, decides nothing.
 import CoplayHarness
+import CoplaySimulation
 import Foundation
 
 let usage = """
     coplay-bench — measure coplay agents on loopback and print figures
 
     Usage: coplay-bench membership|clock|overhead|sync|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
+           coplay-bench soak [--seeds N]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
       sync        sync error after coordinated starts among N skewed agents, and pause propagation, R rounds
+      soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
+                  prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
     Build in release mode for meaningful figures: swift build -c release
@@ -24,6 +28,20 @@ var arguments = Array(CommandLine.arguments.dropFirst())[...]
 guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     print(usage)
     exit(0)
+}
+if kind == "soak" {
+    var seedCount = 2000
+    while let flag = arguments.popFirst() {
+        guard flag == "--seeds" else { fail("unknown option '\(flag)' for soak") }
+        guard let value = arguments.popFirst(), let number = Int(value), (1...1_000_000).contains(number) else {
+            fail("--seeds takes a whole number from 1 to 1000000")
+        }
+        seedCount = number
+    }
+    let result = await ScenarioRunner.soak(seedCount: seedCount)
+    for line in result.failures { print(line) }
+    print(result.summary)
+    exit(result.failures.isEmpty ? 0 : 1)
 }
 guard ["membership", "clock", "overhead", "sync", "all"].contains(kind) else { fail("unknown measurement '\(kind)'") }
 let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
