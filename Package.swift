@@ -13,17 +13,19 @@ let package = Package(
     targets: [
         // The protocol as pure value types: no sockets, no threads, no clocks.
         .target(name: "CoplayCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        // Players on the far side of the core's player boundary (PlayerCommand in, PlayerReport out).
+        .target(name: "CoplayPlayers", dependencies: ["CoplayCore"]),
         // The shell: sockets, timers, stdin/stdout; the only code that reads real time.
-        .target(name: "CoplayRuntime", dependencies: ["CoplayCore"]),
+        .target(name: "CoplayRuntime", dependencies: ["CoplayCore", "CoplayPlayers"]),
         // Seeded network and clock simulation driving many core instances.
-        .target(name: "CoplaySimulation", dependencies: ["CoplayCore"]),
+        .target(name: "CoplaySimulation", dependencies: ["CoplayCore", "CoplayPlayers"]),
         // Drives real `coplay` processes (benchmarks, integration tests); may use Foundation.
         .target(name: "CoplayHarness"),
         // The agent. It links no Foundation, which would add ~8 MB of resident memory.
         .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"]),
         .executableTarget(name: "coplay-bench", dependencies: ["CoplayHarness", "CoplaySimulation"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
-        .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulation"]),
+        .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplayPlayers", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
         .testTarget(name: "CoplayIntegrationTests", dependencies: ["CoplayCore", "CoplayHarness", "coplay"]),
     ],

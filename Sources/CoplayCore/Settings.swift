@@ -64,6 +64,11 @@ public struct Settings: Sendable, Equatable {
     /// A playing player further than this from the group's timeline (as the clocks drift) is
     /// re-anchored; checked at every tick, at least every heartbeat.
     public var driftCorrectionThreshold: Duration = .microseconds(100)
+    /// A change of position larger than this is also reported as a `time-jumped` event.
+    public var timeJumpReportedMin: Duration = .milliseconds(250)
+    /// What-happened ends once the player is within this of the group (it closes the gap at 2x,
+    /// so the last wake lands a little short of it).
+    public var whatHappenedCaughtUpTolerance: Duration = .microseconds(500)
     /// Suspension reasons that make the others wait before starting (AVPlaybackCoordinator's
     /// suspensionReasonsThatTriggerWaiting): none by default, so suspended participants are simply
     /// left out of a coordinated start.
@@ -97,6 +102,16 @@ public struct Settings: Sendable, Equatable {
     /// Messages being reassembled at once, at most; an unreliable one is given up after this long.
     public var partialMessagesMax = 32
     public var unreliableMessageTimeout: Duration = .seconds(2)
+    /// Unreliable messages remembered once complete, so that a duplicated part cannot deliver one
+    /// twice (a few seconds of messages at any sane rate).
+    public var completedMessagesRememberedMax = 256
+    /// A message part carries at least this much text, or the message is refused (too many
+    /// recipients leave no room in a datagram).
+    public var messagePartBytesMin = 16
+    /// A recipient named by id needs at least this many leading hex digits (fewer match too much).
+    public var idPrefixCharactersMin = 4
+    /// Pruned origins whose counts are remembered (so dependencies on them stay satisfied).
+    public var prunedOriginsMax = 256
     /// Clock estimators of departed peers kept in case they come back, at most.
     public var retiredClocksMax = 64
     /// Testing: record every delivered command in `Instance.deliveries` (the simulation checks
@@ -115,7 +130,9 @@ public struct Settings: Sendable, Equatable {
     public var departedMax = 512
     /// Longest console line accepted, in bytes (room for a message of `messageBytesMax`).
     public var commandLineBytesMax = 17 * 1024
-    /// Diagnostics about dropped datagrams: the first few of each kind, then one in this many.
+    /// Diagnostics about dropped datagrams: the first `dropDiagnosticsFirst` of each kind, then
+    /// one in `dropDiagnosticEvery` (a flood must not become a flood of lines).
+    public var dropDiagnosticsFirst = 3
     public var dropDiagnosticEvery = 1000
 
     public init() {}

@@ -1,4 +1,5 @@
 import CoplayCore
+import CoplayPlayers
 import Dispatch
 import Glibc
 import Synchronization
@@ -18,12 +19,16 @@ public enum ShellMode: Sendable {
 public actor AgentShell {
     private let mode: ShellMode
     private var instance: Instance
+    /// The local player, on the far side of the core's player boundary.
+    private var player = SimulatedPlayer()
     private let transport: UDPTransport
     private let clock: AgentClock
     private let formatter: EventFormatter
     private let inputs: AsyncStream<ShellInput>
     private let feed: AsyncStream<ShellInput>.Continuation
     private let timer: DispatchSourceTimer
+    /// Fires when the player next has something to report (ready, stall over, end of item).
+    private let playerTimer: DispatchSourceTimer
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
     private var signalsSeen = 0
@@ -53,6 +58,7 @@ public actor AgentShell {
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
         timer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
+        playerTimer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
         // Only the standard-streams agent handles signals (an unresumed source must not exist:
         // releasing one traps in libdispatch).
         if case .standardStreams = mode {
@@ -91,6 +97,8 @@ public actor AgentShell {
         }
         timer.setEventHandler { feed.yield(.tick) }
         timer.resume()
+        playerTimer.setEventHandler { feed.yield(.playerTick) }
+        playerTimer.resume()
         let gauge = queuedDatagrams
         transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) { bytes, source, stamp in
             guard gauge.enter(limit: Self.queuedDatagramsMax) else { return }
@@ -98,6 +106,7 @@ public actor AgentShell {
         }
         defer {
             timer.cancel()
+            playerTimer.cancel()
             transport.close()
         }
         if case .standardStreams = mode {
@@ -132,16 +141,23 @@ public actor AgentShell {
                 directives = instance.onCommand(.quit, now: clock.now())
             case .tick:
                 directives = instance.onTick(now: clock.now())
+            case .playerTick:
+                directives = []
+                if let status = feedPlayerReports(player.advance(now: clock.now())) { return status }
             }
             if let status = carryOut(directives) { return status }
         }
         return 0
     }
 
-    /// Carries out directives in order; returns an exit status when one says to exit.
+    /// Carries out directives in order, then hands the player's reports back to the instance;
+    /// returns an exit status when a directive says to exit.
     private func carryOut(_ directives: [Directive]) -> Int32? {
+        var reports: [PlayerReport] = []
         for directive in directives {
             switch directive {
+            case .player(let command):
+                reports += player.perform(command, now: clock.now())
             case .multicast(let datagram):
                 send(datagram, to: transport.group)
             case .unicast(let datagram, let destination):
@@ -164,6 +180,18 @@ public actor AgentShell {
             case .exit(let status):
                 return status
             }
+        }
+        return feedPlayerReports(reports)
+    }
+
+    private func feedPlayerReports(_ reports: [PlayerReport]) -> Int32? {
+        for report in reports {
+            if let status = carryOut(instance.onPlayerReport(report, now: clock.now())) { return status }
+        }
+        let now = clock.now()
+        if let due = player.nextEvent(now: now) {
+            let delayNanos = max(0, due.nanos - now.monotonic.nanos)
+            playerTimer.schedule(deadline: .now() + .nanoseconds(Int(delayNanos)), leeway: .nanoseconds(0))
         }
         return nil
     }

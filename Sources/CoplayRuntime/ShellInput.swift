@@ -13,4 +13,6 @@ enum ShellInput: Sendable {
     case signal(Int32)
     /// The wake-up timer fired.
     case tick
+    /// The player's timer fired.
+    case playerTick
 }

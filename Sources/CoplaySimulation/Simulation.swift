@@ -1,4 +1,5 @@
 import CoplayCore
+import CoplayPlayers
 import Foundation
 
 /// N core instances on a simulated network with simulated clocks, stepped deterministically:
@@ -29,10 +30,13 @@ public struct Simulation {
         public let id: PeerID
         public var clock: SimulatedClock
         public var instance: Instance?
+        /// The node's player, on the far side of the core's player boundary.
+        public var player = SimulatedPlayer()
         /// Events the node emitted, with the true time: at most `eventLogMax`, then the oldest go.
         public var events: [(atNanos: Int64, event: Event)] = []
         public var diagnostics = 0
         fileprivate var wakeGeneration: UInt64 = 0
+        fileprivate var playerWakeGeneration: UInt64 = 0
         fileprivate var starts = 0
         public var address: UInt32 { 0x0A00_0001 + UInt32(index) }
         public var endpoint: Endpoint { Endpoint(address: address, port: 40_000) }
@@ -41,6 +45,7 @@ public struct Simulation {
     private enum Item {
         case deliver(bytes: [UInt8], from: Endpoint, to: Int)
         case wake(node: Int, generation: UInt64)
+        case playerWake(node: Int, generation: UInt64)
         case act(Action)
     }
 
@@ -102,6 +107,11 @@ public struct Simulation {
                 let directives = instance.onTick(now: nodes[index].clock.timestamp(atTrue: at))
                 nodes[index].instance = instance
                 carryOut(directives, for: index)
+            case .playerWake(let index, let generation):
+                guard generation == nodes[index].playerWakeGeneration, nodes[index].instance != nil else { continue }
+                let now = nodes[index].clock.timestamp(atTrue: at)
+                feed(nodes[index].player.advance(now: now), to: index, now: now)
+                schedulePlayerWake(for: index)
             case .act(let action):
                 perform(action)
             }
@@ -136,10 +146,10 @@ public struct Simulation {
             let now = nodes[observer].clock.timestamp(atTrue: nowNanos)
             for record in instance.peers.values {
                 guard let peer = nodes.firstIndex(where: { $0.id == record.member.id }),
-                    let estimate = record.clock.estimate(at: now.monotonic)
+                    let estimate = instance.clockEstimate(of: record.member.id, at: now.monotonic)
                 else { continue }
                 let truth = nodes[observer].clock.wallOffset(to: nodes[peer].clock, atTrue: nowNanos)
-                errors.append((observer, peer, estimate.offsetNanos - truth, record.isClockSynced))
+                errors.append((observer, peer, estimate.offsetNanos - truth, instance.isClockSynced(record.member.id)))
             }
         }
         return errors.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
@@ -162,7 +172,9 @@ public struct Simulation {
             carryOut(directives, for: index)
         case .crash(let index):
             nodes[index].instance = nil
+            nodes[index].player = SimulatedPlayer()
             nodes[index].wakeGeneration += 1
+            nodes[index].playerWakeGeneration += 1
         case .command(let index, let command):
             guard var instance = nodes[index].instance else { return }
             let directives = instance.onCommand(command, now: nodes[index].clock.timestamp(atTrue: nowNanos))
@@ -182,6 +194,8 @@ public struct Simulation {
     }
 
     private mutating func carryOut(_ directives: [Directive], for index: Int) {
+        var reports: [PlayerReport] = []
+        let now = nodes[index].clock.timestamp(atTrue: nowNanos)
         for directive in directives {
             switch directive {
             case .multicast(let datagram):
@@ -207,11 +221,36 @@ public struct Simulation {
                 nodes[index].wakeGeneration += 1
                 let at = max(nodes[index].clock.trueNanos(atMonotonic: instant), nowNanos + 1)
                 queue.push(.wake(node: index, generation: nodes[index].wakeGeneration), at: at)
+            case .player(let command):
+                reports += nodes[index].player.perform(command, now: now)
             case .exit:
                 nodes[index].instance = nil
+                nodes[index].player = SimulatedPlayer()
                 nodes[index].wakeGeneration += 1
+                nodes[index].playerWakeGeneration += 1
+                return
             }
         }
+        feed(reports, to: index, now: now)
+        schedulePlayerWake(for: index)
+    }
+
+    /// Hands the player's reports to the node's instance, as the shell does.
+    private mutating func feed(_ reports: [PlayerReport], to index: Int, now: Timestamp) {
+        for report in reports {
+            guard var instance = nodes[index].instance else { return }
+            let directives = instance.onPlayerReport(report, now: now)
+            nodes[index].instance = instance
+            carryOut(directives, for: index)
+        }
+    }
+
+    private mutating func schedulePlayerWake(for index: Int) {
+        let now = nodes[index].clock.timestamp(atTrue: nowNanos)
+        guard nodes[index].instance != nil, let due = nodes[index].player.nextEvent(now: now) else { return }
+        nodes[index].playerWakeGeneration += 1
+        let at = max(nodes[index].clock.trueNanos(atMonotonic: due), nowNanos + 1)
+        queue.push(.playerWake(node: index, generation: nodes[index].playerWakeGeneration), at: at)
     }
 
     private mutating func transmit(_ bytes: [UInt8], from sender: Int, to receiver: Int) {

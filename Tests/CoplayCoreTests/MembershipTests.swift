@@ -246,7 +246,7 @@ import Testing
         _ = alice.onDatagram(
             bytes(.probeReply(forged), from: bob, sequence: 4), from: bobEndpoint, receivedAt: at(20), now: at(20))
         #expect(alice.counters.drops[.unexpectedProbeReply] == 1)
-        #expect(alice.peers[bobID]?.clock.sampleCount == 0)
+        #expect(alice.clockEstimate(of: bobID, at: at(20).monotonic) == nil)
     }
 
     @Test func quit_sendsSpacedLeaveCopiesThenExits() {

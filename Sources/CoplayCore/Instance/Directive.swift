@@ -5,6 +5,8 @@ public enum Directive: Hashable, Sendable {
     case multicast(Datagram)
     /// Encode this datagram and send it from the unicast socket to this endpoint.
     case unicast(Datagram, to: Endpoint)
+    /// Hand this command to the local player; feed what it reports to `onPlayerReport`.
+    case player(PlayerCommand)
     /// Print this event on standard output.
     case emit(Event)
     /// Print this diagnostic line on standard error.

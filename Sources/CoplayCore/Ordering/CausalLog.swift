@@ -21,11 +21,18 @@ public struct CausalLog: Sendable {
     private var storeHead = 0
     private let pendingMax: Int
     private let storeMax: Int
-    private let prunedMax = 256
+    private let prunedMax: Int
 
-    public init(pendingMax: Int = 1024, storeMax: Int = 4096) {
+    public init(pendingMax: Int = 1024, storeMax: Int = 4096, prunedMax: Int = 256) {
         self.pendingMax = pendingMax
         self.storeMax = storeMax
+        self.prunedMax = prunedMax
+    }
+
+    public init(settings: Settings) {
+        self.init(
+            pendingMax: settings.pendingCommandsMax, storeMax: settings.storedCommandsMax,
+            prunedMax: settings.prunedOriginsMax)
     }
 
     public var pendingCount: Int { pending.count }
@@ -164,7 +171,8 @@ public struct CausalLog: Sendable {
             store[storeOrder[storeHead]] = nil
             storeHead += 1
         }
-        if storeHead > 4096, storeHead * 2 > storeOrder.count {
+        // The evicted head of the order is compacted once it is most of the array (amortised O(1)).
+        if storeHead > storeMax, storeHead * 2 > storeOrder.count {
             storeOrder.removeFirst(storeHead)
             storeHead = 0
         }

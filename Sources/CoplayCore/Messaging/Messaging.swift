@@ -33,16 +33,41 @@ struct MessageKey: Hashable, Sendable {
     var id: UInt32
 }
 
-extension Instance {
+/// App messages (GroupSessionMessenger): splitting a message into parts of one datagram each,
+/// reassembling received parts (bounded, with a timeout for unreliable ones), and suppressing
+/// unreliable duplicates. Reliable parts travel as commands in the causal log, so they arrive
+/// exactly once and in order; unreliable ones are multicast once.
+struct Messaging: Sendable {
+    enum Output: Hashable, Sendable {
+        /// Multicast this unreliable part.
+        case multicast(MessagePart)
+        /// Issue this reliable part as a group command.
+        case issue(MessagePart)
+        case emit(Event)
+    }
+
+    let settings: Settings
+    private var nextMessageID: UInt32 = 1
+    /// Messages being reassembled, by sender and number. At most `Settings.partialMessagesMax`;
+    /// the oldest is given up first.
+    private var partialMessages: [MessageKey: PartialMessage] = [:]
+    /// The last `Settings.completedMessagesRememberedMax` unreliable messages completed, so that a
+    /// duplicated part does not deliver one twice.
+    private var completedUnreliable: [MessageKey] = []
+
+    init(settings: Settings) { self.settings = settings }
+
     // MARK: Sending
 
-    mutating func sendMessage(
-        to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
-    ) {
-        func fail(_ message: String) {
-            out.append(.emit(.commandError(.init(message: message, usage: "msg [to=<name|id>,…] [unreliable] <text>"))))
+    /// `msg`: `peers` are the live participants (sorted), `overheadBytes` what a datagram
+    /// carrying a part needs besides the text.
+    mutating func send(
+        to names: [String]?, unreliable: Bool, text: String, peers: [PeerRecord],
+        overheadBytes: (MessagePart) -> Int, counters: inout Counters
+    ) -> Result<[Output], ConsoleCommand.ParseError> {
+        func fail(_ message: String) -> Result<[Output], ConsoleCommand.ParseError> {
+            .failure(.init(message: message, usage: "msg [to=<name|id>,…] [unreliable] <text>"))
         }
-        guard state.isJoined else { return fail("not joined (state \(state.name))") }
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { return fail("the message is empty") }
         guard bytes.count <= settings.messageBytesMax else {
@@ -51,8 +76,10 @@ extension Instance {
         var recipients: [PeerRecord] = []
         if let names {
             for name in names {
-                let matches = peers.values.filter {
-                    $0.name == name || ($0.member.id.description.hasPrefix(name.lowercased()) && name.count >= 4)
+                let matches = peers.filter {
+                    $0.name == name
+                        || ($0.member.id.description.hasPrefix(name.lowercased())
+                            && name.count >= settings.idPrefixCharactersMin)
                 }
                 guard matches.count == 1 else {
                     return fail(
@@ -63,7 +90,7 @@ extension Instance {
                 if !recipients.contains(where: { $0.member == matches[0].member }) { recipients.append(matches[0]) }
             }
         } else {
-            recipients = peers.values.sorted { $0.member.id < $1.member.id }
+            recipients = peers
         }
         guard !recipients.isEmpty else { return fail("no other participant to send to") }
         guard recipients.count <= MessagePart.recipientsMax else {
@@ -74,22 +101,13 @@ extension Instance {
         nextMessageID &+= 1
 
         // Each part fills what a datagram leaves after the headers (the first also names the recipients).
-        func overhead(_ part: MessagePart) -> Int {
-            let payload: Payload =
-                unreliable
-                ? .unreliableMessage(part)
-                : .command(
-                    log.next(Command(item: MessagePart.itemMarker, operation: .message(part)), by: member),
-                    isRepair: false)
-            return WireFormat.encodedSize(Datagram(session: session, sender: member, sequence: 1, payload: payload))
-        }
         let firstRoom =
             settings.datagramBytesMax
-            - overhead(MessagePart(messageID: messageID, index: 0, count: 1, recipients: members, bytes: []))
+            - overheadBytes(MessagePart(messageID: messageID, index: 0, count: 1, recipients: members, bytes: []))
         let otherRoom =
             settings.datagramBytesMax
-            - overhead(MessagePart(messageID: messageID, index: 1, count: 2, recipients: [], bytes: []))
-        guard firstRoom >= 16, otherRoom >= 16 else {
+            - overheadBytes(MessagePart(messageID: messageID, index: 1, count: 2, recipients: [], bytes: []))
+        guard firstRoom >= settings.messagePartBytesMin, otherRoom >= settings.messagePartBytesMin else {
             return fail("no room for message text in a datagram (too many recipients)")
         }
         var chunks = [Array(bytes.prefix(firstRoom))]
@@ -101,17 +119,11 @@ extension Instance {
         guard chunks.count <= MessagePart.partsMax else {
             return fail("the message needs \(chunks.count) datagrams; the limit is \(MessagePart.partsMax)")
         }
-        for (index, chunk) in chunks.enumerated() {
+        var out: [Output] = chunks.enumerated().map { index, chunk in
             let part = MessagePart(
                 messageID: messageID, index: UInt16(index), count: UInt16(chunks.count),
-                recipients: index == 0 ? members : [],
-                bytes: chunk)
-            if unreliable {
-                out.append(.multicast(outgoing(.unreliableMessage(part))))
-            } else {
-                issueGroupCommand(
-                    Command(item: MessagePart.itemMarker, operation: .message(part)), now: now, into: &out)
-            }
+                recipients: index == 0 ? members : [], bytes: chunk)
+            return unreliable ? .multicast(part) : .issue(part)
         }
         counters.messagesSent += 1
         out.append(
@@ -120,24 +132,27 @@ extension Instance {
                     MessageSent(
                         messageID: messageID, bytes: bytes.count, parts: chunks.count, isReliable: !unreliable,
                         recipients: recipients.map(\.name)))))
+        return .success(out)
     }
 
     // MARK: Receiving
 
     /// A part of a message, delivered (reliable: in order, exactly once, by the command log) or
-    /// received (unreliable: in any order, perhaps twice, perhaps never).
-    mutating func receiveMessagePart(
-        _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
-    ) {
+    /// received (unreliable: in any order, perhaps twice, perhaps never). `local` is this agent;
+    /// `originator` names the sender. Returns the message once it is whole and for this agent.
+    mutating func receive(
+        _ part: MessagePart, from origin: Member, isReliable: Bool, local: Member, originator: Originator,
+        now: MonotonicInstant, counters: inout Counters
+    ) -> MessageReport? {
         let key = MessageKey(origin: origin, id: part.messageID)
-        if !isReliable, completedUnreliable.contains(key) { return }
+        if !isReliable, completedUnreliable.contains(key) { return nil }
         if partialMessages[key] == nil, partialMessages.count >= settings.partialMessagesMax,
             let oldest = partialMessages.min(by: { $0.value.started < $1.value.started })
         {
             partialMessages[oldest.key] = nil
             counters.messagesIncomplete += 1
         }
-        var partial = partialMessages[key] ?? PartialMessage(started: now.monotonic, isReliable: isReliable)
+        var partial = partialMessages[key] ?? PartialMessage(started: now, isReliable: isReliable)
         if part.index == 0 { partial.recipients = part.recipients }
         partial.count = Int(part.count)
         if partial.parts[Int(part.index)] == nil {
@@ -147,34 +162,38 @@ extension Instance {
         guard partial.bytes <= settings.messageBytesMax else {
             partialMessages[key] = nil
             counters.messagesIncomplete += 1
-            return
+            return nil
         }
         guard partial.parts.count == partial.count, !partial.recipients.isEmpty else {
             partialMessages[key] = partial
-            return
+            return nil
         }
         partialMessages[key] = nil
         if !isReliable {
             completedUnreliable.append(key)
-            if completedUnreliable.count > 256 { completedUnreliable.removeFirst(completedUnreliable.count - 256) }
+            let excess = completedUnreliable.count - settings.completedMessagesRememberedMax
+            if excess > 0 { completedUnreliable.removeFirst(excess) }
         }
-        guard origin != member, partial.recipients.contains(member) else { return }
+        guard origin != local, partial.recipients.contains(local) else { return nil }
         let bytes = (0..<partial.count).flatMap { partial.parts[$0] ?? [] }
         counters.messagesReceived += 1
-        out.append(
-            .emit(
-                .message(
-                    MessageReport(
-                        from: originator(origin), messageID: part.messageID,
-                        text: String(decoding: bytes, as: UTF8.self),
-                        isReliable: isReliable, recipientCount: partial.recipients.count))))
+        return MessageReport(
+            from: originator, messageID: part.messageID, text: String(decoding: bytes, as: UTF8.self),
+            isReliable: isReliable, recipientCount: partial.recipients.count)
     }
 
     /// Forgets unreliable messages whose parts did not all arrive in time.
-    mutating func expireUnreliableMessages(now: Timestamp) {
+    mutating func tick(now: MonotonicInstant, counters: inout Counters) {
         let before = partialMessages.count
-        let oldest = now.monotonic - settings.unreliableMessageTimeout
+        let oldest = now - settings.unreliableMessageTimeout
         partialMessages = partialMessages.filter { $0.value.isReliable || $0.value.started > oldest }
         counters.messagesIncomplete += before - partialMessages.count
+    }
+
+    /// When the oldest unreliable message in reassembly will be given up (none: no wake needed).
+    var nextWake: MonotonicInstant? {
+        partialMessages.values.filter { !$0.isReliable }.map(\.started).min().map {
+            $0 + settings.unreliableMessageTimeout
+        }
     }
 }

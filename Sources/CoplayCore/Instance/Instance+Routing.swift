@@ -1,0 +1,196 @@
+/// The router's other half: each machine's outputs become directives or inputs of another machine.
+extension Instance {
+    /// What playback needs of the rest of the agent, now.
+    func context(_ now: Timestamp) -> PlaybackContext {
+        PlaybackContext(
+            now: now, member: member, name: identity.name, isJoined: state.isJoined, membership: membership,
+            clocks: clocks)
+    }
+
+    // MARK: Membership and clock sync
+
+    mutating func route(
+        _ outputs: [Membership.Output], at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]
+    ) {
+        for output in outputs {
+            switch output {
+            case .joined(let record):
+                out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
+                route(clocks.onPeerJoined(record.member, now: now, random: &random), now: now, into: &out)
+            case .left(let record, let reason):
+                out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
+                clocks.onPeerLeft(record.member.id)
+                ordering.onPeerLeft(record.member.id)
+            case .changed(let record):
+                out.append(.emit(.peerChanged(peerInfo(record, now: heardAt))))
+            case .unresponsive(let record):
+                clocks.onSuspected(record.member.id, now: heardAt)
+                out.append(.emit(.peerUnresponsive(peerInfo(record, now: heardAt))))
+            case .responsive(let record):
+                clocks.onResponsive(record.member.id, at: heardAt)
+                out.append(.emit(.peerResponsive(peerInfo(record, now: heardAt))))
+            case .announce(let isHello):
+                let announcement = announcement(isReply: false)
+                out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
+            case .replyHello(let endpoint):
+                out.append(.unicast(stamp(.hello(announcement(isReply: true))), to: endpoint))
+            case .drop(let reason, let detail):
+                reportDrop(reason, detail: detail, from: Endpoint(address: 0, port: 0), into: &out)
+            }
+        }
+    }
+
+    mutating func route(_ outputs: [ClockSync.Output], now: Timestamp, into out: inout [Directive]) {
+        for output in outputs {
+            switch output {
+            case .probe(let peer, let probe):
+                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
+                out.append(.unicast(stamp(.probe(probe)), to: endpoint))
+            case .sampled(let peer):
+                for held in ordering.releaseAwaitingClock(of: peer) {
+                    receiveHeldCommand(held.envelope, from: held.sender, now: now, into: &out)
+                }
+            case .synced(let peer):
+                if let record = membership.peers[peer] {
+                    out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))
+                }
+            case .drop(let reason, let detail):
+                reportDrop(reason, detail: detail, from: Endpoint(address: 0, port: 0), into: &out)
+            }
+        }
+    }
+
+    // MARK: Ordering, playback and messaging
+
+    /// A command that waited for its sender's clock, read now.
+    private mutating func receiveHeldCommand(
+        _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
+    ) {
+        let offset = clocks.peers[sender.id]?.estimator.estimate(at: now.monotonic)?.offsetNanos
+        let receipt = ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic)
+        if receipt.wasDuplicate { counters.duplicateCommands += 1 }
+        if receipt.wasDropped { counters.drop(.pendingFull) }
+        if !receipt.delivered.isEmpty {
+            deliver(
+                receipt.delivered, isHistory: ordering.isBehind(membership.peers.values.map(\.digest)), now: now,
+                into: &out)
+        }
+        if !receipt.nack.isEmpty, let endpoint = membership.peers[sender.id]?.endpoint {
+            counters.nacksSent += 1
+            out.append(.unicast(stamp(.nack(receipt.nack)), to: endpoint))
+        }
+    }
+
+    /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
+    mutating func deliver(
+        _ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]
+    ) {
+        counters.commandsDelivered += batch.count
+        var forPlayback: [Ordering.Delivered] = []
+        for delivered in batch {
+            if case .message(let part) = delivered.envelope.command.operation {
+                receiveMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true, now: now, into: &out)
+            } else {
+                forPlayback.append(delivered)
+            }
+        }
+        guard !forPlayback.isEmpty else { return }
+        route(
+            playback.apply(forPlayback, isHistory: isHistory, context(now), counters: &counters), now: now, into: &out)
+    }
+
+    /// Issues a group command: checks it fits a datagram, delivers it here, multicasts it.
+    mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
+        let envelope = ordering.next(command, by: member)
+        let trial = Datagram(
+            session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: false))
+        guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
+            WireFormat.encodedSize(trial) <= settings.datagramBytesMax
+        else {
+            return out.append(
+                commandError(
+                    "the command does not fit in one datagram (shorten the URL, id or metadata)",
+                    usage: command.operation.name))
+        }
+        let delivered = ordering.originate(envelope)
+        out.append(.multicast(stamp(.command(envelope, isRepair: false))))
+        deliver([delivered], isHistory: false, now: now, into: &out)
+    }
+
+    mutating func route(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
+        var announce = false
+        for output in outputs {
+            switch output {
+            case .player(let command): out.append(.player(command))
+            case .emit(let event): out.append(.emit(event))
+            case .issue(let command): issue(command, now: now, into: &out)
+            case .ready(let trigger): out.append(.multicast(stamp(.ready(trigger: trigger))))
+            case .announce: announce = true
+            }
+        }
+        // One announcement for all the changes of one step, with the state they ended in.
+        if announce, state.isJoined { out.append(.multicast(stamp(.heartbeat(announcement(isReply: false))))) }
+    }
+
+    /// The end of an input's handling: a coordinated start may now be due (never decided in the
+    /// middle of a batch, on stale state).
+    mutating func settle(now: Timestamp, into out: inout [Directive]) {
+        route(playback.decideStartIfDue(context(now)), now: now, into: &out)
+    }
+
+    mutating func sendMessage(
+        to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
+    ) {
+        let usage = "msg [to=<name|id>,…] [unreliable] <text>"
+        guard state.isJoined else { return out.append(commandError("not joined (state \(state.name))", usage: usage)) }
+        let (ordering, session, member) = (self.ordering, self.session, self.member)
+        func overhead(_ part: MessagePart) -> Int {
+            let payload: Payload =
+                unreliable
+                ? .unreliableMessage(part)
+                : .command(
+                    ordering.next(Command(item: MessagePart.itemMarker, operation: .message(part)), by: member),
+                    isRepair: false)
+            return WireFormat.encodedSize(Datagram(session: session, sender: member, sequence: 1, payload: payload))
+        }
+        let peers = membership.peers.values.sorted { $0.member.id < $1.member.id }
+        switch messaging.send(
+            to: names, unreliable: unreliable, text: text, peers: peers, overheadBytes: overhead, counters: &counters)
+        {
+        case .failure(let error):
+            out.append(.emit(.commandError(error)))
+        case .success(let outputs):
+            for output in outputs {
+                switch output {
+                case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))
+                case .issue(let part):
+                    issue(Command(item: MessagePart.itemMarker, operation: .message(part)), now: now, into: &out)
+                case .emit(let event): out.append(.emit(event))
+                }
+            }
+        }
+    }
+
+    mutating func receiveMessagePart(
+        _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
+    ) {
+        let originator = membership.originator(origin, local: member, localName: identity.name)
+        if let report = messaging.receive(
+            part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic,
+            counters: &counters)
+        {
+            out.append(.emit(.message(report)))
+        }
+    }
+
+    // MARK: Wake-ups
+
+    /// Appends the wake-up for the earliest instant at which some machine has something to do.
+    func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
+        if case .exit = directives.last { return directives }
+        var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake]
+        if state.isJoined { candidates += [membership.nextWake, clocks.nextWake] }
+        guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
+        return directives + [.wake(at: max(wake, now.monotonic))]
+    }
+}

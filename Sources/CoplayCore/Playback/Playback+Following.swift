@@ -1,0 +1,136 @@
+/// The player following the group: the current item's group state applied to the player, and
+/// coordinated starts (everyone prepares, reports ready, and starts at one instant).
+extension Playback {
+    /// Makes the player follow an item's group state (counted as one application).
+    mutating func followGroup(
+        _ group: ItemGroupState, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+    ) {
+        counters.commandsApplied += 1
+        follow(timeline(of: group, context), cause: group.winner, context, into: &out)
+    }
+
+    /// Makes the local player follow the group timeline of the current item.
+    private mutating func follow(
+        _ timeline: Timeline, cause: CommandEnvelope, _ context: PlaybackContext, into out: inout [Output]
+    ) {
+        guard let item = player.item else { return }
+        let now = context.now
+        let before = player.position(at: now)
+        let rateBefore = player.rate
+        let who = context.originator(cause.dot.origin)
+        let reason = cause.command.operation.name
+        func report(_ rate: Double, _ position: Double, _ reason: String) -> PlaybackReport {
+            PlaybackReport(
+                item: item.id, rate: rate, position: position, originator: who, reason: reason, dot: cause.dot)
+        }
+        let jumpSeconds = settings.timeJumpReportedMin.seconds
+        switch timeline {
+        case .paused(let position):
+            coordination = .idle
+            let shown = settings.pauseSnapsToOriginatorTime ? position : before
+            tell(.pause(position: shown), into: &out)
+            out.append(.emit(.paused(report(0, shown, reason))))
+            if abs(shown - before) > jumpSeconds { out.append(.emit(.timeJumped(report(0, shown, reason)))) }
+        case .waiting(let position, let rate, let trigger, let requestedAt):
+            coordination = .collecting(
+                PendingStart(trigger: trigger, item: item.id, rate: rate, position: position, requestedAt: requestedAt))
+            tell(.prepare(position: position), into: &out)
+            out.append(.emit(.waiting(report(rate, position, reason))))
+            if abs(position - before) > jumpSeconds { out.append(.emit(.timeJumped(report(0, position, reason)))) }
+        case .playing(let rate, let position, let at):
+            coordination = .idle
+            if player.isReady {
+                let wasMoving = player.rate > 0
+                tell(.play(rate: rate, position: position, at: at), into: &out)
+                out.append(
+                    .emit(.playing(report(rate, timeline.position(at: max(now.wall, at)), wasMoving ? "rate" : reason)))
+                )
+                if abs(timeline.position(at: now.wall) - before) > jumpSeconds, now.wall >= at {
+                    out.append(.emit(.timeJumped(report(rate, timeline.position(at: now.wall), reason))))
+                }
+            } else {
+                beginCatchUp(context, into: &out)
+                prepareToCatchUp(timeline, context, into: &out)
+            }
+        }
+        if player.rate != rateBefore {
+            out.append(.emit(.rateChanged(report(player.rate, player.position(at: now), reason))))
+        }
+    }
+
+    /// Seeks ahead by the buffering delay, so that the player is ready exactly where the group is.
+    mutating func prepareToCatchUp(_ timeline: Timeline, _ context: PlaybackContext, into out: inout [Output]) {
+        let buffer = player.item?.bufferSeconds ?? 0
+        let readyAt = context.now.wall + .nanoseconds(Int64(buffer * 1e9))
+        tell(.prepare(position: timeline.position(at: readyAt)), into: &out)
+    }
+
+    /// Left behind (not ready for a start, or stalled): a `stallRecovery` suspension until caught up.
+    mutating func beginCatchUp(_ context: PlaybackContext, into out: inout [Output]) {
+        guard !catchingUp else { return }
+        beginSuspension(Suspension.stallRecovery, context, into: &out)
+    }
+
+    // MARK: Coordinated start
+
+    /// Readiness from a peer for the start or seek `trigger`.
+    mutating func onReady(_ trigger: Dot, from sender: Member) {
+        guard case .collecting(var start) = coordination, start.trigger == trigger else { return }
+        start.ready.insert(sender)
+        coordination = .collecting(start)
+    }
+
+    /// This agent's player is ready: if a start is being collected, say so to the group.
+    mutating func localReady(_ context: PlaybackContext, into out: inout [Output]) -> Bool {
+        guard case .collecting(var start) = coordination, start.item == player.item?.id,
+            !start.ready.contains(context.member)
+        else { return false }
+        start.ready.insert(context.member)
+        coordination = .collecting(start)
+        if context.isJoined { out.append(.ready(trigger: start.trigger)) }
+        return true
+    }
+
+    /// Issues the start when this agent decides it: the originator of the play or seek once all
+    /// participants on the item are ready or the deadline passed; any participant with the
+    /// lowest id once the grace after the deadline passed with no start. The router calls it at
+    /// the end of an input's handling, never while a batch of delivered commands is applied.
+    mutating func decideStartIfDue(_ context: PlaybackContext) -> [Output] {
+        guard context.isJoined, case .collecting(let start) = coordination, player.item?.id == start.item else {
+            return []
+        }
+        let now = context.now
+        let deadline = start.requestedAt + settings.startDeadline
+        let onItem = context.membership.peers.values.filter { $0.liveness == .alive && $0.item == start.item }
+        // Suspended participants take no part, except those suspended for a reason that makes the
+        // others wait (while the group is within the limit): they hold the start, deadline or not.
+        let waitFor = settings.suspensionReasonsThatTriggerWaiting
+        let holding =
+            onItem.count + 1 <= settings.participantLimitForWaiting
+            ? onItem.filter { !waitFor.isDisjoint(with: $0.suspensions) } : []
+        let participants = Set([context.member] + onItem.filter { $0.suspensions.isEmpty }.map(\.member))
+        let isOriginator = start.trigger.origin == context.member
+        let allReady = participants.isSubset(of: start.ready) && holding.isEmpty
+        let deadlinePassed = now.wall >= deadline && holding.isEmpty
+        let fallback =
+            deadlinePassed && now.wall >= deadline + settings.startFallbackGrace
+            && participants.map(\.id).min() == context.member.id
+        guard (isOriginator && (allReady || deadlinePassed)) || fallback else { return [] }
+        coordination = .decided(start)
+        let operation = Operation.start(
+            rate: start.rate, position: start.position, at: now.wall + settings.startLead, trigger: start.trigger)
+        return [.issue(Command(item: start.item, operation: operation))]
+    }
+
+    /// When the coordinated start needs a look: its deadline (plus the fallback grace for those
+    /// who did not originate it). Once past, no wake of its own: every tick checks again (a wake
+    /// in the past would spin).
+    func coordinationWake(_ context: PlaybackContext) -> MonotonicInstant? {
+        guard case .collecting(let start) = coordination else { return nil }
+        let wall =
+            start.requestedAt + settings.startDeadline
+            + (start.trigger.origin == context.member ? .zero : settings.startFallbackGrace)
+        guard wall > context.now.wall else { return nil }
+        return context.now.monotonic + (wall - context.now.wall)
+    }
+}

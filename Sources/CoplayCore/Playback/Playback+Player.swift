@@ -1,0 +1,199 @@
+/// The player's side of playback: its reports, drift correction, and the suspensions that
+/// separate it from the group (stall recovery, what-happened, and those a person asks for).
+extension Playback {
+    // MARK: Player reports
+
+    /// The player reported. (User actions and failures are the router's: they become group
+    /// commands and diagnostics.)
+    mutating func onPlayerReport(_ report: PlayerReport, _ context: PlaybackContext, counters: inout Counters)
+        -> [Output]
+    {
+        player.apply(report)
+        guard let item = player.item else { return [] }
+        var out: [Output] = []
+        switch report {
+        case .ready:
+            if !localReady(context, into: &out), catchingUp {
+                // Prepared where the group is: the stall is over (rejoins if it was the last suspension).
+                endSuspension(reason: Suspension.stallRecovery, context, counters: &counters, into: &out)
+            }
+        case .stalled:
+            beginCatchUp(context, into: &out)
+        case .stallEnded:
+            if let group = items[item.id], case .playing = group.timeline {
+                prepareToCatchUp(timeline(of: group, context), context, into: &out)
+            } else {
+                endSuspension(reason: Suspension.stallRecovery, context, counters: &counters, into: &out)
+            }
+        case .ended(let position):
+            out.append(
+                .emit(
+                    .paused(
+                        PlaybackReport(
+                            item: item.id, rate: 0, position: position, originator: context.originator(context.member),
+                            reason: "ended", dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0)
+                        ))))
+        case .sample, .userAction, .failed:
+            break
+        }
+        return out
+    }
+
+    /// Keeps a playing player on the group's timeline as the clocks drift: re-anchors it when it
+    /// is more than `Settings.driftCorrectionThreshold` off.
+    mutating func correctDrift(_ context: PlaybackContext, counters: inout Counters) -> [Output] {
+        guard !isSuspended, let item = player.item, let group = items[item.id], case .playing = group.timeline,
+            player.rate > 0
+        else { return [] }
+        let target = timeline(of: group, context)
+        guard case .playing(let rate, let position, let at) = target else { return [] }
+        let error = player.position(at: context.now) - target.position(at: context.now.wall)
+        guard abs(error) > settings.driftCorrectionThreshold.seconds else { return [] }
+        var out: [Output] = []
+        tell(.play(rate: rate, position: position, at: at), into: &out)
+        counters.driftCorrections += 1
+        return out
+    }
+
+    // MARK: Suspensions
+
+    mutating func suspensionCommand(
+        _ command: ConsoleCommand, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+    ) {
+        switch command {
+        case .suspend(let reason):
+            guard !suspensions.isFull else {
+                return out.append(
+                    fail("already \(suspensions.active.count) suspensions (the limit)", usage: "resume <id>"))
+            }
+            beginSuspension(reason, context, into: &out)
+        case .resume(let id, let proposedPosition):
+            guard let suspension = suspensions.find(id: id) else {
+                let active = suspensions.active.map { "\($0.id) (\($0.reason))" }.joined(separator: ", ")
+                return out.append(
+                    fail(
+                        "no suspension \(id); active: \(active.isEmpty ? "none" : active)",
+                        usage: "resume <id> [at=<seconds>]"))
+            }
+            if let proposedPosition, let item = player.item {
+                suspensions.proposal = PendingProposal(
+                    position: proposedPosition, item: item.id, winner: items[item.id]?.winner.dot)
+            }
+            endSuspension(suspension, context, counters: &counters, into: &out)
+        case .whatHappened(let seconds):
+            guard let item = player.item else {
+                return out.append(fail("no item is loaded", usage: "what-happened [seconds]"))
+            }
+            guard !suspensions.contains(Suspension.whatHappened) else {
+                return out.append(fail("already catching up on what happened", usage: "what-happened [seconds]"))
+            }
+            beginSuspension(Suspension.whatHappened, context, into: &out)
+            let target = groupPosition(of: item.id, context)
+            tell(
+                .play(rate: whatHappenedRate(item: item.id), position: max(0, target - seconds), at: context.now.wall),
+                into: &out)
+        default:
+            preconditionFailure("\(command) is not a suspension command")
+        }
+    }
+
+    mutating func beginSuspension(_ reason: String, _ context: PlaybackContext, into out: inout [Output]) {
+        let suspension = suspensions.begin(reason, now: context.now.monotonic)
+        coordination = .idle  // a suspended participant takes no part in a coordinated start
+        out.append(
+            .emit(
+                .suspension(
+                    SuspensionReport(id: suspension.id, reason: reason, began: true, item: player.item?.id ?? ""))))
+        out.append(.announce)
+    }
+
+    mutating func endSuspension(
+        _ suspension: Suspension, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+    ) {
+        guard suspensions.end(suspension) != nil else { return }
+        out.append(
+            .emit(
+                .suspension(
+                    SuspensionReport(
+                        id: suspension.id, reason: suspension.reason, began: false, item: player.item?.id ?? ""))))
+        out.append(.announce)
+        if !suspensions.isSuspended { rejoinGroup(context, counters: &counters, into: &out) }
+    }
+
+    mutating func endSuspension(
+        reason: String, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+    ) {
+        guard let suspension = suspensions.active.first(where: { $0.reason == reason }) else { return }
+        endSuspension(suspension, context, counters: &counters, into: &out)
+    }
+
+    /// The last suspension ended: send a pending proposal, or snap to the group's time and rate.
+    private mutating func rejoinGroup(_ context: PlaybackContext, counters: inout Counters, into out: inout [Output]) {
+        guard let item = player.item else { return }
+        if let proposal = suspensions.proposal {
+            suspensions.proposal = nil
+            if proposal.item == item.id, items[item.id]?.winner.dot == proposal.winner, context.isJoined {
+                let resume: Double
+                if case .waiting(_, let waitingRate, _, _)? = items[item.id]?.timeline {
+                    resume = waitingRate
+                } else {
+                    resume = items[item.id]?.timeline.rate ?? 0
+                }
+                let seek = Operation.seek(
+                    position: proposal.position, resumeRate: resume, requestedAt: context.now.wall)
+                out.append(.issue(Command(item: item.id, operation: seek)))
+                return
+            }
+        }
+        if let group = items[item.id] { followGroup(group, context, counters: &counters, into: &out) }
+    }
+
+    // MARK: What happened
+
+    /// Twice the group's rate (at least 2): fast enough to catch up.
+    func whatHappenedRate(item: String) -> Double { 2 * max(1, items[item]?.timeline.rate ?? 0) }
+
+    /// Ends the what-happened suspension once the player has caught up with the group.
+    mutating func checkWhatHappened(_ context: PlaybackContext, counters: inout Counters) -> [Output] {
+        guard let suspension = suspensions.active.first(where: { $0.reason == Suspension.whatHappened }),
+            let item = player.item
+        else { return [] }
+        let caughtUp =
+            player.position(at: context.now)
+            >= groupPosition(of: item.id, context) - settings.whatHappenedCaughtUpTolerance.seconds
+        guard caughtUp || player.rate == 0 else { return [] }
+        var out: [Output] = []
+        endSuspension(suspension, context, counters: &counters, into: &out)
+        return out
+    }
+
+    /// When the what-happened catch-up will be done, for the wake-up.
+    func whatHappenedWake(_ context: PlaybackContext) -> MonotonicInstant? {
+        guard suspensions.contains(Suspension.whatHappened), let item = player.item, player.rate > 0 else { return nil }
+        let gap = groupPosition(of: item.id, context) - player.position(at: context.now)
+        let closing = player.rate - (items[item.id]?.timeline.rate ?? 0)
+        guard closing > 0 else { return nil }
+        return context.now.monotonic + .nanoseconds(Int64(max(0, gap / closing) * 1e9) + 1_000)
+    }
+
+    // MARK: Timers
+
+    /// The periodic part: what-happened, drift, and the history wait (`isBehind`: whether a
+    /// peer's digest still shows commands this agent lacks; read only while waiting for them).
+    mutating func tick(_ context: PlaybackContext, isBehind: () -> Bool, counters: inout Counters) -> [Output] {
+        var out = checkWhatHappened(context, counters: &counters)
+        out += correctDrift(context, counters: &counters)
+        if case .catchingUp = history { out += followAfterHistory(isBehind: isBehind(), context, counters: &counters) }
+        return out
+    }
+
+    /// When playback next needs a tick.
+    func nextWake(_ context: PlaybackContext) -> MonotonicInstant? {
+        var due = [whatHappenedWake(context), coordinationWake(context)].compactMap { $0 }.min()
+        if case .catchingUp(let since) = history {
+            let giveUp = max(since + settings.historyCatchUpMax, context.now.monotonic + .milliseconds(1))
+            due = due.map { min($0, giveUp) } ?? giveUp
+        }
+        return due
+    }
+}

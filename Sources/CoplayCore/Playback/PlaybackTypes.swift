@@ -1,0 +1,70 @@
+/// The group state of one item: the command that won (times on the local clock) and the
+/// timeline it defines.
+public struct ItemGroupState: Hashable, Sendable {
+    public var winner: CommandEnvelope
+    /// The timeline on the local clock, as converted when the command arrived.
+    public var timeline: Timeline
+    /// Whose clock the command's times were on, and the offset used to convert them: as that
+    /// clock drifts against ours the timeline is re-mapped (`nil` for this agent's own commands).
+    public var clockSource: ClockSource?
+}
+
+/// The clock a command's times were converted from.
+public struct ClockSource: Hashable, Sendable {
+    public var peer: PeerID
+    public var offsetNanos: Int64
+}
+
+/// A coordinated start or seek of the current item: every participant prepares at `position`
+/// and reports ready; the originator (or, failing it, a fallback) then issues the start.
+public struct PendingStart: Hashable, Sendable {
+    /// The play or seek command being coordinated.
+    public var trigger: Dot
+    public var item: String
+    public var rate: Double
+    public var position: Double
+    /// When it was requested, on the local wall clock.
+    public var requestedAt: WallInstant
+    /// The participants that reported ready (this agent included once it is).
+    public var ready: Set<Member> = []
+}
+
+/// Where this agent stands in coordinated playback of its current item.
+///
+/// Legal transitions: `idle` → `collecting` (a play or seek is delivered) → `decided` (this
+/// agent issued the start) → `idle` (the start, or any later command, is delivered; a
+/// suspension begins; the item changes; the agent leaves). `collecting` → `idle` likewise.
+public enum Coordination: Hashable, Sendable {
+    case idle
+    /// Waiting for participants to be ready.
+    case collecting(PendingStart)
+    /// This agent issued the start; it waits for it to be delivered.
+    case decided(PendingStart)
+
+    public var isWaiting: Bool {
+        if case .idle = self { return false }
+        return true
+    }
+
+    var pending: PendingStart? {
+        switch self {
+        case .idle: nil
+        case .collecting(let start), .decided(let start): start
+        }
+    }
+}
+
+/// What playback needs to know of the rest of the agent for one input: who it is, whether it is
+/// joined, the peers (names, items, suspensions, liveness) and their clocks. Read-only copies.
+struct PlaybackContext {
+    var now: Timestamp
+    var member: Member
+    var name: String
+    var isJoined: Bool
+    var membership: Membership
+    var clocks: ClockSync
+
+    func originator(_ origin: Member) -> Originator {
+        membership.originator(origin, local: member, localName: name)
+    }
+}

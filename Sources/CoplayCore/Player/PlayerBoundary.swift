@@ -1,0 +1,45 @@
+/// What the core asks of the local player (`Directive.player`). The core decides; a player
+/// implementation outside the protocol machines (simulated, mpv, a delegating socket) carries it
+/// out and reports back with `PlayerReport`s (`Instance.onPlayerReport`). Modelled on
+/// AVDelegatingPlaybackCoordinator: the coordinator says where to be and when, the player says
+/// when it is ready and what the person in front of it did.
+public enum PlayerCommand: Hashable, Sendable {
+    /// Load `item` and prepare it paused at `position`; report `.ready` once it can play.
+    case load(LoadedItem, position: Double)
+    /// Seek to `position` and hold there paused; report `.ready` once it can play.
+    case prepare(position: Double)
+    /// Play at `rate` so that the media is at `position` at wall instant `at` (an instant in the
+    /// past: continue from where it would be by now).
+    case play(rate: Double, position: Double, at: WallInstant)
+    /// Pause, showing `position`.
+    case pause(position: Double)
+    /// Testing: behave as if the media stopped arriving for `seconds` (report `.stalled`, later
+    /// `.stallEnded`). Players that cannot simulate a stall ignore it.
+    case simulateStall(seconds: Double)
+}
+
+/// What the local player tells the core.
+public enum PlayerReport: Hashable, Sendable {
+    /// Prepared at `position` after a load or a prepare: it can play.
+    case ready(position: Double)
+    /// It stopped for want of media (buffer underrun) at `position`.
+    case stalled(position: Double)
+    /// The stall is over; it holds `position` paused.
+    case stallEnded(position: Double)
+    /// It reached the end of the item and holds there.
+    case ended(position: Double)
+    /// Where it was at wall instant `at`, moving at `rate`: the core compares this with the group's
+    /// timeline and corrects.
+    case sample(position: Double, rate: Double, at: WallInstant)
+    /// The person in front of the player did this (a key, an on-screen control): a group command.
+    case userAction(UserAction)
+    /// The player failed (a load error, it quit); the text says how.
+    case failed(String)
+
+    /// A transport action taken in the player itself.
+    public enum UserAction: Hashable, Sendable {
+        case play(rate: Double)
+        case pause
+        case seek(position: Double)
+    }
+}
