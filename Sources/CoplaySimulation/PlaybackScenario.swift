@@ -211,15 +211,28 @@ public struct PlaybackScenario: Sendable {
                 }
             }
         }
+        // The membership of node `peer` that node `observer` last admitted before `instant`.
+        func knownTo(_ observer: Int, at instant: Int64, as peer: Int) -> Member? {
+            simulation.nodes[observer].events.last { entry in
+                guard entry.atNanos <= instant, case .peerJoined(let info) = entry.event else { return false }
+                return info.member.id == simulation.nodes[peer].id
+            }.flatMap { entry in
+                if case .peerJoined(let info) = entry.event { info.member } else { nil }
+            }
+        }
         for sender in simulation.nodes.indices {
             for entry in simulation.nodes[sender].events {
                 guard case .messageSent(let sent) = entry.event, sent.isReliable,
                     let from = joins(sender).last(where: { $0.at <= entry.atNanos })?.member
                 else { continue }
                 for name in sent.recipients {
+                    // The recipient is the membership the sender knew when it sent (PROTOCOL.md:
+                    // a restarted agent, a new incarnation, is not a recipient even if it had
+                    // restarted before the sender heard of it).
                     guard let recipient = Int(name.dropFirst(4)), live.contains(recipient),
                         let member = simulation.nodes[recipient].instance?.member,
-                        joins(recipient).contains(where: { $0.member == member && $0.at <= entry.atNanos })
+                        joins(recipient).contains(where: { $0.member == member && $0.at <= entry.atNanos }),
+                        knownTo(sender, at: entry.atNanos, as: recipient) == member
                     else { continue }
                     let copies = simulation.nodes[recipient].events.filter { event in
                         if case .message(let message) = event.event {

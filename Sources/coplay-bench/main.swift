@@ -13,7 +13,8 @@ let usage = """
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
       sync        sync error after coordinated starts among N skewed agents, and pause propagation, R rounds
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
-                  prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure
+                  prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
+                  soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
     Build in release mode for meaningful figures: swift build -c release
@@ -32,11 +33,22 @@ guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
 if kind == "soak" {
     var seedCount = 2000
     while let flag = arguments.popFirst() {
-        guard flag == "--seeds" else { fail("unknown option '\(flag)' for soak") }
-        guard let value = arguments.popFirst(), let number = Int(value), (1...1_000_000).contains(number) else {
-            fail("--seeds takes a whole number from 1 to 1000000")
+        switch flag {
+        case "--seeds":
+            guard let value = arguments.popFirst(), let number = Int(value), (1...1_000_000).contains(number) else {
+                fail("--seeds takes a whole number from 1 to 1000000")
+            }
+            seedCount = number
+        case "--trace":
+            // One playback seed, with one node's deliveries and events printed: to study a failure.
+            guard let value = arguments.popFirst(), let seed = UInt64(value),
+                let node = arguments.popFirst().flatMap({ Int($0) })
+            else { fail("--trace takes a seed and a node number") }
+            let outcome = PlaybackScenario(seed: seed, traceNode: node).run()
+            print(outcome.failures.isEmpty ? "seed \(seed): passed" : outcome.failures.joined(separator: "\n"))
+            exit(outcome.failures.isEmpty ? 0 : 1)
+        default: fail("unknown option '\(flag)' for soak")
         }
-        seedCount = number
     }
     let result = await ScenarioRunner.soak(seedCount: seedCount)
     for line in result.failures { print(line) }
