@@ -130,6 +130,13 @@ public struct Settings: Sendable, Equatable {
     public var departedMax = 512
     /// Longest console line accepted, in bytes (room for a message of `messageBytesMax`).
     public var commandLineBytesMax = 17 * 1024
+    /// Datagrams handed over by the receive threads and not yet processed by the agent: beyond
+    /// this the threads drop new ones (counted as `receiveQueueDrops`) rather than let a flood grow
+    /// memory or delay commands, signals and timers, which are never dropped.
+    public var receiveQueueDatagramsMax = 1024
+    /// Standard-input lines read and not yet processed: the reader waits at this many, so a fast
+    /// writer is slowed down rather than losing lines.
+    public var inputLinesQueuedMax = 256
     /// Diagnostics about dropped datagrams: the first `dropDiagnosticsFirst` of each kind, then
     /// one in `dropDiagnosticEvery` (a flood must not become a flood of lines).
     public var dropDiagnosticsFirst = 3

@@ -32,14 +32,11 @@ public actor AgentShell {
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
     private var signalsSeen = 0
-    /// Datagrams handed over by the receive threads and not yet processed. Beyond
-    /// `queuedDatagramsMax` the threads drop new datagrams (counted) rather than let a flood
-    /// grow memory or delay commands, signals and timers, which are never dropped.
+    /// Datagrams handed over by the receive threads and not yet processed (at most
+    /// `Settings.receiveQueueDatagramsMax`).
     private let queuedDatagrams = QueueGauge()
-    private static let queuedDatagramsMax = 1024
-    /// Standard-input lines queued and not yet processed; the reader waits at this many, so a
-    /// fast writer is slowed down rather than losing lines.
-    private let lineSlots = DispatchSemaphore(value: 256)
+    /// Standard-input lines queued and not yet processed (at most `Settings.inputLinesQueuedMax`).
+    private let lineSlots: DispatchSemaphore
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration, mode: ShellMode = .standardStreams) throws {
@@ -54,6 +51,7 @@ public actor AgentShell {
             id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
             sessionName: configuration.sessionName, unicastPort: transport.local.port)
         instance = Instance(identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now())
+        lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         formatter = EventFormatter(json: configuration.json, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
@@ -100,8 +98,9 @@ public actor AgentShell {
         playerTimer.setEventHandler { feed.yield(.playerTick) }
         playerTimer.resume()
         let gauge = queuedDatagrams
+        let queuedMax = instance.settings.receiveQueueDatagramsMax
         transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) { bytes, source, stamp in
-            guard gauge.enter(limit: Self.queuedDatagramsMax) else { return }
+            guard gauge.enter(limit: queuedMax) else { return }
             feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
         }
         defer {

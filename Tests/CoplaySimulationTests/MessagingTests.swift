@@ -29,9 +29,9 @@ import Testing
         }
         simulation.schedule(
             .command(node: 1, .message(to: nil, unreliable: true, text: "best effort")), after: .milliseconds(300))
-        _ = simulation.run(for: .seconds(1))
+        runWithoutLivelock(&simulation, for: .seconds(1))
         simulation.schedule(.start(node: 3), after: .zero)  // a late joiner: not a recipient of anything above
-        _ = simulation.run(for: .seconds(8))
+        runWithoutLivelock(&simulation, for: .seconds(8))
         for node in 1...3 {
             let reliable = delivered(simulation, node).filter(\.isReliable)
             for (text, recipients) in expected {
@@ -57,7 +57,7 @@ import Testing
         simulation.schedule(
             .command(node: 0, .message(to: nil, unreliable: false, text: String(repeating: "z", count: 16_385))),
             after: .zero)
-        _ = simulation.run(for: .milliseconds(100))
+        runWithoutLivelock(&simulation, for: .milliseconds(100))
         let errors = simulation.nodes[0].events.compactMap {
             if case .commandError(let error) = $0.event { error.message } else { nil }
         }

@@ -28,7 +28,7 @@ import Testing
         then duration: Duration = .milliseconds(100)
     ) {
         simulation.schedule(.command(node: node, command), after: .zero)
-        _ = simulation.run(for: duration)
+        runWithoutLivelock(&simulation, for: duration)
     }
     func suspensionIDs(_ simulation: Simulation, _ node: Int) -> [UInt32] {
         instance(simulation, node).suspensions.map(\.id)
@@ -138,11 +138,11 @@ import Testing
 
     @Test func whatHappened_rewindsPlaysTwiceAsFast_andRejoinsWhenCaughtUp() {
         var simulation = playing()
-        _ = simulation.run(for: .seconds(20))
+        runWithoutLivelock(&simulation, for: .seconds(20))
         act(&simulation, 1, .whatHappened(seconds: 6), then: .seconds(1))
         #expect(instance(simulation, 1).player.rate == 2)
         #expect(instance(simulation, 1).suspensions.map(\.reason) == ["whatHappened"])
-        _ = simulation.run(for: .seconds(6))
+        runWithoutLivelock(&simulation, for: .seconds(6))
         #expect(instance(simulation, 1).suspensions.isEmpty, "caught up after about 6 s at 2x")
         #expect(instance(simulation, 1).player.rate == 1)
         #expect(abs(position(simulation, 1) - position(simulation, 0)) < 0.000_5)

@@ -173,7 +173,9 @@ public enum ConsoleCommand: Hashable, Sendable {
         case "pause": return try noArguments(.pause)
         case "end":
             let reason = arguments.joined(separator: " ")
-            guard reason.utf8.count <= 128 else { throw fail("the reason is longer than 128 bytes") }
+            guard reason.utf8.count <= WireFormat.endReasonBytesMax else {
+                throw fail("the reason is longer than \(WireFormat.endReasonBytesMax) bytes")
+            }
             return .end(reason: reason.isEmpty ? "ended" : reason)
         case "play": return .play(rate: try optionalRate())
         case "play-now": return .playNow(rate: try optionalRate())

@@ -23,7 +23,10 @@ public struct CausalLog: Sendable {
     private let storeMax: Int
     private let prunedMax: Int
 
-    public init(pendingMax: Int = 1024, storeMax: Int = 4096, prunedMax: Int = 256) {
+    public init(
+        pendingMax: Int = Settings().pendingCommandsMax, storeMax: Int = Settings().storedCommandsMax,
+        prunedMax: Int = Settings().prunedOriginsMax
+    ) {
         self.pendingMax = pendingMax
         self.storeMax = storeMax
         self.prunedMax = prunedMax

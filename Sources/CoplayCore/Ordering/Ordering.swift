@@ -25,7 +25,9 @@ struct Ordering: Sendable {
     private(set) var log: CausalLog
     /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.
     private(set) var deliveries: [CommandEnvelope] = []
-    private var nackSentAt: [PeerID: MonotonicInstant] = [:]
+    /// When a nack last went to each peer. At most `Settings.peersMax` entries (a command can name
+    /// any sender); past that the entry of the longest-quiet peer is evicted.
+    private(set) var nackSentAt: [PeerID: MonotonicInstant] = [:]
     /// How each received, not yet delivered command's times were converted, by dot. At most
     /// `Settings.pendingCommandsMax` (it is emptied when full: the conversions are then re-read
     /// from the current estimates).
@@ -145,6 +147,11 @@ struct Ordering: Sendable {
     {
         guard !missing.isEmpty else { return [] }
         if let last = nackSentAt[peer], now - last < settings.nackHoldoff { return [] }
+        if nackSentAt[peer] == nil, nackSentAt.count >= settings.peersMax,
+            let oldest = nackSentAt.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
+        {
+            nackSentAt[oldest.key] = nil
+        }
         nackSentAt[peer] = now
         return Array(missing.prefix(WireFormat.nackRangesMax))
     }

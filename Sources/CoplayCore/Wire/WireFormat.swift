@@ -21,6 +21,8 @@ public enum WireFormat {
     public static let version: UInt8 = 1
     public static let headerBytes = 34
     public static let authTagBytesMax = 32
+    /// The longest reason an `end` datagram carries, in bytes of UTF-8.
+    public static let endReasonBytesMax = 128
     /// The default multicast group and port (administratively scoped, RFC 2365).
     public static let defaultGroupAddress = "239.255.77.1"
     public static let defaultPort: UInt16 = 47700
@@ -226,7 +228,7 @@ public enum WireFormat {
         case .ready:
             return .ready(trigger: try readDot(from: &reader))
         case .end:
-            return .end(reason: try reader.readShortString(maxBytes: 128, field: "end reason"))
+            return .end(reason: try reader.readShortString(maxBytes: WireFormat.endReasonBytesMax, field: "end reason"))
         case .unreliableMessage:
             return .unreliableMessage(try readMessagePart(from: &reader))
         }
