@@ -1,6 +1,6 @@
 // swift-tools-version: 6.0
 // coplay: serverless media playback sync over LAN multicast. No package dependencies by design.
-// The agent runs on Linux (see Sources/CoplayRuntime/Platform.swift); CoplayCore is portable Swift.
+// The agent runs on Linux (see Sources/CoplayRuntime/Shell/Platform.swift); CoplayCore is portable Swift.
 import PackageDescription
 
 let package = Package(
