@@ -48,7 +48,7 @@ extension Instance {
                 out.append(.unicast(stamp(.probe(probe)), to: endpoint))
             case .sampled(let peer):
                 for held in ordering.releaseAwaitingClock(of: peer) {
-                    receiveHeldCommand(held.envelope, from: held.sender, now: now, into: &out)
+                    receiveCommand(held.envelope, from: held.sender, now: now, into: &out)
                 }
             case .synced(let peer):
                 if let record = membership.peers[peer] {
@@ -61,25 +61,6 @@ extension Instance {
     }
 
     // MARK: Ordering, playback and messaging
-
-    /// A command that waited for its sender's clock, read now.
-    private mutating func receiveHeldCommand(
-        _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
-    ) {
-        let offset = clocks.peers[sender.id]?.estimator.estimate(at: now.monotonic)?.offsetNanos
-        let receipt = ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic)
-        if receipt.wasDuplicate { counters.duplicateCommands += 1 }
-        if receipt.wasDropped { counters.drop(.pendingFull) }
-        if !receipt.delivered.isEmpty {
-            deliver(
-                receipt.delivered, isHistory: ordering.isBehind(membership.peers.values.map(\.digest)), now: now,
-                into: &out)
-        }
-        if !receipt.nack.isEmpty, let endpoint = membership.peers[sender.id]?.endpoint {
-            counters.nacksSent += 1
-            out.append(.unicast(stamp(.nack(receipt.nack)), to: endpoint))
-        }
-    }
 
     /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
     mutating func deliver(

@@ -303,7 +303,8 @@ public struct Instance: Sendable {
         route(membership.heard(sender, at: heardAt), at: heardAt, now: now, into: &out)
     }
 
-    private mutating func receiveCommand(
+    /// A command from `sender` (received now, or held until its clock became known).
+    mutating func receiveCommand(
         _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
     ) {
         // Times in the command are on the sender's clock: they are read once its offset is known.
@@ -324,7 +325,7 @@ public struct Instance: Sendable {
         }
     }
 
-    private mutating func sendNack(_ ranges: [MissingRange], to peer: PeerID, into out: inout [Directive]) {
+    mutating func sendNack(_ ranges: [MissingRange], to peer: PeerID, into out: inout [Directive]) {
         guard !ranges.isEmpty, let endpoint = membership.peers[peer]?.endpoint else { return }
         counters.nacksSent += 1
         out.append(.unicast(stamp(.nack(ranges)), to: endpoint))
