@@ -20,18 +20,18 @@ import Testing
     }
 
     static func hexBytes(_ text: some StringProtocol) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            bytes.append(UInt8(text[index..<next], radix: 16)!)
-            index = next
-        }
-        return bytes
+        let bytes = Hex.decode(text)
+        #expect(bytes != nil, "a test vector that is not hex: \(text)")
+        return bytes ?? []
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
+
+    @Test func hex_roundTrips_andRejectsWhatIsNotHex() {
+        let bytes: [UInt8] = [0x00, 0x0F, 0xA5, 0xFF]
+        #expect(Hex.encode(bytes) == "000fa5ff")
+        #expect(Hex.decode("000fa5ff") == bytes && Hex.decode("000FA5FF") == bytes)
+        #expect(Hex.decode("abc") == nil && Hex.decode("zz") == nil && Hex.decode("") == [])
     }
 
     @Test func goldenVectors_matchTheCodecBothWays() throws {

@@ -12,15 +12,7 @@ import Testing
         let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
             let fields = line.split(separator: " ")
-            let hex = fields.last!
-            var bytes: [UInt8] = []
-            var index = hex.startIndex
-            while index < hex.endIndex {
-                let next = hex.index(index, offsetBy: 2)
-                bytes.append(UInt8(hex[index..<next], radix: 16)!)
-                index = next
-            }
-            return (String(fields[0]), bytes, fields[0].hasPrefix("!"))
+            return (String(fields[0]), Hex.decode(fields.last!) ?? [], fields[0].hasPrefix("!"))
         }
     }()
 

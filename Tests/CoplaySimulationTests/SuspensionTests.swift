@@ -2,7 +2,7 @@ import CoplayCore
 import CoplaySimulation
 import Testing
 
-/// The suspension rules (SPEC.md "Suspensions"), each on a small deterministic simulation.
+/// The suspension rules (PROTOCOL.md, "Playback coordination"), each on a small deterministic simulation.
 @Suite struct SuspensionTests {
     func playing(_ settings: Settings = Settings()) -> Simulation {
         var simulation = Simulation(
