@@ -9,8 +9,12 @@ public enum ScenarioRunner {
     public static func seeds(count defaultCount: Int, salt: UInt64) -> [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         if let seed = environment["COPLAY_SEED"].flatMap({ UInt64($0) }) { return [seed] }
-        let count = environment["COPLAY_SIM_RUNS"].flatMap { Int($0) } ?? defaultCount
-        return (0..<UInt64(max(0, count))).map { $0 &* 0x9E37_79B9 ^ salt }
+        return derivedSeeds(count: environment["COPLAY_SIM_RUNS"].flatMap { Int($0) } ?? defaultCount, salt: salt)
+    }
+
+    /// `count` seeds derived from `salt`, whatever the environment says.
+    public static func derivedSeeds(count: Int, salt: UInt64) -> [UInt64] {
+        (0..<UInt64(max(0, count))).map { $0 &* 0x9E37_79B9 ^ salt }
     }
 
     /// Runs `scenario` for every seed, spread over the machine's cores; outcomes in seed order.
@@ -41,9 +45,11 @@ public enum ScenarioRunner {
     public static func soak(seedCount: Int) async -> (failures: [String], summary: String) {
         let started = ContinuousClock.now
         let membership = await run(
-            seeds(count: seedCount, salt: membershipSalt), seedOf: \MembershipScenario.Outcome.seed
+            derivedSeeds(count: seedCount, salt: membershipSalt), seedOf: \MembershipScenario.Outcome.seed
         ) { MembershipScenario(seed: $0).run() }
-        let playback = await run(seeds(count: seedCount, salt: playbackSalt), seedOf: \PlaybackScenario.Outcome.seed) {
+        let playback = await run(
+            derivedSeeds(count: seedCount, salt: playbackSalt), seedOf: \PlaybackScenario.Outcome.seed
+        ) {
             PlaybackScenario(seed: $0).run()
         }
         let elapsed = ContinuousClock.now - started

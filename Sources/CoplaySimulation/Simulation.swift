@@ -195,6 +195,7 @@ public struct Simulation {
 
     private mutating func carryOut(_ directives: [Directive], for index: Int) {
         var reports: [PlayerReport] = []
+        var playerTouched = false
         let now = nodes[index].clock.timestamp(atTrue: nowNanos)
         for directive in directives {
             switch directive {
@@ -222,6 +223,7 @@ public struct Simulation {
                 let at = max(nodes[index].clock.trueNanos(atMonotonic: instant), nowNanos + 1)
                 queue.push(.wake(node: index, generation: nodes[index].wakeGeneration), at: at)
             case .player(let command):
+                playerTouched = true
                 reports += nodes[index].player.perform(command, now: now)
             case .exit:
                 nodes[index].instance = nil
@@ -231,6 +233,8 @@ public struct Simulation {
                 return
             }
         }
+        // Only a player that did something has a new next event (and a wake to queue).
+        guard playerTouched else { return }
         feed(reports, to: index, now: now)
         schedulePlayerWake(for: index)
     }

@@ -16,7 +16,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(lifecycle.join(now: at(0)) == false, "the first join is not a rejoin")
         #expect(lifecycle.isJoined)
         lifecycle.leave(
-            with: .leave(.shutdown), reason: .shutdown, copyOffsets: [.zero, .milliseconds(10)], now: at(5).monotonic)
+            sending: lifecycle.stamp(.leave(.shutdown)), reason: .shutdown, copyOffsets: [.zero, .milliseconds(10)],
+            now: at(5).monotonic)
         #expect(lifecycle.state == .invalidated(reason: .shutdown), "leaving is already invalidated")
         #expect(lifecycle.requestExit() == false, "a copy is still due")
         #expect(lifecycle.tick(now: at(5).monotonic).count == 1)
@@ -32,7 +33,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         let first = lifecycle.member
         #expect(lifecycle.stamp(.leave(.left)).sequence == 1)
         #expect(lifecycle.stamp(.leave(.left)).sequence == 2)
-        lifecycle.leave(with: .leave(.left), reason: .left, copyOffsets: [.zero], now: at(1).monotonic)
+        lifecycle.leave(
+            sending: lifecycle.stamp(.leave(.left)), reason: .left, copyOffsets: [.zero], now: at(1).monotonic)
         #expect(lifecycle.join(now: at(2)) == true)
         #expect(lifecycle.member.id == first.id && lifecycle.member.incarnation > first.incarnation)
         #expect(lifecycle.stamp(.leave(.left)).sequence == 1)
@@ -214,18 +216,19 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 }
 
 @Suite struct SuspensionsMachineTests {
-    @Test func idsAreUnique_theLimitHolds_andEndByReasonTakesTheOldest() {
+    @Test func idsAreUnique_fullAtTheLimit_andEndByReasonTakesTheOldest() {
         var suspensions = Suspensions()
         let first = suspensions.begin("audioSessionInterrupted", now: at(0).monotonic)
         let second = suspensions.begin("audioSessionInterrupted", now: at(1).monotonic)
         #expect(first.id != second.id)
         #expect(suspensions.end(reason: "audioSessionInterrupted") == first)
         #expect(suspensions.reasons == ["audioSessionInterrupted"])
-        for index in 0..<Announcement.suspensionsMax { _ = suspensions.begin("r\(index)", now: at(2).monotonic) }
+        for index in 1..<Announcement.suspensionsMax { _ = suspensions.begin("r\(index)", now: at(2).monotonic) }
         #expect(suspensions.isFull && suspensions.active.count == Announcement.suspensionsMax)
-        let ended = suspensions.end(second)
-        #expect(ended == nil, "past the limit the oldest (the second) was evicted")
-        #expect(suspensions.reasons.first == "r0")
+        _ = suspensions.begin(Suspension.stallRecovery, now: at(3).monotonic)
+        #expect(suspensions.active.count == Announcement.suspensionsMax + 1, "a stall still begins; none is dropped")
+        #expect(suspensions.announced.count == Announcement.suspensionsMax, "announcements carry the first 8")
+        #expect(suspensions.end(second) == second)
     }
 }
 
@@ -274,7 +277,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 @Suite struct PlaybackMachineTests {
     private func context(_ now: Timestamp) -> PlaybackContext {
         PlaybackContext(
-            now: now, member: alice, name: "alice", isJoined: true, membership: Membership(settings: Settings()),
+            now: now, member: alice, name: "alice", state: .joined(since: at(0).monotonic),
+            membership: Membership(settings: Settings()),
             clocks: ClockSync(settings: Settings(), firstToken: 1))
     }
 

@@ -3,20 +3,23 @@ extension Instance {
     /// What playback needs of the rest of the agent, now.
     func context(_ now: Timestamp) -> PlaybackContext {
         PlaybackContext(
-            now: now, member: member, name: identity.name, isJoined: state.isJoined, membership: membership,
+            now: now, member: member, name: identity.name, state: state, membership: membership,
             clocks: clocks)
     }
 
     // MARK: Membership and clock sync
 
+    /// `source`: where the datagram that caused these outputs came from (nil for a timer).
     mutating func route(
-        _ outputs: [Membership.Output], at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]
+        _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?, now: Timestamp,
+        into out: inout [Directive]
     ) {
         for output in outputs {
             switch output {
             case .joined(let record):
                 out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
-                route(clocks.onPeerJoined(record.member, now: now, random: &random), now: now, into: &out)
+                route(
+                    clocks.onPeerJoined(record.member, now: now, random: &random), source: source, now: now, into: &out)
             case .left(let record, let reason):
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
                 clocks.onPeerLeft(record.member.id)
@@ -35,12 +38,14 @@ extension Instance {
             case .replyHello(let endpoint):
                 out.append(.unicast(stamp(.hello(announcement(isReply: true))), to: endpoint))
             case .drop(let reason, let detail):
-                reportDrop(reason, detail: detail, from: Endpoint(address: 0, port: 0), into: &out)
+                reportDrop(reason, detail: detail, from: source, into: &out)
             }
         }
     }
 
-    mutating func route(_ outputs: [ClockSync.Output], now: Timestamp, into out: inout [Directive]) {
+    mutating func route(
+        _ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
+    ) {
         for output in outputs {
             switch output {
             case .probe(let peer, let probe):
@@ -55,7 +60,7 @@ extension Instance {
                     out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))
                 }
             case .drop(let reason, let detail):
-                reportDrop(reason, detail: detail, from: Endpoint(address: 0, port: 0), into: &out)
+                reportDrop(reason, detail: detail, from: source, into: &out)
             }
         }
     }

@@ -186,17 +186,19 @@ public struct Instance: Sendable {
             }
         }
         if state.isJoined {
-            route(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, now: now, into: &out)
-            route(clocks.tick(now: now, random: &random), now: now, into: &out)
+            route(
+                membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now,
+                into: &out)
+            route(clocks.tick(now: now, random: &random), source: nil, now: now, into: &out)
             let live = Set(membership.peers.values.map(\.member) + [member])
             ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
         }
         messaging.tick(now: now.monotonic, counters: &counters)
-        let ordering = self.ordering
-        let digests = membership.peers.values.map(\.digest)
+        let (ordering, membership) = (self.ordering, self.membership)
         route(
-            playback.tick(context(now), isBehind: { ordering.isBehind(digests) }, counters: &counters), now: now,
-            into: &out)
+            playback.tick(
+                context(now), isBehind: { ordering.isBehind(membership.peers.values.map(\.digest)) },
+                counters: &counters), now: now, into: &out)
         settle(now: now, into: &out)
         return finish(out, now: now)
     }
@@ -210,15 +212,16 @@ public struct Instance: Sendable {
         }
         membership.start(now: now.monotonic, random: &random)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
-        route(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, now: now, into: &out)
+        route(
+            membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now, into: &out)
     }
 
     /// Leaves (or ends the session for everyone): the datagram goes out now and is repeated.
     private mutating func leave(
         with payload: Payload, reason: InvalidationReason, now: Timestamp, into out: inout [Directive]
     ) {
-        counters.datagramsSent += 1
-        lifecycle.leave(with: payload, reason: reason, copyOffsets: settings.leaveCopyOffsets, now: now.monotonic)
+        let copy = stamp(payload)
+        lifecycle.leave(sending: copy, reason: reason, copyOffsets: settings.leaveCopyOffsets, now: now.monotonic)
         membership.stop()
         clocks.stop()
         playback.onLeft()
@@ -260,14 +263,16 @@ public struct Instance: Sendable {
             route(
                 membership.onAnnouncement(
                     announcement, isHello: isHello, from: sender, source: source, heardAt: heardAt),
-                at: heardAt, now: now, into: &out)
+                at: heardAt, source: source, now: now, into: &out)
             if membership.isKnown(sender) {
                 sendNack(
                     ordering.onDigest(announcement.digest, of: sender.id, now: now.monotonic), to: sender.id,
                     into: &out)
             }
         case .leave(let reason):
-            route(membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, now: now, into: &out)
+            route(
+                membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source, now: now, into: &out
+            )
         case .probe(let probe):
             heard(sender, at: heardAt, now: now, into: &out)
             out.append(
@@ -275,7 +280,7 @@ public struct Instance: Sendable {
         case .probeReply(let reply):
             let outputs = clocks.onProbeReply(reply, from: sender, receivedAt: heardAt)
             if outputs.contains(.sampled(sender.id)) { heard(sender, at: heardAt, now: now, into: &out) }
-            route(outputs, now: now, into: &out)
+            route(outputs, source: source, now: now, into: &out)
         case .command(let envelope, _):
             heard(sender, at: heardAt, now: now, into: &out)
             receiveCommand(envelope, from: sender, now: now, into: &out)
@@ -300,7 +305,7 @@ public struct Instance: Sendable {
     private mutating func heard(
         _ sender: Member, at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]
     ) {
-        route(membership.heard(sender, at: heardAt), at: heardAt, now: now, into: &out)
+        route(membership.heard(sender, at: heardAt), at: heardAt, source: nil, now: now, into: &out)
     }
 
     /// A command from `sender` (received now, or held until its clock became known).
@@ -313,17 +318,19 @@ public struct Instance: Sendable {
         if receipt.wasDuplicate { counters.duplicateCommands += 1 }
         if receipt.wasDropped { counters.drop(.pendingFull) }  // it will be asked for again
         if !receipt.delivered.isEmpty {
-            deliver(
-                receipt.delivered, isHistory: ordering.isBehind(membership.peers.values.map(\.digest)), now: now,
-                into: &out)
+            deliver(receipt.delivered, isHistory: isBehindPeers, now: now, into: &out)
         }
         sendNack(receipt.nack, to: sender.id, into: &out)
         if case .catchingUp = playback.history {
-            let behind = ordering.isBehind(membership.peers.values.map(\.digest))
+            // Read again: the commands just delivered may have closed the gap.
+            let behind = isBehindPeers
             route(
                 playback.followAfterHistory(isBehind: behind, context(now), counters: &counters), now: now, into: &out)
         }
     }
+
+    /// Whether some live peer's last digest shows commands this agent has not delivered.
+    var isBehindPeers: Bool { ordering.isBehind(membership.peers.values.map(\.digest)) }
 
     mutating func sendNack(_ ranges: [MissingRange], to peer: PeerID, into out: inout [Directive]) {
         guard !ranges.isEmpty, let endpoint = membership.peers[peer]?.endpoint else { return }
@@ -349,11 +356,13 @@ public struct Instance: Sendable {
             digest: digest)
     }
 
-    mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint, into out: inout [Directive]) {
+    mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive])
+    {
         let count = counters.drop(reason)
         guard reason.isWorthADiagnostic else { return }
         if count <= settings.dropDiagnosticsFirst || count % max(1, settings.dropDiagnosticEvery) == 0 {
-            out.append(.diagnose("dropped datagram from \(source): \(reason.rawValue) (\(detail)); \(count) so far"))
+            let origin = source.map { "from \($0)" } ?? "(timer)"
+            out.append(.diagnose("dropped datagram \(origin): \(reason.rawValue) (\(detail)); \(count) so far"))
         }
     }
 

@@ -85,7 +85,7 @@ struct Playback: Sendable {
             break
         default:
             guard context.isJoined else {
-                return [fail("not joined (state \(context.isJoined ? "joined" : "invalidated"))", usage: "join")]
+                return [fail("not joined (state \(context.state.name))", usage: "join")]
             }
         }
         if isSuspended, actLocallyWhileSuspended(command, context, into: &out) { return out }

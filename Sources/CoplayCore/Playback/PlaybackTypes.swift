@@ -60,9 +60,11 @@ struct PlaybackContext {
     var now: Timestamp
     var member: Member
     var name: String
-    var isJoined: Bool
+    var state: SessionState
     var membership: Membership
     var clocks: ClockSync
+
+    var isJoined: Bool { state.isJoined }
 
     func originator(_ origin: Member) -> Originator {
         membership.originator(origin, local: member, localName: name)

@@ -64,14 +64,13 @@ struct SessionLifecycle: Sendable {
         return isRejoin
     }
 
-    /// Leaves with `payload` (a leave or an end), sent now and again at `copyOffsets`.
+    /// Leaves with `copy` (a stamped leave or end), sent at each of `copyOffsets` from now.
     mutating func leave(
-        with payload: Payload, reason: InvalidationReason, copyOffsets: [Duration], now: MonotonicInstant
+        sending copy: Datagram, reason: InvalidationReason, copyOffsets: [Duration], now: MonotonicInstant
     ) {
         guard case .joined = phase else { preconditionFailure("leaving (\(reason)) in phase \(phase)") }
         let offsets = copyOffsets.isEmpty ? [.zero] : copyOffsets.sorted()
-        phase = .leaving(
-            reason: reason, copy: stamp(payload), copiesDue: offsets.map { now + $0 }, exitAfter: false)
+        phase = .leaving(reason: reason, copy: copy, copiesDue: offsets.map { now + $0 }, exitAfter: false)
     }
 
     /// `quit`: exit once the last leave copy is out. Returns true when that is already so.

@@ -27,7 +27,10 @@ struct PendingProposal: Hashable, Sendable {
 /// for when the last ends. What a suspension does to the player is playback's business; this
 /// machine only keeps the books, so that every rule about "while suspended" reads one truth.
 struct Suspensions: Sendable {
-    /// Oldest first. At most `Announcement.suspensionsMax` (they travel in announcements).
+    /// Oldest first. At most `Announcement.suspensionsMax` begun by a person (`isFull` refuses
+    /// more), plus the built-in `stallRecovery` and `whatHappened`, each at most once (their callers
+    /// check `contains`): never more than `suspensionsMax + 2`. Announcements carry the first
+    /// `suspensionsMax`.
     private(set) var active: [Suspension] = []
     private var nextID: UInt32 = 1
     /// Set by `resume … at=` and taken when the last suspension ends.
@@ -39,13 +42,13 @@ struct Suspensions: Sendable {
     func contains(_ reason: String) -> Bool { active.contains { $0.reason == reason } }
     func find(id: UInt32) -> Suspension? { active.first { $0.id == id } }
 
-    /// Begins a suspension (the caller checked `isFull` where a person asked for it).
+    /// Begins a suspension (the caller checked `isFull` where a person asked for it). None is
+    /// ever dropped to make room: each ends only with its own end event.
     mutating func begin(_ reason: String, now: MonotonicInstant) -> Suspension {
         let suspension = Suspension(id: nextID, reason: reason, began: now)
         nextID &+= 1
         if nextID == 0 { nextID = 1 }
         active.append(suspension)
-        if active.count > Announcement.suspensionsMax { active.removeFirst() }
         return suspension
     }
 

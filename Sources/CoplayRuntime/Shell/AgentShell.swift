@@ -141,8 +141,8 @@ public actor AgentShell {
             case .tick:
                 directives = instance.onTick(now: clock.now())
             case .playerTick:
-                directives = []
-                if let status = feedPlayerReports(player.advance(now: clock.now())) { return status }
+                if let status = playerChanged(reports: player.advance(now: clock.now())) { return status }
+                continue
             }
             if let status = carryOut(directives) { return status }
         }
@@ -153,9 +153,11 @@ public actor AgentShell {
     /// returns an exit status when a directive says to exit.
     private func carryOut(_ directives: [Directive]) -> Int32? {
         var reports: [PlayerReport] = []
+        var playerTouched = false
         for directive in directives {
             switch directive {
             case .player(let command):
+                playerTouched = true
                 reports += player.perform(command, now: clock.now())
             case .multicast(let datagram):
                 send(datagram, to: transport.group)
@@ -180,10 +182,13 @@ public actor AgentShell {
                 return status
             }
         }
-        return feedPlayerReports(reports)
+        return playerTouched ? playerChanged(reports: reports) : nil
     }
 
-    private func feedPlayerReports(_ reports: [PlayerReport]) -> Int32? {
+    /// The player did something (a command, or its timer): hands what it reported back to the
+    /// instance and sets the player's timer for what it will report next. Only then, so that a
+    /// datagram that does not concern the player costs nothing here.
+    private func playerChanged(reports: [PlayerReport]) -> Int32? {
         for report in reports {
             if let status = carryOut(instance.onPlayerReport(report, now: clock.now())) { return status }
         }
