@@ -101,6 +101,36 @@ import Testing
         }
     }
 
+    @Test func strictJSONChecker_rejectsADuplicateKey() {
+        #expect(StrictJSON.problem(in: #"{"a":1,"b":[{"c":"x"}],"d":null}"#) == nil)
+        #expect(StrictJSON.problem(in: #"{"name":"a","x":1,"name":"b"}"#) != nil)
+        #expect(StrictJSON.problem(in: #"{"a":1"#) != nil)
+    }
+
+    @Test func dumpJSON_isValidForAParserThatRejectsDuplicateKeys() throws {
+        let frames = Self.vectors.map { Self.linkFrame(Self.udp($0.bytes), linkType: 1) }
+        let (lines, _) = try Dump.lines(for: Self.classicPcap(frames, linkType: 1), json: true)
+        #expect(lines.count == Self.vectors.filter { $0.bytes.starts(with: WireFormat.magic) }.count)
+        for line in lines {
+            #expect(StrictJSON.problem(in: line) == nil, "\(line)")
+        }
+    }
+
+    @Test func truncatedLastRecord_isReported_andEveryWholePacketIsDecoded() throws {
+        let frames = Self.vectors.filter { !$0.invalid }.prefix(3).map {
+            Self.linkFrame(Self.udp($0.bytes), linkType: 1)
+        }
+        for file in [Self.classicPcap(frames, linkType: 1), Self.pcapng(frames, linkType: 1)] {
+            for cut in [5, frames[2].count] {  // inside the last packet's data, or its header
+                let (lines, totals) = try Dump.lines(for: Array(file.dropLast(cut)), json: false)
+                #expect(totals.packets == 2 && lines.count == 2, "cut \(cut): \(totals)")
+                #expect(totals.truncatedAt != nil)
+            }
+            let (whole, totals) = try Dump.lines(for: file, json: false)
+            #expect(whole.count == 3 && totals.truncatedAt == nil)
+        }
+    }
+
     @Test func pcapngNanosecondTimestamps_andClassicMicroseconds_areRead() throws {
         let frame = Self.linkFrame(Self.udp(Self.vectors[0].bytes), linkType: 1)
         let ng = try CaptureFile.packets(Self.pcapng([frame], linkType: 1))

@@ -18,7 +18,25 @@ public struct CaptureError: Error, Equatable, CustomStringConvertible {
 /// and simple packet blocks; other blocks are skipped). Every length is checked: a truncated or
 /// corrupt file is an error naming the offset, never a crash.
 public enum CaptureFile {
+    /// The whole packets of a capture, and where a cut-off last record begins, if the file ends
+    /// inside one (a tcpdump stopped mid-write): everything before it is still read.
+    public struct Contents: Sendable {
+        public var packets: [CapturedPacket]
+        public var truncatedAt: Int?
+    }
+
+    /// Every packet; a file that ends inside a record is an error.
     public static func packets(_ bytes: [UInt8]) throws(CaptureError) -> [CapturedPacket] {
+        let contents = try read(bytes)
+        if let offset = contents.truncatedAt {
+            throw CaptureError(message: "truncated capture: the record at offset \(offset) is cut off")
+        }
+        return contents.packets
+    }
+
+    /// Every whole packet, and where the file is cut off if it ends inside a record. Corruption
+    /// anywhere else is still an error.
+    public static func read(_ bytes: [UInt8]) throws(CaptureError) -> Contents {
         guard bytes.count >= 4 else { throw CaptureError(message: "not a capture file: \(bytes.count) bytes") }
         let magic = UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
         switch magic {
@@ -52,7 +70,7 @@ public enum CaptureFile {
         }
     }
 
-    static func classic(_ bytes: [UInt8]) throws(CaptureError) -> [CapturedPacket] {
+    static func classic(_ bytes: [UInt8]) throws(CaptureError) -> Contents {
         let little = bytes[0] == 0xD4 || bytes[0] == 0x4D
         let reader = Reader(bytes: bytes, littleEndian: little)
         let nanosecond = bytes[0] == 0x4D || bytes[3] == 0x4D
@@ -60,13 +78,14 @@ public enum CaptureFile {
         var packets: [CapturedPacket] = []
         var offset = 24
         while offset < bytes.count {
+            guard bytes.count - offset >= 16 else { return Contents(packets: packets, truncatedAt: offset) }
             let seconds = Int64(try reader.u32(offset))
             let fraction = Int64(try reader.u32(offset + 4))
             let included = Int(try reader.u32(offset + 8))
             guard included <= 262_144 else {
                 throw CaptureError(message: "corrupt capture: a record of \(included) bytes at offset \(offset)")
             }
-            _ = try reader.slice(offset + 16, included)
+            guard bytes.count - offset - 16 >= included else { return Contents(packets: packets, truncatedAt: offset) }
             packets.append(
                 CapturedPacket(
                     timestampNanos: seconds * 1_000_000_000 + (nanosecond ? fraction : fraction * 1000),
@@ -74,15 +93,16 @@ public enum CaptureFile {
                     data: bytes[(offset + 16)..<(offset + 16 + included)]))
             offset += 16 + included
         }
-        return packets
+        return Contents(packets: packets, truncatedAt: nil)
     }
 
-    static func pcapng(_ bytes: [UInt8]) throws(CaptureError) -> [CapturedPacket] {
+    static func pcapng(_ bytes: [UInt8]) throws(CaptureError) -> Contents {
         var reader = Reader(bytes: bytes, littleEndian: true)
         var interfaces: [(linkType: UInt32, unitsPerSecond: Int64)] = []
         var packets: [CapturedPacket] = []
         var offset = 0
         while offset < bytes.count {
+            guard bytes.count - offset >= 12 else { return Contents(packets: packets, truncatedAt: offset) }
             let type = try reader.u32(offset)
             if type == 0x0A0D_0D0A {  // section header: its byte-order magic sets the endianness
                 let magic = try reader.slice(offset + 8, 4)
@@ -96,7 +116,7 @@ public enum CaptureFile {
             guard length >= 12, length % 4 == 0 else {
                 throw CaptureError(message: "corrupt pcapng block of \(length) bytes at offset \(offset)")
             }
-            _ = try reader.slice(offset, length)
+            guard bytes.count - offset >= length else { return Contents(packets: packets, truncatedAt: offset) }
             let body = offset + 8
             switch type {
             case 1:  // interface description
@@ -150,6 +170,6 @@ public enum CaptureFile {
             }
             offset += length
         }
-        return packets
+        return Contents(packets: packets, truncatedAt: nil)
     }
 }

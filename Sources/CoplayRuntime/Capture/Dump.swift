@@ -10,6 +10,8 @@ public enum Dump {
         public var malformed = 0
         /// Packets that are not coplay (other protocols, other UDP).
         public var skipped = 0
+        /// Where the file is cut off inside its last record, if it is (that record is not decoded).
+        public var truncatedAt: Int?
     }
 
     /// The lines for a whole capture, and the totals.
@@ -17,7 +19,9 @@ public enum Dump {
         var totals = Totals()
         var names: [PeerID: String] = [:]
         var lines: [String] = []
-        for packet in try CaptureFile.packets(bytes) {
+        let contents = try CaptureFile.read(bytes)
+        totals.truncatedAt = contents.truncatedAt
+        for packet in contents.packets {
             totals.packets += 1
             guard let datagram = PacketDecoder.udpDatagram(in: packet), datagram.payload.starts(with: WireFormat.magic)
             else {
@@ -51,7 +55,7 @@ public enum Dump {
             for line in lines { StandardStreams.writeOutput(line) }
             StandardStreams.writeError(
                 "coplay dump: \(totals.packets) packets, \(totals.coplay) coplay datagrams (\(totals.malformed) malformed), \(totals.skipped) other packets skipped"
-            )
+                    + (totals.truncatedAt.map { "; the last record, at offset \($0), is cut off (not decoded)" } ?? ""))
             return 0
         } catch {
             StandardStreams.writeError("coplay: \(path): \(error)")
@@ -111,7 +115,7 @@ public enum Dump {
                 ("incarnation", .int(Int64(datagram.sender.incarnation.rawValue))),
                 ("sequence", .int(Int64(datagram.sequence))),
             ]
-            if let name { members.append(("name", .string(name))) }
+            if let name { members.append(("senderName", .string(name))) }
             if !datagram.authTag.isEmpty { members.append(("authTagBytes", .int(Int64(datagram.authTag.count)))) }
             return JSONValue.object(members + fields).serialized
         }
