@@ -63,5 +63,17 @@ import Testing
         #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
         #expect(error(["--player", "mpv"])?.contains("not available") == true)
+        #expect(error(["--pause-snaps", "maybe"]) == "--pause-snaps takes on or off, not 'maybe'")
+    }
+
+    @Test func groupWithoutAPort_usesTheDocumentedDefaultPort() throws {
+        #expect(try configuration(["--group", "239.1.2.3"]).group == Endpoint(address: 0xEF01_0203, port: 47_700))
+        #expect(CommandLineOptions.usage.contains("an address alone uses port 47700"))
+    }
+
+    @Test func pauseSnaps_onOrOff() throws {
+        #expect(try configuration([]).settings.pauseSnapsToOriginatorTime)
+        #expect(try !configuration(["--pause-snaps", "off"]).settings.pauseSnapsToOriginatorTime)
+        #expect(try configuration(["--pause-snaps", "on"]).settings.pauseSnapsToOriginatorTime)
     }
 }

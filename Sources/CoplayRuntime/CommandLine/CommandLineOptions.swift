@@ -36,7 +36,8 @@ public enum CommandLineOptions {
                                     ignore each other (default: default)
           --interface NAME|ADDRESS  interface to use, e.g. lo or 192.168.1.20 (default: the
                                     kernel's choice, the interface of the default route)
-          --group ADDRESS:PORT      multicast group (default: \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort))
+          --group ADDRESS[:PORT]    multicast group (default: \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort));
+                                    an address alone uses port \(WireFormat.defaultPort)
           --json                    one JSON object per output line, with an "event" field
           --clock-skew-ms N         testing: behave as if this machine's clock were N ms off
                                     (-3600000..3600000); reported true times stay true
@@ -45,6 +46,9 @@ public enum CommandLineOptions {
           --wait-for R1,R2          suspension reasons that make the others wait before a
                                     coordinated start (default: none)
           --wait-limit N            ...only while at most N participants are on the item
+          --pause-snaps on|off      on: a pause puts everyone at the originator's position
+                                    (pauseSnapsToMediaTimeOfOriginator, the default); off:
+                                    each player stops where it is
 
         Commands on standard input, one per line:
         \(ConsoleCommand.usages.map { CommandLineOptions.usageLine($0) }.joined(separator: "\n"))
@@ -140,6 +144,12 @@ public enum CommandLineOptions {
                             message: "--wait-limit takes a number of participants (1 or more), not '\(text)'")
                     }
                     configuration.settings.participantLimitForWaiting = limit
+                case "--pause-snaps":
+                    let text = try value().get()
+                    guard text == "on" || text == "off" else {
+                        throw UsageError(message: "--pause-snaps takes on or off, not '\(text)'")
+                    }
+                    configuration.settings.pauseSnapsToOriginatorTime = text == "on"
                 case "--player", "--key-file":
                     throw UsageError(message: "\(argument) is not available in this version of coplay")
                 default:
@@ -169,7 +179,7 @@ public enum CommandLineOptions {
         guard (1...2).contains(parts.count), let address = Endpoint.parseAddress(parts[0]) else {
             throw UsageError(
                 message:
-                    "--group takes ADDRESS:PORT, e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort), not '\(text)'"
+                    "--group takes ADDRESS:PORT or just ADDRESS (port \(WireFormat.defaultPort)), e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort), not '\(text)'"
             )
         }
         guard address >> 28 == 0xE else {
