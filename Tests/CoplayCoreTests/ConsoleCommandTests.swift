@@ -49,12 +49,61 @@ import Testing
                 == .message(to: nil, unreliable: false, text: "hello there"))
         #expect(
             try ConsoleCommand.parse("msg to=bob,carol unreliable \"pizza  is here\"").get()
-                == .message(to: ["bob", "carol"], unreliable: true, text: "pizza  is here"))
+                == .message(to: ["bob", "carol"], unreliable: true, text: "\"pizza  is here\""))
         guard case .failure(let error) = ConsoleCommand.parse("msg to=bob") else {
             Issue.record("accepted a message without text")
             return
         }
         #expect(error.message == "'msg' needs the text to send")
+    }
+
+    @Test func msgText_arrivesByteForByteAsTyped() throws {
+        for text in ["a  b   c", "say \"hi\" to=me", "tab\there, = and ünïcode  ", "the word unreliable later is text"] {
+            #expect(
+                try ConsoleCommand.parse("msg to=bob \(text)").get()
+                    == .message(to: ["bob"], unreliable: false, text: text),
+                "\(text)")
+        }
+    }
+
+    @Test func shareAndLoad_keepEveryByteOfTheURL_andParseOnlyKnownOptions() throws {
+        let signed = "https://cdn.example/v.m3u8?token=abc&sig=x="
+        guard case .share(let activity, _, _)? = try ConsoleCommand.parse("share \(signed) id=v title=\"A B\"").get()
+        else {
+            Issue.record("share with a signed URL was refused")
+            return
+        }
+        #expect(activity.url == signed && activity.itemID == "v" && activity.title == "A B")
+        guard case .load(let item)? = try ConsoleCommand.parse("load \(signed) id=v").get() else {
+            Issue.record("load with a signed URL was refused")
+            return
+        }
+        #expect(item.url == signed)
+        guard
+            case .share(let withFallback, _, _)? = try ConsoleCommand.parse(
+                "share https://a/x id=x fallback=https://b/y?k=v=w"
+            ).get()
+        else {
+            Issue.record("fallback with '=' refused")
+            return
+        }
+        #expect(withFallback.fallbackURL == "https://b/y?k=v=w")
+        guard case .share(let spaced, _, _)? = try ConsoleCommand.parse("share \"file:///my movies/a.mp4\" id=a").get()
+        else {
+            Issue.record("a quoted URL was refused")
+            return
+        }
+        #expect(spaced.url == "file:///my movies/a.mp4")
+        guard case .failure(let error) = ConsoleCommand.parse("share id=x") else {
+            Issue.record("accepted a share without a URL")
+            return
+        }
+        #expect(error.message == "'share' needs the item's URL first")
+        guard case .failure(let unknown) = ConsoleCommand.parse("share https://a/x colour=red") else {
+            Issue.record("accepted an unknown option")
+            return
+        }
+        #expect(unknown.message.contains("unknown option 'colour'"))
     }
 
     @Test func suspendAndResume_parseTheirArguments() throws {

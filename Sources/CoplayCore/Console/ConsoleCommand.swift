@@ -118,11 +118,12 @@ public enum ConsoleCommand: Hashable, Sendable {
             return .failure(
                 ParseError(message: "line of \(line.utf8.count) bytes exceeds \(lineBytesMax)", usage: allUsages))
         }
-        let words: [String]
+        let tokens: [Token]
         switch tokenize(line) {
-        case .success(let tokens): words = tokens
+        case .success(let result): tokens = result
         case .failure(let error): return .failure(ParseError(message: error.message, usage: allUsages))
         }
+        let words = tokens.map(\.word)
         guard let first = words.first, !first.hasPrefix("#") else { return .success(nil) }
         let name = first.lowercased()
         guard let usage = usages.first(where: { $0.name == name }) else {
@@ -131,14 +132,19 @@ public enum ConsoleCommand: Hashable, Sendable {
                 ParseError(message: "unknown command '\(shown)' (type 'help' for the list)", usage: allUsages))
         }
         do throws(ParseError) {
-            return .success(try command(name, arguments: Array(words.dropFirst()), usage: usage.synopsis))
+            return .success(
+                try command(name, arguments: Array(tokens.dropFirst()), line: line, usage: usage.synopsis))
         } catch {
             return .failure(error)
         }
     }
 
-    private static func command(_ name: String, arguments: [String], usage: String) throws(ParseError) -> ConsoleCommand
+    /// `tokens` are the words after the command's name; `line` is the whole line, for the
+    /// arguments taken byte for byte as typed (a URL, a message's text).
+    private static func command(_ name: String, arguments tokens: [Token], line: String, usage: String)
+        throws(ParseError) -> ConsoleCommand
     {
+        let arguments = tokens.map(\.word)
         func fail(_ message: String) -> ParseError { ParseError(message: message, usage: usage) }
         func noArguments(_ command: ConsoleCommand) throws(ParseError) -> ConsoleCommand {
             guard arguments.isEmpty else { throw fail("'\(name)' takes no arguments") }
@@ -201,10 +207,10 @@ public enum ConsoleCommand: Hashable, Sendable {
             }
             return .resume(id: id, at: at)
         case "msg":
-            var words = arguments[...]
+            var words = tokens[...]
             var to: [String]?
             var unreliable = false
-            while let word = words.first, word.hasPrefix("to=") || word == "unreliable" {
+            while let word = words.first?.word, word.hasPrefix("to=") || word == "unreliable" {
                 words.removeFirst()
                 if word == "unreliable" {
                     unreliable = true
@@ -215,8 +221,9 @@ public enum ConsoleCommand: Hashable, Sendable {
                     to = names
                 }
             }
-            let text = words.joined(separator: " ")
-            guard !text.isEmpty else { throw fail("'msg' needs the text to send") }
+            // The text is the rest of the line exactly as typed: quotes, spaces and all.
+            guard let first = words.first else { throw fail("'msg' needs the text to send") }
+            let text = String(line[first.raw.lowerBound...])
             return .message(to: to, unreliable: unreliable, text: text)
         case "what-happened":
             guard arguments.count <= 1 else {
@@ -227,16 +234,25 @@ public enum ConsoleCommand: Hashable, Sendable {
                     try number(text, "the seconds to rewind", in: 0.1...3600)
                 } ?? 10)
         case "load", "share":
-            guard let url = arguments.first, !url.contains("=") else {
+            let allowed =
+                name == "load"
+                ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
+            // The URL is the first word, every byte as typed (signed CDN URLs are full of '='); only
+            // a word wholly in double quotes (a URL with spaces) loses its quotes.
+            guard let first = tokens.first,
+                !allowed.contains(where: { first.word.hasPrefix($0 + "=") })
+            else {
                 throw fail("'\(name)' needs the item's URL first")
             }
+            let raw = line[first.raw]
+            let url =
+                raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"")
+                    && !raw.dropFirst().dropLast().contains("\"")
+                ? first.word : String(raw)
             guard url.utf8.count <= WireFormat.urlBytesMax else {
                 throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
             }
             var options: [String: String] = [:]
-            let allowed =
-                name == "load"
-                ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
             for argument in arguments.dropFirst() {
                 guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
                 let key = String(argument[..<equals])
@@ -281,28 +297,37 @@ public enum ConsoleCommand: Hashable, Sendable {
         var message: String
     }
 
+    /// One word of a line: as read (quotes removed) and where it stands in the line, as typed.
+    private struct Token {
+        var word: String
+        var raw: Range<String.Index>
+    }
+
     /// Splits on white space; a double-quoted stretch (anywhere in a word) keeps its spaces.
-    private static func tokenize(_ line: String) -> Result<[String], TokenError> {
-        var words: [String] = []
+    private static func tokenize(_ line: String) -> Result<[Token], TokenError> {
+        var tokens: [Token] = []
         var current = ""
         var inQuotes = false
-        var hasWord = false
-        for character in line {
+        var start: String.Index?
+        var index = line.startIndex
+        while index < line.endIndex {
+            let character = line[index]
             if character == "\"" {
                 inQuotes.toggle()
-                hasWord = true
+                start = start ?? index
             } else if character.isWhitespace && !inQuotes {
-                if hasWord { words.append(current) }
+                if let begun = start { tokens.append(Token(word: current, raw: begun..<index)) }
                 current = ""
-                hasWord = false
+                start = nil
             } else {
                 current.append(character)
-                hasWord = true
+                start = start ?? index
             }
+            index = line.index(after: index)
         }
         guard !inQuotes else { return .failure(TokenError(message: "unclosed double quote")) }
-        if hasWord { words.append(current) }
-        return .success(words)
+        if let begun = start { tokens.append(Token(word: current, raw: begun..<line.endIndex)) }
+        return .success(tokens)
     }
 
     private static func format(_ value: Double) -> String {
