@@ -58,7 +58,8 @@ import Testing
     }
 
     @Test func msgText_arrivesByteForByteAsTyped() throws {
-        for text in ["a  b   c", "say \"hi\" to=me", "tab\there, = and ünïcode  ", "the word unreliable later is text"] {
+        for text in ["a  b   c", "say \"hi\" to=me", "tab\there, = and ünïcode  ", "the word unreliable later is text"]
+        {
             #expect(
                 try ConsoleCommand.parse("msg to=bob \(text)").get()
                     == .message(to: ["bob"], unreliable: false, text: text),

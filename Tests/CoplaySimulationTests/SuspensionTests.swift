@@ -103,6 +103,48 @@ import Testing
         #expect(abs(position(overridden, 1) - position(overridden, 0)) < 0.000_5, "and node 1 snapped to the group")
     }
 
+    func proposals(_ simulation: Simulation, _ node: Int) -> [ProposalReport.Outcome] {
+        simulation.nodes[node].events.compactMap {
+            if case .proposal(let report) = $0.event { report.outcome } else { nil }
+        }
+    }
+
+    @Test func aProposal_saysWhatBecameOfIt_heldThenSent_orSuperseded() {
+        var simulation = playing()
+        act(&simulation, 1, .suspend(reason: "a"))
+        act(&simulation, 1, .suspend(reason: "b"))
+        let ids = suspensionIDs(simulation, 1)
+        act(&simulation, 1, .resume(id: ids[0], at: 200))
+        #expect(proposals(simulation, 1) == [.held(suspensionsRemaining: 1)])
+        act(&simulation, 1, .resume(id: ids[1], at: nil))
+        #expect(proposals(simulation, 1) == [.held(suspensionsRemaining: 1), .sent])
+
+        var overridden = playing()
+        act(&overridden, 1, .suspend(reason: "a"))
+        act(&overridden, 1, .suspend(reason: "b"))
+        let more = suspensionIDs(overridden, 1)
+        act(&overridden, 1, .resume(id: more[0], at: 200))
+        act(&overridden, 0, .pause)
+        act(&overridden, 1, .resume(id: more[1], at: nil))
+        #expect(proposals(overridden, 1) == [.held(suspensionsRemaining: 1), .superseded(by: "a pause by node0")])
+
+        var direct = playing()
+        act(&direct, 1, .suspend(reason: "userIsChangingCurrentTime"))
+        act(&direct, 1, .resume(id: suspensionIDs(direct, 1)[0], at: 50))
+        #expect(proposals(direct, 1) == [.sent], "the last suspension: sent at once")
+    }
+
+    @Test func sharingTheCurrentActivityAgain_isANoticeNotAnError() {
+        var simulation = playing()
+        let errorsBefore = instance(simulation, 1).counters.commandErrors
+        act(&simulation, 1, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0))
+        let last = simulation.nodes[1].events.last?.event
+        #expect(last == .activityUnchanged(Activity(url: "u", itemID: "movie")), "\(String(describing: last))")
+        #expect(!simulation.nodes[1].events.contains { if case .commandError = $0.event { true } else { false } })
+        #expect(instance(simulation, 1).counters.commandErrors == errorsBefore)
+        #expect(instance(simulation, 1).log.count(of: instance(simulation, 1).member) == 0, "nothing was issued")
+    }
+
     @Test func suspensionReasons_areSharedWithTheOthers() {
         var simulation = playing()
         act(&simulation, 1, .suspend(reason: "audioSessionInterrupted"))

@@ -24,6 +24,10 @@ public enum Event: Hashable, Sendable {
     case commandError(ConsoleCommand.ParseError)
     /// The group's shared activity changed.
     case activityChanged(Activity, originator: Originator)
+    /// `share` named the group's current activity: nothing is shared again.
+    case activityUnchanged(Activity)
+    /// What became of a time proposed with `resume <id> at=…`.
+    case proposal(ProposalReport)
     /// This agent's current item changed.
     case itemChanged(ItemReport)
     /// Playback of the current item is waiting for a coordinated start or seek.
@@ -44,6 +48,22 @@ public enum Event: Hashable, Sendable {
     case message(MessageReport)
     /// This agent sent an app message.
     case messageSent(MessageSent)
+}
+
+/// A time proposed when a suspension ends (`resume <id> at=<seconds>`), and its fate.
+public struct ProposalReport: Hashable, Sendable {
+    public enum Outcome: Hashable, Sendable {
+        /// Other suspensions remain: it is sent when the last of them ends.
+        case held(suspensionsRemaining: Int)
+        /// Sent to the group (as a seek).
+        case sent
+        /// Not sent: the group moved on meanwhile (the words say how, e.g. "a pause by bob").
+        case superseded(by: String)
+    }
+
+    public var item: String
+    public var position: Double
+    public var outcome: Outcome
 }
 
 /// Who caused a change: the participant whose command it was.

@@ -78,6 +78,14 @@ extension Playback {
             if let proposedPosition, let item = player.item {
                 suspensions.proposal = PendingProposal(
                     position: proposedPosition, item: item.id, winner: items[item.id]?.winner.dot)
+                if suspensions.active.count > 1 {
+                    out.append(
+                        .emit(
+                            .proposal(
+                                ProposalReport(
+                                    item: item.id, position: proposedPosition,
+                                    outcome: .held(suspensionsRemaining: suspensions.active.count - 1)))))
+                }
             }
             endSuspension(suspension, context, counters: &counters, into: &out)
         case .whatHappened(let seconds):
@@ -132,7 +140,21 @@ extension Playback {
         guard let item = player.item else { return }
         if let proposal = suspensions.proposal {
             suspensions.proposal = nil
-            if proposal.item == item.id, items[item.id]?.winner.dot == proposal.winner, context.isJoined {
+            func report(_ outcome: ProposalReport.Outcome) {
+                out.append(
+                    .emit(.proposal(ProposalReport(item: proposal.item, position: proposal.position, outcome: outcome)))
+                )
+            }
+            if proposal.item != item.id {
+                report(.superseded(by: "a change of item to \(item.id)"))
+            } else if !context.isJoined {
+                report(.superseded(by: "leaving the session"))
+            } else if let winner = items[item.id]?.winner, winner.dot != proposal.winner {
+                let who = context.originator(winner.dot.origin)
+                report(
+                    .superseded(by: "a \(winner.command.operation.name) by \(who.isLocal ? "this agent" : who.name)"))
+            } else {
+                report(.sent)
                 let resume: Double
                 if case .waiting(_, let waitingRate, _, _)? = items[item.id]?.timeline {
                     resume = waitingRate

@@ -101,8 +101,7 @@ struct Playback: Sendable {
                         LoadedItem(activity: proposed, duration: durationSeconds, buffer: bufferSeconds),
                         source: "share", context, into: &out, counters: &counters)
                 }
-                out.append(
-                    fail("'\(proposed.itemID)' is already the group's activity: not shared again", usage: "share"))
+                out.append(.emit(.activityUnchanged(proposed)))
                 return out
             }
             localItemSettings = LocalItemSettings(

@@ -47,6 +47,8 @@ public struct EventFormatter: Sendable {
         case .help: "help"
         case .commandError: "error"
         case .activityChanged: "activity"
+        case .activityUnchanged: "activity-unchanged"
+        case .proposal: "proposal"
         case .itemChanged: "item-changed"
         case .waiting: "waiting"
         case .playing: "playing"
@@ -108,6 +110,21 @@ public struct EventFormatter: Sendable {
             return [("message", .string(error.message)), ("usage", .string(error.usage))]
         case .activityChanged(let activity, let originator):
             return activityFields(activity) + [("originator", originatorObject(originator))]
+        case .activityUnchanged(let activity):
+            return activityFields(activity)
+        case .proposal(let report):
+            var fields: [(String, JSONValue)] = [
+                ("item", .string(report.item)), ("position", .double(Self.rounded(report.position))),
+            ]
+            switch report.outcome {
+            case .held(let remaining):
+                fields += [("outcome", .string("held")), ("suspensionsRemaining", .int(Int64(remaining)))]
+            case .sent:
+                fields.append(("outcome", .string("sent")))
+            case .superseded(let by):
+                fields += [("outcome", .string("superseded")), ("by", .string(by))]
+            }
+            return fields
         case .itemChanged(let report):
             var fields: [(String, JSONValue)] = [
                 ("item", .string(report.item.id)), ("url", .string(report.item.url)),
@@ -259,6 +276,18 @@ public struct EventFormatter: Sendable {
         case .activityChanged(let activity, let originator):
             let title = activity.title.isEmpty ? "" : " \"\(activity.title)\""
             return ["activity \(activity.itemID)\(title) url=\(activity.url) by \(Self.who(originator))"]
+        case .activityUnchanged(let activity):
+            return ["activity-unchanged \(activity.itemID) is already the group's activity: not shared again"]
+        case .proposal(let report):
+            let head = "proposal \(report.item) at=\(String(format3: report.position))"
+            switch report.outcome {
+            case .held(let remaining):
+                return ["\(head) held until the last suspension ends (\(remaining) remain)"]
+            case .sent:
+                return ["\(head) sent to the group"]
+            case .superseded(let by):
+                return ["\(head) not sent: superseded by \(by)"]
+            }
         case .itemChanged(let report):
             return [
                 "item-changed \(report.item.id) (\(report.source))\(report.adoptedGroupState ? ", adopting the group's state" : "")"
