@@ -110,6 +110,9 @@ public struct Settings: Sendable, Equatable {
     public var messagePartBytesMin = 16
     /// A recipient named by id needs at least this many leading hex digits (fewer match too much).
     public var idPrefixCharactersMin = 4
+    /// This agent's own earlier incarnations remembered, so that echoes of what it sent before a
+    /// rejoin are not taken for another agent using its id.
+    public var incarnationsRememberedMax = 8
     /// Pruned origins whose counts are remembered (so dependencies on them stay satisfied).
     public var prunedOriginsMax = 256
     /// Clock estimators of departed peers kept in case they come back, at most.

@@ -249,6 +249,22 @@ import Testing
         #expect(alice.clockEstimate(of: bobID, at: at(20).monotonic) == nil)
     }
 
+    @Test func leaveThenJoinAtOnce_ownOldLeaveEchoes_areOwnNotAnIdConflict() throws {
+        var alice = aliceKnowingBob()
+        let leave = alice.onCommand(.leave, now: at(50))
+        let oldLeave = try #require(leave.multicasts.first)
+        _ = alice.onCommand(.join, now: at(51))
+        #expect(alice.incarnation > oldLeave.sender.incarnation)
+        let echoes = alice.counters.ownEchoes
+        _ = alice.onDatagram(WireFormat.encode(oldLeave), from: bobEndpoint, receivedAt: at(52), now: at(52))
+        #expect(alice.counters.drops[.idConflict] == nil, "a rejoin is the same participant, not a conflict")
+        #expect(alice.counters.ownEchoes == echoes + 1)
+        // Another agent really using alice's id is still a conflict.
+        let impostor = Member(id: aliceID, incarnation: Incarnation(7))
+        _ = alice.onDatagram(bytes(bobHeartbeat, from: impostor), from: bobEndpoint, receivedAt: at(53), now: at(53))
+        #expect(alice.counters.drops[.idConflict] == 1)
+    }
+
     @Test func quit_sendsSpacedLeaveCopiesThenExits() {
         var alice = aliceKnowingBob()
         var out = alice.onCommand(.quit, now: at(50))

@@ -48,7 +48,8 @@ public struct Instance: Sendable {
         self.settings = settings
         session = SessionID(name: identity.sessionName)
         random = SplitMix64(seed: seed)
-        lifecycle = SessionLifecycle(session: session, id: identity.id, now: now)
+        lifecycle = SessionLifecycle(
+            session: session, id: identity.id, now: now, incarnationsRememberedMax: settings.incarnationsRememberedMax)
         membership = Membership(settings: settings)
         clocks = ClockSync(settings: settings, firstToken: random.next())
         ordering = Ordering(settings: settings)
@@ -242,7 +243,7 @@ public struct Instance: Sendable {
         }
         let sender = datagram.sender
         if sender.id == identity.id {
-            if sender.incarnation == incarnation {
+            if lifecycle.isOwn(sender.incarnation) {
                 counters.ownEchoes += 1
             } else {
                 reportDrop(.idConflict, detail: "another agent uses id \(sender.id)", from: source, into: &out)

@@ -28,12 +28,23 @@ struct SessionLifecycle: Sendable {
     let id: PeerID
     private(set) var phase: Phase = .waiting
     private(set) var incarnation: Incarnation
+    /// This agent's own earlier incarnations (a leave and a join in one burst leaves copies of the
+    /// old leave in flight): their echoes are its own, not another agent's. At most
+    /// `incarnationsRememberedMax`, the oldest forgotten first.
+    private var pastIncarnations: [Incarnation] = []
+    private let incarnationsRememberedMax: Int
     private var sequence: UInt32 = 0
 
-    init(session: SessionID, id: PeerID, now: Timestamp) {
+    init(session: SessionID, id: PeerID, now: Timestamp, incarnationsRememberedMax: Int = 8) {
         self.session = session
         self.id = id
+        self.incarnationsRememberedMax = incarnationsRememberedMax
         incarnation = Incarnation.initial(at: now.wall)
+    }
+
+    /// Whether `incarnation` is this agent's, now or before.
+    func isOwn(_ incarnation: Incarnation) -> Bool {
+        incarnation == self.incarnation || pastIncarnations.contains(incarnation)
     }
 
     var member: Member { Member(id: id, incarnation: incarnation) }
@@ -58,7 +69,11 @@ struct SessionLifecycle: Sendable {
         case .leaving, .invalidated: isRejoin = true
         case .joined: preconditionFailure("join in phase \(phase)")
         }
-        if isRejoin { incarnation = max(incarnation.next, Incarnation.initial(at: now.wall)) }
+        if isRejoin {
+            pastIncarnations.append(incarnation)
+            if pastIncarnations.count > incarnationsRememberedMax { pastIncarnations.removeFirst() }
+            incarnation = max(incarnation.next, Incarnation.initial(at: now.wall))
+        }
         sequence = 0
         phase = .joined(since: now.monotonic)
         return isRejoin
