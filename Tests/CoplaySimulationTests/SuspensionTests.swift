@@ -178,6 +178,17 @@ import Testing
         }
     }
 
+    @Test func whatHappened_endsAtTheGroupsRate_evenWhileAnotherSuspensionRemains() {
+        var simulation = playing()
+        runWithoutLivelock(&simulation, for: .seconds(20))
+        act(&simulation, 1, .whatHappened(seconds: 4))
+        act(&simulation, 1, .suspend(reason: "userActionRequired"))
+        #expect(simulation.nodes[1].player.rate == 2, "catching up at twice the group's rate")
+        runWithoutLivelock(&simulation, for: .seconds(6))
+        #expect(instance(simulation, 1).suspensions.map(\.reason) == ["userActionRequired"], "the catch-up ended")
+        #expect(simulation.nodes[1].player.rate == 1, "at the group's rate, not left at 2x")
+    }
+
     @Test func whatHappened_rewindsPlaysTwiceAsFast_andRejoinsWhenCaughtUp() {
         var simulation = playing()
         runWithoutLivelock(&simulation, for: .seconds(20))

@@ -185,6 +185,15 @@ extension Playback {
             >= groupPosition(of: item.id, context) - settings.whatHappenedCaughtUpTolerance.seconds
         guard caughtUp || player.rate == 0 else { return [] }
         var out: [Output] = []
+        if suspensions.active.count > 1 {
+            // Other suspensions remain, so the player does not rejoin the group yet; but the catch-up
+            // is over: it goes on at the group's rate, not at twice it.
+            let position = player.position(at: context.now)
+            let rate = items[item.id]?.timeline.rate ?? 0
+            tell(
+                rate > 0 ? .play(rate: rate, position: position, at: context.now.wall) : .pause(position: position),
+                into: &out)
+        }
         endSuspension(suspension, context, counters: &counters, into: &out)
         return out
     }
