@@ -320,3 +320,37 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(!playback.catchingUp, "no group timeline is playing: the stall simply ends")
     }
 }
+
+@Suite struct PlaybackEventTests {
+    private func context(_ now: Timestamp) -> PlaybackContext {
+        PlaybackContext(
+            now: now, member: alice, name: "alice", state: .joined(since: at(0).monotonic),
+            membership: Membership(settings: Settings()), clocks: ClockSync(settings: Settings(), firstToken: 1))
+    }
+
+    @Test func settlingAgainOnTheSameState_saysNothingMore() {
+        var playback = Playback(settings: Settings())
+        var counters = Counters()
+        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)), counters: &counters)
+        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)), counters: &counters)
+        let start = Ordering.Delivered(
+            envelope: CommandEnvelope(
+                dot: Dot(origin: alice, counter: 1), lamport: 1, dependencies: VectorClock(),
+                command: Command(item: "A", operation: .playNow(rate: 1, position: 0, at: at(2).wall))),
+            clockSource: nil)
+        let first = playback.apply([start], isHistory: false, context(at(2)), counters: &counters)
+        #expect(first.filter { if case .emit(.playing) = $0 { true } else { false } }.count == 1)
+        // More history arrives (for another item) and the agent settles on the final state again,
+        // as a late joiner does once repair completes: the player already follows it.
+        let other = Ordering.Delivered(
+            envelope: CommandEnvelope(
+                dot: Dot(origin: alice, counter: 2), lamport: 2, dependencies: VectorClock(),
+                command: Command(item: "B", operation: .pause(position: 3, at: at(3).wall))),
+            clockSource: nil)
+        _ = playback.apply([other], isHistory: true, context(at(3)), counters: &counters)
+        let again = playback.followAfterHistory(isBehind: false, context(at(4)), counters: &counters)
+        #expect(!again.contains { if case .emit(.playing) = $0 { true } else { false } }, "\(again)")
+        #expect(!again.contains { if case .emit(.rateChanged) = $0 { true } else { false } })
+        #expect(playback.player.rate == 1)
+    }
+}

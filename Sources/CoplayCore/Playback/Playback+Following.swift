@@ -9,52 +9,61 @@ extension Playback {
         follow(timeline(of: group, context), cause: group.winner, context, into: &out)
     }
 
-    /// Makes the local player follow the group timeline of the current item.
+    /// Makes the local player follow the group timeline of the current item. One transition, one
+    /// event, with the command that caused it: `paused`, `waiting` or `playing` when the player
+    /// stops, waits or starts; `rate-changed` when it goes on moving at another rate; nothing when
+    /// it already follows this timeline (a late joiner settling twice on the same state);
+    /// `time-jumped` besides, when its position jumps. Positions are clamped to the item's length,
+    /// as the player and `status` clamp them.
     private mutating func follow(
         _ timeline: Timeline, cause: CommandEnvelope, _ context: PlaybackContext, into out: inout [Output]
     ) {
         guard let item = player.item else { return }
         let now = context.now
         let before = player.position(at: now)
-        let rateBefore = player.rate
         let who = context.originator(cause.dot.origin)
         let reason = cause.command.operation.name
-        func report(_ rate: Double, _ position: Double, _ reason: String) -> PlaybackReport {
+        func report(_ rate: Double, _ position: Double) -> PlaybackReport {
             PlaybackReport(
-                item: item.id, rate: rate, position: position, originator: who, reason: reason, dot: cause.dot)
+                item: item.id, rate: rate, position: player.clamp(position), originator: who, reason: reason,
+                dot: cause.dot)
         }
-        let jumpSeconds = settings.timeJumpReportedMin.seconds
+        func jumped(to position: Double) -> Bool {
+            abs(player.clamp(position) - before) > settings.timeJumpReportedMin.seconds
+        }
         switch timeline {
         case .paused(let position):
             coordination = .idle
             let shown = settings.pauseSnapsToOriginatorTime ? position : before
             tell(.pause(position: shown), into: &out)
-            out.append(.emit(.paused(report(0, shown, reason))))
-            if abs(shown - before) > jumpSeconds { out.append(.emit(.timeJumped(report(0, shown, reason)))) }
+            out.append(.emit(.paused(report(0, shown))))
+            if jumped(to: shown) { out.append(.emit(.timeJumped(report(0, shown)))) }
         case .waiting(let position, let rate, let trigger, let requestedAt):
             coordination = .collecting(
                 PendingStart(trigger: trigger, item: item.id, rate: rate, position: position, requestedAt: requestedAt))
             tell(.prepare(position: position), into: &out)
-            out.append(.emit(.waiting(report(rate, position, reason))))
-            if abs(position - before) > jumpSeconds { out.append(.emit(.timeJumped(report(0, position, reason)))) }
+            out.append(.emit(.waiting(report(rate, position))))
+            if jumped(to: position) { out.append(.emit(.timeJumped(report(0, position)))) }
         case .playing(let rate, let position, let at):
             coordination = .idle
-            if player.isReady {
-                let wasMoving = player.rate > 0
-                tell(.play(rate: rate, position: position, at: at), into: &out)
-                out.append(
-                    .emit(.playing(report(rate, timeline.position(at: max(now.wall, at)), wasMoving ? "rate" : reason)))
-                )
-                if abs(timeline.position(at: now.wall) - before) > jumpSeconds, now.wall >= at {
-                    out.append(.emit(.timeJumped(report(rate, timeline.position(at: now.wall), reason))))
-                }
-            } else {
+            guard player.isReady else {
                 beginCatchUp(context, into: &out)
                 prepareToCatchUp(timeline, context, into: &out)
+                return
             }
-        }
-        if player.rate != rateBefore {
-            out.append(.emit(.rateChanged(report(player.rate, player.position(at: now), reason))))
+            let rateBefore = player.rate
+            let following =
+                rateBefore == rate
+                && abs(before - player.clamp(timeline.position(at: now.wall)))
+                    <= settings.driftCorrectionThreshold.seconds
+            tell(.play(rate: rate, position: position, at: at), into: &out)
+            if following { return }  // no transition: re-anchored silently
+            let shown = timeline.position(at: max(now.wall, at))
+            let changesRateOnly = rateBefore > 0 && rateBefore != rate
+            out.append(.emit(changesRateOnly ? .rateChanged(report(rate, shown)) : .playing(report(rate, shown))))
+            if now.wall >= at, jumped(to: timeline.position(at: now.wall)) {
+                out.append(.emit(.timeJumped(report(rate, timeline.position(at: now.wall)))))
+            }
         }
     }
 

@@ -239,14 +239,12 @@ public enum Demo {
     static func describe(_ event: Event) -> String? {
         let formatter = EventFormatter(json: false, clock: AgentClock())
         switch event {
-        case .activityChanged, .activityUnchanged, .proposal, .itemChanged, .waiting, .playing, .paused, .timeJumped,
-            .commandIgnored, .suspension,
-            .session, .commandError, .message, .messageSent:
+        case .activityChanged, .activityUnchanged, .proposal, .itemChanged, .waiting, .playing, .paused, .rateChanged,
+            .timeJumped, .commandIgnored, .suspension, .session, .commandError, .message, .messageSent:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first
         case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .peerChanged, .clockSynced, .status, .peers,
-            .help,
-            .rateChanged:
-            return nil  // (rate-changed repeats what playing and paused already say)
+            .help:
+            return nil
         }
     }
 }

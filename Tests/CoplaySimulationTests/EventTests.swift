@@ -1,0 +1,78 @@
+import CoplayCore
+import CoplaySimulation
+import Testing
+
+/// One transition, one event, with the cause that produced it; positions clamped the same way
+/// in events and in `status`.
+@Suite struct EventTests {
+    func twoAgents(duration: Double? = nil) -> Simulation {
+        var simulation = Simulation(
+            seed: 3, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 200_000_000)])
+        simulation.schedule(.start(node: 0), at: 0)
+        simulation.schedule(.start(node: 1), at: 10_000_000)
+        simulation.schedule(
+            .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: duration, bufferSeconds: 0)),
+            at: 500_000_000)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+        return simulation
+    }
+
+    func act(_ simulation: inout Simulation, _ node: Int, _ command: ConsoleCommand) {
+        simulation.schedule(.command(node: node, command), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+    }
+
+    /// The playback events of a node since `index`, as (name, reason, position).
+    func playbackEvents(_ simulation: Simulation, _ node: Int, from index: Int = 0) -> [(String, String, Double)] {
+        simulation.nodes[node].events[index...].compactMap { entry in
+            switch entry.event {
+            case .playing(let report): ("playing", report.reason, report.position)
+            case .paused(let report): ("paused", report.reason, report.position)
+            case .waiting(let report): ("waiting", report.reason, report.position)
+            case .rateChanged(let report): ("rate-changed", report.reason, report.position)
+            default: nil
+            }
+        }
+    }
+
+    @Test func aCoordinatedPlay_isOneWaitingThenOnePlaying_noRateChanged() {
+        var simulation = twoAgents()
+        let marks = simulation.nodes.map(\.events.count)
+        act(&simulation, 1, .play(rate: 1))
+        for node in 0..<2 {
+            #expect(
+                playbackEvents(simulation, node, from: marks[node]).map { "\($0.0) \($0.1)" }
+                    == ["waiting play", "playing start"], "node\(node)")
+        }
+    }
+
+    @Test func aStartWhileAlreadyMoving_saysStart_andChangesRateOnce() {
+        var simulation = twoAgents()
+        act(&simulation, 0, .playNow(rate: 2))
+        let marks = simulation.nodes.map(\.events.count)
+        act(&simulation, 1, .play(rate: 1))
+        for node in 0..<2 {
+            let events = playbackEvents(simulation, node, from: marks[node])
+            #expect(!events.contains { $0.1 == "rate" }, "node\(node): \(events)")
+            #expect(events.last.map { "\($0.0) \($0.1)" } == "playing start", "node\(node): \(events)")
+        }
+        let marks2 = simulation.nodes.map(\.events.count)
+        act(&simulation, 0, .rate(1.5))
+        for node in 0..<2 {
+            #expect(
+                playbackEvents(simulation, node, from: marks2[node]).map { "\($0.0) \($0.1)" } == ["rate-changed rate"],
+                "node\(node)")
+        }
+    }
+
+    @Test func aSeekPastTheEnd_isReportedAtTheEnd_asStatusSays() {
+        var simulation = twoAgents(duration: 600)
+        let mark = simulation.nodes[0].events.count
+        act(&simulation, 0, .seek(seconds: 1000))
+        let positions = playbackEvents(simulation, 0, from: mark).map(\.2)
+        #expect(!positions.isEmpty && positions.allSatisfy { $0 == 600 }, "\(positions)")
+        let status = simulation.nodes[0].instance!.statusReport(
+            now: simulation.nodes[0].clock.timestamp(atTrue: simulation.nowNanos))
+        #expect(status.positionSeconds == 600)
+    }
+}
