@@ -74,7 +74,8 @@ enum WireVectors {
                             operation: .share(
                                 Activity(
                                     url: "https://example.com/bbb.mp4", itemID: "bbb", title: "Big Buck Bunny",
-                                    subtitle: "2008", type: "movie", fallbackURL: "https://example.org/bbb-480p.mp4")))),
+                                    subtitle: "2008", type: "movie", fallbackURL: "https://example.org/bbb-480p.mp4",
+                                    durationSeconds: 596.5)))),
                     isRepair: false))
         ),
         (

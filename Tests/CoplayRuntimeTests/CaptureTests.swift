@@ -196,7 +196,8 @@ import Testing
             "coplay.message.parts", "coplay.end.reason", "coplay.share.fallback", "coplay.announce.port",
             "coplay.leave.reason",
             "coplay.probe.t2", "coplay.probe.t3", "coplay.nack.to", "coplay.command.rate", "coplay.command.position",
-            "coplay.message.id", "coplay.share.url", "coplay.share.title", "_ws.expert.message",
+            "coplay.message.id", "coplay.share.url", "coplay.share.title", "coplay.share.duration",
+            "_ws.expert.message",
         ]
         let rows = try Self.tsharkFields(file.path, fields)
         #expect(rows.count == withMagic.count)
@@ -287,6 +288,9 @@ import Testing
             if let url = json["url"] as? String { #expect(value["coplay.share.url"] == url, "\(vector.name): url") }
             if let title = json["title"] as? String {
                 #expect(value["coplay.share.title"] == title, "\(vector.name): title")
+            }
+            if let duration = (json["duration"] as? NSNumber)?.doubleValue {
+                #expect(Double(value["coplay.share.duration"] ?? "") == duration, "\(vector.name): duration")
             }
         }
     }

@@ -65,6 +65,46 @@ import Testing
         }
     }
 
+    @Test func theSharedDuration_reachesEveryAgent_soAllClampAtTheSameEnd() {
+        var simulation = twoAgents(duration: 600)
+        #expect(simulation.nodes[1].instance!.player.item?.durationSeconds == 600, "it travels with the share")
+        let marks = simulation.nodes.map(\.events.count)
+        act(&simulation, 1, .seek(seconds: 1000))
+        for node in 0..<2 {
+            let positions = playbackEvents(simulation, node, from: marks[node]).map(\.2)
+            #expect(!positions.isEmpty && positions.allSatisfy { $0 == 600 }, "node\(node): \(positions)")
+            #expect(
+                simulation.nodes[node].player.position(
+                    at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos)) == 600)
+        }
+    }
+
+    @Test func pauseSnapsOff_eachPlayerStopsWhereItIs() {
+        for snaps in [true, false] {
+            var settings = Settings()
+            settings.pauseSnapsToOriginatorTime = snaps
+            var simulation = Simulation(
+                seed: 4, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 0)], settings: settings,
+                conditions: NetworkConditions(
+                    lossProbability: 0, duplicationProbability: 0, baseDelay: .milliseconds(40), jitterMean: .zero))
+            simulation.schedule(.start(node: 0), at: 0)
+            simulation.schedule(.start(node: 1), at: 10_000_000)
+            simulation.schedule(
+                .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
+                at: 500_000_000)
+            simulation.schedule(.command(node: 0, .playNow(rate: 1)), at: 700_000_000)
+            runWithoutLivelock(&simulation, for: .seconds(2))
+            act(&simulation, 0, .pause)
+            let now = { (node: Int) in
+                simulation.nodes[node].player.position(
+                    at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
+            }
+            // The pause reaches node 1 40 ms after node 0 pressed it: node 1 has played on meanwhile.
+            let gap = now(1) - now(0)
+            #expect(snaps ? abs(gap) < 0.000_5 : abs(gap - 0.04) < 0.005, "snaps=\(snaps): gap \(gap)")
+        }
+    }
+
     @Test func aSeekPastTheEnd_isReportedAtTheEnd_asStatusSays() {
         var simulation = twoAgents(duration: 600)
         let mark = simulation.nodes[0].events.count

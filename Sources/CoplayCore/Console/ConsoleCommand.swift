@@ -286,7 +286,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             }
             let activity = Activity(
                 url: url, itemID: id, title: options["title"] ?? "", subtitle: options["subtitle"] ?? "",
-                type: options["type"] ?? "", fallbackURL: options["fallback"] ?? "")
+                type: options["type"] ?? "", fallbackURL: options["fallback"] ?? "", durationSeconds: duration)
             return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
         default:
             preconditionFailure("'\(name)' has a usage but no parser")

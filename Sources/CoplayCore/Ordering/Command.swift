@@ -20,10 +20,13 @@ public struct Activity: Hashable, Sendable {
     public var type: String
     /// Where to get the item when `url` cannot be played here (GroupActivities' fallbackURL); may be empty.
     public var fallbackURL: String
+    /// The item's length in seconds, if the sharer gave it: every agent then stops and clamps
+    /// positions at the same end (nil: unknown, each player finds its own end).
+    public var durationSeconds: Double?
 
     public init(
         url: String, itemID: String? = nil, title: String = "", subtitle: String = "", type: String = "",
-        fallbackURL: String = ""
+        fallbackURL: String = "", durationSeconds: Double? = nil
     ) {
         self.url = url
         self.itemID = itemID ?? url
@@ -31,6 +34,7 @@ public struct Activity: Hashable, Sendable {
         self.subtitle = subtitle
         self.type = type
         self.fallbackURL = fallbackURL
+        self.durationSeconds = durationSeconds
     }
 }
 

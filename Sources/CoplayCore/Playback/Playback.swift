@@ -18,10 +18,10 @@ struct Playback: Sendable {
         case announce
     }
 
-    /// Duration and buffering this agent gave with its own `share`, used when the share is delivered.
+    /// The buffering delay this agent gave with its own `share` (local: it describes this agent's
+    /// player), used when the share is delivered. The duration travels with the share itself.
     struct LocalItemSettings: Hashable, Sendable {
         var itemID: String
-        var duration: Double?
         var buffer: Double
     }
 
@@ -93,19 +93,19 @@ struct Playback: Sendable {
         switch command {
         case .load(let item):
             makeCurrent(item, source: "load", context, into: &out, counters: &counters)
-        case .share(let proposed, let durationSeconds, let bufferSeconds):
+        case .share(var proposed, let durationSeconds, let bufferSeconds):
+            proposed.durationSeconds = proposed.durationSeconds ?? durationSeconds
             if sharedActivity?.itemID == proposed.itemID {
                 // Already the activity: not re-shared; just make sure it is current here.
                 if player.item?.id != proposed.itemID {
                     makeCurrent(
-                        LoadedItem(activity: proposed, duration: durationSeconds, buffer: bufferSeconds),
+                        LoadedItem(activity: proposed, buffer: bufferSeconds),
                         source: "share", context, into: &out, counters: &counters)
                 }
                 out.append(.emit(.activityUnchanged(proposed)))
                 return out
             }
-            localItemSettings = LocalItemSettings(
-                itemID: proposed.itemID, duration: durationSeconds, buffer: bufferSeconds)
+            localItemSettings = LocalItemSettings(itemID: proposed.itemID, buffer: bufferSeconds)
             out.append(.issue(Command(item: proposed.itemID, operation: .share(proposed))))
         case .play(let rate):
             guard let item = requireItem(into: &out) else { break }
@@ -296,7 +296,7 @@ struct Playback: Sendable {
         if activityChanged, let proposed = sharedActivity, player.item?.id != proposed.itemID {
             let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
             makeCurrent(
-                LoadedItem(activity: proposed, duration: local?.duration, buffer: local?.buffer ?? 0),
+                LoadedItem(activity: proposed, buffer: local?.buffer ?? 0),
                 source: "share", context, into: &out, counters: &counters)
         } else if currentItemChanged, !isSuspended, let item = player.item, let group = items[item.id] {
             followGroup(group, context, counters: &counters, into: &out)
@@ -354,7 +354,8 @@ struct Playback: Sendable {
 }
 
 extension LoadedItem {
-    init(activity: Activity, duration: Double?, buffer: Double) {
-        self.init(id: activity.itemID, url: activity.url, durationSeconds: duration, bufferSeconds: buffer)
+    init(activity: Activity, buffer: Double) {
+        self.init(
+            id: activity.itemID, url: activity.url, durationSeconds: activity.durationSeconds, bufferSeconds: buffer)
     }
 }

@@ -115,6 +115,7 @@ extension WireFormat {
             writer.writeShortString(activity.subtitle)
             writer.writeShortString(activity.type)
             writer.writeLongString(activity.fallbackURL)
+            writer.write(activity.durationSeconds ?? 0)
         case .play(let rate, let position, let requestedAt):
             writer.write(OperationCode.play.rawValue)
             writer.write(rate)
@@ -168,6 +169,10 @@ extension WireFormat {
         }
         func position() throws(DecodeError) -> Double { try reader.readDouble(in: 0...positionMax, field: "position") }
         func wall() throws(DecodeError) -> WallInstant { WallInstant(unixNanos: try reader.readInt64()) }
+        func duration() throws(DecodeError) -> Double? {
+            let seconds = try reader.readDouble(in: 0...positionMax, field: "duration")
+            return seconds > 0 ? seconds : nil
+        }
         let operation: Operation
         switch OperationCode(rawValue: code) {
         case .share:
@@ -179,7 +184,8 @@ extension WireFormat {
                     title: try reader.readShortString(maxBytes: metadataBytesMax, field: "title"),
                     subtitle: try reader.readShortString(maxBytes: metadataBytesMax, field: "subtitle"),
                     type: try reader.readShortString(maxBytes: metadataBytesMax, field: "type"),
-                    fallbackURL: try reader.readLongString(maxBytes: urlBytesMax, field: "fallback url")))
+                    fallbackURL: try reader.readLongString(maxBytes: urlBytesMax, field: "fallback url"),
+                    durationSeconds: try duration()))
         case .play: operation = .play(rate: try rate(positive: true), position: try position(), requestedAt: try wall())
         case .seek:
             operation = .seek(position: try position(), resumeRate: try rate(positive: false), requestedAt: try wall())

@@ -231,10 +231,11 @@ public enum Dump {
         switch operation {
         case .share(let a):
             return (
-                "url=\(a.url) title=\"\(a.title)\"",
+                "url=\(a.url) title=\"\(a.title)\"\(a.durationSeconds.map { " duration=\($0)" } ?? "")",
                 [
                     ("url", .string(a.url)), ("title", .string(a.title)), ("subtitle", .string(a.subtitle)),
                     ("itemType", .string(a.type)), ("fallbackURL", .string(a.fallbackURL)),
+                    ("duration", a.durationSeconds.map { .double($0) } ?? .null),
                 ]
             )
         case .play(let rate, let position, let requestedAt):

@@ -171,6 +171,7 @@ public struct EventFormatter: Sendable {
             ("item", .string(activity.itemID)), ("url", .string(activity.url)), ("title", .string(activity.title)),
             ("subtitle", .string(activity.subtitle)), ("type", .string(activity.type)),
             ("fallbackURL", activity.fallbackURL.isEmpty ? .null : .string(activity.fallbackURL)),
+            ("duration", activity.durationSeconds.map { .double($0) } ?? .null),
         ]
     }
 
