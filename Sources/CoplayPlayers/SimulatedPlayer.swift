@@ -26,7 +26,7 @@ public struct SimulatedPlayer: Hashable, Sendable {
             model.apply(command)
             stalledUntil = nil
             readyAt = now.monotonic + .nanoseconds(Int64((model.item?.bufferSeconds ?? 0) * 1e9))
-        case .play, .pause:
+        case .play, .pause, .unload:
             model.apply(command)
             readyAt = nil
             stalledUntil = nil

@@ -116,3 +116,36 @@ import Testing
         #expect(status.positionSeconds == 600)
     }
 }
+
+@Suite struct SessionEndTests {
+    @Test func end_stopsAndUnloadsEveryPlayer_andALaterJoinStartsFromNothing() {
+        var simulation = Simulation(
+            seed: 6,
+            clocks: [
+                SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 80_000_000), SimulatedClock(offsetNanos: 0),
+            ])
+        for node in 0..<3 { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
+        simulation.schedule(
+            .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
+            at: 500_000_000)
+        simulation.schedule(.command(node: 1, .playNow(rate: 1)), at: 700_000_000)
+        simulation.schedule(.command(node: 2, .end(reason: "good night")), at: 2_000_000_000)
+        runWithoutLivelock(&simulation, for: .seconds(3))
+        for node in 0..<3 {
+            let instance = simulation.nodes[node].instance!
+            #expect(
+                instance.state == .invalidated(reason: .ended(by: node == 2 ? "node2" : "node2", reason: "good night")))
+            #expect(simulation.nodes[node].player.item == nil && simulation.nodes[node].player.rate == 0, "node\(node)")
+            #expect(instance.player.item == nil && instance.activity == nil && instance.items.isEmpty)
+            #expect(
+                simulation.nodes[node].events.contains {
+                    if case .itemUnloaded(let item, _) = $0.event { item == "movie" } else { false }
+                })
+        }
+        simulation.schedule(.command(node: 1, .join), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+        let status = simulation.nodes[1].instance!.statusReport(
+            now: simulation.nodes[1].clock.timestamp(atTrue: simulation.nowNanos))
+        #expect(status.state.isJoined && status.item == nil && status.activity == nil && status.rate == 0)
+    }
+}

@@ -30,6 +30,8 @@ public enum Event: Hashable, Sendable {
     case proposal(ProposalReport)
     /// This agent's current item changed.
     case itemChanged(ItemReport)
+    /// The current item was unloaded (the session ended): nothing is loaded now.
+    case itemUnloaded(item: String, reason: String)
     /// Playback of the current item is waiting for a coordinated start or seek.
     case waiting(PlaybackReport)
     /// Playback of the current item started, or continues at a new rate.

@@ -130,6 +130,7 @@ public struct Instance: Sendable {
         case .end(let reason):
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason), now: now, into: &out)
+            route(playback.onSessionEnded(context(now)), now: now, into: &out)
         case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened:
             route(playback.onCommand(command, context(now), counters: &counters), now: now, into: &out)
         case .message(let to, let unreliable, let text):
@@ -299,6 +300,7 @@ public struct Instance: Sendable {
         case .end(let reason):
             let by = membership.peers[sender.id]?.name ?? sender.id.description
             leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: now, into: &out)
+            route(playback.onSessionEnded(context(now)), now: now, into: &out)
         }
     }
 

@@ -60,8 +60,43 @@ struct Playback: Sendable {
         history = .current
     }
 
-    /// The agent left: no coordinated start is waited for.
+    /// The agent left: no coordinated start is waited for (the player keeps what it was doing).
     mutating func onLeft() { coordination = .idle }
+
+    /// The session ended for everyone (`end`, sent or received). The shared activity is over: the
+    /// player stops where it is and unloads the item, the group's state is forgotten, and the
+    /// item's own suspensions (stall recovery, what-happened) end. A later `join` starts from
+    /// nothing loaded and no activity, like a new agent.
+    mutating func onSessionEnded(_ context: PlaybackContext) -> [Output] {
+        var out: [Output] = []
+        coordination = .idle
+        if let item = player.item {
+            let position = player.position(at: context.now)
+            if player.rate > 0 {
+                tell(.pause(position: position), into: &out)
+                out.append(
+                    .emit(
+                        .paused(
+                            PlaybackReport(
+                                item: item.id, rate: 0, position: position,
+                                originator: context.originator(context.member), reason: "end",
+                                dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0)))))
+            }
+            for reason in [Suspension.stallRecovery, Suspension.whatHappened] {
+                if let ended = suspensions.end(reason: reason) {
+                    out.append(
+                        .emit(
+                            .suspension(
+                                SuspensionReport(id: ended.id, reason: ended.reason, began: false, item: item.id))))
+                }
+            }
+            tell(.unload, into: &out)
+            out.append(.emit(.itemUnloaded(item: item.id, reason: "the session ended")))
+        }
+        suspensions.proposal = nil
+        reset()
+        return out
+    }
 
     var isSuspended: Bool { suspensions.isSuspended }
     var catchingUp: Bool { suspensions.contains(Suspension.stallRecovery) }

@@ -13,6 +13,8 @@ public enum PlayerCommand: Hashable, Sendable {
     case play(rate: Double, position: Double, at: WallInstant)
     /// Pause, showing `position`.
     case pause(position: Double)
+    /// Stop and unload the current item: nothing is loaded afterwards.
+    case unload
     /// Testing: behave as if the media stopped arriving for `seconds` (report `.stalled`, later
     /// `.stallEnded`). Players that cannot simulate a stall ignore it.
     case simulateStall(seconds: Double)

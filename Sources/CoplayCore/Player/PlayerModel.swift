@@ -64,6 +64,9 @@ public struct PlayerModel: Hashable, Sendable {
         case .pause(let position):
             guard item != nil else { return }
             state = .ready(position: clamp(position))
+        case .unload:
+            item = nil
+            state = .empty
         case .simulateStall:
             break  // the player says whether it stalled
         }

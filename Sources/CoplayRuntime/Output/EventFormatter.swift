@@ -50,6 +50,7 @@ public struct EventFormatter: Sendable {
         case .activityUnchanged: "activity-unchanged"
         case .proposal: "proposal"
         case .itemChanged: "item-changed"
+        case .itemUnloaded: "item-unloaded"
         case .waiting: "waiting"
         case .playing: "playing"
         case .paused: "paused"
@@ -112,6 +113,8 @@ public struct EventFormatter: Sendable {
             return activityFields(activity) + [("originator", originatorObject(originator))]
         case .activityUnchanged(let activity):
             return activityFields(activity)
+        case .itemUnloaded(let item, let reason):
+            return [("item", .string(item)), ("reason", .string(reason))]
         case .proposal(let report):
             var fields: [(String, JSONValue)] = [
                 ("item", .string(report.item)), ("position", .double(Self.rounded(report.position))),
@@ -277,6 +280,8 @@ public struct EventFormatter: Sendable {
         case .activityChanged(let activity, let originator):
             let title = activity.title.isEmpty ? "" : " \"\(activity.title)\""
             return ["activity \(activity.itemID)\(title) url=\(activity.url) by \(Self.who(originator))"]
+        case .itemUnloaded(let item, let reason):
+            return ["item-unloaded \(item) (\(reason))"]
         case .activityUnchanged(let activity):
             return ["activity-unchanged \(activity.itemID) is already the group's activity: not shared again"]
         case .proposal(let report):
