@@ -33,6 +33,7 @@ f.announce_flags = ProtoField.uint8("coplay.announce.flags", "Announcement flags
 f.reply = ProtoField.bool("coplay.announce.reply", "Reply", 8, nil, 0x01)
 f.waiting = ProtoField.bool("coplay.announce.waiting", "Waiting", 8, nil, 0x02)
 f.ready_flag = ProtoField.bool("coplay.announce.ready", "Ready", 8, nil, 0x04)
+f.waits_out = ProtoField.bool("coplay.announce.waits_out", "Waits out suspensions", 8, nil, 0x08)
 f.port = ProtoField.uint16("coplay.announce.port", "Unicast port")
 f.name = ProtoField.string("coplay.announce.name", "Name")
 f.item = ProtoField.string("coplay.item", "Item id")
@@ -191,11 +192,12 @@ end
 local function payload(kind, r, tree)
     if kind == 0x01 or kind == 0x02 then
         local flags = r.take(1)
-        if bit.band(flags:uint(), 0xF8) ~= 0 then error("reserved announcement flags") end
+        if bit.band(flags:uint(), 0xF0) ~= 0 then error("reserved announcement flags") end
         local flags_item = tree:add(f.announce_flags, flags)
         flags_item:add(f.reply, flags)
         flags_item:add(f.waiting, flags)
         flags_item:add(f.ready_flag, flags)
+        flags_item:add(f.waits_out, flags)
         local port = r.take(2)
         if port:uint() == 0 then error("unicast port 0") end
         tree:add(f.port, port)

@@ -58,6 +58,8 @@ public struct Simulation {
     public private(set) var datagramsSent = 0
     public private(set) var datagramsDelivered = 0
     public var eventLogMax = 50_000
+    /// Settings of particular nodes (their own policies), in place of `settings`.
+    public var settingsOfNode: [Int: Settings] = [:]
 
     private var queue = EventQueue<Item>()
     private var random: SplitMix64
@@ -165,7 +167,8 @@ public struct Simulation {
             let identity = LocalIdentity(
                 id: nodes[index].id, name: "node\(index)", sessionName: "sim", unicastPort: nodes[index].endpoint.port)
             var instance = Instance(
-                identity: identity, settings: settings, seed: seed ^ UInt64(index << 32) ^ UInt64(nodes[index].starts),
+                identity: identity, settings: settingsOfNode[index] ?? settings,
+                seed: seed ^ UInt64(index << 32) ^ UInt64(nodes[index].starts),
                 now: now)
             let directives = instance.start(now: now)
             nodes[index].instance = instance

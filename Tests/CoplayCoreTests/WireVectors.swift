@@ -63,6 +63,14 @@ enum WireVectors {
                         digest: VectorClock([sender: 2, other: 5]))))
         ),
         (
+            "heartbeat-waits-out",
+            Datagram(
+                session: session, sender: sender, sequence: 9,
+                payload: .heartbeat(
+                    Announcement(
+                        unicastPort: 40_001, name: "alice", item: "bbb", isWaiting: true, waitsOutSuspensions: true)))
+        ),
+        (
             "command-share",
             Datagram(
                 session: session, sender: sender, sequence: 10,
@@ -222,6 +230,7 @@ enum WireVectors {
             ("zero-port", patched(36, 0).enumerated().map { $0.offset == 35 ? 0 : $0.element }, .malformedPayload),
             ("name-overrun", patched(37, 200), .malformedPayload),
             ("invalid-utf8-name", patched(38, 0xFF), .malformedPayload),
+            ("announcement-reserved-flag", patched(34, 0x10), .malformedPayload),
             (
                 "leave-reason-9",
                 {

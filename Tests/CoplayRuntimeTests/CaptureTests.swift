@@ -197,6 +197,7 @@ import Testing
             "coplay.leave.reason",
             "coplay.probe.t2", "coplay.probe.t3", "coplay.nack.to", "coplay.command.rate", "coplay.command.position",
             "coplay.message.id", "coplay.share.url", "coplay.share.title", "coplay.share.duration",
+            "coplay.announce.waits_out",
             "_ws.expert.message",
         ]
         let rows = try Self.tsharkFields(file.path, fields)
@@ -288,6 +289,10 @@ import Testing
             if let url = json["url"] as? String { #expect(value["coplay.share.url"] == url, "\(vector.name): url") }
             if let title = json["title"] as? String {
                 #expect(value["coplay.share.title"] == title, "\(vector.name): title")
+            }
+            if let waitsOut = json["waitsOutSuspensions"] as? Bool {
+                let shown = value["coplay.announce.waits_out"] ?? ""
+                #expect(["1", "True", "true"].contains(shown) == waitsOut, "\(vector.name): waits out (\(shown))")
             }
             if let duration = (json["duration"] as? NSNumber)?.doubleValue {
                 #expect(Double(value["coplay.share.duration"] ?? "") == duration, "\(vector.name): duration")

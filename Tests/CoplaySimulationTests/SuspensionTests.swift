@@ -178,6 +178,36 @@ import Testing
         }
     }
 
+    /// Three agents with different policies: only A waits out `userActionRequired`. C suspends for
+    /// it. Whether A or B presses play (C, suspended, would move only its own player), A's policy
+    /// holds the start until C resumes: the outcome does not depend on the originator.
+    @Test func waitingPolicy_holdsTheStartWhoeverPressesPlay() {
+        for presser in 0..<2 {
+            var simulation = Simulation(
+                seed: 8, clocks: (0..<3).map { SimulatedClock(offsetNanos: Int64($0) * 70_000_000) })
+            var policyA = Settings()
+            policyA.suspensionReasonsThatTriggerWaiting = ["userActionRequired"]
+            simulation.settingsOfNode[0] = policyA
+            for node in 0..<3 { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
+            simulation.schedule(
+                .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
+                at: 500_000_000)
+            runWithoutLivelock(&simulation, for: .seconds(1))
+            act(&simulation, 2, .suspend(reason: "userActionRequired"))
+            #expect(
+                instance(simulation, 1).peers[simulation.nodes[0].id]?.waitsOutSuspensions == true,
+                "A announces that its policy waits out C")
+            act(&simulation, presser, .play(rate: 1), then: .seconds(5))  // past the 3 s deadline
+            for node in 0..<2 {
+                #expect(simulation.nodes[node].player.rate == 0, "presser \(presser): node\(node) held")
+            }
+            act(&simulation, 2, .resume(id: suspensionIDs(simulation, 2)[0], at: nil), then: .seconds(1))
+            for node in 0..<3 {
+                #expect(simulation.nodes[node].player.rate == 1, "presser \(presser): node\(node) started")
+            }
+        }
+    }
+
     @Test func whatHappened_endsAtTheGroupsRate_evenWhileAnotherSuspensionRemains() {
         var simulation = playing()
         runWithoutLivelock(&simulation, for: .seconds(20))

@@ -154,6 +154,7 @@ public struct PeerInfo: Hashable, Sendable {
     public var item: String? = nil
     public var isWaiting = false
     public var isReady = false
+    public var waitsOutSuspensions = false
     public var suspensions: [String] = []
 
     public init(

@@ -14,6 +14,21 @@ extension Instance {
         _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?, now: Timestamp,
         into out: inout [Directive]
     ) {
+        defer {
+            // Whom this agent's waiting policy waits out depends on the peers' suspensions and
+            // items: say so at once when that changes, as for any other change of participant state.
+            let peersChanged = outputs.contains {
+                switch $0 {
+                case .joined, .left, .changed: true
+                case .unresponsive, .responsive, .announce, .replyHello, .drop: false
+                }
+            }
+            let waitsOut = peersChanged ? playback.waitsOutSuspensions(among: membership) : announcedWaitsOut
+            if waitsOut != announcedWaitsOut, state.isJoined {
+                announcedWaitsOut = waitsOut
+                out.append(.multicast(stamp(.heartbeat(announcement(isReply: false)))))
+            }
+        }
         for output in outputs {
             switch output {
             case .joined(let record):

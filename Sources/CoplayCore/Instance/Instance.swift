@@ -40,6 +40,9 @@ public struct Instance: Sendable {
     var ordering: Ordering
     var playback: Playback
     var messaging: Messaging
+    /// Whether the last announcement said this agent waits out a suspension (playback's answer
+    /// changes with the peers' announcements: a change is announced at once).
+    var announcedWaitsOut = false
 
     public init(identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp) {
         precondition(
@@ -355,7 +358,9 @@ public struct Instance: Sendable {
         }
         return Announcement(
             isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
-            isWaiting: coordination.isWaiting, isReady: player.isReady, suspensions: playback.suspensions.announced,
+            isWaiting: coordination.isWaiting, isReady: player.isReady,
+            waitsOutSuspensions: playback.waitsOutSuspensions(among: membership),
+            suspensions: playback.suspensions.announced,
             digest: digest)
     }
 

@@ -63,9 +63,11 @@ struct Membership: Sendable {
         let changed =
             record.item != announcement.item || record.isWaiting != announcement.isWaiting
             || record.isReady != announcement.isReady || record.suspensions != announcement.suspensions
+            || record.waitsOutSuspensions != announcement.waitsOutSuspensions
         record.item = announcement.item
         record.isWaiting = announcement.isWaiting
         record.isReady = announcement.isReady
+        record.waitsOutSuspensions = announcement.waitsOutSuspensions
         record.suspensions = announcement.suspensions
         record.digest = announcement.digest
         peers[sender.id] = record

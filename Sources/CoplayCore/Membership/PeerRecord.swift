@@ -23,6 +23,8 @@ public struct PeerRecord: Hashable, Sendable {
     public var item: String?
     public var isWaiting = false
     public var isReady = false
+    /// By its own waiting policy it holds coordinated starts of its item for a suspended participant.
+    public var waitsOutSuspensions = false
     public var suspensions: [String] = []
     /// The commands it had delivered, from its last announcement.
     public var digest = VectorClock()
@@ -43,6 +45,7 @@ public struct PeerRecord: Hashable, Sendable {
         info.item = item
         info.isWaiting = isWaiting
         info.isReady = isReady
+        info.waitsOutSuspensions = waitsOutSuspensions
         info.suspensions = suspensions
         return info
     }

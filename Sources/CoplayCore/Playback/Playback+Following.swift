@@ -111,16 +111,15 @@ extension Playback {
         let now = context.now
         let deadline = start.requestedAt + settings.startDeadline
         let onItem = context.membership.peers.values.filter { $0.liveness == .alive && $0.item == start.item }
-        // Suspended participants take no part, except those suspended for a reason that makes the
-        // others wait (while the group is within the limit): they hold the start, deadline or not.
-        let waitFor = settings.suspensionReasonsThatTriggerWaiting
-        let holding =
-            onItem.count + 1 <= settings.participantLimitForWaiting
-            ? onItem.filter { !waitFor.isDisjoint(with: $0.suspensions) } : []
+        // Suspended participants take no part. But each participant applies its own waiting policy
+        // to the others' suspensions and announces the result: while any participant on the item
+        // (this one included) waits one out, the start is held, deadline or not. Whoever decides,
+        // the outcome is the same.
+        let holding = waitsOutSuspensions(among: context.membership) || onItem.contains { $0.waitsOutSuspensions }
         let participants = Set([context.member] + onItem.filter { $0.suspensions.isEmpty }.map(\.member))
         let isOriginator = start.trigger.origin == context.member
-        let allReady = participants.isSubset(of: start.ready) && holding.isEmpty
-        let deadlinePassed = now.wall >= deadline && holding.isEmpty
+        let allReady = participants.isSubset(of: start.ready) && !holding
+        let deadlinePassed = now.wall >= deadline && !holding
         let fallback =
             deadlinePassed && now.wall >= deadline + settings.startFallbackGrace
             && participants.map(\.id).min() == context.member.id
@@ -129,6 +128,16 @@ extension Playback {
         let operation = Operation.start(
             rate: start.rate, position: start.position, at: now.wall + settings.startLead, trigger: start.trigger)
         return [.issue(Command(item: start.item, operation: operation))]
+    }
+
+    /// Whether this agent's own waiting policy (suspensionReasonsThatTriggerWaiting, and the
+    /// participant limit for it) waits out the suspension of some live participant on its item.
+    func waitsOutSuspensions(among membership: Membership) -> Bool {
+        let waitFor = settings.suspensionReasonsThatTriggerWaiting
+        guard !waitFor.isEmpty, let item = player.item else { return false }
+        let onItem = membership.peers.values.filter { $0.liveness == .alive && $0.item == item.id }
+        guard onItem.count + 1 <= settings.participantLimitForWaiting else { return false }
+        return onItem.contains { !waitFor.isDisjoint(with: $0.suspensions) }
     }
 
     /// When the coordinated start needs a look: its deadline (plus the fallback grace for those

@@ -53,6 +53,9 @@ public struct Announcement: Hashable, Sendable {
     public var isWaiting: Bool
     /// The sender's player is prepared (it can start at once).
     public var isReady: Bool
+    /// By its own waiting policy (`--wait-for`, `--wait-limit`), the sender waits out the
+    /// suspension of a participant on its item: coordinated starts of that item are held for it.
+    public var waitsOutSuspensions: Bool
     /// The reasons of the sender's active suspensions (at most 8, each 1 to 64 bytes).
     public var suspensions: [String]
     /// The commands the sender has delivered, per origin: peers that have fewer ask it for the rest.
@@ -60,7 +63,8 @@ public struct Announcement: Hashable, Sendable {
 
     public init(
         isReply: Bool = false, unicastPort: UInt16, name: String, item: String? = nil, isWaiting: Bool = false,
-        isReady: Bool = false, suspensions: [String] = [], digest: VectorClock = VectorClock()
+        isReady: Bool = false, waitsOutSuspensions: Bool = false, suspensions: [String] = [],
+        digest: VectorClock = VectorClock()
     ) {
         self.isReply = isReply
         self.unicastPort = unicastPort
@@ -68,6 +72,7 @@ public struct Announcement: Hashable, Sendable {
         self.item = item
         self.isWaiting = isWaiting
         self.isReady = isReady
+        self.waitsOutSuspensions = waitsOutSuspensions
         self.suspensions = suspensions
         self.digest = digest
     }

@@ -31,6 +31,7 @@ public enum WireFormat {
     private static let helloFlagReply: UInt8 = 0x01
     private static let helloFlagWaiting: UInt8 = 0x02
     private static let helloFlagReady: UInt8 = 0x04
+    private static let helloFlagWaitsOut: UInt8 = 0x08
     static let commandFlagRepair: UInt8 = 0x01
 
     // MARK: Encoding
@@ -64,6 +65,7 @@ public enum WireFormat {
             var flags: UInt8 = announcement.isReply ? helloFlagReply : 0
             if announcement.isWaiting { flags |= helloFlagWaiting }
             if announcement.isReady { flags |= helloFlagReady }
+            if announcement.waitsOutSuspensions { flags |= helloFlagWaitsOut }
             writer.write(flags)
             writer.write(announcement.unicastPort)
             writer.writeShortString(announcement.name)
@@ -162,7 +164,7 @@ public enum WireFormat {
         switch type {
         case .hello, .heartbeat:
             let flags = try reader.readUInt8()
-            guard flags & ~(helloFlagReply | helloFlagWaiting | helloFlagReady) == 0 else {
+            guard flags & ~(helloFlagReply | helloFlagWaiting | helloFlagReady | helloFlagWaitsOut) == 0 else {
                 throw DecodeError(.malformedPayload, "reserved \(type) flag bits 0x\(String(flags, radix: 16))")
             }
             let port = try reader.readUInt16()
@@ -185,6 +187,7 @@ public enum WireFormat {
             let announcement = Announcement(
                 isReply: flags & helloFlagReply != 0, unicastPort: port, name: name, item: item.isEmpty ? nil : item,
                 isWaiting: flags & helloFlagWaiting != 0, isReady: flags & helloFlagReady != 0,
+                waitsOutSuspensions: flags & helloFlagWaitsOut != 0,
                 suspensions: suspensions,
                 digest: digest)
             return type == .hello ? .hello(announcement) : .heartbeat(announcement)

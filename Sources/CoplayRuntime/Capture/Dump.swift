@@ -149,6 +149,7 @@ public enum Dump {
             if a.isReply { flags.append("reply") }
             if a.isWaiting { flags.append("waiting") }
             if a.isReady { flags.append("ready") }
+            if a.waitsOutSuspensions { flags.append("waits-out") }
             let words =
                 "name=\(a.name) port=\(a.unicastPort) item=\(a.item ?? "-")\(flags.isEmpty ? "" : " " + flags.joined(separator: ","))"
                 + "\(a.suspensions.isEmpty ? "" : " suspensions=" + a.suspensions.joined(separator: ",")) digest=\(a.digest)"
@@ -157,6 +158,7 @@ public enum Dump {
                 [
                     ("name", .string(a.name)), ("unicastPort", .int(Int64(a.unicastPort))), ("reply", .bool(a.isReply)),
                     ("waiting", .bool(a.isWaiting)), ("ready", .bool(a.isReady)),
+                    ("waitsOutSuspensions", .bool(a.waitsOutSuspensions)),
                     ("item", a.item.map { .string($0) } ?? .null),
                     ("suspensions", .array(a.suspensions.map { .string($0) })), ("digest", clock(a.digest)),
                 ]

@@ -43,8 +43,9 @@ public enum CommandLineOptions {
                                     (-3600000..3600000); reported true times stay true
           --id HEX                  fixed participant id (1-16 hex digits) to keep across
                                     restarts; a restarted agent is still a new incarnation
-          --wait-for R1,R2          suspension reasons that make the others wait before a
-                                    coordinated start (default: none)
+          --wait-for R1,R2          this agent's waiting policy: hold coordinated starts while
+                                    a participant is suspended for one of these reasons,
+                                    whoever presses play (default: none)
           --wait-limit N            ...only while at most N participants are on the item
           --pause-snaps on|off      on: a pause puts everyone at the originator's position
                                     (pauseSnapsToMediaTimeOfOriginator, the default); off:
