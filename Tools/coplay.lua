@@ -165,11 +165,27 @@ local function dot(r, tree, label)
     item:add(f.dot_counter, counter)
 end
 
+-- A wall-clock instant: 0 to 2^62 ns (1970 to about 2116), as the decoder accepts.
+local function instant(r, tree, field)
+    local range = r.take(8)
+    local value = range:int64()
+    if value < Int64(0) or value > Int64(0, 0x40000000) then error("instant " .. tostring(value) .. " out of range") end
+    tree:add(field, range)
+end
+
 local function double(r, tree, field, low, high)
     local range = r.take(8)
     local value = range:float()
     if value ~= value or value < low or value > high then error("number " .. tostring(value) .. " out of range") end
     tree:add(field, range)
+    return value
+end
+
+-- A rate: 0 (only where playback may stop) or 0.01 to 64.
+local function rate(r, tree, field, positive)
+    local value = double(r, tree, field, 0, 64)
+    if positive and value <= 0 then error("rate 0") end
+    if value ~= 0 and value < 0.01 then error("rate below 0.01") end
     return value
 end
 
@@ -216,19 +232,19 @@ local function payload(kind, r, tree)
         tree:add(f.leave_reason, reason)
     elseif kind == 0x04 then
         tree:add(f.token, r.take(8))
-        tree:add(f.t1, r.take(8))
+        instant(r, tree, f.t1)
     elseif kind == 0x05 then
         tree:add(f.token, r.take(8))
-        tree:add(f.t1, r.take(8))
-        tree:add(f.t2, r.take(8))
-        tree:add(f.t3, r.take(8))
+        instant(r, tree, f.t1)
+        instant(r, tree, f.t2)
+        instant(r, tree, f.t3)
     elseif kind == 0x10 then
         local flags = r.take(1)
         if bit.band(flags:uint(), 0xFE) ~= 0 then error("reserved command flags") end
         tree:add(f.repair, flags)
         dot(r, tree, "Dot")
         local lamport = r.take(8)
-        if lamport:uint64() == UInt64(0) then error("lamport 0") end
+        if lamport:uint64() == UInt64(0) or lamport:uint64() > UInt64(0, 0x200000) then error("lamport out of range") end
         tree:add(f.lamport, lamport)
         vector_clock(r, tree, "Dependencies")
         if short_string(r, tree, f.item, 128) == "" then error("empty item id") end
@@ -243,25 +259,25 @@ local function payload(kind, r, tree)
             long_string(r, tree, f.fallback, 512)
             double(r, tree, f.duration, 0, 1e9)
         elseif code == 2 or code == 5 then
-            if double(r, tree, f.rate, 0, 64) <= 0 then error("rate 0") end
+            rate(r, tree, f.rate, true)
             double(r, tree, f.position, 0, 1e9)
-            tree:add(f.at, r.take(8))
+            instant(r, tree, f.at)
         elseif code == 3 then
             double(r, tree, f.position, 0, 1e9)
-            double(r, tree, f.resume_rate, 0, 64)
-            tree:add(f.at, r.take(8))
+            rate(r, tree, f.resume_rate, false)
+            instant(r, tree, f.at)
         elseif code == 4 then
-            if double(r, tree, f.rate, 0, 64) <= 0 then error("rate 0") end
+            rate(r, tree, f.rate, true)
             double(r, tree, f.position, 0, 1e9)
-            tree:add(f.at, r.take(8))
+            instant(r, tree, f.at)
             dot(r, tree, "Trigger")
         elseif code == 6 then
             double(r, tree, f.position, 0, 1e9)
-            tree:add(f.at, r.take(8))
+            instant(r, tree, f.at)
         elseif code == 7 then
-            double(r, tree, f.rate, 0, 64)
+            rate(r, tree, f.rate, false)
             double(r, tree, f.position, 0, 1e9)
-            tree:add(f.at, r.take(8))
+            instant(r, tree, f.at)
         elseif code == 8 then
             message_part(r, tree)
         else

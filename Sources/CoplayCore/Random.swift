@@ -18,6 +18,6 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     /// `base` scaled by a uniform factor in [1 - fraction, 1 + fraction].
     public mutating func jittered(_ base: Duration, fraction: Double) -> Duration {
         let factor = 1 + fraction * (2 * nextUnit() - 1)
-        return .nanoseconds(Int64(Double(base.nanoseconds) * factor))
+        return .nanoseconds(Int64(saturating: Double(base.nanoseconds) * factor))
     }
 }

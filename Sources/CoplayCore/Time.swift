@@ -62,4 +62,22 @@ extension Duration {
 
     /// The duration in (fractional) seconds.
     public var seconds: Double { Double(nanoseconds) / 1e9 }
+
+    /// `seconds` as a duration, total: clamped to ±2^62 ns (146 years), NaN as zero. Every
+    /// conversion of a computed or received number of seconds goes through here.
+    public static func seconds(saturating seconds: Double) -> Duration {
+        .nanoseconds(Int64(saturating: seconds * 1e9, limit: 1 << 62))
+    }
+}
+
+extension Int64 {
+    /// `value` rounded toward zero and clamped to ±`limit`; NaN gives 0. Never traps.
+    public init(saturating value: Double, limit: Int64 = .max >> 1) {
+        guard !value.isNaN else {
+            self = 0
+            return
+        }
+        let bound = Double(limit)
+        self = value >= bound ? limit : value <= -bound ? -limit : Int64(value)
+    }
 }

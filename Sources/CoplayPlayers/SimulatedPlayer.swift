@@ -25,7 +25,7 @@ public struct SimulatedPlayer: Hashable, Sendable {
         case .load, .prepare:
             model.apply(command)
             stalledUntil = nil
-            readyAt = now.monotonic + .nanoseconds(Int64((model.item?.bufferSeconds ?? 0) * 1e9))
+            readyAt = now.monotonic + .seconds(saturating: model.item?.bufferSeconds ?? 0)
         case .play, .pause, .unload:
             model.apply(command)
             readyAt = nil
@@ -35,7 +35,7 @@ public struct SimulatedPlayer: Hashable, Sendable {
             let position = model.position(at: now)
             model.apply(.stalled(position: position))
             readyAt = nil
-            stalledUntil = now.monotonic + .nanoseconds(Int64(seconds * 1e9))
+            stalledUntil = now.monotonic + .seconds(saturating: seconds)
             return [.stalled(position: position)] + advance(now: now)
         }
         return advance(now: now)
@@ -49,7 +49,7 @@ public struct SimulatedPlayer: Hashable, Sendable {
             return nil
         }
         let remaining = max(0, (duration - model.position(at: now)) / rate)
-        return now.monotonic + .nanoseconds(Int64(remaining * 1e9))
+        return now.monotonic + .seconds(saturating: remaining)
     }
 
     /// Advances to `now`; returns what happened.

@@ -52,8 +52,19 @@ public enum ScenarioRunner {
         ) {
             PlaybackScenario(seed: $0).run()
         }
+        // The hostile fuzz: a tenth as many seeds, 20,000 inputs each.
+        let fuzz = await run(
+            derivedSeeds(count: max(1, seedCount / 10), salt: fuzzSalt), seedOf: \HostileFuzz.Outcome.seed
+        ) {
+            HostileFuzz(seed: $0, inputs: 20_000).run()
+        }
         let elapsed = ContinuousClock.now - started
         var failures: [String] = []
+        for outcome in fuzz where !outcome.failures.isEmpty {
+            failures.append(
+                "hostile fuzz seed \(outcome.seed): \(outcome.failures.joined(separator: "; ")) — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter HostileFuzzTests"
+            )
+        }
         for outcome in membership where !outcome.failures.isEmpty {
             failures.append(
                 "membership seed \(outcome.seed): \(outcome.failures.prefix(3).joined(separator: "; ")) — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter MembershipSimulationTests"
@@ -71,11 +82,12 @@ public enum ScenarioRunner {
         let summary =
             "soak: \(membership.count) membership + \(playback.count) playback runs in \(Int(seconds)) s (\(perMinute) seeds/min), "
             + "\(playback.map(\.commandsIssued).reduce(0, +)) commands; player spread p99 \(percentile(spreads, 0.99) / 1000) µs; "
-            + "\(failures.count) failed"
+            + "\(fuzz.map(\.datagramsFed).reduce(0, +)) hostile datagrams fuzzed; \(failures.count) failed"
         return (failures, summary)
     }
 
     /// The salts the test tier uses, so that the soak tier's first seeds are the tests' seeds.
     public static let membershipSalt: UInt64 = 0x5EED
     public static let playbackSalt: UInt64 = 0xB1A7
+    public static let fuzzSalt: UInt64 = 0xF022
 }

@@ -252,6 +252,31 @@ enum WireVectors {
             ),
             ("command-unknown-operation", commandPlay { $0[$0.count - 25] = 0x63 }, .malformedPayload),
             (
+                "command-subnormal-rate",  // 5e-324: once a trap in "when does it reach the end"
+                commandPlay { $0.replaceSubrange($0.count - 24..<$0.count - 16, with: [0, 0, 0, 0, 0, 0, 0, 1]) },
+                .malformedPayload
+            ),
+            (
+                "command-instant-before-1970",
+                commandPlay { $0.replaceSubrange($0.count - 8..<$0.count, with: [0x80, 0, 0, 0, 0, 0, 0, 0]) },
+                .malformedPayload
+            ),
+            (
+                "probe-reply-instant-before-1970",  // extreme timestamps once overflowed offset arithmetic
+                {
+                    var reply = WireFormat.encode(valid.first { $0.name == "probe-reply" }!.datagram)
+                    reply.replaceSubrange(34 + 16..<34 + 24, with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+                    return reply
+                }(), .malformedPayload
+            ),
+            (
+                "command-lamport-max",  // 2^64 - 1: once an overflow in the causal log
+                commandPlay {
+                    // dot (member 12 + counter 4) then the Lamport timestamp, after the header and flags
+                    $0.replaceSubrange(34 + 1 + 16..<34 + 1 + 24, with: [UInt8](repeating: 0xFF, count: 8))
+                }, .malformedPayload
+            ),
+            (
                 "digest-out-of-order",
                 {
                     var heartbeat = WireFormat.encode(valid[8].datagram)

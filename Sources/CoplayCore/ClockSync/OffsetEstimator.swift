@@ -77,7 +77,7 @@ public struct OffsetEstimator: Hashable, Sendable {
                 at: now)
         }
         let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
-        let carried = best.offsetNanos &+ Int64((elapsedNanos * line.slopePPM / 1_000_000).rounded())
+        let carried = best.offsetNanos &+ Int64(saturating: (elapsedNanos * line.slopePPM / 1_000_000).rounded())
         return OffsetEstimate(
             offsetNanos: carried, driftPPM: line.slopePPM, delayNanos: best.delayNanos, sampleCount: samples.count,
             at: now)
@@ -96,7 +96,7 @@ public struct OffsetEstimator: Hashable, Sendable {
         func offset(at instant: MonotonicInstant) -> Int64 {
             let x = Double(instant.nanos &- originNanos)
             let y = meanYNanos + (x - meanXNanos) * slopePPM / 1_000_000
-            return Int64(y.rounded())
+            return Int64(saturating: y.rounded())
         }
     }
 

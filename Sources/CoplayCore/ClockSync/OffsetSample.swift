@@ -28,6 +28,8 @@ public struct OffsetSample: Hashable, Sendable {
         case implausibleRoundTrip
         /// The responder claims to have held the probe for longer than the whole round trip.
         case implausibleHoldTime
+        /// The offset is larger than any clock is believed to be off (`WireFormat.offsetNanosMax`).
+        case implausibleOffset
     }
 
     /// The sample a probe reply gives, or why it gives none.
@@ -46,6 +48,7 @@ public struct OffsetSample: Hashable, Sendable {
         let sum = forward.partialValue.addingReportingOverflow(backward.partialValue)
         guard !sum.overflow else { return .failure(.implausibleHoldTime) }
         let offset = sum.partialValue / 2
+        guard offset.magnitude <= WireFormat.offsetNanosMax.magnitude else { return .failure(.implausibleOffset) }
         return .success(
             OffsetSample(receivedAt: receivedAt, offsetNanos: offset, delayNanos: roundTripNanos - holdNanos))
     }

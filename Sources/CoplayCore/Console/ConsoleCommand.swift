@@ -163,6 +163,9 @@ public enum ConsoleCommand: Hashable, Sendable {
             guard let text = arguments.first else { return 1 }
             let rate = try number(text, "the rate", in: 0...WireFormat.rateMax)
             guard rate > 0 else { throw fail("the rate must be above 0 (use pause to stop)") }
+            guard rate >= WireFormat.rateMin else {
+                throw fail("the rate must be at least \(format(WireFormat.rateMin)) (use pause to stop)")
+            }
             return rate
         }
         func oneNumber(_ what: String, in range: ClosedRange<Double>) throws(ParseError) -> Double {
@@ -186,7 +189,12 @@ public enum ConsoleCommand: Hashable, Sendable {
         case "play": return .play(rate: try optionalRate())
         case "play-now": return .playNow(rate: try optionalRate())
         case "seek": return .seek(seconds: try oneNumber("the position in seconds", in: 0...WireFormat.positionMax))
-        case "rate": return .rate(try oneNumber("the rate", in: 0...WireFormat.rateMax))
+        case "rate":
+            let rate = try oneNumber("the rate", in: 0...WireFormat.rateMax)
+            guard rate == 0 || rate >= WireFormat.rateMin else {
+                throw fail("the rate must be 0 (pause) or at least \(format(WireFormat.rateMin))")
+            }
+            return .rate(rate)
         case "stall": return .stall(seconds: try oneNumber("the stall in seconds", in: 0...3600))
         case "suspend":
             let reason = arguments.joined(separator: " ")

@@ -23,6 +23,8 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     case unknownSender
     /// A command arrived while too many were waiting for their predecessors (it will be repaired).
     case pendingFull
+    /// A command waits on more of an origin's commands than any agent keeps for repair.
+    case unrepairableGap
 
     /// Whether a drop of this kind says something is wrong (garbage, a misconfigured or hostile
     /// sender) and deserves a diagnostic line, rather than being the normal echo of loss,
@@ -33,7 +35,7 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
             .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply:
             true
         case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender,
-            .pendingFull:
+            .pendingFull, .unrepairableGap:
             false
         }
     }

@@ -323,6 +323,7 @@ public struct Instance: Sendable {
         let receipt = ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic)
         if receipt.wasDuplicate { counters.duplicateCommands += 1 }
         if receipt.wasDropped { counters.drop(.pendingFull) }  // it will be asked for again
+        if receipt.wasUnrepairable { counters.drop(.unrepairableGap) }
         if !receipt.delivered.isEmpty {
             deliver(receipt.delivered, isHistory: isBehindPeers, now: now, into: &out)
         }

@@ -65,6 +65,9 @@ public struct CausalLog: Sendable {
         public var wasDuplicate = false
         /// The pending buffer was full: the command was dropped (it will be asked for again).
         public var wasDropped = false
+        /// It waits on more commands of some origin than any agent keeps for repair
+        /// (`storeMax`): it could never be delivered, so it was dropped rather than left pending.
+        public var wasUnrepairable = false
         /// What is still missing before the pending commands can be delivered.
         public var missing: [MissingRange] = []
     }
@@ -74,6 +77,10 @@ public struct CausalLog: Sendable {
         let dot = envelope.dot
         if dot.counter <= count(of: dot.origin) || pending[dot] != nil {
             receipt.wasDuplicate = true
+            return receipt
+        }
+        if waitsBeyondRepair(envelope) {
+            receipt.wasUnrepairable = true
             return receipt
         }
         if isDeliverable(envelope) {
@@ -117,10 +124,16 @@ public struct CausalLog: Sendable {
     }
 
     /// Stored commands in `range`, oldest first (those evicted from the store are not there).
+    /// The walk covers only counters that can be stored — delivered, and recent enough to have
+    /// survived eviction — so a request for billions of counters costs at most `storeMax` steps.
     public func stored(_ range: MissingRange, limit: Int) -> [CommandEnvelope] {
         var found: [CommandEnvelope] = []
-        var counter = range.from
-        while counter <= range.to, found.count < limit {
+        let have = count(of: range.origin)
+        guard range.from <= range.to, range.from <= have, limit > 0 else { return [] }
+        let oldestKept = have > UInt32(clamping: storeMax) ? have - UInt32(clamping: storeMax) + 1 : 1
+        var counter = max(range.from, oldestKept)
+        let last = min(range.to, have)
+        while counter <= last, found.count < limit {
             if let envelope = store[Dot(origin: range.origin, counter: counter)] { found.append(envelope) }
             if counter == UInt32.max { break }
             counter += 1
@@ -152,6 +165,16 @@ public struct CausalLog: Sendable {
     public func hasDeliveredTheSame(as other: CausalLog) -> Bool {
         let members = Set(delivered.entries.keys).union(other.delivered.entries.keys)
         return members.allSatisfy { count(of: $0) == other.count(of: $0) }
+    }
+
+    /// Whether the command waits on a gap wider than the store any agent repairs from (a forged
+    /// counter near 2^32 would otherwise wait, and be asked for, forever).
+    private func waitsBeyondRepair(_ envelope: CommandEnvelope) -> Bool {
+        let gapMax = UInt64(storeMax)
+        if UInt64(envelope.dot.counter) > UInt64(count(of: envelope.dot.origin)) + gapMax + 1 { return true }
+        return envelope.dependencies.entries.contains { member, needed in
+            UInt64(needed) > UInt64(count(of: member)) + gapMax
+        }
     }
 
     private func isDeliverable(_ envelope: CommandEnvelope) -> Bool {

@@ -19,6 +19,8 @@ struct Ordering: Sendable {
         var wasDuplicate = false
         /// Dropped for want of room (pending or waiting for a clock); repair brings it again.
         var wasDropped = false
+        /// Dropped: it waits on more history than any agent can repair.
+        var wasUnrepairable = false
     }
 
     let settings: Settings
@@ -75,8 +77,9 @@ struct Ordering: Sendable {
         var local = envelope
         local.command.operation = envelope.command.operation.shifted(by: -offsetNanos)
         let result = log.receive(local)
-        var receipt = Receipt(wasDuplicate: result.wasDuplicate, wasDropped: result.wasDropped)
-        if !result.wasDuplicate && !result.wasDropped {
+        var receipt = Receipt(
+            wasDuplicate: result.wasDuplicate, wasDropped: result.wasDropped, wasUnrepairable: result.wasUnrepairable)
+        if !result.wasDuplicate && !result.wasDropped && !result.wasUnrepairable {
             if conversions.count >= settings.pendingCommandsMax { conversions.removeAll() }
             conversions[envelope.dot] = ClockSource(peer: sender.id, offsetNanos: offsetNanos)
         }

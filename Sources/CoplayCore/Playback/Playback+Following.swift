@@ -70,7 +70,7 @@ extension Playback {
     /// Seeks ahead by the buffering delay, so that the player is ready exactly where the group is.
     mutating func prepareToCatchUp(_ timeline: Timeline, _ context: PlaybackContext, into out: inout [Output]) {
         let buffer = player.item?.bufferSeconds ?? 0
-        let readyAt = context.now.wall + .nanoseconds(Int64(buffer * 1e9))
+        let readyAt = context.now.wall + .seconds(saturating: buffer)
         tell(.prepare(position: timeline.position(at: readyAt)), into: &out)
     }
 

@@ -204,7 +204,7 @@ extension Playback {
         let gap = groupPosition(of: item.id, context) - player.position(at: context.now)
         let closing = player.rate - (items[item.id]?.timeline.rate ?? 0)
         guard closing > 0 else { return nil }
-        return context.now.monotonic + .nanoseconds(Int64(max(0, gap / closing) * 1e9) + 1_000)
+        return context.now.monotonic + .seconds(saturating: max(0, gap / closing)) + .microseconds(1)
     }
 
     // MARK: Timers

@@ -18,7 +18,7 @@ public enum Timeline: Hashable, Sendable {
         case .paused(let position), .waiting(let position, _, _, _): return position
         case .playing(let rate, let position, let at):
             guard wall > at else { return position }
-            return position + rate * Double(wall.unixNanos - at.unixNanos) / 1e9
+            return position + rate * Double(wall.unixNanos &- at.unixNanos) / 1e9
         }
     }
 

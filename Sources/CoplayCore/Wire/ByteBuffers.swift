@@ -58,6 +58,14 @@ public struct ByteReader {
     public mutating func readUInt32() throws(DecodeError) -> UInt32 { UInt32(try readBigEndian(4)) }
     public mutating func readUInt64() throws(DecodeError) -> UInt64 { try readBigEndian(8) }
     public mutating func readInt64() throws(DecodeError) -> Int64 { Int64(bitPattern: try readBigEndian(8)) }
+    /// A wall-clock instant, within `WireFormat.wallNanosRange`.
+    public mutating func readWallInstant() throws(DecodeError) -> WallInstant {
+        let nanos = try readInt64()
+        guard WireFormat.wallNanosRange.contains(nanos) else {
+            throw DecodeError(.malformedPayload, "instant \(nanos) ns outside 1970…2116")
+        }
+        return WallInstant(unixNanos: nanos)
+    }
 
     /// An IEEE 754 double that must be finite and within `range`.
     public mutating func readDouble(in range: ClosedRange<Double>, field: String) throws(DecodeError) -> Double {

@@ -9,8 +9,20 @@ extension WireFormat {
     public static let metadataBytesMax = 128
     /// Largest playback rate a command may carry.
     public static let rateMax = 64.0
+    /// Smallest moving rate a command may carry (mpv's own minimum speed): slower is not playback,
+    /// and would make "when does it reach the end" overflow any clock.
+    public static let rateMin = 0.01
     /// Largest media position (seconds) a command may carry: about 31 years.
     public static let positionMax = 1e9
+    /// The wall-clock instants a datagram may carry, in Unix nanoseconds: 1970 to about 2116
+    /// (2^62). With offsets bounded by `offsetNanosMax`, every sum and difference of instants the
+    /// core computes then stays far inside Int64.
+    public static let wallNanosRange: ClosedRange<Int64> = 0...(1 << 62)
+    /// The largest clock offset to a peer believed: about 73 years (2^61 ns).
+    public static let offsetNanosMax: Int64 = 1 << 61
+    /// The largest Lamport timestamp a command may carry (2^53: a command a microsecond for
+    /// 285 years), so that "one more than everything seen" never overflows.
+    public static let lamportMax: UInt64 = 1 << 53
 
     private enum OperationCode: UInt8 {
         case share = 1
@@ -155,7 +167,9 @@ extension WireFormat {
     static func readCommand(from reader: inout ByteReader) throws(DecodeError) -> CommandEnvelope {
         let dot = try readDot(from: &reader)
         let lamport = try reader.readUInt64()
-        guard lamport >= 1 else { throw DecodeError(.malformedPayload, "lamport timestamp 0") }
+        guard (1...lamportMax).contains(lamport) else {
+            throw DecodeError(.malformedPayload, "lamport timestamp \(lamport) outside 1…2^53")
+        }
         let dependencies = try readVectorClock(from: &reader, field: "dependencies")
         let item = try reader.readShortString(maxBytes: itemIDBytesMax, field: "item id")
         guard !item.isEmpty else { throw DecodeError(.malformedPayload, "empty item id") }
@@ -165,10 +179,13 @@ extension WireFormat {
             guard !positive || value > 0 else {
                 throw DecodeError(.malformedPayload, "rate 0 where playback must move")
             }
+            guard value == 0 || value >= rateMin else {
+                throw DecodeError(.malformedPayload, "rate \(value) below the minimum \(rateMin)")
+            }
             return value
         }
         func position() throws(DecodeError) -> Double { try reader.readDouble(in: 0...positionMax, field: "position") }
-        func wall() throws(DecodeError) -> WallInstant { WallInstant(unixNanos: try reader.readInt64()) }
+        func wall() throws(DecodeError) -> WallInstant { try reader.readWallInstant() }
         func duration() throws(DecodeError) -> Double? {
             let seconds = try reader.readDouble(in: 0...positionMax, field: "duration")
             return seconds > 0 ? seconds : nil

@@ -199,14 +199,14 @@ public enum WireFormat {
             return .leave(reason)
         case .probe:
             return .probe(
-                ClockProbe(token: try reader.readUInt64(), originWall: WallInstant(unixNanos: try reader.readInt64())))
+                ClockProbe(token: try reader.readUInt64(), originWall: try reader.readWallInstant()))
         case .probeReply:
             return .probeReply(
                 ClockProbeReply(
                     token: try reader.readUInt64(),
-                    originWall: WallInstant(unixNanos: try reader.readInt64()),
-                    receiveWall: WallInstant(unixNanos: try reader.readInt64()),
-                    transmitWall: WallInstant(unixNanos: try reader.readInt64())))
+                    originWall: try reader.readWallInstant(),
+                    receiveWall: try reader.readWallInstant(),
+                    transmitWall: try reader.readWallInstant()))
         case .command:
             let flags = try reader.readUInt8()
             guard flags & ~commandFlagRepair == 0 else {

@@ -1,0 +1,91 @@
+import Testing
+
+@testable import CoplayCore
+
+/// Each datagram that once crashed or hung an agent, sent to an agent that knows the sender.
+@Suite struct HostileDatagramTests {
+    private let bobHelloPayload = Payload.hello(Announcement(unicastPort: bobEndpoint.port, name: "bob"))
+
+    private func aliceKnowingBobOnAnItem() -> Instance {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onDatagram(bytes(bobHelloPayload, from: bob), from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onCommand(
+            .share(Activity(url: "u", itemID: "movie"), durationSeconds: 600, bufferSeconds: 0), now: at(2))
+        return alice
+    }
+
+    private func command(_ operation: Operation, lamport: UInt64 = 1, dependencies: VectorClock = VectorClock())
+        -> Payload
+    {
+        .command(
+            CommandEnvelope(
+                dot: Dot(origin: bob, counter: 1), lamport: lamport, dependencies: dependencies,
+                command: Command(item: "movie", operation: operation)), isRepair: false)
+    }
+
+    @Test func extremeNumbers_areDroppedAsMalformed_andTheAgentGoesOn() {
+        var alice = aliceKnowingBobOnAnItem()
+        let hostile: [Payload] = [
+            command(.playNow(rate: 5e-324, position: 1, at: at(3).wall)),
+            command(.play(rate: 1, position: 1, requestedAt: WallInstant(unixNanos: .min))),
+            command(.pause(position: 1, at: at(3).wall), lamport: .max),
+            .probeReply(
+                ClockProbeReply(
+                    token: 1, originWall: WallInstant(unixNanos: .max), receiveWall: WallInstant(unixNanos: .min),
+                    transmitWall: WallInstant(unixNanos: .min))),
+        ]
+        for payload in hostile {
+            _ = alice.onDatagram(bytes(payload, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3))
+        }
+        #expect(alice.counters.drops[.malformedPayload] == hostile.count)
+        _ = alice.onTick(now: at(500))
+        #expect(alice.state.isJoined && alice.peers[bobID] != nil, "still running, still knows bob")
+    }
+
+    @Test func aHugeNackRange_isAnsweredFromWhatIsStored_inBoundedWork() {
+        var alice = aliceKnowingBobOnAnItem()
+        for _ in 0..<5 { _ = alice.onCommand(.pause, now: at(3)) }
+        let member = alice.member
+        let out = alice.onDatagram(
+            bytes(.nack([MissingRange(origin: member, from: 1, to: .max)]), from: bob), from: bobEndpoint,
+            receivedAt: at(4), now: at(4))
+        #expect(out.unicasts.count == 6, "the share and 5 pauses: what exists, and no more work than that")
+        #expect(alice.log.stored(MissingRange(origin: member, from: .max - 1, to: .max), limit: 64).isEmpty)
+    }
+
+    @Test func aDependencyGapNear2To32_isDroppedNotPendingForever() {
+        var log = CausalLog(pendingMax: 16, storeMax: 64)
+        let stranger = Member(id: PeerID(0x5), incarnation: Incarnation(1))
+        let gapped = CommandEnvelope(
+            dot: Dot(origin: bob, counter: 1), lamport: 1, dependencies: VectorClock([stranger: .max - 1]),
+            command: Command(item: "movie", operation: .pause(position: 1, at: at(3).wall)))
+        let receipt = log.receive(gapped)
+        #expect(receipt.wasUnrepairable && log.pendingCount == 0 && receipt.missing.isEmpty, "nothing to ask for")
+        let farAhead = CommandEnvelope(
+            dot: Dot(origin: bob, counter: .max), lamport: 1, dependencies: VectorClock(),
+            command: Command(item: "movie", operation: .pause(position: 1, at: at(3).wall)))
+        #expect(log.receive(farAhead).wasUnrepairable)
+        let repairable = CommandEnvelope(
+            dot: Dot(origin: bob, counter: 60), lamport: 1, dependencies: VectorClock(),
+            command: Command(item: "movie", operation: .pause(position: 1, at: at(3).wall)))
+        #expect(!log.receive(repairable).wasUnrepairable && log.pendingCount == 1, "a gap the store covers waits")
+    }
+
+    @Test func consoleRatesBelowTheMinimum_areClearErrors() {
+        var alice = aliceKnowingBobOnAnItem()
+        for line in ["play-now 0.000000001", "play 5e-324", "rate 0.001"] {
+            let out = alice.onConsoleLine(line, now: at(3))
+            #expect(out.events.count == 1)
+            guard case .commandError(let error)? = out.events.first else {
+                Issue.record("\(line) was accepted")
+                continue
+            }
+            #expect(error.message.contains("0.01"), "\(error.message)")
+        }
+        #expect(
+            alice.onConsoleLine("rate 0", now: at(3)).events.allSatisfy {
+                if case .commandError = $0 { false } else { true }
+            })
+    }
+}
