@@ -110,6 +110,12 @@ public struct Settings: Sendable, Equatable {
     public var messagePartBytesMin = 16
     /// A recipient named by id needs at least this many leading hex digits (fewer match too much).
     public var idPrefixCharactersMin = 4
+    /// Anti-replay windows kept (with a group key), one per sender membership: twice the peer
+    /// table, since departed memberships linger; the least recently used is forgotten first.
+    public var replayWindowsMax = 512
+    /// An incarnation is accepted only up to this far ahead of this agent's clock (incarnations
+    /// count tenths of a second): a week covers any honest clock skew, and not 2^32 - 1.
+    public var incarnationAheadMax: Duration = .seconds(7 * 24 * 3600)
     /// This agent's own earlier incarnations remembered, so that echoes of what it sent before a
     /// rejoin are not taken for another agent using its id.
     public var incarnationsRememberedMax = 8

@@ -4,7 +4,7 @@ import Foundation
 /// A timestamp `millis` after an arbitrary origin, with the wall clock 1.78e18 ns after the epoch
 /// plus `wallSkewMillis`.
 func at(_ millis: Double, wallSkewMillis: Double = 0) -> Timestamp {
-    let nanos = Int64(millis * 1_000_000)
+    let nanos = Int64((millis * 1_000_000).rounded())  // rounded: a wake read back as milliseconds lands on itself
     return Timestamp(
         monotonic: MonotonicInstant(nanos: 5_000_000_000 + nanos),
         wall: WallInstant(unixNanos: 1_780_000_000_000_000_000 + nanos + Int64(wallSkewMillis * 1_000_000)))

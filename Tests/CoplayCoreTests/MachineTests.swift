@@ -95,7 +95,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 
     @Test func newPeer_isProbedAtOnce_andSyncsAfterEnoughReplies() throws {
         let settings = Settings()
-        var clocks = ClockSync(settings: settings, firstToken: 1)
+        var clocks = ClockSync(settings: settings)
         var random = SplitMix64(seed: 2)
         var now = 0.0
         var probes = clocks.onPeerJoined(carol, now: at(now), random: &random)
@@ -119,7 +119,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
     }
 
     @Test func replyToNoProbe_isDropped_andARetiredClockComesBack() {
-        var clocks = ClockSync(settings: Settings(), firstToken: 1)
+        var clocks = ClockSync(settings: Settings())
         var random = SplitMix64(seed: 3)
         let first = clocks.onPeerJoined(carol, now: at(0), random: &random)
         let forged = ClockProbeReply(
@@ -141,7 +141,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 
     @Test func suspectedPeer_isProbedEverySuspectInterval() {
         let settings = Settings()
-        var clocks = ClockSync(settings: settings, firstToken: 1)
+        var clocks = ClockSync(settings: settings)
         var random = SplitMix64(seed: 4)
         _ = clocks.onPeerJoined(carol, now: at(0), random: &random)
         clocks.onSuspected(carolID, now: at(5000).monotonic)
@@ -279,7 +279,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         PlaybackContext(
             now: now, member: alice, name: "alice", state: .joined(since: at(0).monotonic),
             membership: Membership(settings: Settings()),
-            clocks: ClockSync(settings: Settings(), firstToken: 1))
+            clocks: ClockSync(settings: Settings()))
     }
 
     private func delivered(_ operation: Operation, counter: UInt32) -> Ordering.Delivered {
@@ -325,7 +325,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
     private func context(_ now: Timestamp) -> PlaybackContext {
         PlaybackContext(
             now: now, member: alice, name: "alice", state: .joined(since: at(0).monotonic),
-            membership: Membership(settings: Settings()), clocks: ClockSync(settings: Settings(), firstToken: 1))
+            membership: Membership(settings: Settings()), clocks: ClockSync(settings: Settings()))
     }
 
     @Test func settlingAgainOnTheSameState_saysNothingMore() {

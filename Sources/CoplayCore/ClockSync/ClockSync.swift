@@ -35,12 +35,7 @@ struct ClockSync: Sendable {
     /// `Settings.retiredClocksMax`; the longest retired goes first.
     private var retired: [PeerID: OffsetEstimator] = [:]
     private var retiredOrder: [PeerID] = []
-    private var nextToken: UInt64
-
-    init(settings: Settings, firstToken: UInt64) {
-        self.settings = settings
-        nextToken = firstToken
-    }
+    init(settings: Settings) { self.settings = settings }
 
     /// The offset estimate for a peer's clock at `now`, live or departed.
     func estimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {
@@ -137,8 +132,8 @@ struct ClockSync: Sendable {
     var nextWake: MonotonicInstant? { peers.values.map(\.nextProbeAt).min() }
 
     private mutating func sendProbe(to clock: inout PeerClock, now: Timestamp, random: inout SplitMix64) -> Output {
-        let token = nextToken
-        nextToken &+= 1
+        // Unpredictable, so that a reply cannot be forged without having seen the probe.
+        let token = random.next()
         if clock.outstanding.count >= settings.outstandingProbesPerPeerMax,
             let oldest = clock.outstanding.min(by: { $0.value < $1.value })
         {

@@ -25,6 +25,14 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     case pendingFull
     /// A command waits on more of an origin's commands than any agent keeps for repair.
     case unrepairableGap
+    /// With a group key: a datagram without a tag.
+    case missingTag
+    /// With a group key: a tag that is not right (forged, or another key).
+    case badTag
+    /// With a group key: a sequence number already accepted from that sender (a replay).
+    case replayed
+    /// An incarnation far beyond what this agent's clock allows (a takeover attempt).
+    case implausibleIncarnation
 
     /// Whether a drop of this kind says something is wrong (garbage, a misconfigured or hostile
     /// sender) and deserves a diagnostic line, rather than being the normal echo of loss,
@@ -32,10 +40,11 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     public var isWorthADiagnostic: Bool {
         switch self {
         case .tooShort, .tooLong, .badMagic, .unsupportedVersion, .unknownType, .badFlags, .lengthMismatch,
-            .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply:
+            .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply, .missingTag,
+            .badTag, .implausibleIncarnation:
             true
         case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender,
-            .pendingFull, .unrepairableGap:
+            .pendingFull, .unrepairableGap, .replayed:
             false
         }
     }

@@ -43,8 +43,15 @@ public struct Instance: Sendable {
     /// Whether the last announcement said this agent waits out a suspension (playback's answer
     /// changes with the peers' announcements: a change is announced at once).
     var announcedWaitsOut = false
+    /// The group's keys for this session, when the agent has a key file: every datagram is then
+    /// signed, and only authentic, fresh ones are accepted.
+    public private(set) var keys: GroupKeys?
+    private var replayWindows: ReplayWindows
 
-    public init(identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp) {
+    /// `keys`: the key file's keys (current first), or nil for an open group.
+    public init(
+        identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp, keys: [[UInt8]]? = nil
+    ) {
         precondition(
             identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
         self.identity = identity
@@ -54,10 +61,17 @@ public struct Instance: Sendable {
         lifecycle = SessionLifecycle(
             session: session, id: identity.id, now: now, incarnationsRememberedMax: settings.incarnationsRememberedMax)
         membership = Membership(settings: settings)
-        clocks = ClockSync(settings: settings, firstToken: random.next())
+        clocks = ClockSync(settings: settings)
         ordering = Ordering(settings: settings)
         playback = Playback(settings: settings)
         messaging = Messaging(settings: settings)
+        replayWindows = ReplayWindows(windowsMax: settings.replayWindowsMax)
+        self.keys = keys.map { GroupKeys(keys: $0, session: session) }
+    }
+
+    /// The key file was read again (SIGHUP): sign with its current key, accept its keys.
+    public mutating func onKeysChanged(_ keys: [[UInt8]]?) {
+        self.keys = keys.map { GroupKeys(keys: $0, session: session) }
     }
 
     // MARK: What the outside may read
@@ -153,7 +167,7 @@ public struct Instance: Sendable {
         do {
             let datagram = try WireFormat.decode(
                 bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
-            receive(datagram, from: source, receivedAt: receivedAt, now: now, into: &out)
+            receive(datagram, bytes: bytes, from: source, receivedAt: receivedAt, now: now, into: &out)
             settle(now: now, into: &out)
         } catch {
             reportDrop(DropReason(error.kind), detail: error.detail, from: source, into: &out)
@@ -237,15 +251,34 @@ public struct Instance: Sendable {
     // MARK: Receiving
 
     private mutating func receive(
-        _ datagram: Datagram, from source: Endpoint, receivedAt: Timestamp, now: Timestamp, into out: inout [Directive]
+        _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp,
+        into out: inout [Directive]
     ) {
         guard datagram.session == session else {
             return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
         }
-        guard datagram.authTag.isEmpty else {
-            return reportDrop(.unauthenticated, detail: "tagged datagram, no key configured", from: source, into: &out)
+        if let keys {
+            guard !datagram.authTag.isEmpty else {
+                return reportDrop(.missingTag, detail: "untagged datagram in a keyed group", from: source, into: &out)
+            }
+            guard datagram.authTag.count == GroupKeys.tagBytes, keys.verifies(bytes) else {
+                return reportDrop(.badTag, detail: "forged, or signed with another key", from: source, into: &out)
+            }
+            guard replayWindows.accept(datagram.sequence, from: datagram.sender) else {
+                return reportDrop(.replayed, detail: "sequence \(datagram.sequence)", from: source, into: &out)
+            }
+        } else {
+            guard datagram.authTag.isEmpty else {
+                return reportDrop(
+                    .unauthenticated, detail: "tagged datagram, no key configured", from: source, into: &out)
+            }
         }
         let sender = datagram.sender
+        // Incarnations count tenths of seconds of the sender's clock: one far beyond ours is a
+        // takeover attempt (2^32 - 1 would outrank every real restart), not a restart.
+        guard sender.incarnation <= Incarnation.initial(at: now.wall + settings.incarnationAheadMax) else {
+            return reportDrop(.implausibleIncarnation, detail: "\(sender)", from: source, into: &out)
+        }
         if sender.id == identity.id {
             if lifecycle.isOwn(sender.incarnation) {
                 counters.ownEchoes += 1
