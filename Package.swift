@@ -27,7 +27,8 @@ let package = Package(
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplayPlayers", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
-        .testTarget(name: "CoplayIntegrationTests", dependencies: ["CoplayCore", "CoplayHarness", "coplay"]),
+        .testTarget(
+            name: "CoplayIntegrationTests", dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness", "coplay"]),
     ],
     swiftLanguageModes: [.v6]
 )

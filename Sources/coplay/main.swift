@@ -10,8 +10,11 @@ case .success(.help):
 case .success(.version):
     StandardStreams.writeOutput("coplay \(CoplayVersion.current) (wire format v1)")
     status = 0
-case .success(.dump(let path, let json)):
-    status = Dump.run(path: path, json: json)
+case .success(.dump(let path, let json, let keys)):
+    status = Dump.run(path: path, json: json, keys: keys)
+case .success(.keygen):
+    StandardStreams.writeOutput(KeyFile.generate())
+    status = 0
 case .success(.demo):
     status = await Demo.run()
 case .success(.runAgent(let configuration)):

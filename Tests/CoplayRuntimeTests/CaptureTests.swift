@@ -131,6 +131,24 @@ import Testing
         }
     }
 
+    @Test func withAKeyFile_dumpChecksEveryTag_andMarksForgeries() throws {
+        let key = [UInt8](repeating: 0x42, count: 32)
+        let datagram = try WireFormat.decode(Self.vectors.first { !$0.invalid }!.bytes)
+        let keys = GroupKeys(keys: [key], session: datagram.session)
+        let good = WireFormat.encode(datagram, signedWith: keys)
+        var forged = good
+        forged[forged.count - 1] ^= 0xFF
+        let untagged = WireFormat.encode(datagram)
+        let frames = [good, forged, untagged].map { Self.linkFrame(Self.udp($0), linkType: 1) }
+        let (lines, totals) = try Dump.lines(for: Self.classicPcap(frames, linkType: 1), json: false, keys: [key])
+        #expect(lines.count == 3)
+        #expect(lines[0].hasSuffix("tag=valid") && lines[1].hasSuffix("tag=FORGED") && lines[2].hasSuffix("tag=absent"))
+        #expect(totals.forged == 1 && totals.untagged == 1)
+        let (json, _) = try Dump.lines(for: Self.classicPcap(frames, linkType: 1), json: true, keys: [key])
+        #expect(json.allSatisfy { StrictJSON.problem(in: $0) == nil })
+        #expect(json[1].contains("\"tag\":\"forged\""))
+    }
+
     @Test func pcapngNanosecondTimestamps_andClassicMicroseconds_areRead() throws {
         let frame = Self.linkFrame(Self.udp(Self.vectors[0].bytes), linkType: 1)
         let ng = try CaptureFile.packets(Self.pcapng([frame], linkType: 1))

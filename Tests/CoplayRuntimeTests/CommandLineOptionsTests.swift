@@ -1,5 +1,6 @@
 import CoplayCore
 import CoplayRuntime
+import Foundation
 import Testing
 
 @Suite struct CommandLineOptionsTests {
@@ -63,7 +64,30 @@ import Testing
         #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
         #expect(error(["--player", "mpv"])?.contains("not available") == true)
+        #expect(error(["--key-file", "/nonexistent/coplay.key"])?.contains("cannot read the key file") == true)
         #expect(error(["--pause-snaps", "maybe"]) == "--pause-snaps takes on or off, not 'maybe'")
+    }
+
+    @Test func keygen_writesAKeyFileThatLoads() throws {
+        guard case .keygen = try CommandLineOptions.parse(["keygen"]).get() else {
+            Issue.record("keygen not recognised")
+            return
+        }
+        let text = KeyFile.generate()
+        let keys = try GroupKeys.parse(keyFile: text).get()
+        #expect(keys.count == 1 && keys[0].count == 32)
+        #expect(try GroupKeys.parse(keyFile: KeyFile.generate()).get() != keys, "fresh randomness each time")
+        let path = "/tmp/coplay-test-\(getpid()).key"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try configuration(["--key-file", path]).keys == keys)
+        guard
+            case .dump(_, _, let dumpKeys) = try CommandLineOptions.parse(["dump", "x.pcap", "--key-file", path]).get()
+        else {
+            Issue.record("dump --key-file not recognised")
+            return
+        }
+        #expect(dumpKeys == keys)
     }
 
     @Test func groupWithoutAPort_usesTheDocumentedDefaultPort() throws {

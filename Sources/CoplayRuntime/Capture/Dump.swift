@@ -12,10 +12,18 @@ public enum Dump {
         public var skipped = 0
         /// Where the file is cut off inside its last record, if it is (that record is not decoded).
         public var truncatedAt: Int?
+        /// With a key file: datagrams whose tag is wrong (forged, or another key) or missing.
+        public var forged = 0
+        public var untagged = 0
     }
 
     /// The lines for a whole capture, and the totals.
-    public static func lines(for bytes: [UInt8], json: Bool) throws(CaptureError) -> (lines: [String], totals: Totals) {
+    /// With `keys`, each datagram's tag is checked (under the key derived for its session) and
+    /// the line says `tag=valid`, `tag=FORGED` or `tag=absent`.
+    public static func lines(for bytes: [UInt8], json: Bool, keys: [[UInt8]]? = nil) throws(CaptureError) -> (
+        lines: [String], totals: Totals
+    ) {
+        var sessionKeys: [SessionID: GroupKeys] = [:]
         var totals = Totals()
         var names: [PeerID: String] = [:]
         var lines: [String] = []
@@ -33,7 +41,24 @@ public enum Dump {
             case .success(let decoded):
                 if case .hello(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
                 if case .heartbeat(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
-                lines.append(describe(decoded, at: datagram, name: names[decoded.sender.id], json: json))
+                var verdict: String?
+                if let keys {
+                    if sessionKeys[decoded.session] == nil, sessionKeys.count < 64 {
+                        sessionKeys[decoded.session] = GroupKeys(keys: keys, session: decoded.session)
+                    }
+                    let groupKeys = sessionKeys[decoded.session] ?? GroupKeys(keys: keys, session: decoded.session)
+                    if decoded.authTag.isEmpty {
+                        verdict = "absent"
+                        totals.untagged += 1
+                    } else if decoded.authTag.count == GroupKeys.tagBytes, groupKeys.verifies(Array(datagram.payload)) {
+                        verdict = "valid"
+                    } else {
+                        verdict = "forged"
+                        totals.forged += 1
+                    }
+                }
+                lines.append(
+                    describe(decoded, at: datagram, name: names[decoded.sender.id], tag: verdict, json: json))
             case .failure(let error):
                 totals.malformed += 1
                 lines.append(describeMalformed(error, at: datagram, json: json))
@@ -43,7 +68,7 @@ public enum Dump {
     }
 
     /// Runs the command: reads the file (or standard input for "-"), prints, returns the exit status.
-    public static func run(path: String, json: Bool) -> Int32 {
+    public static func run(path: String, json: Bool, keys: [[UInt8]]? = nil) -> Int32 {
         guard let bytes = readAll(path) else {
             StandardStreams.writeError(
                 "coplay: cannot read \(path == "-" ? "standard input" : "'\(path)'"): \(String(cString: strerror(errno)))"
@@ -51,10 +76,11 @@ public enum Dump {
             return 1
         }
         do throws(CaptureError) {
-            let (lines, totals) = try Self.lines(for: bytes, json: json)
+            let (lines, totals) = try Self.lines(for: bytes, json: json, keys: keys)
             for line in lines { StandardStreams.writeOutput(line) }
             StandardStreams.writeError(
                 "coplay dump: \(totals.packets) packets, \(totals.coplay) coplay datagrams (\(totals.malformed) malformed), \(totals.skipped) other packets skipped"
+                    + (keys == nil ? "" : "; tags: \(totals.forged) forged, \(totals.untagged) absent")
                     + (totals.truncatedAt.map { "; the last record, at offset \($0), is cut off (not decoded)" } ?? ""))
             return 0
         } catch {
@@ -104,7 +130,9 @@ public enum Dump {
         return "\(timeText(datagram.timestampNanos)) \(datagram.source) > \(datagram.destination) MALFORMED \(error)"
     }
 
-    static func describe(_ datagram: Datagram, at captured: CapturedDatagram, name: String?, json: Bool) -> String {
+    static func describe(
+        _ datagram: Datagram, at captured: CapturedDatagram, name: String?, tag: String? = nil, json: Bool
+    ) -> String {
         let (words, fields) = payloadDescription(datagram.payload)
         if json {
             var members: [(String, JSONValue)] = [
@@ -117,11 +145,13 @@ public enum Dump {
             ]
             if let name { members.append(("senderName", .string(name))) }
             if !datagram.authTag.isEmpty { members.append(("authTagBytes", .int(Int64(datagram.authTag.count)))) }
+            if let tag { members.append(("tag", .string(tag))) }
             return JSONValue.object(members + fields).serialized
         }
         let who = name.map { "\($0) " } ?? ""
         return
             "\(timeText(captured.timestampNanos)) \(captured.source) > \(captured.destination) \(datagram.payload.type) session=\(datagram.session.description.prefix(8)) from \(who)\(datagram.sender) seq=\(datagram.sequence) \(words)"
+            + (tag.map { " tag=\($0 == "forged" ? "FORGED" : $0)" } ?? "")
     }
 
     static func clock(_ clock: VectorClock) -> JSONValue {

@@ -13,6 +13,9 @@ public struct AgentConfiguration: Sendable {
     /// A fixed participant id (to keep one identity across restarts); random when nil.
     public var peerID: PeerID?
     public var settings = Settings()
+    /// The group key file and its keys (current first); nil for an open group.
+    public var keyFile: String?
+    public var keys: [[UInt8]]?
 
     public init(name: String) { self.name = name }
 }

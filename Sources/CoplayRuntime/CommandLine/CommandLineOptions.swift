@@ -6,8 +6,10 @@ public enum Invocation: Sendable {
     case runAgent(AgentConfiguration)
     /// `coplay demo`: a scripted session of several agents on loopback.
     case demo
-    /// `coplay dump FILE|- [--json]`: decode a capture.
-    case dump(path: String, json: Bool)
+    /// `coplay dump FILE|- [--json] [--key-file PATH]`: decode a capture (and check its tags).
+    case dump(path: String, json: Bool, keys: [[UInt8]]?)
+    /// `coplay keygen`: print a new random group key.
+    case keygen
     case help
     case version
 }
@@ -25,7 +27,10 @@ public enum CommandLineOptions {
 
         Usage:
           coplay demo                       several agents on loopback run a scripted session
-          coplay dump FILE|- [--json]       decode the coplay datagrams of a pcap/pcapng capture
+          coplay dump FILE|- [--json] [--key-file PATH]
+                                            decode the coplay datagrams of a pcap/pcapng capture
+                                            (with a key file: check each tag, mark forgeries)
+          coplay keygen                     print a new random group key (save it as a key file)
           coplay [options]                  run one agent; type commands on standard input
           coplay --help | --version
           (coplay-bench measures agents on loopback: coplay-bench --help)
@@ -47,6 +52,9 @@ public enum CommandLineOptions {
                                     a participant is suspended for one of these reasons,
                                     whoever presses play (default: none)
           --wait-limit N            ...only while at most N participants are on the item
+          --key-file PATH           the group key (coplay keygen writes one): sign every datagram
+                                    and accept only authentic, fresh ones; SIGHUP rereads the
+                                    file (a second, older key in it is accepted, never used)
           --pause-snaps on|off      on: a pause puts everyone at the originator's position
                                     (pauseSnapsToMediaTimeOfOriginator, the default); off:
                                     each player stops where it is
@@ -74,13 +82,34 @@ public enum CommandLineOptions {
         var remaining = arguments[...]
         if remaining.first == "dump" {
             remaining.removeFirst()
-            let json = remaining.contains("--json")
-            let paths = remaining.filter { $0 != "--json" }
+            var json = false
+            var keys: [[UInt8]]?
+            var paths: [String] = []
+            while let word = remaining.popFirst() {
+                if word == "--json" {
+                    json = true
+                } else if word == "--key-file" {
+                    guard let path = remaining.popFirst() else {
+                        return .failure(UsageError(message: "--key-file needs a value"))
+                    }
+                    switch KeyFile.load(path) {
+                    case .success(let loaded): keys = loaded
+                    case .failure(let error): return .failure(error)
+                    }
+                } else {
+                    paths.append(word)
+                }
+            }
             guard paths.count == 1, let path = paths.first, path == "-" || !path.hasPrefix("-") else {
                 return .failure(
-                    UsageError(message: "dump takes one capture file (or - for standard input), and --json"))
+                    UsageError(
+                        message: "dump takes one capture file (or - for standard input), --json and --key-file PATH"))
             }
-            return .success(.dump(path: path, json: json))
+            return .success(.dump(path: path, json: json, keys: keys))
+        }
+        if remaining.first == "keygen" {
+            guard remaining.count == 1 else { return .failure(UsageError(message: "keygen takes no arguments")) }
+            return .success(.keygen)
         }
         if remaining.first == "demo" {
             guard remaining.count == 1 else { return .failure(UsageError(message: "demo takes no arguments")) }
@@ -151,7 +180,11 @@ public enum CommandLineOptions {
                         throw UsageError(message: "--pause-snaps takes on or off, not '\(text)'")
                     }
                     configuration.settings.pauseSnapsToOriginatorTime = text == "on"
-                case "--player", "--key-file":
+                case "--key-file":
+                    let path = try value().get()
+                    configuration.keys = try KeyFile.load(path).get()
+                    configuration.keyFile = path
+                case "--player":
                     throw UsageError(message: "\(argument) is not available in this version of coplay")
                 default:
                     throw UsageError(

@@ -18,6 +18,8 @@ public enum ShellMode: Sendable {
 /// It decides nothing about the protocol.
 public actor AgentShell {
     private let mode: ShellMode
+    /// The group key file, reread on SIGHUP.
+    private let keyFile: String?
     private var instance: Instance
     /// The local player, on the far side of the core's player boundary.
     private var player = SimulatedPlayer()
@@ -50,7 +52,10 @@ public actor AgentShell {
         let identity = LocalIdentity(
             id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
             sessionName: configuration.sessionName, unicastPort: transport.local.port)
-        instance = Instance(identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now())
+        instance = Instance(
+            identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now(),
+            keys: configuration.keys)
+        keyFile = configuration.keyFile
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         formatter = EventFormatter(json: configuration.json, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
@@ -60,7 +65,7 @@ public actor AgentShell {
         // Only the standard-streams agent handles signals (an unresumed source must not exist:
         // releasing one traps in libdispatch).
         if case .standardStreams = mode {
-            signalSources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+            signalSources = [SIGINT, SIGTERM, SIGHUP].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
         } else {
             signalSources = []
         }
@@ -131,6 +136,9 @@ public actor AgentShell {
                 directives = instance.onConsoleLine(line, now: clock.now())
             case .endOfInput:
                 directives = instance.onCommand(.quit, now: clock.now())
+            case .signal(SIGHUP):
+                reloadKeys()
+                continue
             case .signal(let number):
                 signalsSeen += 1
                 if signalsSeen > 1 {
@@ -201,7 +209,7 @@ public actor AgentShell {
     }
 
     private func send(_ datagram: Datagram, to destination: Endpoint) {
-        let bytes = WireFormat.encode(datagram)
+        let bytes = WireFormat.encode(datagram, signedWith: instance.keys)
         if let error = transport.send(bytes, to: destination) {
             wire.sendErrors += 1
             if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 {
@@ -210,6 +218,20 @@ public actor AgentShell {
         } else {
             wire.datagramsSent += 1
             wire.bytesSent += bytes.count
+        }
+    }
+
+    /// SIGHUP: read the key file again, so that a key can be rotated without stopping the group
+    /// (first add the new key as the current one with the old one below it on every agent, then
+    /// drop the old one). A file that cannot be read keeps the keys in force.
+    private func reloadKeys() {
+        guard let keyFile else { return diagnose("SIGHUP: no --key-file to reread") }
+        switch KeyFile.load(keyFile) {
+        case .success(let keys):
+            instance.onKeysChanged(keys)
+            diagnose("SIGHUP: key file reread, \(keys.count) key\(keys.count == 1 ? "" : "s") in force")
+        case .failure(let error):
+            diagnose("SIGHUP: \(error.message); the keys in force stay")
         }
     }
 
