@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "CoplayHarness"),
         // The agent. It links no Foundation, which would add ~8 MB of resident memory.
         .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"]),
-        .executableTarget(name: "coplay-bench", dependencies: ["CoplayHarness", "CoplaySimulation"]),
+        .executableTarget(name: "coplay-bench", dependencies: ["CoplayCore", "CoplayHarness", "CoplaySimulation"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplayPlayers", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),

@@ -1,4 +1,5 @@
 // coplay-bench: real coplay agents on loopback, measured; prints figures, decides nothing.
+import CoplayCore
 import CoplayHarness
 import CoplaySimulation
 import Foundation
@@ -8,6 +9,7 @@ let usage = """
 
     Usage: coplay-bench membership|clock|overhead|sync|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
            coplay-bench soak [--seeds N]
+           coplay-bench tag
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -15,6 +17,7 @@ let usage = """
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
+      tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
     Build in release mode for meaningful figures: swift build -c release
@@ -28,6 +31,43 @@ func fail(_ message: String) -> Never {
 var arguments = Array(CommandLine.arguments.dropFirst())[...]
 guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     print(usage)
+    exit(0)
+}
+if kind == "tag" {
+    // Sign and verify datagrams of three sizes, many times; the best of five rounds per size.
+    let keys = GroupKeys(keys: [[UInt8](repeating: 0x42, count: 32)], session: SessionID(name: "bench"))
+    for size in [100, 400, 1200] {
+        let payload = Payload.end(reason: String(repeating: "x", count: min(128, max(0, size - 60))))
+        var datagram = Datagram(
+            session: SessionID(name: "bench"), sender: Member(id: PeerID(1), incarnation: Incarnation(1)), sequence: 1,
+            payload: payload)
+        if size > 200 {
+            datagram.payload = .unreliableMessage(
+                MessagePart(
+                    messageID: 1, index: 0, count: 1, recipients: [datagram.sender],
+                    bytes: [UInt8](repeating: 0x61, count: size - 34 - 16 - 30)))
+        }
+        var best = (sign: Double.infinity, verify: Double.infinity)
+        var bytes: [UInt8] = []
+        for _ in 0..<5 {
+            let rounds = 20_000
+            var start = ContinuousClock.now
+            for sequence in 0..<rounds {
+                datagram.sequence = UInt32(sequence + 1)
+                bytes = WireFormat.encode(datagram, signedWith: keys)
+            }
+            let signSeconds = (ContinuousClock.now - start) / .seconds(1)
+            start = ContinuousClock.now
+            var valid = 0
+            for _ in 0..<rounds where keys.verifies(bytes) { valid += 1 }
+            let verifySeconds = (ContinuousClock.now - start) / .seconds(1)
+            precondition(valid == rounds, "a tag did not verify")
+            best = (min(best.sign, signSeconds / Double(rounds)), min(best.verify, verifySeconds / Double(rounds)))
+        }
+        print(
+            "tag, \(bytes.count)-byte datagram: encode+sign \(String(format: "%.2f", best.sign * 1e6)) µs, verify \(String(format: "%.2f", best.verify * 1e6)) µs"
+        )
+    }
     exit(0)
 }
 if kind == "soak" {
