@@ -82,6 +82,10 @@ public struct Settings: Sendable, Equatable {
     public var nackHoldoff: Duration = .milliseconds(50)
     /// Commands resent in answer to one nack, at most.
     public var repairBatchMax = 64
+    /// Repair bytes sent to one member per second, at most (and at most this many in a burst):
+    /// enough to bring a member the whole repair store (4,096 commands of ~100 bytes) in about
+    /// two seconds, while a flood of nacks cannot make an agent send more than this to anyone.
+    public var repairBytesPerSecondPerPeer = 256 * 1024
     /// Items whose group state is remembered; the least recently changed are forgotten first.
     public var itemsMax = 64
     /// Commands waiting for their causal predecessors, at most.

@@ -141,8 +141,8 @@ public struct Simulation {
     }
 
     /// For each (observer, peer) pair with an estimate: the estimate's error in nanoseconds now.
-    public func offsetErrors() -> [(observer: Int, peer: Int, errorNanos: Int64, synced: Bool)] {
-        var errors: [(Int, Int, Int64, Bool)] = []
+    public func offsetErrors() -> [(observer: Int, peer: Int, errorNanos: Int64, synced: Bool, delayNanos: Int64)] {
+        var errors: [(Int, Int, Int64, Bool, Int64)] = []
         for observer in liveIndices {
             guard let instance = nodes[observer].instance else { continue }
             let now = nodes[observer].clock.timestamp(atTrue: nowNanos)
@@ -151,7 +151,11 @@ public struct Simulation {
                     let estimate = instance.clockEstimate(of: record.member.id, at: now.monotonic)
                 else { continue }
                 let truth = nodes[observer].clock.wallOffset(to: nodes[peer].clock, atTrue: nowNanos)
-                errors.append((observer, peer, estimate.offsetNanos - truth, instance.isClockSynced(record.member.id)))
+                errors.append(
+                    (
+                        observer, peer, estimate.offsetNanos - truth, instance.isClockSynced(record.member.id),
+                        estimate.delayNanos
+                    ))
             }
         }
         return errors.sorted { ($0.0, $0.1) < ($1.0, $1.1) }

@@ -51,6 +51,7 @@ import Testing
             bytes(.nack([MissingRange(origin: member, from: 1, to: .max)]), from: bob), from: bobEndpoint,
             receivedAt: at(4), now: at(4))
         #expect(out.unicasts.count == 6, "the share and 5 pauses: what exists, and no more work than that")
+        #expect(out.unicasts.allSatisfy { $0.1 == bobEndpoint }, "to bob's announced endpoint")
         #expect(alice.log.stored(MissingRange(origin: member, from: .max - 1, to: .max), limit: 64).isEmpty)
     }
 
@@ -70,6 +71,18 @@ import Testing
             dot: Dot(origin: bob, counter: 60), lamport: 1, dependencies: VectorClock(),
             command: Command(item: "movie", operation: .pause(position: 1, at: at(3).wall)))
         #expect(!log.receive(repairable).wasUnrepairable && log.pendingCount == 1, "a gap the store covers waits")
+    }
+
+    @Test func aNackFromAStranger_getsNoRepair_soSpoofedSourcesCannotUseUsAsAReflector() {
+        var alice = aliceKnowingBobOnAnItem()
+        for _ in 0..<5 { _ = alice.onCommand(.pause, now: at(3)) }
+        let stranger = Member(id: PeerID(0xBAD), incarnation: Incarnation(1))
+        let victim = Endpoint(address: 0x0A00_0063, port: 53)
+        let out = alice.onDatagram(
+            bytes(.nack([MissingRange(origin: alice.member, from: 1, to: 6)]), from: stranger), from: victim,
+            receivedAt: at(4), now: at(4))
+        #expect(out.unicasts.isEmpty)
+        #expect(alice.counters.drops[.unknownSender] == 1)
     }
 
     @Test func consoleRatesBelowTheMinimum_areClearErrors() {

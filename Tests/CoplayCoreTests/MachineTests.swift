@@ -211,7 +211,24 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
                 ordering.next(Command(item: "A", operation: .pause(position: 1, at: at(0).wall)), by: alice))
             #expect(ordering.log.count(of: alice) == counter)
         }
-        #expect(ordering.repairs(for: [MissingRange(origin: alice, from: 1, to: 10)]).count == 3)
+        let all = [MissingRange(origin: alice, from: 1, to: 10)]
+        #expect(ordering.repairs(for: all, to: carolID, now: at(0).monotonic) { _ in 100 }.count == 3)
+    }
+
+    @Test func repairs_toOneMember_stayWithinItsByteBudget_whichRefills() {
+        var settings = Settings()
+        settings.repairBytesPerSecondPerPeer = 1000
+        var ordering = Ordering(settings: settings)
+        for _ in 0..<50 {
+            _ = ordering.originate(
+                ordering.next(Command(item: "A", operation: .pause(position: 1, at: at(0).wall)), by: alice))
+        }
+        let all = [MissingRange(origin: alice, from: 1, to: 50)]
+        #expect(ordering.repairs(for: all, to: carolID, now: at(0).monotonic) { _ in 100 }.count == 10)
+        #expect(ordering.repairs(for: all, to: carolID, now: at(1).monotonic) { _ in 100 }.isEmpty, "spent")
+        #expect(ordering.repairs(for: all, to: bobID, now: at(1).monotonic) { _ in 100 }.count == 10, "per member")
+        #expect(
+            ordering.repairs(for: all, to: carolID, now: at(501).monotonic) { _ in 100 }.count == 5, "half refilled")
     }
 }
 

@@ -323,9 +323,22 @@ public struct Instance: Sendable {
             heard(sender, at: heardAt, now: now, into: &out)
             receiveCommand(envelope, from: sender, now: now, into: &out)
         case .nack(let ranges):
+            // Repairs go only to members, at the endpoint they announced, within a byte budget
+            // per member: a nack with a forged source cannot make this agent a reflector.
+            guard let record = membership.peers[sender.id], record.member == sender else {
+                return reportDrop(.unknownSender, detail: "nack from \(sender)", from: source, into: &out)
+            }
             heard(sender, at: heardAt, now: now, into: &out)
-            for envelope in ordering.repairs(for: ranges) {
-                out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: source))
+            let (session, member) = (self.session, self.member)
+            let tagBytes = keys == nil ? 0 : GroupKeys.tagBytes
+            let repairs = ordering.repairs(for: ranges, to: sender.id, now: now.monotonic) { envelope in
+                WireFormat.encodedSize(
+                    Datagram(session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: true))
+                )
+                    + tagBytes
+            }
+            for envelope in repairs {
+                out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: record.endpoint))
             }
         case .ready(let trigger):
             heard(sender, at: heardAt, now: now, into: &out)

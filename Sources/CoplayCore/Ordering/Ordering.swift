@@ -30,6 +30,9 @@ struct Ordering: Sendable {
     /// When a nack last went to each peer. At most `Settings.peersMax` entries (a command can name
     /// any sender); past that the entry of the longest-quiet peer is evicted.
     private(set) var nackSentAt: [PeerID: MonotonicInstant] = [:]
+    /// Repair bytes each peer may still be sent, and when that was reckoned. At most
+    /// `Settings.peersMax` entries; the longest-quiet is evicted first.
+    private var repairBudgets: [PeerID: (bytes: Int, at: MonotonicInstant)] = [:]
     /// How each received, not yet delivered command's times were converted, by dot. At most
     /// `Settings.pendingCommandsMax` (it is emptied when full: the conversions are then re-read
     /// from the current estimates).
@@ -49,6 +52,7 @@ struct Ordering: Sendable {
     mutating func reset() {
         log = CausalLog(settings: settings)
         nackSentAt.removeAll()
+        repairBudgets.removeAll()
         conversions.removeAll()
         originsGoneSince.removeAll()
         awaitingClock.removeAll()
@@ -102,12 +106,31 @@ struct Ordering: Sendable {
         repairRequest(to: peer, missing: log.missing(comparedTo: digest), now: now)
     }
 
-    /// The stored commands a nack asks for, at most `Settings.repairBatchMax`.
-    func repairs(for ranges: [MissingRange]) -> [CommandEnvelope] {
+    /// The stored commands a nack from `peer` asks for: at most `Settings.repairBatchMax`, and no
+    /// more bytes (`bytes` gives a command's size on the wire) than the peer's repair budget holds
+    /// (`Settings.repairBytesPerSecondPerPeer`, refilled continuously, at most one second's worth).
+    mutating func repairs(
+        for ranges: [MissingRange], to peer: PeerID, now: MonotonicInstant, bytes: (CommandEnvelope) -> Int
+    ) -> [CommandEnvelope] {
+        let rate = settings.repairBytesPerSecondPerPeer
+        var bucket = repairBudgets[peer] ?? (bytes: rate, at: now)
+        let refill = Int(min(Double(rate), Double(rate) * max(0, (now - bucket.at).seconds)))
+        bucket = (min(rate, bucket.bytes + refill), now)
         var found: [CommandEnvelope] = []
-        for range in ranges where found.count < settings.repairBatchMax {
-            found += log.stored(range, limit: settings.repairBatchMax - found.count)
+        outer: for range in ranges where found.count < settings.repairBatchMax {
+            for envelope in log.stored(range, limit: settings.repairBatchMax - found.count) {
+                let size = bytes(envelope)
+                guard size <= bucket.bytes else { break outer }
+                bucket.bytes -= size
+                found.append(envelope)
+            }
         }
+        if repairBudgets[peer] == nil, repairBudgets.count >= settings.peersMax,
+            let oldest = repairBudgets.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
+        {
+            repairBudgets[oldest.key] = nil
+        }
+        repairBudgets[peer] = bucket
         return found
     }
 
@@ -116,7 +139,10 @@ struct Ordering: Sendable {
         digests.contains { !log.missing(comparedTo: $0).isEmpty }
     }
 
-    mutating func onPeerLeft(_ peer: PeerID) { nackSentAt[peer] = nil }
+    mutating func onPeerLeft(_ peer: PeerID) {
+        nackSentAt[peer] = nil
+        repairBudgets[peer] = nil
+    }
 
     // MARK: Timers
 
