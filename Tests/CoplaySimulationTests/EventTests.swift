@@ -6,13 +6,8 @@ import Testing
 /// in events and in `status`.
 @Suite struct EventTests {
     func twoAgents(duration: Double? = nil) -> Simulation {
-        var simulation = Simulation(
-            seed: 3, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 200_000_000)])
-        simulation.schedule(.start(node: 0), at: 0)
-        simulation.schedule(.start(node: 1), at: 10_000_000)
-        simulation.schedule(
-            .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: duration, bufferSeconds: 0)),
-            at: 500_000_000)
+        var simulation = agentsSharingAnItem(
+            seed: 3, clockOffsetsNanos: [0, 200_000_000], duration: duration, playing: false)
         runWithoutLivelock(&simulation, for: .seconds(1))
         return simulation
     }
@@ -83,17 +78,11 @@ import Testing
         for snaps in [true, false] {
             var settings = Settings()
             settings.pauseSnapsToOriginatorTime = snaps
-            var simulation = Simulation(
-                seed: 4, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 0)], settings: settings,
+            var simulation = agentsSharingAnItem(
+                seed: 4, clockOffsetsNanos: [0, 0], settings: settings,
                 conditions: NetworkConditions(
                     lossProbability: 0, duplicationProbability: 0, baseDelay: .milliseconds(40), jitterMean: .zero))
-            simulation.schedule(.start(node: 0), at: 0)
-            simulation.schedule(.start(node: 1), at: 10_000_000)
-            simulation.schedule(
-                .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
-                at: 500_000_000)
-            simulation.schedule(.command(node: 0, .playNow(rate: 1)), at: 700_000_000)
-            runWithoutLivelock(&simulation, for: .seconds(2))
+            runWithoutLivelock(&simulation, for: .seconds(1))
             act(&simulation, 0, .pause)
             let now = { (node: Int) in
                 simulation.nodes[node].player.position(

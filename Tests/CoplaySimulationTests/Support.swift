@@ -1,3 +1,4 @@
+import CoplayCore
 import CoplaySimulation
 import Testing
 
@@ -7,4 +8,23 @@ func runWithoutLivelock(
 ) {
     let ran = simulation.run(for: duration)
     #expect(ran, "the simulation ran out of its event budget: a livelock", sourceLocation: sourceLocation)
+}
+
+/// Agents that joined at 0, 10, 20 ms …; node 0 shares "movie" at 500 ms and, when `playing`,
+/// plays it at once at 700 ms; the simulation has run to 1 s.
+func agentsSharingAnItem(
+    seed: UInt64, clockOffsetsNanos: [Int64], settings: Settings = Settings(), settingsOfNode: [Int: Settings] = [:],
+    conditions: NetworkConditions = .perfect, duration: Double? = nil, playing: Bool = true
+) -> Simulation {
+    var simulation = Simulation(
+        seed: seed, clocks: clockOffsetsNanos.map { SimulatedClock(offsetNanos: $0) }, settings: settings,
+        conditions: conditions)
+    simulation.settingsOfNode = settingsOfNode
+    for node in clockOffsetsNanos.indices { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
+    simulation.schedule(
+        .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: duration, bufferSeconds: 0)),
+        at: 500_000_000)
+    if playing { simulation.schedule(.command(node: 0, .playNow(rate: 1)), at: 700_000_000) }
+    simulation.run(until: 1_000_000_000)
+    return simulation
 }

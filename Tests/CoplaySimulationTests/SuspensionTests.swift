@@ -5,17 +5,7 @@ import Testing
 /// The suspension rules (PROTOCOL.md, "Playback coordination"), each on a small deterministic simulation.
 @Suite struct SuspensionTests {
     func playing(_ settings: Settings = Settings()) -> Simulation {
-        var simulation = Simulation(
-            seed: 5, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 150_000_000)],
-            settings: settings)
-        simulation.schedule(.start(node: 0), at: 0)
-        simulation.schedule(.start(node: 1), at: 10_000_000)
-        simulation.schedule(
-            .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
-            at: 500_000_000)
-        simulation.schedule(.command(node: 0, .playNow(rate: 1)), at: 700_000_000)
-        simulation.run(until: 1_000_000_000)
-        return simulation
+        agentsSharingAnItem(seed: 5, clockOffsetsNanos: [0, 150_000_000], settings: settings)
     }
 
     func instance(_ simulation: Simulation, _ node: Int) -> Instance { simulation.nodes[node].instance! }
@@ -183,15 +173,10 @@ import Testing
     /// holds the start until C resumes: the outcome does not depend on the originator.
     @Test func waitingPolicy_holdsTheStartWhoeverPressesPlay() {
         for presser in 0..<2 {
-            var simulation = Simulation(
-                seed: 8, clocks: (0..<3).map { SimulatedClock(offsetNanos: Int64($0) * 70_000_000) })
             var policyA = Settings()
             policyA.suspensionReasonsThatTriggerWaiting = ["userActionRequired"]
-            simulation.settingsOfNode[0] = policyA
-            for node in 0..<3 { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
-            simulation.schedule(
-                .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
-                at: 500_000_000)
+            var simulation = agentsSharingAnItem(
+                seed: 8, clockOffsetsNanos: [0, 70_000_000, 140_000_000], settingsOfNode: [0: policyA], playing: false)
             runWithoutLivelock(&simulation, for: .seconds(1))
             act(&simulation, 2, .suspend(reason: "userActionRequired"))
             #expect(
