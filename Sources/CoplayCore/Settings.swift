@@ -120,6 +120,9 @@ public struct Settings: Sendable, Equatable {
     /// An incarnation is accepted only up to this far ahead of this agent's clock (incarnations
     /// count tenths of a second): a week covers any honest clock skew, and not 2^32 - 1.
     public var incarnationAheadMax: Duration = .seconds(7 * 24 * 3600)
+    /// Memberships remembered as once admitted: the origins this agent's commands may depend on
+    /// (an origin never seen as a member, e.g. invented by a forger, is not depended on).
+    public var membersRememberedMax = 1024
     /// This agent's own earlier incarnations remembered, so that echoes of what it sent before a
     /// rejoin are not taken for another agent using its id.
     public var incarnationsRememberedMax = 8

@@ -102,3 +102,39 @@ import Testing
             })
     }
 }
+
+@Suite struct FakeOriginTests {
+    /// Bob (a member) relays commands of 60 invented origins; alice delivers them, yet can still
+    /// issue commands: they depend only on origins alice saw as members.
+    @Test func inventedOrigins_cannotCrowdAMembersCommandsOutOfADatagram() throws {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        var out = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
+        // Answer alice's first clock probe, so that bob's times can be read.
+        let probe = try #require(
+            out.unicasts.compactMap { if case .probe(let probe) = $0.0.payload { probe } else { nil } }.first)
+        let reply = ClockProbeReply(
+            token: probe.token, originWall: probe.originWall, receiveWall: at(10.05).wall, transmitWall: at(10.06).wall)
+        _ = alice.onDatagram(
+            bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1))
+        #expect(alice.clockEstimate(of: bobID, at: at(10.1).monotonic) != nil)
+        _ = alice.onCommand(
+            .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0), now: at(11))
+        for index in 0..<60 {
+            let invented = Member(id: PeerID(UInt64(0xF00D_0000 + index)), incarnation: Incarnation(1))
+            let envelope = CommandEnvelope(
+                dot: Dot(origin: invented, counter: 1), lamport: UInt64(10 + index), dependencies: VectorClock(),
+                command: Command(item: "other", operation: .pause(position: 1, at: at(12).wall)))
+            _ = alice.onDatagram(
+                bytes(.command(envelope, isRepair: true), from: bob, sequence: UInt32(3 + index)), from: bobEndpoint,
+                receivedAt: at(12), now: at(12))
+        }
+        #expect(alice.log.delivered.count >= 60, "the invented origins' commands were delivered")
+        out = alice.onCommand(.pause, now: at(13))
+        #expect(!out.events.contains { if case .commandError = $0 { true } else { false } }, "alice can still issue")
+        let pause = try #require(
+            out.multicasts.compactMap { if case .command(let envelope, _) = $0.payload { envelope } else { nil } }.first
+        )
+        #expect(pause.dependencies.count == 0, "it depends on none of the invented origins")
+    }
+}

@@ -102,7 +102,7 @@ extension Instance {
 
     /// Issues a group command: checks it fits a datagram, delivers it here, multicasts it.
     mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
-        let envelope = ordering.next(command, by: member)
+        let envelope = ordering.next(command, by: member, dependsOn: dependsOn)
         let trial = Datagram(
             session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: false))
         guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
@@ -139,18 +139,28 @@ extension Instance {
         route(playback.decideStartIfDue(context(now)), now: now, into: &out)
     }
 
+    /// The origins this agent's commands may depend on: itself (any incarnation) and memberships
+    /// it admitted. Commands of origins it never saw as members are still delivered, but its own
+    /// do not wait for them, so invented origins cannot fill its commands' dependencies.
+    var dependsOn: (Member) -> Bool {
+        let (membership, lifecycle) = (self.membership, self.lifecycle)
+        return { $0.id == lifecycle.id || membership.wasAdmitted($0) }
+    }
+
     mutating func sendMessage(
         to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
     ) {
         let usage = "msg [to=<name|id>,…] [unreliable] <text>"
         guard state.isJoined else { return out.append(commandError("not joined (state \(state.name))", usage: usage)) }
-        let (ordering, session, member) = (self.ordering, self.session, self.member)
+        let (ordering, session, member, dependsOn) = (self.ordering, self.session, self.member, self.dependsOn)
         func overhead(_ part: MessagePart) -> Int {
             let payload: Payload =
                 unreliable
                 ? .unreliableMessage(part)
                 : .command(
-                    ordering.next(Command(item: MessagePart.itemMarker, operation: .message(part)), by: member),
+                    ordering.next(
+                        Command(item: MessagePart.itemMarker, operation: .message(part)), by: member,
+                        dependsOn: dependsOn),
                     isRepair: false)
             return WireFormat.encodedSize(Datagram(session: session, sender: member, sequence: 1, payload: payload))
         }

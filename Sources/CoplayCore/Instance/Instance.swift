@@ -399,8 +399,12 @@ public struct Instance: Sendable {
     }
 
     func announcement(isReply: Bool) -> Announcement {
+        // The digest, like this agent's own commands, leaves out origins it never saw as members.
         var digest = VectorClock()
-        for entry in ordering.log.delivered.sorted.prefix(WireFormat.vectorClockEntriesMax) {
+        let dependsOn = dependsOn
+        for entry in ordering.log.delivered.sorted.lazy.filter({ dependsOn($0.member) })
+            .prefix(WireFormat.vectorClockEntriesMax)
+        {
             digest[entry.member] = entry.count
         }
         return Announcement(

@@ -27,6 +27,10 @@ struct Membership: Sendable {
     /// Memberships that ended gracefully or were replaced, with when to forget them. At most
     /// `Settings.departedMax`; the one forgotten soonest goes first.
     private var departed: [Member: MonotonicInstant] = [:]
+    /// Every membership this agent has admitted, oldest first out past `Settings.membersRememberedMax`:
+    /// the origins a command of its own may depend on.
+    private var admitted: Set<Member> = []
+    private var admittedOrder: [Member] = []
 
     init(settings: Settings) { self.settings = settings }
 
@@ -44,6 +48,9 @@ struct Membership: Sendable {
     }
 
     func hasDeparted(_ member: Member) -> Bool { departed[member] != nil }
+
+    /// Whether `member` was ever admitted here (a live peer, or one that left).
+    func wasAdmitted(_ member: Member) -> Bool { admitted.contains(member) }
 
     /// A hello or heartbeat from `sender`.
     mutating func onAnnouncement(
@@ -171,6 +178,10 @@ struct Membership: Sendable {
         }
         let record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt)
         peers[sender.id] = record
+        if admitted.insert(sender).inserted {
+            admittedOrder.append(sender)
+            if admittedOrder.count > settings.membersRememberedMax { admitted.remove(admittedOrder.removeFirst()) }
+        }
         out.append(.joined(record))
         return true
     }

@@ -43,9 +43,16 @@ public struct CausalLog: Sendable {
 
     /// The envelope the next command from `origin` gets: the next counter, a Lamport timestamp
     /// above everything seen, the current delivered clock as dependencies.
-    public func next(_ command: Command, by origin: Member) -> CommandEnvelope {
-        var dependencies = delivered
-        dependencies.remove(origin)
+    /// `dependsOn` says which other origins the command may depend on (all, by default): origins
+    /// never seen as members are left out, so that a flood of invented origins cannot crowd the
+    /// dependencies past what a datagram carries.
+    public func next(_ command: Command, by origin: Member, dependsOn: (Member) -> Bool = { _ in true })
+        -> CommandEnvelope
+    {
+        var dependencies = VectorClock()
+        for entry in delivered.sorted where entry.member != origin && dependsOn(entry.member) {
+            dependencies[entry.member] = entry.count
+        }
         return CommandEnvelope(
             dot: Dot(origin: origin, counter: count(of: origin) + 1), lamport: lamport + 1, dependencies: dependencies,
             command: command)

@@ -60,8 +60,11 @@ struct Ordering: Sendable {
 
     // MARK: Issuing
 
-    /// The envelope the next command from `origin` gets (not yet delivered: see `originate`).
-    func next(_ command: Command, by origin: Member) -> CommandEnvelope { log.next(command, by: origin) }
+    /// The envelope the next command from `origin` gets (not yet delivered: see `originate`); it
+    /// depends only on origins `dependsOn` accepts.
+    func next(_ command: Command, by origin: Member, dependsOn: (Member) -> Bool = { _ in true }) -> CommandEnvelope {
+        log.next(command, by: origin, dependsOn: dependsOn)
+    }
 
     /// Delivers a command this agent issues.
     mutating func originate(_ envelope: CommandEnvelope) -> Delivered {
