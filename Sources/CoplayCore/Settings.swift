@@ -64,6 +64,21 @@ public struct Settings: Sendable, Equatable {
     /// A playing player further than this from the group's timeline (as the clocks drift) is
     /// re-anchored; checked at every tick, at least every heartbeat.
     public var driftCorrectionThreshold: Duration = .microseconds(100)
+    /// A player that reports position samples (mpv, a delegating socket) is steered onto the
+    /// group's timeline by rate nudges of at most this, relative (0.005: ±0.5%, which a listener
+    /// does not hear with the pitch kept).
+    public var rateNudgeMax = 0.005
+    /// A sample's error is steered away over about this long: the nudge is error / horizon,
+    /// before the bound.
+    public var rateCorrectionHorizon: Duration = .seconds(1)
+    /// Errors below this are left alone: mpv's audio clock jitters by about 20 µs between samples.
+    public var rateCorrectionDeadband: Duration = .microseconds(300)
+    /// The nudge changes only in steps of at least this, so the player is not sent a speed change
+    /// with every sample.
+    public var rateNudgeStep = 0.0002
+    /// Errors at least this large are seeked away instead: at `rateNudgeMax` a rate nudge would
+    /// take minutes. The player measures its own seek latency and allows for it.
+    public var seekCorrectionThreshold: Duration = .seconds(1)
     /// A change of position larger than this is also reported as a `time-jumped` event.
     public var timeJumpReportedMin: Duration = .milliseconds(250)
     /// What-happened ends once the player is within this of the group (it closes the gap at 2x,
@@ -153,6 +168,18 @@ public struct Settings: Sendable, Equatable {
     /// Standard-input lines read and not yet processed: the reader waits at this many, so a fast
     /// writer is slowed down rather than losing lines.
     public var inputLinesQueuedMax = 256
+    /// A line from an external player (mpv's IPC, a delegating player) longer than this is cut
+    /// and ignored: mpv's replies are a few hundred bytes, a property list a few KiB.
+    public var playerLineBytesMax = 64 * 1024
+    /// Lines from an external player queued and not yet handled; more are dropped and counted (a
+    /// player that floods its socket cannot grow the agent's memory).
+    public var playerLinesQueuedMax = 1024
+    /// Requests to an external player awaiting their reply; the oldest is forgotten beyond this
+    /// (a player that never answers cannot grow the table).
+    public var playerRequestsMax = 64
+    /// How often a playing external player is asked for its position: each answer is a sample the
+    /// drift correction steers by (10 per second: a 0.5% nudge moves 0.5 ms between samples).
+    public var playerSampleInterval: Duration = .milliseconds(100)
     /// Diagnostics about dropped datagrams: the first `dropDiagnosticsFirst` of each kind, then
     /// one in `dropDiagnosticEvery` (a flood must not become a flood of lines).
     public var dropDiagnosticsFirst = 3

@@ -29,4 +29,12 @@ public enum Locations {
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
+
+    /// The full path of `program` on `PATH`, or nil.
+    public static func onPath(_ program: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(program)" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }
 }

@@ -12,8 +12,18 @@ public struct SimulatedPlayer: Hashable, Sendable {
     /// When a pending load or seek completes, or a stall ends (local monotonic clock).
     private var readyAt: MonotonicInstant?
     private var stalledUntil: MonotonicInstant?
+    /// How far its real speed is from the speed it is told: +0.003 runs 0.3% fast, as a sound
+    /// card's clock does. Zero by default (then the core's belief is exact).
+    public var speedError = 0.0
+    /// When set, it reports a position sample this often while playing, as mpv's client does; the
+    /// core then steers it by those samples (rate nudges, seeks).
+    public var sampleInterval: Duration?
+    private var nextSampleAt: MonotonicInstant?
 
-    public init() {}
+    public init(speedError: Double = 0, sampleInterval: Duration? = nil) {
+        self.speedError = speedError
+        self.sampleInterval = sampleInterval
+    }
 
     public var item: LoadedItem? { model.item }
     public var rate: Double { model.rate }
@@ -26,7 +36,17 @@ public struct SimulatedPlayer: Hashable, Sendable {
             model.apply(command)
             stalledUntil = nil
             readyAt = now.monotonic + .seconds(saturating: model.item?.bufferSeconds ?? 0)
-        case .play, .pause, .unload:
+        case .play(let rate, let position, let at):
+            // From the later of `at` and now on, it runs at its own (erroneous) speed.
+            let start = max(at, now.wall)
+            let startPosition = position + rate * Double(start.unixNanos &- at.unixNanos) / 1e9
+            model.apply(.play(rate: rate * (1 + speedError), position: startPosition, at: start))
+            readyAt = nil
+            stalledUntil = nil
+            nextSampleAt = sampleInterval.map { now.monotonic + $0 }
+        case .adjustRate(let rate, let at):
+            model.apply(.adjustRate(rate * (1 + speedError), at: at))
+        case .pause, .unload:
             model.apply(command)
             readyAt = nil
             stalledUntil = nil
@@ -45,11 +65,11 @@ public struct SimulatedPlayer: Hashable, Sendable {
     public func nextEvent(now: Timestamp) -> MonotonicInstant? {
         if let readyAt { return readyAt }
         if let stalledUntil { return stalledUntil }
-        guard case .moving(let rate, _, _) = model.state, rate > 0, let duration = model.item?.durationSeconds else {
-            return nil
-        }
-        let remaining = max(0, (duration - model.position(at: now)) / rate)
-        return now.monotonic + .seconds(saturating: remaining)
+        guard case .moving(let rate, _, _) = model.state, rate > 0 else { return nil }
+        let sample = sampleInterval == nil ? nil : nextSampleAt
+        guard let duration = model.item?.durationSeconds else { return sample }
+        let end = now.monotonic + .seconds(saturating: max(0, (duration - model.position(at: now)) / rate))
+        return sample.map { min($0, end) } ?? end
     }
 
     /// Advances to `now`; returns what happened.
@@ -71,6 +91,12 @@ public struct SimulatedPlayer: Hashable, Sendable {
         {
             model.apply(.ended(position: duration))
             return [.ended(position: duration)]
+        }
+        if let interval = sampleInterval, let due = nextSampleAt, due <= now.monotonic, case .moving = model.state {
+            nextSampleAt = now.monotonic + interval
+            return [
+                .sample(position: model.position(at: now), rate: model.rate / (1 + speedError), at: now.wall)
+            ]
         }
         return []
     }

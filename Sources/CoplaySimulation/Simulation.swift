@@ -60,6 +60,9 @@ public struct Simulation {
     public var eventLogMax = 50_000
     /// Settings of particular nodes (their own policies), in place of `settings`.
     public var settingsOfNode: [Int: Settings] = [:]
+    /// The player a node starts with (and gets again after a crash), when not the default one:
+    /// a clock that runs fast, a player that reports position samples.
+    public var playerOfNode: [Int: SimulatedPlayer] = [:]
 
     private var queue = EventQueue<Item>()
     private var random: SplitMix64
@@ -167,6 +170,7 @@ public struct Simulation {
         switch action {
         case .start(let index):
             nodes[index].starts += 1
+            if nodes[index].instance == nil { nodes[index].player = playerOfNode[index] ?? SimulatedPlayer() }
             let now = nodes[index].clock.timestamp(atTrue: nowNanos)
             let identity = LocalIdentity(
                 id: nodes[index].id, name: "node\(index)", sessionName: "sim", unicastPort: nodes[index].endpoint.port)
@@ -179,7 +183,7 @@ public struct Simulation {
             carryOut(directives, for: index)
         case .crash(let index):
             nodes[index].instance = nil
-            nodes[index].player = SimulatedPlayer()
+            nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
             nodes[index].wakeGeneration += 1
             nodes[index].playerWakeGeneration += 1
         case .command(let index, let command):
@@ -234,7 +238,7 @@ public struct Simulation {
                 reports += nodes[index].player.perform(command, now: now)
             case .exit:
                 nodes[index].instance = nil
-                nodes[index].player = SimulatedPlayer()
+                nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
                 nodes[index].wakeGeneration += 1
                 nodes[index].playerWakeGeneration += 1
                 return

@@ -63,9 +63,33 @@ import Testing
         #expect(error(["--clock-skew-ms", "1.5"])?.contains("whole milliseconds") == true)
         #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
-        #expect(error(["--player", "mpv"])?.contains("not available") == true)
+        #expect(error(["--player", "vlc"]) == "--player takes simulated or mpv, not 'vlc'")
+        #expect(error(["--mpv-option", "vo=null"])?.contains("need --player mpv") == true)
+        #expect(error(["--player", "mpv", "--mpv-option", "novalue"])?.contains("NAME=VALUE") == true)
+        #expect(error(["--player", "mpv", "--mpv-option", "--vo=null"])?.contains("NAME=VALUE") == true)
+        #expect(error(["--player", "mpv", "--mpv-option", "input-ipc-server=/x"])?.contains("--mpv-socket") == true)
+        #expect(error(["--player", "mpv", "--mpv-attach"])?.contains("needs --mpv-socket") == true)
+        #expect(
+            error(["--player", "mpv", "--mpv-socket", String(repeating: "s", count: 108)])?.contains("107") == true)
         #expect(error(["--key-file", "/nonexistent/coplay.key"])?.contains("cannot read the key file") == true)
         #expect(error(["--pause-snaps", "maybe"]) == "--pause-snaps takes on or off, not 'maybe'")
+    }
+
+    @Test func playerOptions_chooseMpvWithItsSocketAndOptions() throws {
+        guard
+            case .runAgent(let configuration) = try CommandLineOptions.parse([
+                "--mpv-socket", "/run/mpv.sock", "--mpv-option", "vo=null", "--player", "mpv", "--mpv-option",
+                "script-opts=a=b",
+            ]).get(), case .mpv(let options) = configuration.player
+        else {
+            Issue.record("--player mpv not recognised")
+            return
+        }
+        #expect(options.socketPath == "/run/mpv.sock")
+        #expect(options.options == ["vo=null", "script-opts=a=b"])
+        #expect(!options.attach)
+        guard case .runAgent(let simulated) = try CommandLineOptions.parse([]).get() else { return }
+        #expect(simulated.player == .simulated)
     }
 
     @Test func keygen_writesAKeyFileThatLoads() throws {

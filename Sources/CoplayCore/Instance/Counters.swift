@@ -82,6 +82,10 @@ public struct Counters: Hashable, Sendable {
     public var nacksSent = 0
     /// Times the player was re-anchored to the group's timeline as the clocks drifted.
     public var driftCorrections = 0
+    /// Position samples the player reported while playing; rate nudges and seeks they caused.
+    public var playerSamples = 0
+    public var rateNudges = 0
+    public var seekCorrections = 0
     /// App messages sent, delivered here, and given up (parts missing or over the limits).
     public var messagesSent = 0
     public var messagesReceived = 0

@@ -32,6 +32,8 @@ public enum Event: Hashable, Sendable {
     case itemChanged(ItemReport)
     /// The current item was unloaded (the session ended): nothing is loaded now.
     case itemUnloaded(item: String, reason: String)
+    /// The local player failed: a load error, or it quit. The text says how.
+    case playerError(String)
     /// Playback of the current item is waiting for a coordinated start or seek.
     case waiting(PlaybackReport)
     /// Playback of the current item started, or continues at a new rate.
@@ -190,13 +192,19 @@ public struct StatusReport: Hashable, Sendable {
     public var counters: Counters
     /// The group's shared activity, if any.
     public var activity: Activity?
+    /// The local player's kind and how it is being steered onto the group's timeline.
+    public var playerKind: String
+    public var correction: Correction
 
     public init(
         member: Member, name: String, sessionName: String, state: SessionState, item: String?, rate: Double,
         positionSeconds: Double, sampledAt: Timestamp, isWaiting: Bool, suspensions: [String], peerCount: Int,
-        counters: Counters, activity: Activity? = nil
+        counters: Counters, activity: Activity? = nil, playerKind: String = "simulated",
+        correction: Correction = Correction()
     ) {
         self.activity = activity
+        self.playerKind = playerKind
+        self.correction = correction
         self.member = member
         self.name = name
         self.sessionName = sessionName

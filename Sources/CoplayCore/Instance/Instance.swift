@@ -6,8 +6,11 @@ public struct LocalIdentity: Hashable, Sendable {
     public var sessionName: String
     /// The port of this agent's unicast socket, announced in hellos and heartbeats.
     public var unicastPort: UInt16
+    /// What kind of local player it drives ("simulated", "mpv", "socket"), for `status`.
+    public var playerKind: String
 
-    public init(id: PeerID, name: String, sessionName: String, unicastPort: UInt16) {
+    public init(id: PeerID, name: String, sessionName: String, unicastPort: UInt16, playerKind: String = "simulated") {
+        self.playerKind = playerKind
         self.id = id
         self.name = name
         self.sessionName = sessionName
@@ -186,7 +189,7 @@ public struct Instance: Sendable {
             case .seek(let position): return onCommand(.seek(seconds: position), now: now)
             }
         case .failed(let text):
-            return finish([.diagnose("player: \(text)")], now: now)
+            return finish([.emit(.playerError(text))], now: now)
         case .ready, .stalled, .stallEnded, .ended, .sample:
             var out: [Directive] = []
             route(playback.onPlayerReport(report, context(now), counters: &counters), now: now, into: &out)
@@ -446,6 +449,7 @@ public struct Instance: Sendable {
             member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
             isWaiting: coordination.isWaiting, suspensions: suspensions.map(\.reason), peerCount: peers.count,
-            counters: counters, activity: playback.sharedActivity)
+            counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
+            correction: playback.correction)
     }
 }

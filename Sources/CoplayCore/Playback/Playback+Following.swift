@@ -51,7 +51,7 @@ extension Playback {
                 prepareToCatchUp(timeline, context, into: &out)
                 return
             }
-            let rateBefore = player.rate
+            let rateBefore = player.rate / (1 + correction.nudge)
             let following =
                 rateBefore == rate
                 && abs(before - player.clamp(timeline.position(at: now.wall)))

@@ -33,16 +33,66 @@ extension Playback {
                             item: item.id, rate: 0, position: position, originator: context.originator(context.member),
                             reason: "ended", dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0)
                         ))))
-        case .sample, .userAction, .failed:
+        case .sample(let position, _, let at):
+            correction.playerSamples = true
+            counters.playerSamples += 1
+            out += correct(toSample: position, at: at, context, counters: &counters)
+        case .userAction, .failed:
             break
         }
         return out
     }
 
+    /// Steers a player that reports samples onto the group's timeline: an error below
+    /// `rateCorrectionDeadband` is left alone, one below `seekCorrectionThreshold` is steered away
+    /// by a rate nudge of at most `rateNudgeMax` (no seek, nothing audible), a larger one is
+    /// seeked away (re-anchored).
+    mutating func correct(
+        toSample position: Double, at: WallInstant, _ context: PlaybackContext, counters: inout Counters
+    )
+        -> [Output]
+    {
+        guard !isSuspended, let item = player.item, let group = items[item.id], player.rate > 0,
+            case .playing(let rate, let anchorPosition, let anchorAt) = timeline(of: group, context), at >= anchorAt
+        else {
+            correction.sampleError = nil
+            correction.lastSampleAt = nil
+            return []
+        }
+        let error = position - timeline(of: group, context).position(at: at)
+        correction.sampleError = error
+        var out: [Output] = []
+        if abs(error) >= settings.seekCorrectionThreshold.seconds {
+            correction.lastSeek = error
+            correction.lastSampleAt = nil
+            counters.seekCorrections += 1
+            tell(.play(rate: rate, position: anchorPosition, at: anchorAt), into: &out)
+            return out
+        }
+        // A PI controller: the proportional part steers the error away over the horizon; the
+        // integral part (`trim`) learns the player's own speed error, so that the error settles at
+        // zero rather than at the offset a proportional nudge needs to cancel it. Critically
+        // damped: the integral gain is a quarter of the square of the proportional one.
+        let gain = 1 / settings.rateCorrectionHorizon.seconds
+        let elapsed = correction.lastSampleAt.map { min(1, max(0, Double(at.unixNanos &- $0.unixNanos) / 1e9)) } ?? 0
+        correction.lastSampleAt = at
+        let limit = settings.rateNudgeMax
+        correction.trim = min(max(correction.trim - error * gain * gain / 4 * elapsed, -limit), limit)
+        let steer = abs(error) <= settings.rateCorrectionDeadband.seconds ? 0 : -error * gain
+        let wanted = min(max(correction.trim + steer, -limit), limit)
+        guard abs(wanted - correction.nudge) >= settings.rateNudgeStep else { return [] }
+        correction.nudge = wanted
+        counters.rateNudges += 1
+        tell(.adjustRate(rate * (1 + wanted), at: context.now.wall), into: &out)
+        return out
+    }
+
     /// Keeps a playing player on the group's timeline as the clocks drift: re-anchors it when it
     /// is more than `Settings.driftCorrectionThreshold` off.
+    /// (Only for a player that reports no samples: one that does is steered by `correct(toSample:)`.)
     mutating func correctDrift(_ context: PlaybackContext, counters: inout Counters) -> [Output] {
-        guard !isSuspended, let item = player.item, let group = items[item.id], case .playing = group.timeline,
+        guard !correction.playerSamples, !isSuspended, let item = player.item, let group = items[item.id],
+            case .playing = group.timeline,
             player.rate > 0
         else { return [] }
         let target = timeline(of: group, context)

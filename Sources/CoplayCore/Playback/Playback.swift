@@ -48,6 +48,7 @@ struct Playback: Sendable {
     var suspensions = Suspensions()
     private var localItemSettings: LocalItemSettings?
     var history: History = .current
+    var correction = Correction()
 
     init(settings: Settings) { self.settings = settings }
 
@@ -249,6 +250,13 @@ struct Playback: Sendable {
 
     /// Tells the player, and believes it done.
     mutating func tell(_ command: PlayerCommand, into out: inout [Output]) {
+        switch command {
+        case .adjustRate: break
+        case .play, .load, .prepare, .pause, .unload:
+            correction.nudge = 0
+            correction.lastSampleAt = nil
+        case .simulateStall: break
+        }
         player.apply(command)
         out.append(.player(command))
     }

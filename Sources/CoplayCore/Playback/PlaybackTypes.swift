@@ -70,3 +70,22 @@ struct PlaybackContext {
         membership.originator(origin, local: member, localName: name)
     }
 }
+
+/// How the player is being steered onto the group's timeline from its position samples.
+public struct Correction: Hashable, Sendable {
+    /// The relative rate nudge in force: +0.003 plays 0.3% faster than the group.
+    public var nudge = 0.0
+    /// The integral part of the nudge: what the player's own speed error has been found to be
+    /// (a sound card 0.1% fast settles at -0.001), so that the error itself settles at zero.
+    public var trim = 0.0
+    /// When the last sample was taken.
+    public var lastSampleAt: WallInstant?
+    /// The last sample's error in seconds (positive: ahead of the group); nil when not playing.
+    public var sampleError: Double?
+    /// The error the last seek correction removed, in seconds.
+    public var lastSeek: Double?
+    /// Whether the player reports samples at all (then they steer it, not the core's belief).
+    public var playerSamples = false
+
+    public init() {}
+}

@@ -11,6 +11,9 @@ public enum PlayerCommand: Hashable, Sendable {
     /// Play at `rate` so that the media is at `position` at wall instant `at` (an instant in the
     /// past: continue from where it would be by now).
     case play(rate: Double, position: Double, at: WallInstant)
+    /// Keep playing from where it is at wall instant `at`, at `rate`, without a seek: the small
+    /// correction that steers a player back onto the group's timeline (a rate nudge).
+    case adjustRate(Double, at: WallInstant)
     /// Pause, showing `position`.
     case pause(position: Double)
     /// Stop and unload the current item: nothing is loaded afterwards.
@@ -31,7 +34,8 @@ public enum PlayerReport: Hashable, Sendable {
     /// It reached the end of the item and holds there.
     case ended(position: Double)
     /// Where it was at wall instant `at`, moving at `rate`: the core compares this with the group's
-    /// timeline and corrects.
+    /// timeline and corrects (rate nudges for small errors, a seek for large ones). A player that
+    /// sends samples is steered by them; one that sends none is trusted to follow its commands.
     case sample(position: Double, rate: Double, at: WallInstant)
     /// The person in front of the player did this (a key, an on-screen control): a group command.
     case userAction(UserAction)

@@ -21,12 +21,14 @@ public struct PlayerModel: Hashable, Sendable {
 
     public init() {}
 
-    public func position(at now: Timestamp) -> Double {
+    public func position(at now: Timestamp) -> Double { position(atWall: now.wall) }
+
+    public func position(atWall now: WallInstant) -> Double {
         switch state {
         case .empty: return 0
         case .preparing(let position), .ready(let position), .stalled(let position): return position
         case .moving(let rate, let position, let at):
-            let elapsedSeconds = now.wall > at ? Double(now.wall.unixNanos &- at.unixNanos) / 1e9 : 0
+            let elapsedSeconds = now > at ? Double(now.unixNanos &- at.unixNanos) / 1e9 : 0
             return clamp(position + rate * elapsedSeconds)
         }
     }
@@ -61,6 +63,9 @@ public struct PlayerModel: Hashable, Sendable {
         case .play(let rate, let position, let at):
             guard item != nil else { return }
             state = .moving(rate: rate, position: position, at: at)
+        case .adjustRate(let rate, let at):
+            guard case .moving = state else { return }
+            state = .moving(rate: rate, position: position(atWall: at), at: at)
         case .pause(let position):
             guard item != nil else { return }
             state = .ready(position: clamp(position))

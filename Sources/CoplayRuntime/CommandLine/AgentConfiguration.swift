@@ -16,6 +16,29 @@ public struct AgentConfiguration: Sendable {
     /// The group key file and its keys (current first); nil for an open group.
     public var keyFile: String?
     public var keys: [[UInt8]]?
+    /// The local player.
+    public var player: PlayerChoice = .simulated
+    /// The mpv flags as read (they may come before `--player mpv`).
+    var mpvOptions = MpvOptions()
 
     public init(name: String) { self.name = name }
+}
+
+/// Which player an agent drives (`--player`).
+public enum PlayerChoice: Sendable, Equatable {
+    /// The built-in model of a player (testing, demos, measuring the protocol).
+    case simulated
+    case mpv(MpvOptions)
+}
+
+/// How to reach mpv (`--player mpv`, `--mpv-socket`, `--mpv-option`, `--mpv-attach`).
+public struct MpvOptions: Sendable, Equatable {
+    /// Its IPC socket; nil: a private path the agent chooses.
+    public var socketPath: String?
+    /// NAME=VALUE options passed to an mpv the agent starts.
+    public var options: [String] = []
+    /// Attach to an mpv the user started with --input-ipc-server=PATH instead of starting one.
+    public var attach = false
+
+    public init() {}
 }

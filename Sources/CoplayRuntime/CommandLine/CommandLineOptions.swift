@@ -58,6 +58,15 @@ public enum CommandLineOptions {
           --pause-snaps on|off      on: a pause puts everyone at the originator's position
                                     (pauseSnapsToMediaTimeOfOriginator, the default); off:
                                     each player stops where it is
+          --player simulated|mpv    the local player: simulated (the default: a model, for tests
+                                    and demos) or mpv, driven over its JSON IPC; pausing,
+                                    seeking or changing speed in mpv is a group command
+          --mpv-socket PATH         mpv's IPC socket (default: a private path), so other tools
+                                    can talk to the same mpv
+          --mpv-option NAME=VALUE   passed to the mpv coplay starts as --NAME=VALUE; repeatable
+                                    (vo=null and ao=null for a headless mpv, fullscreen=yes …)
+          --mpv-attach              drive an mpv already started with --input-ipc-server=PATH
+                                    (give the PATH with --mpv-socket) instead of starting one
 
         Commands on standard input, one per line:
         \(ConsoleCommand.usages.map { CommandLineOptions.usageLine($0) }.joined(separator: "\n"))
@@ -185,7 +194,32 @@ public enum CommandLineOptions {
                     configuration.keys = try KeyFile.load(path).get()
                     configuration.keyFile = path
                 case "--player":
-                    throw UsageError(message: "\(argument) is not available in this version of coplay")
+                    let text = try value().get()
+                    switch text {
+                    case "simulated": configuration.player = .simulated
+                    case "mpv": configuration.player = .mpv(configuration.mpvOptions)
+                    default: throw UsageError(message: "--player takes simulated or mpv, not '\(text)'")
+                    }
+                case "--mpv-socket":
+                    let path = try value().get()
+                    guard !path.isEmpty, path.utf8.count <= 107 else {
+                        throw UsageError(message: "--mpv-socket takes a socket path of 1 to 107 bytes")
+                    }
+                    configuration.mpvOptions.socketPath = path
+                case "--mpv-option":
+                    let text = try value().get()
+                    let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard parts.count == 2, !parts[0].isEmpty, !parts[0].hasPrefix("-"),
+                        !parts[0].contains(where: { $0 == " " || $0 == "\n" })
+                    else {
+                        throw UsageError(message: "--mpv-option takes NAME=VALUE (e.g. vo=null), not '\(text)'")
+                    }
+                    guard parts[0] != "input-ipc-server" else {
+                        throw UsageError(message: "set mpv's IPC socket with --mpv-socket PATH, not --mpv-option")
+                    }
+                    configuration.mpvOptions.options.append(text)
+                case "--mpv-attach":
+                    configuration.mpvOptions.attach = true
                 default:
                     throw UsageError(
                         message: argument.hasPrefix("-")
@@ -194,6 +228,18 @@ public enum CommandLineOptions {
             } catch {
                 return .failure(error)
             }
+        }
+        if case .mpv = configuration.player {
+            configuration.player = .mpv(configuration.mpvOptions)
+        } else if configuration.mpvOptions != MpvOptions() {
+            return .failure(UsageError(message: "--mpv-socket, --mpv-option and --mpv-attach need --player mpv"))
+        }
+        if configuration.mpvOptions.attach, configuration.mpvOptions.socketPath == nil {
+            return .failure(
+                UsageError(message: "--mpv-attach needs --mpv-socket PATH (the socket mpv was started with)"))
+        }
+        if configuration.mpvOptions.attach, !configuration.mpvOptions.options.isEmpty {
+            return .failure(UsageError(message: "--mpv-option applies to an mpv coplay starts, not with --mpv-attach"))
         }
         return .success(.runAgent(configuration))
     }

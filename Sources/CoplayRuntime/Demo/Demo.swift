@@ -239,7 +239,8 @@ public enum Demo {
     static func describe(_ event: Event) -> String? {
         let formatter = EventFormatter(json: false, clock: AgentClock())
         switch event {
-        case .activityChanged, .activityUnchanged, .proposal, .itemChanged, .itemUnloaded, .waiting, .playing, .paused,
+        case .activityChanged, .activityUnchanged, .proposal, .itemChanged, .itemUnloaded, .playerError, .waiting,
+            .playing, .paused,
             .rateChanged,
             .timeJumped, .commandIgnored, .suspension, .session, .commandError, .message, .messageSent:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first

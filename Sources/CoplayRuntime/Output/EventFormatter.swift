@@ -51,6 +51,7 @@ public struct EventFormatter: Sendable {
         case .proposal: "proposal"
         case .itemChanged: "item-changed"
         case .itemUnloaded: "item-unloaded"
+        case .playerError: "player-error"
         case .waiting: "waiting"
         case .playing: "playing"
         case .paused: "paused"
@@ -90,7 +91,7 @@ public struct EventFormatter: Sendable {
                 ("waiting", .bool(report.isWaiting)), ("suspensions", .array(report.suspensions.map { .string($0) })),
                 ("peers", .int(Int64(report.peerCount))),
                 ("activity", report.activity.map { .object(activityFields($0)) } ?? .null),
-                ("counters", countersObject(report.counters, wire: wire)),
+                ("player", playerObject(report)), ("counters", countersObject(report.counters, wire: wire)),
             ]
         case .peers(let infos):
             return [("peers", .array(infos.map(peerObject)))]
@@ -115,6 +116,8 @@ public struct EventFormatter: Sendable {
             return activityFields(activity)
         case .itemUnloaded(let item, let reason):
             return [("item", .string(item)), ("reason", .string(reason))]
+        case .playerError(let text):
+            return [("message", .string(text))]
         case .proposal(let report):
             var fields: [(String, JSONValue)] = [
                 ("item", .string(report.item)), ("position", .double(Self.rounded(report.position))),
@@ -226,7 +229,29 @@ public struct EventFormatter: Sendable {
             ("commandsSuperseded", .int(Int64(counters.commandsSuperseded))),
             ("duplicateCommands", .int(Int64(counters.duplicateCommands))),
             ("nacksSent", .int(Int64(counters.nacksSent))),
+            ("driftCorrections", .int(Int64(counters.driftCorrections))),
+            ("playerSamples", .int(Int64(counters.playerSamples))), ("rateNudges", .int(Int64(counters.rateNudges))),
+            ("seekCorrections", .int(Int64(counters.seekCorrections))),
         ])
+    }
+
+    /// The player's kind and its correction, for `status`.
+    private func playerObject(_ report: StatusReport) -> JSONValue {
+        .object([
+            ("kind", .string(report.playerKind)),
+            ("rateNudgePercent", .double(report.correction.nudge * 100)),
+            ("sampleErrorMs", report.correction.sampleError.map { .double($0 * 1000) } ?? .null),
+            ("lastSeekCorrectionMs", report.correction.lastSeek.map { .double($0 * 1000) } ?? .null),
+        ])
+    }
+
+    private static func correctionText(_ report: StatusReport) -> String {
+        let correction = report.correction
+        var text =
+            "player=\(report.playerKind) nudge=\(String(format3: correction.nudge * 100))% "
+            + "error=\(correction.sampleError.map { String(format3: $0 * 1000) + "ms" } ?? "-")"
+        if let seek = correction.lastSeek { text += " last-seek-correction=\(String(format3: seek * 1000))ms" }
+        return text
     }
 
     // MARK: Text
@@ -263,7 +288,8 @@ public struct EventFormatter: Sendable {
                 "status \(report.name) id=\(report.member.id) session=\(report.sessionName) state=\(report.state.name) "
                     + "item=\(report.item ?? "-") rate=\(report.rate) position=\(String(format3: report.positionSeconds)) "
                     + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) peers=\(report.peerCount) "
-                    + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal)"
+                    + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal) "
+                    + Self.correctionText(report)
             ]
         case .peers(let infos):
             guard !infos.isEmpty else { return ["peers none"] }
@@ -282,6 +308,8 @@ public struct EventFormatter: Sendable {
             return ["activity \(activity.itemID)\(title) url=\(activity.url) by \(Self.who(originator))"]
         case .itemUnloaded(let item, let reason):
             return ["item-unloaded \(item) (\(reason))"]
+        case .playerError(let text):
+            return ["player-error \(text)"]
         case .activityUnchanged(let activity):
             return ["activity-unchanged \(activity.itemID) is already the group's activity: not shared again"]
         case .proposal(let report):

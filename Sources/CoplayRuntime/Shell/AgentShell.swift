@@ -22,7 +22,12 @@ public actor AgentShell {
     private let keyFile: String?
     private var instance: Instance
     /// The local player, on the far side of the core's player boundary.
-    private var player = SimulatedPlayer()
+    private var player: any PlayerDriver
+    /// The connection of an external player, read once `run()` starts.
+    private let playerSocket: LineSocket?
+    /// Lines from an external player queued and not yet handled (at most
+    /// `Settings.playerLinesQueuedMax`).
+    private let queuedPlayerLines = QueueGauge()
     private let transport: UDPTransport
     private let clock: AgentClock
     private let formatter: EventFormatter
@@ -34,6 +39,8 @@ public actor AgentShell {
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
     private var signalsSeen = 0
+    /// The external player closed its connection.
+    private var playerGone = false
     /// Datagrams handed over by the receive threads and not yet processed (at most
     /// `Settings.receiveQueueDatagramsMax`).
     private let queuedDatagrams = QueueGauge()
@@ -48,10 +55,22 @@ public actor AgentShell {
             try NetworkInterface.lookup(name)
         }
         transport = try UDPTransport(group: configuration.group, interface: interface)
+        switch configuration.player {
+        case .simulated:
+            player = SimulatedPlayer()
+            playerSocket = nil
+        case .mpv(let options):
+            do {
+                (player, playerSocket) = try MpvPlayer.connect(options, settings: configuration.settings)
+            } catch {
+                transport.close()
+                throw error
+            }
+        }
         var system = SystemRandomNumberGenerator()
         let identity = LocalIdentity(
             id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
-            sessionName: configuration.sessionName, unicastPort: transport.local.port)
+            sessionName: configuration.sessionName, unicastPort: transport.local.port, playerKind: player.kind)
         instance = Instance(
             identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now(),
             keys: configuration.keys)
@@ -108,10 +127,21 @@ public actor AgentShell {
             guard gauge.enter(limit: queuedMax) else { return }
             feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
         }
+        if let playerSocket {
+            let lines = queuedPlayerLines
+            let linesMax = instance.settings.playerLinesQueuedMax
+            playerSocket.startReading(
+                lineBytesMax: instance.settings.playerLineBytesMax, clock: clock,
+                line: { bytes, stamp in
+                    guard lines.enter(limit: linesMax) else { return }
+                    feed.yield(.playerLine(bytes, receivedAt: stamp))
+                }, ended: { feed.yield(.playerClosed) })
+        }
         defer {
             timer.cancel()
             playerTimer.cancel()
             transport.close()
+            player.close()
         }
         if case .standardStreams = mode {
             let slots = lineSlots
@@ -151,6 +181,17 @@ public actor AgentShell {
             case .playerTick:
                 if let status = playerChanged(reports: player.advance(now: clock.now())) { return status }
                 continue
+            case .playerLine(let line, let receivedAt):
+                queuedPlayerLines.leave()
+                if let status = playerChanged(reports: player.receive(line: line, at: receivedAt)) { return status }
+                continue
+            case .playerClosed:
+                guard !playerGone else { continue }
+                playerGone = true
+                let now = clock.now()
+                directives =
+                    instance.onPlayerReport(.failed("the \(player.kind) player quit: leaving the session"), now: now)
+                    + instance.onCommand(.quit, now: now)
             }
             if let status = carryOut(directives) { return status }
         }

@@ -15,4 +15,8 @@ enum ShellInput: Sendable {
     case tick
     /// The player's timer fired.
     case playerTick
+    /// A line from an external player's connection, stamped when it arrived.
+    case playerLine([UInt8], receivedAt: Timestamp)
+    /// The external player closed its connection (mpv quit).
+    case playerClosed
 }

@@ -1,0 +1,116 @@
+import Foundation
+
+/// A separate client of an mpv's JSON IPC socket, as a person's keypress or another tool would
+/// be: tests and benchmarks read mpv's state through it and act on mpv behind coplay's back.
+public final class MpvClient: @unchecked Sendable {
+    private let descriptor: Int32
+    private var buffer: [UInt8] = []
+    private var nextID = 1
+
+    /// Connects to the socket at `path`, waiting up to `timeout` for it to appear.
+    public init(path: String, timeout: Duration = .seconds(10)) throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+            }
+            let status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if status == 0 {
+                self.descriptor = descriptor
+                var wait = timeval(tv_sec: 5, tv_usec: 0)
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+                return
+            }
+            close(descriptor)
+            guard ContinuousClock.now < deadline else {
+                throw NSError(domain: "MpvClient", code: 1, userInfo: [NSLocalizedDescriptionKey: "no mpv at \(path)"])
+            }
+            usleep(20_000)
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Sends one command and returns its reply's `data` (nil on an error reply or a timeout),
+    /// with the true Unix time in nanoseconds at the middle of the round trip.
+    @discardableResult
+    public func command(_ arguments: [Any]) -> (data: Any?, atUnixNanos: Int64) {
+        let id = nextID
+        nextID += 1
+        let request = try! JSONSerialization.data(withJSONObject: ["command": arguments, "request_id": id])
+        let sent = Self.unixNanos()
+        _ = (request + [UInt8(ascii: "\n")]).withUnsafeBytes {
+            send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+        }
+        while let line = readLine() {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                (object["request_id"] as? NSNumber)?.intValue == id
+            else { continue }  // an event, or another client's reply
+            let received = Self.unixNanos()
+            let middle = sent + (received - sent) / 2
+            return ((object["error"] as? String) == "success" ? object["data"] : nil, middle)
+        }
+        return (nil, sent)
+    }
+
+    public func property(_ name: String) -> Any? { command(["get_property", name]).data }
+    public func number(_ name: String) -> Double? { (property(name) as? NSNumber)?.doubleValue }
+    public func set(_ name: String, _ value: Any) { command(["set_property", name, value]) }
+
+    private func readLine() -> [UInt8]? {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 8192)
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+
+    static func unixNanos() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+
+    /// Whether an `mpv` is on PATH.
+    public static var isInstalled: Bool { Locations.onPath("mpv") != nil }
+
+    /// Writes a short test file with ffmpeg (a test pattern with a 440 Hz tone), once per path.
+    public static func makeTestMedia(at path: String, seconds: Int = 60) throws {
+        guard !FileManager.default.fileExists(atPath: path) else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Locations.onPath("ffmpeg").orThrow("ffmpeg is not installed"))
+        process.arguments = [
+            "-y", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-f", "lavfi", "-i",
+            "sine=frequency=440:sample_rate=48000", "-t", String(seconds), "-c:v", "libx264", "-preset", "ultrafast",
+            "-g", "25", "-c:a", "aac", "-b:a", "64k", path + ".part.mkv",
+        ]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw NSError(domain: "ffmpeg", code: Int(process.terminationStatus))
+        }
+        try FileManager.default.moveItem(atPath: path + ".part.mkv", toPath: path)
+    }
+}
+
+extension Optional {
+    func orThrow(_ message: String) throws -> Wrapped {
+        guard let self else {
+            throw NSError(domain: "coplay", code: 1, userInfo: [NSLocalizedDescriptionKey: message])
+        }
+        return self
+    }
+}

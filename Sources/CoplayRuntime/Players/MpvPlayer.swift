@@ -1,0 +1,438 @@
+import CoplayCore
+import Glibc
+
+/// mpv, driven over its JSON IPC (`--input-ipc-server`): one JSON object per line each way,
+/// commands carrying a `request_id` that the reply repeats, and events (`seek`,
+/// `playback-restart`, `file-loaded`, `end-file`, and `property-change` for the properties it
+/// observes).
+///
+/// - A load or prepare is ready once mpv has loaded the file and finished the seek to the
+///   position (`playback-restart`), not when the command was sent.
+/// - A start at instant T unpauses mpv at T (less the start latency it has measured), from a
+///   frame it already holds; otherwise it seeks to where the timeline will be once the seek is
+///   done (the seek latency is measured too) and plays from there.
+/// - While playing it asks for `audio-pts` (µs-smooth; `time-pos` steps by frames) every
+///   `Settings.playerSampleInterval` and reports each answer as a sample, stamped at the middle
+///   of the request's round trip: the core steers by them with rate nudges (`speed`, with
+///   `scaletempo2` keeping the pitch).
+/// - A change of `pause`, `speed` or a `seek` that coplay did not ask for is the person in front
+///   of mpv: it is reported as a user action (a group command), so commands applied to mpv never
+///   echo back. A speed change within 2% of the group's rate is treated as a disturbance (the
+///   correction takes it back), not as a choice.
+/// - `paused-for-cache` is a stall; `eof-reached` the end; a failed load is reported as a failure.
+struct MpvPlayer: PlayerDriver {
+    let kind = "mpv"
+    private let socket: LineSocket
+    /// The mpv process, when the agent started it (then it quits it when exiting).
+    private let process: ChildProcess?
+    private let settings: Settings
+
+    /// The timeline it plays: at wall instant `at` the media is at `position`, moving at `rate`.
+    private struct Anchor: Hashable {
+        var rate: Double
+        var position: Double
+        var at: WallInstant
+        func position(at instant: WallInstant) -> Double {
+            position + rate * Double(instant.unixNanos &- at.unixNanos) / 1e9
+        }
+    }
+
+    private enum Request {
+        case sample(sentAt: Timestamp, generation: Int)
+        case seek
+        case userSeekPosition
+        case other
+    }
+
+    private var nextRequestID: Int64 = 1
+    private var requests: [Int64: Request] = [:]
+    private var requestOrder: [Int64] = []
+
+    private var item: LoadedItem?
+    private var fileLoaded = false
+    /// A load or prepare waiting to be ready at this position.
+    private var preparing: Double?
+    /// The seek to make once the file is loaded (mpv refuses a seek before).
+    private var seekOnLoad: Double?
+    /// The position it holds while paused, when known.
+    private var held: Double?
+    /// Seeks sent whose `seek` event has not come yet (any other `seek` event is the user's).
+    private var ownSeeks = 0
+    private var seekSentAt: MonotonicInstant?
+    /// How long a seek takes, from the command to `playback-restart` (moving average, seconds).
+    private var seekLatency = 0.03
+    /// What coplay last set; a property change to anything else is the user's doing.
+    private var expectedPause = true
+    private var expectedSpeed = 1.0
+    /// The group's rate of the timeline played (the speed without the nudge).
+    private var groupRate = 1.0
+    private var eofReached = false
+    private var stalled = false
+    private var userSeekPending = false
+    private var anchor: Anchor?
+    /// When to unpause for a start at an instant (local wall clock).
+    private var unpauseAt: WallInstant?
+    /// How far ahead of its timeline mpv's clock is just after an unpause (moving average,
+    /// seconds): the next start is delayed by it.
+    private var startBias = 0.0
+    private var measureStartBias = false
+    /// Bumped whenever the timeline changes: a sample asked for before is stale.
+    private var generation = 0
+    private var nextSampleAt: MonotonicInstant?
+    private var sampleInFlight = false
+    private var positionProperty = "audio-pts"
+    private var lastSample: (position: Double, at: WallInstant)?
+
+    /// Properties observed, by observation id.
+    private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached"]
+
+    init(socket: LineSocket, process: ChildProcess?, settings: Settings) {
+        self.socket = socket
+        self.process = process
+        self.settings = settings
+        for (index, name) in Self.observed.enumerated() {
+            send(["observe_property", .int(Int64(index + 1)), .string(name)], as: .other)
+        }
+        // Pitch-keeping time stretch, inserted before anything plays so that a later speed change
+        // is seamless (mpv would otherwise insert it at the first change, with a glitch).
+        send(["af", "add", "@coplay:scaletempo2"], as: .other)
+        setPause(true)
+    }
+
+    // MARK: Commands
+
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+        switch command {
+        case .load(let item, let position):
+            self.item = item
+            fileLoaded = false
+            eofReached = false
+            stopTimeline()
+            setPause(true)
+            preparing = position
+            seekOnLoad = position > 0.0005 ? position : nil
+            held = nil
+            send(["loadfile", .string(item.url), "replace"], as: .other)
+        case .prepare(let position):
+            guard item != nil else { return [] }
+            stopTimeline()
+            setPause(true)
+            preparing = position
+            held = nil
+            if fileLoaded { seek(to: position, now: now) } else { seekOnLoad = position }
+        case .play(let rate, let position, let at):
+            guard item != nil else { return [] }
+            play(Anchor(rate: rate, position: position, at: at), now: now)
+        case .adjustRate(let rate, _):
+            guard !expectedPause, anchor != nil else { return [] }
+            setSpeed(rate)
+        case .pause(let position):
+            guard item != nil else { return [] }
+            let current = estimate(at: now.wall)
+            stopTimeline()
+            setPause(true)
+            if fileLoaded, abs(current - position) > 0.002 { seek(to: position, now: now) }
+            held = position
+        case .unload:
+            stopTimeline()
+            item = nil
+            fileLoaded = false
+            preparing = nil
+            held = nil
+            send(["stop"], as: .other)
+        case .simulateStall:
+            break  // mpv stalls for real, or not at all
+        }
+        return []
+    }
+
+    private mutating func play(_ new: Anchor, now: Timestamp) {
+        groupRate = new.rate
+        setSpeed(new.rate)
+        if !expectedPause, anchor != nil || lastSample != nil,
+            abs(estimate(at: now.wall) - new.position(at: now.wall)) < 0.02, new.at <= now.wall
+        {
+            // Already playing about there (a re-anchor, a rate change, the user's own unpause):
+            // no seek, no jump; the rate nudges close the rest.
+            anchor = new
+            return
+        }
+        stopTimeline()
+        anchor = new
+        let leadNanos = Int64(seekLatency * 1e9)
+        if expectedPause, let held, preparing == nil, new.at >= now.wall, abs(held - new.position) < 0.002 {
+            unpauseAt = new.at  // prepared where the start is: unpause at the instant
+        } else if new.at.unixNanos > now.wall.unixNanos &+ leadNanos {
+            setPause(true)
+            seek(to: new.position, now: now)
+            unpauseAt = new.at
+        } else {
+            // Late: seek to where the timeline will be once the seek is done, and play from there.
+            let start = WallInstant(unixNanos: now.wall.unixNanos &+ leadNanos)
+            setPause(true)
+            seek(to: new.position(at: start), now: now)
+            unpauseAt = start
+        }
+    }
+
+    /// Forgets the timeline played: stale samples are discarded, no start is pending.
+    private mutating func stopTimeline() {
+        anchor = nil
+        unpauseAt = nil
+        nextSampleAt = nil
+        lastSample = nil
+        measureStartBias = false
+        generation += 1
+    }
+
+    /// Where mpv is at `instant`, as far as it is known without asking.
+    private func estimate(at instant: WallInstant) -> Double {
+        if !expectedPause, let lastSample {
+            return lastSample.position + expectedSpeed * Double(instant.unixNanos &- lastSample.at.unixNanos) / 1e9
+        }
+        if !expectedPause, let anchor, instant >= anchor.at { return anchor.position(at: instant) }
+        return held ?? preparing ?? 0
+    }
+
+    // MARK: Timer
+
+    func nextEvent(now: Timestamp) -> MonotonicInstant? {
+        var due: MonotonicInstant?
+        if let unpauseAt {
+            let delay = Double(unpauseAt.unixNanos &- now.wall.unixNanos) / 1e9 + startBias / max(groupRate, 0.01)
+            due = now.monotonic + .seconds(saturating: max(0, delay))
+        }
+        if let nextSampleAt, !sampleInFlight { due = due.map { min($0, nextSampleAt) } ?? nextSampleAt }
+        return due
+    }
+
+    mutating func advance(now: Timestamp) -> [PlayerReport] {
+        if let unpauseAt,
+            Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= startBias / max(groupRate, 0.01) - 0.0002
+        {
+            self.unpauseAt = nil
+            setPause(false)
+            held = nil
+            measureStartBias = true
+            nextSampleAt = now.monotonic + .milliseconds(30)
+        }
+        if let due = nextSampleAt, due <= now.monotonic, !sampleInFlight, !expectedPause, anchor != nil {
+            nextSampleAt = now.monotonic + settings.playerSampleInterval
+            if ownSeeks == 0, preparing == nil, !stalled {
+                sampleInFlight = true
+                send(["get_property", .string(positionProperty)], as: .sample(sentAt: now, generation: generation))
+            }
+        }
+        return []
+    }
+
+    // MARK: What mpv says
+
+    mutating func receive(line: [UInt8], at now: Timestamp) -> [PlayerReport] {
+        guard let message = try? JSONParser.parse(line) else { return [] }
+        if let event = message["event"]?.string { return handle(event: event, message, now: now) }
+        guard let id = message["request_id"]?.integer, let request = forget(id) else { return [] }
+        let succeeded = message["error"]?.string == "success"
+        switch request {
+        case .sample(let sentAt, let sampleGeneration):
+            sampleInFlight = false
+            if !succeeded, message["error"]?.string == "property unavailable", positionProperty == "audio-pts" {
+                positionProperty = "time-pos"  // no audio track: the frame clock will do
+            }
+            guard succeeded, sampleGeneration == generation, let position = message["data"]?.number,
+                position.isFinite, let anchor, !expectedPause
+            else { return [] }
+            let middle = WallInstant(
+                unixNanos: sentAt.wall.unixNanos &+ (now.wall.unixNanos &- sentAt.wall.unixNanos) / 2)
+            lastSample = (position, middle)
+            if measureStartBias {
+                measureStartBias = false
+                let error = position - anchor.position(at: middle)
+                if abs(error) < 0.25 { startBias = min(max(startBias + error / 2, -0.25), 0.25) }
+            }
+            return [.sample(position: position, rate: expectedSpeed, at: middle)]
+        case .seek:
+            if !succeeded, ownSeeks > 0 { ownSeeks -= 1 }  // refused: no event will follow
+            return []
+        case .userSeekPosition:
+            guard succeeded, let position = message["data"]?.number, position.isFinite else { return [] }
+            return [.userAction(.seek(position: max(0, position)))]
+        case .other:
+            return []
+        }
+    }
+
+    private mutating func handle(event: String, _ message: JSONValue, now: Timestamp) -> [PlayerReport] {
+        switch event {
+        case "property-change":
+            return propertyChanged(message["name"]?.string ?? "", to: message["data"] ?? .null, now: now)
+        case "seek":
+            if ownSeeks > 0 {
+                ownSeeks -= 1
+            } else {
+                userSeekPending = true
+                stopTimeline()
+            }
+        case "playback-restart":
+            if let sent = seekSentAt, ownSeeks == 0 {
+                let latency = Double((now.monotonic - sent).nanoseconds) / 1e9
+                seekLatency = min(max(0.8 * seekLatency + 0.2 * latency, 0.001), 1)
+                seekSentAt = nil
+            }
+            var reports: [PlayerReport] = []
+            if userSeekPending {
+                userSeekPending = false
+                send(["get_property", "time-pos"], as: .userSeekPosition)
+            }
+            if let position = preparing, fileLoaded, ownSeeks == 0, seekOnLoad == nil {
+                preparing = nil
+                held = position
+                if !stalled { reports.append(.ready(position: position)) }
+            }
+            if !expectedPause, anchor != nil { nextSampleAt = now.monotonic + .milliseconds(30) }
+            return reports
+        case "file-loaded":
+            fileLoaded = true
+            if let position = seekOnLoad {
+                seekOnLoad = nil
+                seek(to: position, now: now)
+            }
+        case "end-file":
+            guard message["reason"]?.string == "error" else { return [] }
+            fileLoaded = false
+            preparing = nil
+            let reason = message["file_error"]?.string ?? "unknown error"
+            return [.failed("mpv could not play \(item?.url ?? "the item"): \(reason)")]
+        default:
+            break
+        }
+        return []
+    }
+
+    private mutating func propertyChanged(_ name: String, to value: JSONValue, now: Timestamp) -> [PlayerReport] {
+        switch name {
+        case "pause":
+            guard let paused = value.bool, paused != expectedPause else { return [] }
+            expectedPause = paused
+            if paused {
+                guard !eofReached else { return [] }
+                let position = estimate(at: now.wall)
+                stopTimeline()
+                held = position
+                return [.userAction(.pause)]
+            }
+            unpauseAt = nil
+            lastSample = held.map { ($0, now.wall) }
+            return [.userAction(.play(rate: groupRate))]
+        case "speed":
+            guard let speed = value.number, speed.isFinite, abs(speed - expectedSpeed) > 1e-6 else { return [] }
+            expectedSpeed = speed
+            guard !expectedPause, anchor != nil, abs(speed / max(groupRate, 0.01) - 1) > 0.02 else { return [] }
+            return [.userAction(.play(rate: speed))]
+        case "paused-for-cache":
+            let nowStalled = value.bool ?? false
+            guard nowStalled != stalled, item != nil else { return [] }
+            stalled = nowStalled
+            let position = estimate(at: now.wall)
+            if nowStalled {
+                stopTimeline()
+                held = position
+                return [.stalled(position: position)]
+            }
+            return [.stallEnded(position: position)]
+        case "eof-reached":
+            let reached = value.bool ?? false
+            defer { eofReached = reached }
+            guard reached, !eofReached, item != nil else { return [] }
+            let position = item?.durationSeconds ?? estimate(at: now.wall)
+            stopTimeline()
+            expectedPause = true  // keep-open holds the last frame, paused
+            held = position
+            return [.ended(position: position)]
+        default:
+            return []
+        }
+    }
+
+    // MARK: Sending
+
+    private mutating func setPause(_ paused: Bool) {
+        guard paused != expectedPause || nextRequestID == 1 else { return }
+        expectedPause = paused
+        send(["set_property", "pause", .bool(paused)], as: .other)
+    }
+
+    private mutating func setSpeed(_ speed: Double) {
+        guard abs(speed - expectedSpeed) > 1e-9 else { return }
+        expectedSpeed = speed
+        send(["set_property", "speed", .double(speed)], as: .other)
+    }
+
+    private mutating func seek(to position: Double, now: Timestamp) {
+        ownSeeks += 1
+        seekSentAt = now.monotonic
+        lastSample = nil
+        send(["seek", .double(max(0, position)), "absolute+exact"], as: .seek)
+    }
+
+    private mutating func send(_ command: [JSONValue], as request: Request) {
+        let id = nextRequestID
+        nextRequestID += 1
+        requests[id] = request
+        requestOrder.append(id)
+        if requestOrder.count > settings.playerRequestsMax {
+            // An answer that never came: forget the oldest request.
+            if case .sample = requests.removeValue(forKey: requestOrder.removeFirst()) { sampleInFlight = false }
+        }
+        socket.send(JSONValue.object([("command", .array(command)), ("request_id", .int(id))]).serialized)
+    }
+
+    private mutating func forget(_ id: Int64) -> Request? {
+        guard let request = requests.removeValue(forKey: id) else { return nil }
+        if let index = requestOrder.firstIndex(of: id) { requestOrder.remove(at: index) }
+        return request
+    }
+
+    // MARK: Ending
+
+    mutating func close() {
+        if let process {
+            socket.send(JSONValue.object([("command", .array(["quit"]))]).serialized)
+            process.waitForExit(patience: .seconds(2))
+        }
+        socket.close()
+    }
+}
+
+extension MpvPlayer {
+    /// Starts mpv (or attaches to the user's) and connects to its IPC socket. The caller starts
+    /// reading the socket's lines and hands them to `receive(line:at:)`.
+    static func connect(_ options: MpvOptions, settings: Settings) throws(SocketError) -> (MpvPlayer, LineSocket) {
+        let path = options.socketPath ?? defaultSocketPath()
+        if options.attach {
+            let socket = try LineSocket.connect(path: path, patience: .zero)
+            return (MpvPlayer(socket: socket, process: nil, settings: settings), socket)
+        }
+        let arguments =
+            ["mpv", "--idle=yes", "--keep-open=yes", "--pause", "--no-terminal", "--input-ipc-server=\(path)"]
+            + options.options.map { "--\($0)" }
+        let process = try ChildProcess.spawn(arguments)
+        do {
+            let socket = try LineSocket.connect(path: path, patience: .seconds(10)) { () throws(SocketError) in
+                if let status = process.exitStatus() {
+                    throw SocketError("mpv exited with status \(status) before opening \(path)", code: ECHILD)
+                }
+            }
+            return (MpvPlayer(socket: socket, process: process, settings: settings), socket)
+        } catch {
+            process.waitForExit(patience: .zero)
+            throw error
+        }
+    }
+
+    /// A path of this agent's own: in `$XDG_RUNTIME_DIR` when set (private to the user), else /tmp.
+    private static func defaultSocketPath() -> String {
+        let directory = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/tmp"
+        return "\(directory.isEmpty ? "/tmp" : directory)/coplay-mpv-\(getpid()).sock"
+    }
+}

@@ -1,0 +1,104 @@
+import CoplayCore
+import Glibc
+import Synchronization
+
+/// A connected Unix stream socket that carries newline-terminated lines: mpv's JSON IPC. Lines
+/// are read on a thread of their own and handed over stamped with the time they arrived; a line
+/// longer than `lineBytesMax` is cut there and the rest of it discarded, so memory stays bounded
+/// whatever the other side writes.
+final class LineSocket: Sendable {
+    private let descriptor: Int32
+    private let closed = Atomic<Bool>(false)
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// Connects to the socket at `path`, trying again for up to `patience` while it does not
+    /// exist yet or refuses (a player that is still starting). `stillWaiting` is asked between
+    /// attempts, so that a player that died at start ends the wait with its own error.
+    static func connect(
+        path: String, patience: Duration, stillWaiting: () throws(SocketError) -> Void = {}
+    ) throws(SocketError) -> LineSocket {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard !pathBytes.isEmpty, pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SocketError("socket path '\(path)' is empty or longer than 107 bytes", code: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
+        }
+        let deadline = AgentClock.read(CLOCK_MONOTONIC) + patience.nanoseconds
+        while true {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { throw SocketError("socket(AF_UNIX)") }
+            let status = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if status == 0 { return LineSocket(descriptor: descriptor) }
+            let code = errno
+            Glibc.close(descriptor)
+            guard code == ENOENT || code == ECONNREFUSED, AgentClock.read(CLOCK_MONOTONIC) < deadline else {
+                throw SocketError("connect to \(path)", code: code)
+            }
+            try stillWaiting()
+            usleep(20_000)
+        }
+    }
+
+    /// Writes one line (a newline is added); false if the other side is gone.
+    @discardableResult
+    func send(_ line: String) -> Bool {
+        guard !closed.load(ordering: .relaxed) else { return false }
+        var bytes = Array(line.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// Starts the reading thread: `line` for each complete line, then `ended` once when the other
+    /// side closes (or `close()` is called).
+    func startReading(
+        lineBytesMax: Int, clock: AgentClock, line: @escaping @Sendable ([UInt8], Timestamp) -> Void,
+        ended: @escaping @Sendable () -> Void
+    ) {
+        let descriptor = self.descriptor
+        BackgroundThread.start {
+            var pending: [UInt8] = []
+            var overflowing = false
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return ended() }
+                let stamp = clock.now()
+                for byte in chunk[0..<count] {
+                    if byte == UInt8(ascii: "\n") {
+                        line(pending, stamp)
+                        pending.removeAll(keepingCapacity: true)
+                        overflowing = false
+                    } else if !overflowing {
+                        pending.append(byte)
+                        if pending.count > lineBytesMax { overflowing = true }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes the connection (the reading thread then ends).
+    func close() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        Glibc.close(descriptor)
+    }
+}

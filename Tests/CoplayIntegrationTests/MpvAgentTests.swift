@@ -1,0 +1,111 @@
+import CoplayHarness
+import Foundation
+import Testing
+
+/// Two real agents on loopback, each driving its own headless mpv (`vo=null`, `ao=null`) over
+/// its JSON IPC, with a media file ffmpeg writes for the test. A separate IPC client on each
+/// mpv's socket plays the person in front of it and reads where it is.
+@Suite(.serialized, .enabled(if: MpvClient.isInstalled, "mpv is not installed (.ci/run installs it)"))
+struct MpvAgentTests {
+    /// mpv's position (`audio-pts`) moved to a common instant: B's reading is taken back to the
+    /// middle of A's request at the rate it plays.
+    private func offset(_ a: MpvClient, _ b: MpvClient) -> Double? {
+        let first = a.command(["get_property", "audio-pts"])
+        let second = b.command(["get_property", "audio-pts"])
+        guard let positionA = (first.data as? NSNumber)?.doubleValue,
+            let positionB = (second.data as? NSNumber)?.doubleValue
+        else { return nil }
+        let speedB = b.number("speed") ?? 1
+        return positionA - (positionB - speedB * Double(second.atUnixNanos - first.atUnixNanos) / 1e9)
+    }
+
+    private func waitUntil(_ timeout: Duration, _ condition: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    @Test func twoMpvPlayersFollowTheGroup_andThePersonInFrontOfMpvIsAParticipant() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpv-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let media = directory.appendingPathComponent("pattern.mkv").path
+        try MpvClient.makeTestMedia(at: media, seconds: 60)
+        let common = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(5))", "--session", "mpv-it", "--player", "mpv",
+            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let socketA = directory.appendingPathComponent("a.sock").path
+        let socketB = directory.appendingPathComponent("b.sock").path
+        let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--mpv-socket", socketA])
+        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", socketB])
+        let mpvA = try MpvClient(path: socketA)
+        let mpvB = try MpvClient(path: socketB)
+        #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        #expect(alice.status()?["player"].flatMap { ($0 as? [String: Any])?["kind"] as? String } == "mpv")
+
+        // A coordinated start: both mpv play the file, from the same instant.
+        alice.send("share \(media) id=pattern duration=60")
+        #expect(bob.waitForEvent(timeout: .seconds(10)) { $0.name == "activity" } != nil)
+        #expect(waitUntil(.seconds(10)) { mpvB.property("path") as? String == media }, "bob's mpv loaded the file")
+        usleep(500_000)
+        alice.send("play")
+        #expect(bob.waitForEvent(timeout: .seconds(10)) { $0.name == "playing" } != nil)
+        #expect(
+            waitUntil(.seconds(5)) {
+                mpvA.property("pause") as? Bool == false && mpvB.property("pause") as? Bool == false
+            })
+        usleep(1_500_000)
+        var offsets: [Double] = []
+        for _ in 0..<10 {
+            if let offset = offset(mpvA, mpvB) { offsets.append(offset) }
+            usleep(100_000)
+        }
+        #expect(offsets.count == 10)
+        #expect(offsets.allSatisfy { abs($0) < 0.005 }, "mpv A - mpv B: \(offsets.map { Int($0 * 1e6) }) µs")
+
+        // The person in front of mpv A pauses it (as the space bar would): a group command that
+        // pauses mpv B, with no echo back to A.
+        let pausesBefore = bob.allEvents.filter { $0.name == "paused" }.count
+        mpvA.set("pause", true)
+        #expect(waitUntil(.seconds(2)) { mpvB.property("pause") as? Bool == true }, "bob's mpv paused")
+        #expect(bob.waitForEvent(timeout: .seconds(2)) { $0.name == "paused" }?["originator"] != nil)
+        usleep(500_000)
+        #expect(bob.allEvents.filter { $0.name == "paused" }.count == pausesBefore + 1, "one pause, no echo loop")
+        #expect(alice.allEvents.filter { $0.name == "playing" }.count == 1, "alice's mpv was not restarted by an echo")
+
+        // A seek from agent B's console reaches both players.
+        bob.send("seek 30")
+        #expect(waitUntil(.seconds(5)) { abs((mpvA.number("time-pos") ?? 0) - 30) < 0.1 }, "alice's mpv at 30 s")
+        #expect(abs((mpvB.number("time-pos") ?? 0) - 30) < 0.1)
+
+        // Playing again, mpv B is slowed by 1% behind coplay's back: the rate nudges bring it
+        // back in sync, with no seek.
+        alice.send("play")
+        #expect(waitUntil(.seconds(5)) { mpvB.property("pause") as? Bool == false })
+        usleep(1_000_000)
+        mpvB.set("speed", 0.99)
+        usleep(1_000_000)
+        #expect(
+            waitUntil(.seconds(8)) { offset(mpvA, mpvB).map { abs($0) < 0.002 } ?? false },
+            "back in sync: \(offset(mpvA, mpvB).map { $0 * 1000 } ?? .nan) ms")
+        let counters = try #require(bob.status()?["counters"] as? [String: Any])
+        #expect((counters["seekCorrections"] as? NSNumber)?.intValue == 0)
+        #expect(((counters["rateNudges"] as? NSNumber)?.intValue ?? 0) > 0)
+        #expect(abs((mpvB.number("speed") ?? 0) - 1) <= 0.005 + 1e-9, "the nudge stays within ±0.5%")
+        #expect(bob.allEvents.filter { $0.name == "rate-changed" }.isEmpty, "a disturbance is not a rate change")
+
+        // Closing the mpv coplay started ends the agent gracefully.
+        mpvA.command(["quit"])
+        #expect(alice.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(bob.waitForEvent(timeout: .seconds(3)) { $0.name == "peer-left" }?["reason"] as? String == "shutdown")
+        bob.closeInput()
+        #expect(bob.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(
+            !FileManager.default.fileExists(atPath: socketB) || (try? MpvClient(path: socketB, timeout: .zero)) == nil,
+            "bob's mpv quit with its agent")
+    }
+}
