@@ -68,6 +68,11 @@ public struct Settings: Sendable, Equatable {
     /// group's timeline by rate nudges of at most this, relative (0.005: ±0.5%, which a listener
     /// does not hear with the pitch kept).
     public var rateNudgeMax = 0.005
+    /// A larger error (one the proportional nudge alone would steer at more than `rateNudgeMax`:
+    /// above 5 ms with the defaults, after a stall of the machine or a disturbance) is closed at up
+    /// to this rate instead: 200 ms in about 4 s at 5%, tempo only (scaletempo2 keeps the pitch),
+    /// rather than a seek, which is a jump a person hears and sees.
+    public var rateCatchUpMax = 0.05
     /// A sample's error is steered away over about this long: the nudge is error / horizon,
     /// before the bound.
     public var rateCorrectionHorizon: Duration = .seconds(1)

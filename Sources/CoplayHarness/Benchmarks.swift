@@ -32,6 +32,7 @@ public enum Benchmarks {
             case "clock": try clock(options, common: common)
             case "overhead": try overhead(options, common: common)
             case "sync": try sync(options, common: common)
+            case "players": try players(options, common: common)
             default:
                 try membership(options, common: common)
                 try clock(options, common: common)

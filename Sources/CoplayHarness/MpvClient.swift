@@ -60,6 +60,21 @@ public final class MpvClient: @unchecked Sendable {
         return (nil, sent)
     }
 
+    /// Waits for a `property-change` event of `name` to `value` (after `observe_property`);
+    /// returns the true Unix time in nanoseconds it arrived at, or nil after `timeout`.
+    public func waitForChange(of name: String, to value: Bool, timeout: Duration) -> Int64? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, let line = readLine() {
+            let arrived = Self.unixNanos()
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                object["event"] as? String == "property-change", object["name"] as? String == name,
+                (object["data"] as? Bool) == value
+            else { continue }
+            return arrived
+        }
+        return nil
+    }
+
     public func property(_ name: String) -> Any? { command(["get_property", name]).data }
     public func number(_ name: String) -> Double? { (property(name) as? NSNumber)?.doubleValue }
     public func set(_ name: String, _ value: Any) { command(["set_property", name, value]) }

@@ -7,13 +7,15 @@ import Foundation
 let usage = """
     coplay-bench — measure coplay agents on loopback and print figures
 
-    Usage: coplay-bench membership|clock|overhead|sync|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
+    Usage: coplay-bench membership|clock|overhead|sync|players|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
            coplay-bench soak [--seeds N]
            coplay-bench tag
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
       sync        sync error after coordinated starts among N skewed agents, and pause propagation, R rounds
+      players     two headless mpv under coplay (needs mpv and ffmpeg): steady offset between them over S
+                  seconds, pause pressed in mpv A → mpv B paused (R rounds), recovery after a 200 ms stop of mpv B
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
@@ -95,7 +97,9 @@ if kind == "soak" {
     print(result.summary)
     exit(result.failures.isEmpty ? 0 : 1)
 }
-guard ["membership", "clock", "overhead", "sync", "all"].contains(kind) else { fail("unknown measurement '\(kind)'") }
+guard ["membership", "clock", "overhead", "sync", "players", "all"].contains(kind) else {
+    fail("unknown measurement '\(kind)'")
+}
 let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
 var options = Benchmarks.Options(
     kind: kind, rounds: 10, agents: 4, seconds: 10,

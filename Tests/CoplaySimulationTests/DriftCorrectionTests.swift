@@ -57,16 +57,27 @@ import Testing
     }
 
     @Test func anErrorBeyondWhatANudgeCanCatchIsSeekedAway() throws {
-        // 5% fast, ten times the largest nudge: the error reaches the seek threshold, is seeked
-        // away, and never grows past it.
+        // 20% fast, four times the largest catch-up nudge: the error reaches the seek threshold, is
+        // seeked away, and never grows past it.
         var settings = Settings()
         settings.seekCorrectionThreshold = .milliseconds(200)
-        let (simulation, maxOffset) = playing(speedError: 0.05, seconds: 20, measuredSeconds: 15, settings: settings)
+        let (simulation, maxOffset) = playing(speedError: 0.2, seconds: 20, measuredSeconds: 15, settings: settings)
         let instance = try #require(simulation.nodes[1].instance)
         let status = instance.statusReport(now: simulation.nodes[1].clock.timestamp(atTrue: simulation.nowNanos))
         #expect(status.counters.seekCorrections >= 2)
         #expect(maxOffset < 0.25, "players \(maxOffset * 1000) ms apart")
         #expect(abs(status.correction.lastSeek ?? 0) >= 0.2)
-        #expect(abs(status.correction.nudge) <= settings.rateNudgeMax)
+        #expect(abs(status.correction.nudge) <= settings.rateCatchUpMax)
+    }
+
+    @Test func aLargeErrorIsCaughtUpFasterThanTheSteadyNudge_withoutASeek() throws {
+        // 3% fast: more than the steady ±0.5% can hold, less than the 5% catch-up: the error
+        // settles at a few ms (where the catch-up bound applies), and no seek is made.
+        let (simulation, maxOffset) = playing(speedError: 0.03, seconds: 20, measuredSeconds: 10)
+        let instance = try #require(simulation.nodes[1].instance)
+        let status = instance.statusReport(now: simulation.nodes[1].clock.timestamp(atTrue: simulation.nowNanos))
+        #expect(status.counters.seekCorrections == 0)
+        #expect(maxOffset < 0.03, "players \(maxOffset * 1000) ms apart")
+        #expect(status.correction.nudge < -0.005, "catching up beyond the steady bound: \(status.correction.nudge)")
     }
 }

@@ -45,8 +45,8 @@ extension Playback {
 
     /// Steers a player that reports samples onto the group's timeline: an error below
     /// `rateCorrectionDeadband` is left alone, one below `seekCorrectionThreshold` is steered away
-    /// by a rate nudge of at most `rateNudgeMax` (no seek, nothing audible), a larger one is
-    /// seeked away (re-anchored).
+    /// by a rate nudge (at most `rateNudgeMax` in steady state, `rateCatchUpMax` for a large error;
+    /// no seek, no jump), a larger one is seeked away (re-anchored).
     mutating func correct(
         toSample position: Double, at: WallInstant, _ context: PlaybackContext, counters: inout Counters
     )
@@ -79,7 +79,9 @@ extension Playback {
         let limit = settings.rateNudgeMax
         correction.trim = min(max(correction.trim - error * gain * gain / 4 * elapsed, -limit), limit)
         let steer = abs(error) <= settings.rateCorrectionDeadband.seconds ? 0 : -error * gain
-        let wanted = min(max(correction.trim + steer, -limit), limit)
+        // Steady state stays within `rateNudgeMax`; only an error too large for it catches up faster.
+        let bound = abs(steer) > limit ? settings.rateCatchUpMax : limit
+        let wanted = min(max(correction.trim + steer, -bound), bound)
         guard abs(wanted - correction.nudge) >= settings.rateNudgeStep else { return [] }
         correction.nudge = wanted
         counters.rateNudges += 1
