@@ -252,9 +252,13 @@ struct Playback: Sendable {
     mutating func tell(_ command: PlayerCommand, into out: inout [Output]) {
         switch command {
         case .adjustRate: break
-        case .play, .load, .prepare, .pause, .unload:
+        case .play:
             correction.nudge = 0
             correction.lastSampleAt = nil
+        case .load, .prepare, .pause, .unload:
+            correction.nudge = 0
+            correction.lastSampleAt = nil
+            correction.sampleError = nil  // not playing: no error to show
         case .simulateStall: break
         }
         player.apply(command)

@@ -420,7 +420,9 @@ extension MpvPlayer {
         do {
             let socket = try LineSocket.connect(path: path, patience: .seconds(10)) { () throws(SocketError) in
                 if let status = process.exitStatus() {
-                    throw SocketError("mpv exited with status \(status) before opening \(path)", code: ECHILD)
+                    throw SocketError(
+                        "mpv exited with status \(status) before opening \(path) (check the --mpv-option values)",
+                        code: ECHILD)
                 }
             }
             return (MpvPlayer(socket: socket, process: process, settings: settings), socket)
