@@ -1,0 +1,103 @@
+import CoplayHarness
+import Foundation
+import Synchronization
+import Testing
+
+/// An agent attached (`--mpv-attach`) to a stand-in for mpv's IPC socket that answers every
+/// request and, on cue, says it is paused for its cache: the buffering of a real network
+/// stream, which a local file never has. The agent must turn it into a `stallRecovery`
+/// suspension and end it once the player has caught up.
+@Suite(.serialized) struct MpvStallTests {
+    /// Listens on `path`; answers each request with success, `file-loaded` and
+    /// `playback-restart` after a `loadfile`, and `seek` and `playback-restart` after a `seek`.
+    final class FakeMpv: @unchecked Sendable {
+        let listener: Int32
+        private let connection = Mutex<Int32>(-1)
+        let commands = Mutex<[String]>([])
+
+        init(path: String) {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+            }
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            listen(descriptor, 1)
+            listener = descriptor
+            Thread.detachNewThread { [self] in
+                let client = accept(descriptor, nil, nil)
+                connection.withLock { $0 = client }
+                var buffer: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = recv(client, &chunk, chunk.count, 0)
+                    guard count > 0 else { return }
+                    buffer += chunk[..<count]
+                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = Array(buffer[..<newline])
+                        buffer.removeSubrange(...newline)
+                        answer(line)
+                    }
+                }
+            }
+        }
+
+        private func answer(_ line: [UInt8]) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                let command = object["command"] as? [Any], let name = command.first as? String
+            else { return }
+            commands.withLock { $0.append(name) }
+            var replies = [#"{"request_id":\#(object["request_id"] as? Int ?? 0),"error":"success","data":1.0}"#]
+            if name == "loadfile" { replies += [#"{"event":"file-loaded"}"#, #"{"event":"playback-restart"}"#] }
+            if name == "seek" { replies += [#"{"event":"seek"}"#, #"{"event":"playback-restart"}"#] }
+            for reply in replies { send(reply) }
+        }
+
+        func send(_ line: String) {
+            let client = connection.withLock { $0 }
+            _ = Array((line + "\n").utf8).withUnsafeBytes {
+                Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+        }
+    }
+
+    @Test func pausedForCache_becomesAStallRecoverySuspension_thatEndsOnceCaughtUp() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-fake-mpv-\(getpid()).sock")
+            .path
+        unlink(path)
+        let mpv = FakeMpv(path: path)
+        defer {
+            close(mpv.listener)
+            unlink(path)
+        }
+        let agent = try AgentProcess(
+            executable: coplay, name: "viewer",
+            arguments: [
+                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(6))", "--session", "stall-it", "--player",
+                "mpv", "--mpv-attach", "--mpv-socket", path,
+            ])
+        #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
+        agent.send("share http://example.invalid/stream.mkv id=stream")
+        agent.send("play-now")
+        #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "playing" } != nil)
+        usleep(300_000)
+        // (A play-now before the player is ready is itself a short stall recovery: look only after.)
+        let mark = agent.allEvents.count
+        mpv.send(#"{"event":"property-change","id":3,"name":"paused-for-cache","data":true}"#)
+        let began = agent.waitForEvent(from: mark, timeout: .seconds(3)) { $0.name == "suspension-began" }
+        #expect(began?["reason"] as? String == "stallRecovery")
+        #expect(agent.status()?["suspensions"] as? [String] == ["stallRecovery"])
+        mpv.send(#"{"event":"property-change","id":3,"name":"paused-for-cache","data":false}"#)
+        let ended = agent.waitForEvent(from: mark, timeout: .seconds(3)) { $0.name == "suspension-ended" }
+        #expect(ended?["reason"] as? String == "stallRecovery", "the stall is over once mpv has caught up")
+        #expect(mpv.commands.withLock { $0.filter { $0 == "seek" }.count } >= 1, "caught up with a seek to the group")
+        #expect(agent.status()?["suspensions"] as? [String] == [])
+        agent.closeInput()
+        #expect(agent.waitForExit(timeout: .seconds(5)) == 0, "an attached mpv is left running; the agent exits 0")
+    }
+}
