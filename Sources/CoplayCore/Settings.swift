@@ -182,6 +182,8 @@ public struct Settings: Sendable, Equatable {
     /// Requests to an external player awaiting their reply; the oldest is forgotten beyond this
     /// (a player that never answers cannot grow the table).
     public var playerRequestsMax = 64
+    /// The longest error text from a delegating player that is shown (the rest is cut).
+    public var playerErrorBytesMax = 512
     /// How often a playing external player is asked for its position: each answer is a sample the
     /// drift correction steers by (10 per second: a 0.5% nudge moves 0.5 ms between samples).
     public var playerSampleInterval: Duration = .milliseconds(100)

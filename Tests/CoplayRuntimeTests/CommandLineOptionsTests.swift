@@ -63,7 +63,8 @@ import Testing
         #expect(error(["--clock-skew-ms", "1.5"])?.contains("whole milliseconds") == true)
         #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
-        #expect(error(["--player", "vlc"]) == "--player takes simulated or mpv, not 'vlc'")
+        #expect(error(["--player", "vlc"]) == "--player takes simulated, mpv or socket:PATH, not 'vlc'")
+        #expect(error(["--player", "socket:"])?.contains("1 to 107 bytes") == true)
         #expect(error(["--mpv-option", "vo=null"])?.contains("need --player mpv") == true)
         #expect(error(["--player", "mpv", "--mpv-option", "novalue"])?.contains("NAME=VALUE") == true)
         #expect(error(["--player", "mpv", "--mpv-option", "--vo=null"])?.contains("NAME=VALUE") == true)
@@ -88,6 +89,9 @@ import Testing
         #expect(options.socketPath == "/run/mpv.sock")
         #expect(options.options == ["vo=null", "script-opts=a=b"])
         #expect(!options.attach)
+        guard case .runAgent(let delegating) = try CommandLineOptions.parse(["--player", "socket:/run/p.sock"]).get()
+        else { return }
+        #expect(delegating.player == .socket(path: "/run/p.sock"))
         guard case .runAgent(let simulated) = try CommandLineOptions.parse([]).get() else { return }
         #expect(simulated.player == .simulated)
     }

@@ -29,6 +29,8 @@ public enum PlayerChoice: Sendable, Equatable {
     /// The built-in model of a player (testing, demos, measuring the protocol).
     case simulated
     case mpv(MpvOptions)
+    /// A delegating player that connects to this Unix socket (PLAYERS.md).
+    case socket(path: String)
 }
 
 /// How to reach mpv (`--player mpv`, `--mpv-socket`, `--mpv-option`, `--mpv-attach`).

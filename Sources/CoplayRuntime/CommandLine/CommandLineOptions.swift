@@ -58,9 +58,11 @@ public enum CommandLineOptions {
           --pause-snaps on|off      on: a pause puts everyone at the originator's position
                                     (pauseSnapsToMediaTimeOfOriginator, the default); off:
                                     each player stops where it is
-          --player simulated|mpv    the local player: simulated (the default: a model, for tests
-                                    and demos) or mpv, driven over its JSON IPC; pausing,
-                                    seeking or changing speed in mpv is a group command
+          --player simulated|mpv|socket:PATH
+                                    the local player: simulated (the default: a model, for tests
+                                    and demos); mpv, driven over its JSON IPC (pausing, seeking
+                                    or changing speed in mpv is a group command); or any player
+                                    that connects to the Unix socket PATH (PLAYERS.md)
           --mpv-socket PATH         mpv's IPC socket (default: a private path), so other tools
                                     can talk to the same mpv
           --mpv-option NAME=VALUE   passed to the mpv coplay starts as --NAME=VALUE; repeatable
@@ -198,7 +200,14 @@ public enum CommandLineOptions {
                     switch text {
                     case "simulated": configuration.player = .simulated
                     case "mpv": configuration.player = .mpv(configuration.mpvOptions)
-                    default: throw UsageError(message: "--player takes simulated or mpv, not '\(text)'")
+                    case _ where text.hasPrefix("socket:"):
+                        let path = String(text.dropFirst("socket:".count))
+                        guard !path.isEmpty, path.utf8.count <= 107 else {
+                            throw UsageError(message: "--player socket:PATH takes a socket path of 1 to 107 bytes")
+                        }
+                        configuration.player = .socket(path: path)
+                    default:
+                        throw UsageError(message: "--player takes simulated, mpv or socket:PATH, not '\(text)'")
                     }
                 case "--mpv-socket":
                     let path = try value().get()

@@ -256,7 +256,7 @@ struct MpvPlayer: PlayerDriver {
             return []
         case .userSeekPosition:
             guard succeeded, let position = message["data"]?.number, position.isFinite else { return [] }
-            return [.userAction(.seek(position: max(0, position)))]
+            return PlayerReport.UserAction.seek(position: max(0, position)).checked.map { [.userAction($0)] } ?? []
         case .other:
             return []
         }
@@ -328,7 +328,7 @@ struct MpvPlayer: PlayerDriver {
             guard let speed = value.number, speed.isFinite, abs(speed - expectedSpeed) > 1e-6 else { return [] }
             expectedSpeed = speed
             guard !expectedPause, anchor != nil, abs(speed / max(groupRate, 0.01) - 1) > 0.02 else { return [] }
-            return [.userAction(.play(rate: speed))]
+            return PlayerReport.UserAction.play(rate: speed).checked.map { [.userAction($0)] } ?? []
         case "paused-for-cache":
             let nowStalled = value.bool ?? false
             guard nowStalled != stalled, item != nil else { return [] }
@@ -394,6 +394,10 @@ struct MpvPlayer: PlayerDriver {
     }
 
     // MARK: Ending
+
+    func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
+        ([.failed("mpv quit: leaving the session")], true)
+    }
 
     mutating func close() {
         if let process {

@@ -25,6 +25,8 @@ public actor AgentShell {
     private var player: any PlayerDriver
     /// The connection of an external player, read once `run()` starts.
     private let playerSocket: LineSocket?
+    /// The socket a delegating player connects to, listened on once `run()` starts.
+    private let playerServer: LineServer?
     /// Lines from an external player queued and not yet handled (at most
     /// `Settings.playerLinesQueuedMax`).
     private let queuedPlayerLines = QueueGauge()
@@ -58,10 +60,20 @@ public actor AgentShell {
         switch configuration.player {
         case .simulated:
             player = SimulatedPlayer()
-            playerSocket = nil
+            (playerSocket, playerServer) = (nil, nil)
         case .mpv(let options):
             do {
                 (player, playerSocket) = try MpvPlayer.connect(options, settings: configuration.settings)
+                playerServer = nil
+            } catch {
+                transport.close()
+                throw error
+            }
+        case .socket(let path):
+            do {
+                let server = try LineServer.listen(path: path)
+                player = SocketPlayer(server: server, clock: clock, settings: configuration.settings)
+                (playerSocket, playerServer) = (nil, server)
             } catch {
                 transport.close()
                 throw error
@@ -127,15 +139,28 @@ public actor AgentShell {
             guard gauge.enter(limit: queuedMax) else { return }
             feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
         }
-        if let playerSocket {
-            let lines = queuedPlayerLines
-            let linesMax = instance.settings.playerLinesQueuedMax
-            playerSocket.startReading(
-                lineBytesMax: instance.settings.playerLineBytesMax, clock: clock,
+        let lines = queuedPlayerLines
+        let (linesMax, lineBytesMax, clock) = (
+            instance.settings.playerLinesQueuedMax, instance.settings.playerLineBytesMax, self.clock
+        )
+        @Sendable func read(_ socket: LineSocket, ended: @escaping @Sendable () -> Void) {
+            socket.startReading(
+                lineBytesMax: lineBytesMax, clock: clock,
                 line: { bytes, stamp in
                     guard lines.enter(limit: linesMax) else { return }
                     feed.yield(.playerLine(bytes, receivedAt: stamp))
-                }, ended: { feed.yield(.playerClosed) })
+                }, ended: ended)
+        }
+        if let playerSocket { read(playerSocket) { feed.yield(.playerClosed) } }
+        if let server = playerServer {
+            server.start(refusal: #"{"error":"another player is connected to this agent"}"#) { socket in
+                feed.yield(.playerConnected)
+                read(socket) {
+                    server.release(socket)
+                    feed.yield(.playerClosed)
+                }
+            }
+            diagnose("waiting for a player on \(server.path)")
         }
         defer {
             timer.cancel()
@@ -185,13 +210,20 @@ public actor AgentShell {
                 queuedPlayerLines.leave()
                 if let status = playerChanged(reports: player.receive(line: line, at: receivedAt)) { return status }
                 continue
+            case .playerConnected:
+                if let status = playerChanged(reports: player.connected(now: clock.now())) { return status }
+                continue
             case .playerClosed:
+                let now = clock.now()
+                let (reports, leave) = player.disconnected(now: now)
+                guard leave else {
+                    if let status = playerChanged(reports: reports) { return status }
+                    continue
+                }
                 guard !playerGone else { continue }
                 playerGone = true
-                let now = clock.now()
                 directives =
-                    instance.onPlayerReport(.failed("the \(player.kind) player quit: leaving the session"), now: now)
-                    + instance.onCommand(.quit, now: now)
+                    reports.flatMap { instance.onPlayerReport($0, now: now) } + instance.onCommand(.quit, now: now)
             }
             if let status = carryOut(directives) { return status }
         }

@@ -10,7 +10,7 @@ final class LineSocket: Sendable {
     private let descriptor: Int32
     private let closed = Atomic<Bool>(false)
 
-    private init(descriptor: Int32) { self.descriptor = descriptor }
+    init(descriptor: Int32) { self.descriptor = descriptor }
 
     /// Connects to the socket at `path`, trying again for up to `patience` while it does not
     /// exist yet or refuses (a player that is still starting). `stillWaiting` is asked between

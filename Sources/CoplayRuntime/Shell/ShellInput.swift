@@ -17,6 +17,8 @@ enum ShellInput: Sendable {
     case playerTick
     /// A line from an external player's connection, stamped when it arrived.
     case playerLine([UInt8], receivedAt: Timestamp)
-    /// The external player closed its connection (mpv quit).
+    /// A delegating player connected.
+    case playerConnected
+    /// The external player closed its connection (mpv quit, a delegating player went away).
     case playerClosed
 }

@@ -1,0 +1,196 @@
+import CoplayCore
+
+/// Any other player, through the delegating-player socket (`--player socket:PATH`): coplay
+/// listens on a Unix socket and speaks JSON lines, modelled on AVDelegatingPlaybackCoordinator.
+/// PLAYERS.md specifies the protocol; `Tools/coplay-player-example` is a reference client.
+///
+/// To the player: `load`, `prepare`, `play`, `rate`, `pause`, `unload`, each with an `id`. A
+/// `load` or `prepare` is complete (the player is ready) when the player answers `{"done": id}`.
+/// From the player: `done`, and events: `sample`, `buffering`, `buffered`, `ended`, `user`
+/// (an action taken in the player), `error`. Every value is checked (a line that is not valid
+/// gets an `{"error": …}` answer and changes nothing); instants are true Unix nanoseconds of the
+/// host clock. A player that disconnects may reconnect: it is sent the current item and state.
+struct SocketPlayer: PlayerDriver {
+    let kind = "socket"
+    private let server: LineServer
+    private let clock: AgentClock
+    private let settings: Settings
+    private var nextID: Int64 = 1
+    /// Loads and prepares awaiting `done`, with the position they prepare.
+    private var awaitingReady: [(id: Int64, position: Double)] = []
+    /// What a reconnecting player is told: the item, and the last transport command.
+    private var lastLoad: PlayerCommand?
+    private var lastTransport: PlayerCommand?
+    /// Lines refused since the player connected (answered with an error each).
+    private(set) var refusedLines = 0
+
+    init(server: LineServer, clock: AgentClock, settings: Settings) {
+        self.server = server
+        self.clock = clock
+        self.settings = settings
+    }
+
+    // MARK: Commands
+
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+        switch command {
+        case .load:
+            lastLoad = command
+            lastTransport = nil
+            awaitingReady.removeAll()
+        case .prepare, .play, .pause:
+            lastTransport = command
+        case .adjustRate:
+            break
+        case .unload:
+            lastLoad = nil
+            lastTransport = nil
+            awaitingReady.removeAll()
+        case .simulateStall:
+            return []
+        }
+        send(command)
+        return []
+    }
+
+    private mutating func send(_ command: PlayerCommand) {
+        let id = nextID
+        nextID += 1
+        var fields: [(String, JSONValue)] = [("id", .int(id))]
+        switch command {
+        case .load(let item, let position):
+            fields += [
+                ("command", "load"), ("url", .string(item.url)), ("item", .string(item.id)),
+                ("position", .double(position)),
+            ]
+            if let duration = item.durationSeconds { fields.append(("duration", .double(duration))) }
+            expectReady(id: id, position: position)
+        case .prepare(let position):
+            fields += [("command", "prepare"), ("position", .double(position))]
+            expectReady(id: id, position: position)
+        case .play(let rate, let position, let at):
+            fields += [
+                ("command", "play"), ("rate", .double(rate)), ("position", .double(position)),
+                ("atUnixNanos", .int(clock.trueUnixNanos(of: at))),
+            ]
+        case .adjustRate(let rate, let at):
+            fields += [
+                ("command", "rate"), ("rate", .double(rate)), ("atUnixNanos", .int(clock.trueUnixNanos(of: at))),
+            ]
+        case .pause(let position):
+            fields += [("command", "pause"), ("position", .double(position))]
+        case .unload:
+            fields += [("command", "unload")]
+        case .simulateStall:
+            return
+        }
+        server.current?.send(JSONValue.object(fields).serialized)
+    }
+
+    private mutating func expectReady(id: Int64, position: Double) {
+        awaitingReady.append((id, position))
+        if awaitingReady.count > settings.playerRequestsMax { awaitingReady.removeFirst() }
+    }
+
+    func nextEvent(now: Timestamp) -> MonotonicInstant? { nil }
+    func advance(now: Timestamp) -> [PlayerReport] { [] }
+
+    // MARK: Connection
+
+    /// A player connected: it is told the current item and what it should be doing.
+    mutating func connected(now: Timestamp) -> [PlayerReport] {
+        refusedLines = 0
+        awaitingReady.removeAll()
+        server.current?.send(
+            JSONValue.object([
+                ("hello", "coplay"), ("version", 1),
+                ("sampleIntervalMs", .double(settings.playerSampleInterval.milliseconds)),
+            ]).serialized)
+        if let lastLoad { send(lastLoad) }
+        if let lastTransport {
+            if case .pause(let position) = lastTransport, lastLoad != nil { send(.prepare(position: position)) }
+            send(lastTransport)
+        }
+        return []
+    }
+
+    mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
+        awaitingReady.removeAll()
+        return ([.failed("the socket player disconnected; waiting for another on \(server.path)")], false)
+    }
+
+    mutating func close() { server.close() }
+
+    // MARK: What the player says
+
+    mutating func receive(line: [UInt8], at now: Timestamp) -> [PlayerReport] {
+        switch interpret(line, now: now) {
+        case .success(let reports): return reports
+        case .failure(let refusal):
+            refusedLines += 1
+            server.current?.send(JSONValue.object([("error", .string(refusal.reason))]).serialized)
+            return []
+        }
+    }
+
+    private struct Refusal: Error { var reason: String }
+
+    private mutating func interpret(_ line: [UInt8], now: Timestamp) -> Result<[PlayerReport], Refusal> {
+        func fail(_ reason: String) -> Result<[PlayerReport], Refusal> { .failure(Refusal(reason: reason)) }
+        guard let message = try? JSONParser.parse(line), case .object = message else {
+            return fail("not a JSON object")
+        }
+        func position(_ key: String = "position") -> Double? {
+            guard let value = message[key]?.number, value.isFinite, (0...WireFormat.positionMax).contains(value) else {
+                return nil
+            }
+            return value
+        }
+        if let done = message["done"] {
+            guard let id = done.integer else { return fail("done needs the id of a command") }
+            guard let index = awaitingReady.firstIndex(where: { $0.id == id }) else { return .success([]) }
+            let ready = awaitingReady[index]
+            awaitingReady.removeSubrange(...index)  // an earlier load or prepare is overtaken
+            return .success([.ready(position: ready.position)])
+        }
+        guard let event = message["event"]?.string else { return fail("a line needs \"done\" or \"event\"") }
+        switch event {
+        case "sample":
+            guard let position = position() else { return fail("sample needs a position from 0 to 1e9") }
+            guard let rate = message["rate"]?.number, rate.isFinite, (0...WireFormat.rateMax).contains(rate) else {
+                return fail("sample needs a rate from 0 to \(WireFormat.rateMax)")
+            }
+            guard let atTrue = message["atUnixNanos"]?.integer,
+                abs(atTrue - clock.trueUnixNanos(of: now.wall)) <= 10_000_000_000
+            else { return fail("sample needs atUnixNanos, the host clock's time of the sample, within 10 s of now") }
+            let at = WallInstant(unixNanos: atTrue &+ clock.skewNanos)
+            return .success([.sample(position: position, rate: rate, at: at)])
+        case "buffering", "buffered", "ended":
+            guard let position = position() else { return fail("\(event) needs a position from 0 to 1e9") }
+            let report: PlayerReport =
+                event == "buffering"
+                ? .stalled(position: position)
+                : event == "buffered" ? .stallEnded(position: position) : .ended(position: position)
+            return .success([report])
+        case "user":
+            let action: PlayerReport.UserAction
+            switch message["action"]?.string {
+            case "pause": action = .pause
+            case "play": action = .play(rate: message["rate"]?.number ?? 1)
+            case "seek":
+                guard let position = position() else { return fail("a seek needs a position from 0 to 1e9") }
+                action = .seek(position: position)
+            default: return fail("user needs an action: play, pause or seek")
+            }
+            guard let checked = action.checked else {
+                return fail("play needs a rate from \(WireFormat.rateMin) to \(WireFormat.rateMax)")
+            }
+            return .success([.userAction(checked)])
+        case "error":
+            let text = message["message"]?.string ?? "unspecified"
+            return .success([.failed("socket player: \(String(text.prefix(settings.playerErrorBytesMax)))")])
+        default:
+            return fail("unknown event '\(String(event.prefix(64)))'")
+        }
+    }
+}

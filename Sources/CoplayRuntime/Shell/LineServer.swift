@@ -1,0 +1,95 @@
+import Glibc
+import Synchronization
+
+/// A listening Unix stream socket for a delegating player (`--player socket:PATH`): one player
+/// at a time; a second connection is told why and closed. The accepted connection is a
+/// `LineSocket`; `current` is the one to write to.
+final class LineServer: Sendable {
+    let path: String
+    private let descriptor: Int32
+    private let client = Mutex<LineSocket?>(nil)
+
+    private init(path: String, descriptor: Int32) {
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    /// Listens at `path`. A socket file left there by an agent that died is replaced; one that a
+    /// live program still answers on is not.
+    static func listen(path: String) throws(SocketError) -> LineServer {
+        if (try? LineSocket.connect(path: path, patience: .zero)).map({ $0.close() }) != nil {
+            throw SocketError("\(path) is in use by another program", code: EADDRINUSE)
+        }
+        var status = stat()
+        if lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard !pathBytes.isEmpty, pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SocketError("socket path '\(path)' is empty or longer than 107 bytes", code: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
+        }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw SocketError("socket(AF_UNIX)") }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, Glibc.listen(descriptor, 4) == 0 else {
+            let error = SocketError("listen on \(path)")
+            Glibc.close(descriptor)
+            throw error
+        }
+        chmod(path, 0o600)  // the player is this user's
+        return LineServer(path: path, descriptor: descriptor)
+    }
+
+    /// The connected player, if any.
+    var current: LineSocket? { client.withLock { $0 } }
+
+    /// Accepts players on a thread of its own: `connected` for each one let in (after it became
+    /// `current`); `refusal` is written to one that comes while another is connected.
+    func start(refusal: String, connected: @escaping @Sendable (LineSocket) -> Void) {
+        let descriptor = self.descriptor
+        BackgroundThread.start { [self] in
+            while true {
+                let accepted = accept(descriptor, nil, nil)
+                if accepted < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    return  // closed
+                }
+                _ = fcntl(accepted, F_SETFD, FD_CLOEXEC)
+                let socket = LineSocket(descriptor: accepted)
+                let admitted = client.withLock { current in
+                    guard current == nil else { return false }
+                    current = socket
+                    return true
+                }
+                guard admitted else {
+                    socket.send(refusal)
+                    socket.close()
+                    continue
+                }
+                connected(socket)
+            }
+        }
+    }
+
+    /// The connection `socket` ended: another player may connect.
+    func release(_ socket: LineSocket) {
+        client.withLock { current in
+            if current === socket { current = nil }
+        }
+        socket.close()
+    }
+
+    func close() {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        Glibc.close(descriptor)
+        current?.close()
+        unlink(path)
+    }
+}
