@@ -4,11 +4,14 @@ import Foundation
 /// be: tests and benchmarks read mpv's state through it and act on mpv behind coplay's back.
 public final class MpvClient: @unchecked Sendable {
     private let descriptor: Int32
+    /// The socket it is connected to.
+    public let path: String
     private var buffer: [UInt8] = []
     private var nextID = 1
 
     /// Connects to the socket at `path`, waiting up to `timeout` for it to appear.
     public init(path: String, timeout: Duration = .seconds(10)) throws {
+        self.path = path
         let deadline = ContinuousClock.now + timeout
         while true {
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
