@@ -105,6 +105,9 @@ struct SocketPlayerTests {
         let error = state.position - (groupPosition + Double(state.atUnixNanos - groupAt) / 1e9)
         #expect(abs(error) < 0.005, "the socket player is \(error * 1000) ms off the group")
         #expect(client.commands.contains { $0["command"] as? String == "rate" }, "steered by rate nudges")
+        let player = try #require(alice.status()?["player"] as? [String: Any])
+        #expect(((player["samplePosition"] as? NSNumber)?.doubleValue ?? 0) > 3, "status shows the player's own sample")
+        #expect(abs((player["sampleErrorMs"] as? NSNumber)?.doubleValue ?? 99) < 5)
 
         // The person in front of the player pauses it: bob pauses, with alice as the originator.
         client.send("pause")

@@ -35,6 +35,7 @@ extension Playback {
                         ))))
         case .sample(let position, _, let at):
             correction.playerSamples = true
+            (correction.samplePosition, correction.sampleAt) = (position, at)
             counters.playerSamples += 1
             out += correct(toSample: position, at: at, context, counters: &counters)
         case .userAction, .failed:

@@ -82,6 +82,9 @@ public struct Correction: Hashable, Sendable {
     public var lastSampleAt: WallInstant?
     /// The last sample's error in seconds (positive: ahead of the group); nil when not playing.
     public var sampleError: Double?
+    /// The player's own last position sample: where it said it was, and when (local wall clock).
+    public var samplePosition: Double?
+    public var sampleAt: WallInstant?
     /// The error the last seek correction removed, in seconds.
     public var lastSeek: Double?
     /// Whether the player reports samples at all (then they steer it, not the core's belief).

@@ -240,6 +240,11 @@ public struct EventFormatter: Sendable {
         .object([
             ("kind", .string(report.playerKind)),
             ("rateNudgePercent", .double(report.correction.nudge * 100)),
+            ("samplePosition", report.correction.samplePosition.map { .double($0) } ?? .null),
+            (
+                "sampleAtUnixNanos",
+                report.correction.sampleAt.map { .int(clock.trueUnixNanos(of: $0)) } ?? .null
+            ),
             ("sampleErrorMs", report.correction.sampleError.map { .double($0 * 1000) } ?? .null),
             ("lastSeekCorrectionMs", report.correction.lastSeek.map { .double($0 * 1000) } ?? .null),
         ])
