@@ -28,7 +28,8 @@ let package = Package(
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplayPlayers", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
         .testTarget(
-            name: "CoplayIntegrationTests", dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness", "coplay"]),
+            name: "CoplayIntegrationTests",
+            dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness", "coplay", "coplay-bench"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,6 +10,8 @@ public enum Benchmarks {
         public var agents: Int
         public var seconds: Int
         public var executable: String
+        /// Datagrams a second of the `flood` benchmark.
+        public var rate = 20_000
         public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
             self.kind = kind
             self.rounds = rounds
@@ -33,6 +35,7 @@ public enum Benchmarks {
             case "overhead": try overhead(options, common: common)
             case "sync": try sync(options, common: common)
             case "players": try players(options, common: common)
+            case "flood": try flood(options, rate: options.rate)
             default:
                 try membership(options, common: common)
                 try clock(options, common: common)

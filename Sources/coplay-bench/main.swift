@@ -7,7 +7,7 @@ import Foundation
 let usage = """
     coplay-bench — measure coplay agents on loopback and print figures
 
-    Usage: coplay-bench membership|clock|overhead|sync|players|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
+    Usage: coplay-bench membership|clock|overhead|sync|players|flood|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
            coplay-bench soak [--seeds N]
            coplay-bench tag
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
@@ -16,6 +16,8 @@ let usage = """
       sync        sync error after coordinated starts among N skewed agents, and pause propagation, R rounds
       players     two headless mpv under coplay (needs mpv and ffmpeg): steady offset between them over S
                   seconds, pause pressed in mpv A → mpv B paused (R rounds), recovery after a 200 ms stop of mpv B
+      flood       3 agents in a private network namespace (root) flooded with --rate N datagrams/s (default 20000;
+                  junk and hellos of invented peers) for S seconds: honest pause delays, memory against idle, counters
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
@@ -72,6 +74,14 @@ if kind == "tag" {
     }
     exit(0)
 }
+if kind == "flood-sender" {
+    // The flooding half of `flood`, started by it inside its namespace.
+    guard arguments.count == 4, let port = UInt16(arguments[arguments.startIndex]),
+        let rate = Int(arguments[arguments.startIndex + 1]), (1...200_000).contains(rate),
+        let seconds = Int(arguments[arguments.startIndex + 2]), (1...120).contains(seconds)
+    else { fail("flood-sender takes PORT RATE SECONDS SESSION") }
+    FloodSender.run(port: port, rate: rate, seconds: seconds, session: arguments[arguments.startIndex + 3])
+}
 if kind == "soak" {
     var seedCount = 2000
     while let flag = arguments.popFirst() {
@@ -97,7 +107,7 @@ if kind == "soak" {
     print(result.summary)
     exit(result.failures.isEmpty ? 0 : 1)
 }
-guard ["membership", "clock", "overhead", "sync", "players", "all"].contains(kind) else {
+guard ["membership", "clock", "overhead", "sync", "players", "flood", "all"].contains(kind) else {
     fail("unknown measurement '\(kind)'")
 }
 let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
@@ -108,6 +118,11 @@ while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
     switch flag {
     case "--coplay": options.executable = value
+    case "--rate":
+        guard let number = Int(value), (1...200_000).contains(number) else {
+            fail("--rate takes datagrams a second from 1 to 200000")
+        }
+        options.rate = number
     case "--agents", "--rounds", "--seconds":
         guard let number = Int(value), (1...1000).contains(number) else {
             fail("\(flag) takes a whole number from 1 to 1000")

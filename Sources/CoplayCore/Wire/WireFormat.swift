@@ -18,6 +18,16 @@
 /// ```
 public enum WireFormat {
     public static let magic: [UInt8] = [0x43, 0x50, 0x4C, 0x59]
+
+    /// The sender's peer id from a datagram's header, read without decoding anything else (the
+    /// receive threads use it to let known members through first when the queue fills); nil
+    /// if the bytes are too short or lack the magic. It is only a claim until decoded and checked.
+    public static func claimedSender(of bytes: [UInt8]) -> UInt64? {
+        guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
+        var id: UInt64 = 0
+        for index in 16..<24 { id = id << 8 | UInt64(bytes[index]) }
+        return id
+    }
     public static let version: UInt8 = 1
     public static let headerBytes = 34
     public static let authTagBytesMax = 32

@@ -46,6 +46,8 @@ public actor AgentShell {
     /// Datagrams handed over by the receive threads and not yet processed (at most
     /// `Settings.receiveQueueDatagramsMax`).
     private let queuedDatagrams = QueueGauge()
+    /// The ids of the current members, shared with the receive threads (see `run()`).
+    private let memberIDs = SharedIDs()
     /// Standard-input lines queued and not yet processed (at most `Settings.inputLinesQueuedMax`).
     private let lineSlots: DispatchSemaphore
 
@@ -135,8 +137,14 @@ public actor AgentShell {
         playerTimer.resume()
         let gauge = queuedDatagrams
         let queuedMax = instance.settings.receiveQueueDatagramsMax
+        let members = memberIDs
+        let strangersMax = queuedMax * instance.settings.receiveQueueStrangersPercent / 100
         transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) { bytes, source, stamp in
-            guard gauge.enter(limit: queuedMax) else { return }
+            // Honest traffic first: past `strangersMax` queued, only datagrams that claim a known
+            // member as their sender are queued (a flood of junk and invented peers cannot crowd
+            // out the group's own commands; a forged claim is still checked when decoded).
+            let known = WireFormat.claimedSender(of: bytes).map(members.contains) ?? false
+            guard gauge.enter(limit: known ? queuedMax : strangersMax) else { return }
             feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
         }
         let lines = queuedPlayerLines
@@ -245,6 +253,11 @@ public actor AgentShell {
             case .unicast(let datagram, let destination):
                 send(datagram, to: destination)
             case .emit(let event):
+                switch event {
+                case .peerJoined(let info): memberIDs.insert(info.member.id.rawValue)
+                case .peerLeft(let info, _): memberIDs.remove(info.member.id.rawValue)
+                default: break
+                }
                 wire.receiveQueueDrops = queuedDatagrams.dropped
                 wire.kernelDrops = transport.kernelDrops
                 let now = AgentClock.trueUnixNanosNow()
@@ -313,6 +326,14 @@ public actor AgentShell {
     private func diagnose(_ text: String) {
         if case .standardStreams = mode { StandardStreams.writeError("coplay: \(text)") }
     }
+}
+
+/// A set of ids shared between the shell and its receive threads.
+final class SharedIDs: Sendable {
+    private let ids = Mutex<Set<UInt64>>([])
+    func contains(_ id: UInt64) -> Bool { ids.withLock { $0.contains(id) } }
+    func insert(_ id: UInt64) { _ = ids.withLock { $0.insert(id) } }
+    func remove(_ id: UInt64) { _ = ids.withLock { $0.remove(id) } }
 }
 
 /// A count of items in flight between threads, with a ceiling.
