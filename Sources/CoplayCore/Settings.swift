@@ -84,6 +84,14 @@ public struct Settings: Sendable, Equatable {
     /// Errors at least this large are seeked away instead: at `rateNudgeMax` a rate nudge would
     /// take minutes. The player measures its own seek latency and allows for it.
     public var seekCorrectionThreshold: Duration = .seconds(1)
+    /// A `play` that finds an external player already playing within this of the new timeline
+    /// makes it seek no more: the rate nudges close the rest (about 4 s at 0.5%, far less at the
+    /// catch-up rate), rather than an audible jump.
+    public var playerPlayWithoutSeekWithin: Duration = .milliseconds(20)
+    /// A speed change made in the player (not by coplay) within this of the group's rate is taken
+    /// for a disturbance and corrected; a larger one is the person's choice and becomes a group
+    /// command. mpv's own speed keys step by about 10%.
+    public var playerSpeedDisturbanceMax = 0.02
     /// A change of position larger than this is also reported as a `time-jumped` event.
     public var timeJumpReportedMin: Duration = .milliseconds(250)
     /// What-happened ends once the player is within this of the group (it closes the gap at 2x,

@@ -122,12 +122,13 @@ struct SocketPlayerTests {
             "{not json", #"{"event":"sample","position":-5,"rate":1,"atUnixNanos":0}"#,
             #"{"event":"user","action":"play","rate":1e300}"#, #"{"event":"sample","position":1e400}"#,
             #"{"done":"x"}"#, #"{"event":"explode"}"#,
+            #"{"event":"sample","position":1,"rate":1,"atUnixNanos":-9223372036854775808}"#,
         ] {
             client.send("raw \(garbage)")
         }
         usleep(300_000)
         let errors = client.commands.compactMap { $0["error"] as? String }
-        #expect(errors.count == 6, "\(errors)")
+        #expect(errors.count == 7, "\(errors)")
         #expect(alice.status()?["rate"] as? NSNumber == statusBefore)
         #expect(bob.allEvents.filter { $0.name == "paused" || $0.name == "playing" }.count == 2)
 

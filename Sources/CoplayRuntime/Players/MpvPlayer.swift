@@ -17,8 +17,8 @@ import Glibc
 ///   `scaletempo2` keeping the pitch).
 /// - A change of `pause`, `speed` or a `seek` that coplay did not ask for is the person in front
 ///   of mpv: it is reported as a user action (a group command), so commands applied to mpv never
-///   echo back. A speed change within 2% of the group's rate is treated as a disturbance (the
-///   correction takes it back), not as a choice.
+///   echo back. A speed change within `Settings.playerSpeedDisturbanceMax` of the group's rate is
+///   treated as a disturbance (the correction takes it back), not as a choice.
 /// - `paused-for-cache` is a stall; `eof-reached` the end; a failed load is reported as a failure.
 struct MpvPlayer: PlayerDriver {
     let kind = "mpv"
@@ -150,7 +150,8 @@ struct MpvPlayer: PlayerDriver {
         groupRate = new.rate
         setSpeed(new.rate)
         if !expectedPause, anchor != nil || lastSample != nil,
-            abs(estimate(at: now.wall) - new.position(at: now.wall)) < 0.02, new.at <= now.wall
+            abs(estimate(at: now.wall) - new.position(at: now.wall)) < settings.playerPlayWithoutSeekWithin.seconds,
+            new.at <= now.wall
         {
             // Already playing about there (a re-anchor, a rate change, the user's own unpause):
             // no seek, no jump; the rate nudges close the rest.
@@ -240,7 +241,7 @@ struct MpvPlayer: PlayerDriver {
                 positionProperty = "time-pos"  // no audio track: the frame clock will do
             }
             guard succeeded, sampleGeneration == generation, let position = message["data"]?.number,
-                position.isFinite, let anchor, !expectedPause
+                (0...WireFormat.positionMax).contains(position), let anchor, !expectedPause
             else { return [] }
             let middle = WallInstant(
                 unixNanos: sentAt.wall.unixNanos &+ (now.wall.unixNanos &- sentAt.wall.unixNanos) / 2)
@@ -327,7 +328,9 @@ struct MpvPlayer: PlayerDriver {
         case "speed":
             guard let speed = value.number, speed.isFinite, abs(speed - expectedSpeed) > 1e-6 else { return [] }
             expectedSpeed = speed
-            guard !expectedPause, anchor != nil, abs(speed / max(groupRate, 0.01) - 1) > 0.02 else { return [] }
+            guard !expectedPause, anchor != nil,
+                abs(speed / max(groupRate, 0.01) - 1) > settings.playerSpeedDisturbanceMax
+            else { return [] }
             return PlayerReport.UserAction.play(rate: speed).checked.map { [.userAction($0)] } ?? []
         case "paused-for-cache":
             let nowStalled = value.bool ?? false

@@ -160,8 +160,11 @@ struct SocketPlayer: PlayerDriver {
             guard let rate = message["rate"]?.number, rate.isFinite, (0...WireFormat.rateMax).contains(rate) else {
                 return fail("sample needs a rate from 0 to \(WireFormat.rateMax)")
             }
-            guard let atTrue = message["atUnixNanos"]?.integer,
-                abs(atTrue - clock.trueUnixNanos(of: now.wall)) <= 10_000_000_000
+            // Range-checked before any arithmetic: an instant near Int64.min would overflow the
+            // difference.
+            let nowTrue = clock.trueUnixNanos(of: now.wall)
+            guard let atTrue = message["atUnixNanos"]?.integer, WireFormat.wallNanosRange.contains(atTrue),
+                (nowTrue - 10_000_000_000...nowTrue + 10_000_000_000).contains(atTrue)
             else { return fail("sample needs atUnixNanos, the host clock's time of the sample, within 10 s of now") }
             let at = WallInstant(unixNanos: atTrue &+ clock.skewNanos)
             return .success([.sample(position: position, rate: rate, at: at)])

@@ -254,8 +254,10 @@ public actor AgentShell {
                 send(datagram, to: destination)
             case .emit(let event):
                 switch event {
-                case .peerJoined(let info): memberIDs.insert(info.member.id.rawValue)
-                case .peerLeft(let info, _): memberIDs.remove(info.member.id.rawValue)
+                case .peerJoined, .peerLeft, .session:
+                    // Rebuilt from the peer table (at most `Settings.peersMax`), so that it cannot
+                    // drift from it however the table changed (a leave and rejoin, a reset).
+                    memberIDs.replace(with: instance.peers.keys.map(\.rawValue))
                 default: break
                 }
                 wire.receiveQueueDrops = queuedDatagrams.dropped
@@ -332,8 +334,7 @@ public actor AgentShell {
 final class SharedIDs: Sendable {
     private let ids = Mutex<Set<UInt64>>([])
     func contains(_ id: UInt64) -> Bool { ids.withLock { $0.contains(id) } }
-    func insert(_ id: UInt64) { _ = ids.withLock { $0.insert(id) } }
-    func remove(_ id: UInt64) { _ = ids.withLock { $0.remove(id) } }
+    func replace(with new: some Sequence<UInt64>) { ids.withLock { $0 = Set(new) } }
 }
 
 /// A count of items in flight between threads, with a ceiling.

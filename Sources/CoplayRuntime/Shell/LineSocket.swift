@@ -18,15 +18,7 @@ final class LineSocket: Sendable {
     static func connect(
         path: String, patience: Duration, stillWaiting: () throws(SocketError) -> Void = {}
     ) throws(SocketError) -> LineSocket {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard !pathBytes.isEmpty, pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SocketError("socket path '\(path)' is empty or longer than 107 bytes", code: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
-        }
+        var address = try unixAddress(path)
         let deadline = AgentClock.read(CLOCK_MONOTONIC) + patience.nanoseconds
         while true {
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -45,6 +37,20 @@ final class LineSocket: Sendable {
             try stillWaiting()
             usleep(20_000)
         }
+    }
+
+    /// The address of the Unix socket at `path` (at most 107 bytes, the kernel's limit).
+    static func unixAddress(_ path: String) throws(SocketError) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard !pathBytes.isEmpty, pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SocketError("socket path '\(path)' is empty or longer than 107 bytes", code: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
+        }
+        return address
     }
 
     /// Writes one line (a newline is added); false if the other side is gone.
