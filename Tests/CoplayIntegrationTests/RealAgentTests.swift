@@ -69,7 +69,7 @@ import Testing
         #expect(abs(offset + 300_000_000) < 1_000_000, "bob's clock is 300 ms behind alice's, estimated \(offset) ns")
 
         // Hostile input on the group port: counted and dropped, the agent goes on.
-        let sender = GroupSender(port: UInt16(port)!)
+        let sender = try GroupSender(port: UInt16(port)!)
         for payload in [
             Array("hello?".utf8), Array("GET / HTTP/1.1\r\nHost: coplay.example\r\n\r\n".utf8),
             Array("CPLY".utf8) + [9] + Array(repeating: 0, count: 40), Array(repeating: 0xFF, count: 1500),
@@ -118,7 +118,7 @@ import Testing
         let agent = try AgentProcess(
             executable: coplay, name: "flooded", arguments: ["--interface", "lo", "--group", "239.255.77.1:\(port)"])
         _ = try #require(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" })
-        let sender = GroupSender(port: UInt16(port)!)
+        let sender = try GroupSender(port: UInt16(port)!)
         let garbage = Array("not coplay at all, just noise on the port".utf8)
         let floodCount = 20_000
         let commands = 50
