@@ -12,6 +12,7 @@ local coplay = Proto("coplay", "coplay playback sync")
 
 local message_types = {
     [0x01] = "hello", [0x02] = "heartbeat", [0x03] = "leave", [0x04] = "probe", [0x05] = "probe-reply",
+    [0x06] = "peer-list",
     [0x10] = "command", [0x11] = "nack", [0x12] = "ready", [0x13] = "end", [0x14] = "unreliable-message",
 }
 local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message" }
@@ -65,6 +66,9 @@ f.item_type = ProtoField.string("coplay.share.type", "Item type")
 f.fallback = ProtoField.string("coplay.share.fallback", "Fallback URL")
 f.duration = ProtoField.double("coplay.share.duration", "Duration (s, 0 = unknown)")
 f.nack_ranges = ProtoField.uint8("coplay.nack.ranges", "Ranges")
+f.peer_count = ProtoField.uint8("coplay.peers.count", "Peers")
+f.peer_address = ProtoField.ipv4("coplay.peers.address", "Peer address")
+f.peer_port = ProtoField.uint16("coplay.peers.port", "Peer port")
 f.nack_from = ProtoField.uint32("coplay.nack.from", "From")
 f.nack_to = ProtoField.uint32("coplay.nack.to", "To")
 f.end_reason = ProtoField.string("coplay.end.reason", "End reason")
@@ -238,6 +242,20 @@ local function payload(kind, r, tree)
         instant(r, tree, f.t1)
         instant(r, tree, f.t2)
         instant(r, tree, f.t3)
+    elseif kind == 0x06 then
+        local count = r.take(1):uint()
+        if count > 48 then error("peer list of " .. count .. " entries") end
+        tree:add(f.peer_count, count)
+        for _ = 1, count do
+            member(r, tree, f.vc_id, f.vc_incarnation)
+            local address, port = r.take(4), r.take(2)
+            local a = address:uint()
+            if a == 0 or a >= 0xE0000000 and a <= 0xEFFFFFFF or a == 0xFFFFFFFF or port:uint() == 0 then
+                error("peer list entry is not a unicast endpoint")
+            end
+            tree:add(f.peer_address, address)
+            tree:add(f.peer_port, port)
+        end
     elseif kind == 0x10 then
         local flags = r.take(1)
         if bit.band(flags:uint(), 0xFE) ~= 0 then error("reserved command flags") end

@@ -77,6 +77,12 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         return value
     }
 
+    /// Whether a datagram may be sent here: a port, and an address that is neither 0.0.0.0,
+    /// multicast, nor the limited broadcast (what a peer list may name).
+    public var isUnicastDestination: Bool {
+        port != 0 && address != 0 && address >> 28 != 0xE && address != 0xFFFF_FFFF
+    }
+
     public var addressText: String {
         "\(address >> 24).\(address >> 16 & 0xFF).\(address >> 8 & 0xFF).\(address & 0xFF)"
     }

@@ -165,6 +165,19 @@ public struct Settings: Sendable, Equatable {
 
     // MARK: Bounds
     public var peersMax = 256
+    /// Unicast reach (`--peer`, Reach): how often a member reached by unicast is told whom this
+    /// agent knows (a few datagrams of under 900 bytes per interval; a new member is told of
+    /// within `peerListJoinDelay`).
+    public var peerListInterval: Duration = .seconds(2)
+    public var peerListJoinDelay: Duration = .milliseconds(100)
+    /// Endpoints named in peer lists and not members yet: at most this many get unicast copies,
+    /// each for `gossipedEndpointLifetime` unless it answers and becomes a member — what a
+    /// member could point this agent's traffic at stays small and ends by itself.
+    public var gossipedEndpointsMax = 64
+    public var gossipedEndpointLifetime: Duration = .seconds(10)
+    /// A member heard over multicast within this window (4 heartbeats) is reached by multicast
+    /// and gets no unicast copies.
+    public var multicastHeardWindow: Duration = .seconds(2)
     public var nameBytesMax = 64
     public var sessionNameBytesMax = 64
     /// No datagram coplay sends or accepts is longer than this.
@@ -187,6 +200,17 @@ public struct Settings: Sendable, Equatable {
     /// Standard-input lines read and not yet processed: the reader waits at this many, so a fast
     /// writer is slowed down rather than losing lines.
     public var inputLinesQueuedMax = 256
+    /// Clients of the control socket (`--control`) at once: a person, `coplay ctl --watch` and a
+    /// few scripts; each has a reading thread and a send buffer, so a runaway script that opens
+    /// connections in a loop is refused past this rather than exhausting threads.
+    public var controlClientsMax = 8
+    /// Lines of one control client queued and not yet handled: its reading then waits
+    /// (backpressure on that client only, nothing lost), so it cannot crowd out the others.
+    public var controlLinesQueuedMax = 16
+    /// Event output a control client may fall behind by (the socket's send buffer); a client
+    /// that does not read is disconnected at this rather than slowing the agent or growing
+    /// its memory. 256 KiB is over a thousand events.
+    public var controlClientBufferBytes = 256 * 1024
     /// A line from an external player (mpv's IPC, a delegating player) longer than this is cut
     /// and ignored: mpv's replies are a few hundred bytes, a property list a few KiB.
     public var playerLineBytesMax = 64 * 1024

@@ -96,5 +96,12 @@ extension Benchmarks {
                     + "receive-queue drops \(counters["receiveQueueDrops"] ?? 0), kernel drops \(counters["kernelDrops"] ?? 0), peers \(agent.peers()?.count ?? -1)"
             )
         }
+        // The targets that are not a matter of speed: a failure, for CI.
+        let grown = zip(peak, idle).contains { Double($0) > 2 * Double(max($1, 1)) }
+        if lost > 0 || delays.isEmpty || grown {
+            throw BenchError(
+                description: "flood: \(lost) honest pauses lost, \(delays.count) arrived; memory past 2× idle: \(grown)"
+            )
+        }
     }
 }

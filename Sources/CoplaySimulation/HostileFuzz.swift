@@ -43,7 +43,10 @@ public struct HostileFuzz: Sendable {
         _ = instance.start(now: clock)
         func feed(_ payload: Payload, from sender: Member, sequence: UInt32 = 1) {
             let datagram = Datagram(session: session, sender: sender, sequence: sequence, payload: payload)
-            _ = instance.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: clock, now: clock)
+            // Either socket: unicast arrivals can switch on unicast reach (and its peer lists).
+            _ = instance.onDatagram(
+                WireFormat.encode(datagram), from: bobEndpoint, receivedAt: clock, now: clock,
+                viaGroup: sequence % 2 == 0)
             outcome.datagramsFed += 1
         }
         feed(.hello(Announcement(unicastPort: 40_000, name: "bob")), from: bob)
@@ -80,6 +83,9 @@ public struct HostileFuzz: Sendable {
             return "stored \(instance.log.storedCount) > \(settings.storedCommandsMax)"
         }
         if instance.items.count > settings.itemsMax { return "items \(instance.items.count) > \(settings.itemsMax)" }
+        if instance.namedEndpoints.count > settings.gossipedEndpointsMax {
+            return "named endpoints \(instance.namedEndpoints.count) > \(settings.gossipedEndpointsMax)"
+        }
         if instance.suspensions.count > Announcement.suspensionsMax + 2 {
             return "suspensions \(instance.suspensions.count)"
         }
@@ -103,7 +109,10 @@ struct FuzzValues {
         ])
     }
     mutating func double() -> Double {
-        pick([0, 5e-324, 1e-9, 0.009, 0.01, 1, 2, 64, 64.000_1, 1e9, 1e9 + 1, 1e300, -1, -0.0, .nan, .infinity])
+        pick([
+            0, .leastNonzeroMagnitude, 1e-9, 0.009, 0.01, 1, 2, 64, 64.000_1, 1e9, 1e9 + 1, 1e300, -1, -0.0, .nan,
+            .infinity,
+        ])
     }
     mutating func wall() -> WallInstant { WallInstant(unixNanos: int64()) }
     mutating func text(_ maxBytes: Int) -> String {
@@ -146,7 +155,7 @@ struct FuzzValues {
     }
 
     mutating func payload(bob: Member) -> Payload {
-        switch random.next() % 10 {
+        switch random.next() % 11 {
         case 0, 1:
             let announcement = Announcement(
                 isReply: random.next() % 2 == 0, unicastPort: UInt16(truncatingIfNeeded: max(1, random.next())),
@@ -171,6 +180,15 @@ struct FuzzValues {
                     return MissingRange(origin: pick([bob, member()]), from: from, to: max(from, uint32()))
                 })
         case 8: return .ready(trigger: dot())
+        case 9:
+            return .peerList(
+                (0..<Int(random.next() % 49)).map { _ in
+                    PeerEntry(
+                        member: pick([bob, member()]),
+                        endpoint: Endpoint(
+                            address: pick([0, 0xEFFF_4D01, 0xFFFF_FFFF, UInt32(truncatingIfNeeded: random.next())]),
+                            port: pick([0, 1, UInt16.max, UInt16(truncatingIfNeeded: random.next())])))
+                })
         default:
             return random.next() % 2 == 0
                 ? .end(reason: text(128))

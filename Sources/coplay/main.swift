@@ -15,6 +15,8 @@ case .success(.dump(let path, let json, let keys)):
 case .success(.keygen):
     StandardStreams.writeOutput(KeyFile.generate())
     status = 0
+case .success(.control(let path, let request)):
+    status = ControlClient.run(path: path, request: request)
 case .success(.demo):
     status = await Demo.run()
 case .success(.runAgent(let configuration)):

@@ -198,6 +198,12 @@ enum WireVectors {
                 payload: .unreliableMessage(
                     MessagePart(messageID: 2, index: 1, count: 2, recipients: [], bytes: Array(" and cold".utf8))))
         ),
+        (
+            "peer-list",
+            Datagram(
+                session: session, sender: sender, sequence: 22,
+                payload: .peerList([PeerEntry(member: other, endpoint: Endpoint(address: 0x0A4D_0003, port: 47_800))]))
+        ),
     ]
 
     static let other = Member(id: PeerID(0xFEDC_BA98_7654_3210), incarnation: Incarnation(7))

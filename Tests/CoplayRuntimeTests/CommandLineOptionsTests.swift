@@ -106,7 +106,7 @@ import Testing
         #expect(keys.count == 1 && keys[0].count == 32)
         #expect(try GroupKeys.parse(keyFile: KeyFile.generate()).get() != keys, "fresh randomness each time")
         let path = "/tmp/coplay-test-\(getpid()).key"
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(try configuration(["--key-file", path]).keys == keys)
         guard
@@ -127,5 +127,53 @@ import Testing
         #expect(try configuration([]).settings.pauseSnapsToOriginatorTime)
         #expect(try !configuration(["--pause-snaps", "off"]).settings.pauseSnapsToOriginatorTime)
         #expect(try configuration(["--pause-snaps", "on"]).settings.pauseSnapsToOriginatorTime)
+    }
+
+    @Test func operationsFlags_portPeerAndControl() throws {
+        let configuration = try configuration([
+            "--port", "47800", "--peer", "10.77.0.1:47800", "--peer", "localhost:5000", "--control", "/run/c.sock",
+        ])
+        #expect(configuration.port == 47_800)
+        #expect(
+            configuration.peers == [
+                Endpoint(address: 0x0A4D_0001, port: 47_800), Endpoint(address: 0x7F00_0001, port: 5_000),
+            ])
+        #expect(configuration.controlPath == "/run/c.sock")
+        #expect(error(["--port", "0"])?.contains("1 to 65535") == true)
+        #expect(error(["--peer", "10.77.0.1"])?.contains("HOST:PORT") == true)
+        #expect(error(["--peer", "239.255.77.1:47700"])?.contains("not a unicast address") == true)
+        #expect(
+            error(Array(repeating: ["--peer", "10.0.0.1:1"], count: 17).flatMap { $0 })?.contains("at most 16") == true)
+    }
+
+    @Test func ctl_takesAPathAndACommandOrAMode() throws {
+        func request(_ arguments: [String]) throws -> ControlRequest? {
+            guard case .control(let path, let request) = try CommandLineOptions.parse(["ctl"] + arguments).get()
+            else { return nil }
+            #expect(path == "/run/c.sock")
+            return request
+        }
+        #expect(try request(["/run/c.sock", "seek", "30"]) == .command("seek 30"))
+        #expect(try request(["/run/c.sock", "--follow"]) == .follow)
+        #expect(try request(["/run/c.sock", "--watch"]) == .watch(times: nil))
+        #expect(try request(["/run/c.sock", "--watch", "--times", "3"]) == .watch(times: 3))
+        #expect(error(["ctl", "/run/c.sock"])?.contains("ctl takes PATH") == true)
+        #expect(error(["ctl", "/run/c.sock", "--watch", "--times", "0"])?.contains("1 to 1000000") == true)
+        #expect(error(["ctl", "/run/c.sock", "--bogus"])?.contains("unknown ctl option") == true)
+    }
+
+    @Test func watchTable_drawsWhateverTheRepliesHold_evenExtremeValues() throws {
+        let status = try JSONParser.parse(
+            #"{"event":"status","name":"wall-1","peer":"0123456789abcdef","session":"s","item":"film","rate":1,"position":1e300,"#
+                + #""waiting":false,"suspensions":[],"player":{"sampleErrorMs":-0.25,"rateNudgePercent":0.1},"#
+                + #""counters":{"datagramsReceived":9223372036854775807,"drops":{"badTag":2}}}"#)
+        let peers = try JSONParser.parse(
+            #"[{"name":"wall-2","id":"fedcba9876543210","item":"film","state":"alive","waiting":true,"ready":true,"#
+                + #""suspensions":[],"offsetNanos":-1500000,"lastSeenMillis":120.4},{"name":"x","offsetNanos":"nan"}]"#)
+        let table = WatchTable.render(status: status, peers: peers, atUnixNanos: 3_723_000_000_000)
+        #expect(table.contains("session s, 3 participants, 01:02:03 UTC"), "\(table)")
+        #expect(table.contains("wall-1 (this)") && table.contains("-0.25") && table.contains("1e+300"))
+        #expect(table.contains("wall-2") && table.contains("ready") && table.contains("-1.500"))
+        #expect(table.contains("badTag 2") && table.contains("received 9223372036854775807"))
     }
 }

@@ -32,6 +32,7 @@ extension Instance {
         for output in outputs {
             switch output {
             case .joined(let record):
+                reach.onPeerJoined(at: now.monotonic)
                 out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
                 route(
                     clocks.onPeerJoined(record.member, now: now, random: &random), source: source, now: now, into: &out)
@@ -39,6 +40,7 @@ extension Instance {
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
                 clocks.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id)
+                reach.onPeerLeft(record.member.id)
             case .changed(let record):
                 out.append(.emit(.peerChanged(peerInfo(record, now: heardAt))))
             case .unresponsive(let record):
@@ -198,10 +200,26 @@ extension Instance {
 
     /// Appends the wake-up for the earliest instant at which some machine has something to do.
     func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
+        let directives = withUnicastCopies(directives, now: now)
         if case .exit = directives.last { return directives }
         var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake]
-        if state.isJoined { candidates += [membership.nextWake, clocks.nextWake] }
+        if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake] }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
+    }
+
+    /// Each group datagram, followed by its unicast copies for the members multicast does not
+    /// reach (`Reach`); the directives unchanged while unicast reach is not in use.
+    private func withUnicastCopies(_ directives: [Directive], now: Timestamp) -> [Directive] {
+        guard reach.isActive, directives.contains(where: { if case .multicast = $0 { true } else { false } }) else {
+            return directives
+        }
+        let destinations =
+            state.isJoined ? reach.destinations(members: membership.peers, now: now.monotonic) : reach.farewell
+        guard !destinations.isEmpty else { return directives }
+        return directives.flatMap { directive -> [Directive] in
+            guard case .multicast(let datagram) = directive else { return [directive] }
+            return [directive] + destinations.map { .unicast(datagram, to: $0) }
+        }
     }
 }

@@ -43,6 +43,7 @@ public struct Instance: Sendable {
     var ordering: Ordering
     var playback: Playback
     var messaging: Messaging
+    var reach: Reach
     /// Whether the last announcement said this agent waits out a suspension (playback's answer
     /// changes with the peers' announcements: a change is announced at once).
     var announcedWaitsOut = false
@@ -51,9 +52,11 @@ public struct Instance: Sendable {
     public private(set) var keys: GroupKeys?
     private var replayWindows: ReplayWindows
 
-    /// `keys`: the key file's keys (current first), or nil for an open group.
+    /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
+    /// reach by unicast as well as by multicast (`--peer`).
     public init(
-        identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp, keys: [[UInt8]]? = nil
+        identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp, keys: [[UInt8]]? = nil,
+        seeds: [Endpoint] = []
     ) {
         precondition(
             identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
@@ -68,6 +71,7 @@ public struct Instance: Sendable {
         ordering = Ordering(settings: settings)
         playback = Playback(settings: settings)
         messaging = Messaging(settings: settings)
+        reach = Reach(settings: settings, seeds: seeds)
         replayWindows = ReplayWindows(windowsMax: settings.replayWindowsMax)
         self.keys = keys.map { GroupKeys(keys: $0, session: session) }
     }
@@ -85,6 +89,9 @@ public struct Instance: Sendable {
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     public var peers: [PeerID: PeerRecord] { membership.peers }
     public var log: CausalLog { ordering.log }
+    /// Endpoints named in members' peer lists and reached by unicast for now (at most
+    /// `Settings.gossipedEndpointsMax`).
+    public var namedEndpoints: [Endpoint] { Array(reach.named.keys) }
     /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.
     public var deliveries: [CommandEnvelope] { ordering.deliveries }
     /// The winning `share`: the group's activity.
@@ -161,16 +168,17 @@ public struct Instance: Sendable {
     }
 
     /// One datagram from either socket. `receivedAt` is when the shell's receive loop got it;
-    /// `now` is when this handler runs.
-    public mutating func onDatagram(_ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp)
-        -> [Directive]
-    {
+    /// `now` is when this handler runs; `viaGroup` whether it came to the multicast socket.
+    public mutating func onDatagram(
+        _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool = true
+    ) -> [Directive] {
         var out: [Directive] = []
         counters.datagramsReceived += 1
         do {
             let datagram = try WireFormat.decode(
                 bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
-            receive(datagram, bytes: bytes, from: source, receivedAt: receivedAt, now: now, into: &out)
+            receive(
+                datagram, bytes: bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, into: &out)
             settle(now: now, into: &out)
         } catch {
             reportDrop(DropReason(error.kind), detail: error.detail, from: source, into: &out)
@@ -212,6 +220,9 @@ public struct Instance: Sendable {
                 membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now,
                 into: &out)
             route(clocks.tick(now: now, random: &random), source: nil, now: now, into: &out)
+            for (endpoint, entries) in reach.tick(members: membership.peers, now: now.monotonic) {
+                out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
+            }
             let live = Set(membership.peers.values.map(\.member) + [member])
             ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
         }
@@ -243,6 +254,7 @@ public struct Instance: Sendable {
         with payload: Payload, reason: InvalidationReason, now: Timestamp, into out: inout [Directive]
     ) {
         let copy = stamp(payload)
+        reach.onLeave(members: membership.peers, now: now.monotonic)
         lifecycle.leave(sending: copy, reason: reason, copyOffsets: settings.leaveCopyOffsets, now: now.monotonic)
         membership.stop()
         clocks.stop()
@@ -255,7 +267,7 @@ public struct Instance: Sendable {
 
     private mutating func receive(
         _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp,
-        into out: inout [Directive]
+        viaGroup: Bool, into out: inout [Directive]
     ) {
         guard datagram.session == session else {
             return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
@@ -297,6 +309,14 @@ public struct Instance: Sendable {
             return reportDrop(.fromDeparted, detail: "\(sender) has left", from: source, into: &out)
         }
         let heardAt = receivedAt.monotonic
+        defer {
+            if membership.isKnown(sender) {
+                var unsolicited = false
+                if case .hello(let announcement) = datagram.payload { unsolicited = !announcement.isReply }
+                if case .heartbeat = datagram.payload { unsolicited = true }
+                reach.heard(sender.id, viaGroup: viaGroup, unsolicited: unsolicited, at: heardAt)
+            }
+        }
         switch datagram.payload {
         case .hello(let announcement), .heartbeat(let announcement):
             var isHello = false
@@ -349,6 +369,13 @@ public struct Instance: Sendable {
         case .unreliableMessage(let part):
             heard(sender, at: heardAt, now: now, into: &out)
             receiveMessagePart(part, from: sender, isReliable: false, now: now, into: &out)
+        case .peerList(let entries):
+            // Only a member may point this agent's traffic somewhere (with a key, an authentic one).
+            guard let record = membership.peers[sender.id], record.member == sender else {
+                return reportDrop(.unknownSender, detail: "peer list from \(sender)", from: source, into: &out)
+            }
+            heard(sender, at: heardAt, now: now, into: &out)
+            reach.onPeerList(entries, own: identity.id, members: membership.peers, at: heardAt)
         case .end(let reason):
             let by = membership.peers[sender.id]?.name ?? sender.id.description
             leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: now, into: &out)

@@ -12,6 +12,9 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     case probe = 0x04
     /// Unicast answer to a clock probe (T1 echoed, T2, T3).
     case probeReply = 0x05
+    /// The members the sender knows and where it reaches them, unicast to members reached
+    /// without multicast (`--peer`), so a group joined through one seed forms a whole.
+    case peerList = 0x06
     /// A group command (multicast), or its retransmission (unicast, answering a nack).
     case command = 0x10
     /// A request for missing commands, unicast to an agent that has them.
@@ -30,12 +33,23 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
         case .leave: "leave"
         case .probe: "probe"
         case .probeReply: "probe-reply"
+        case .peerList: "peer-list"
         case .command: "command"
         case .nack: "nack"
         case .ready: "ready"
         case .end: "end"
         case .unreliableMessage: "unreliable-message"
         }
+    }
+}
+
+/// A member and the unicast endpoint another member reaches it at: one entry of a `peer-list`.
+public struct PeerEntry: Hashable, Sendable {
+    public var member: Member
+    public var endpoint: Endpoint
+    public init(member: Member, endpoint: Endpoint) {
+        self.member = member
+        self.endpoint = endpoint
     }
 }
 
@@ -158,6 +172,9 @@ public enum Payload: Hashable, Sendable {
     case end(reason: String)
     /// One part of an unreliable app message.
     case unreliableMessage(MessagePart)
+    /// Members the sender knows, with the endpoints it reaches them at (at most
+    /// `WireFormat.peerListEntriesMax`).
+    case peerList([PeerEntry])
 
     public var type: MessageType {
         switch self {
@@ -171,6 +188,7 @@ public enum Payload: Hashable, Sendable {
         case .ready: .ready
         case .end: .end
         case .unreliableMessage: .unreliableMessage
+        case .peerList: .peerList
         }
     }
 }

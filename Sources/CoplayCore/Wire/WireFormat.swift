@@ -31,6 +31,8 @@ public enum WireFormat {
     public static let version: UInt8 = 1
     public static let headerBytes = 34
     public static let authTagBytesMax = 32
+    /// Entries in one `peer-list` (18 bytes each: 864 bytes at most, within any datagram).
+    public static let peerListEntriesMax = 48
     /// The longest reason an `end` datagram carries, in bytes of UTF-8.
     public static let endReasonBytesMax = 128
     /// The default multicast group and port (administratively scoped, RFC 2365).
@@ -110,6 +112,14 @@ public enum WireFormat {
             writer.writeShortString(reason)
         case .unreliableMessage(let part):
             writeMessagePart(part, into: &writer)
+        case .peerList(let entries):
+            precondition(entries.count <= peerListEntriesMax, "peer list of \(entries.count) entries")
+            writer.write(UInt8(entries.count))
+            for entry in entries {
+                writeMember(entry.member, into: &writer)
+                writer.write(entry.endpoint.address)
+                writer.write(entry.endpoint.port)
+            }
         }
     }
 
@@ -244,6 +254,21 @@ public enum WireFormat {
             return .end(reason: try reader.readShortString(maxBytes: WireFormat.endReasonBytesMax, field: "end reason"))
         case .unreliableMessage:
             return .unreliableMessage(try readMessagePart(from: &reader))
+        case .peerList:
+            let count = Int(try reader.readUInt8())
+            guard count <= peerListEntriesMax else {
+                throw DecodeError(.malformedPayload, "peer list of \(count) entries, limit \(peerListEntriesMax)")
+            }
+            var entries: [PeerEntry] = []
+            for _ in 0..<count {
+                let member = try readMember(from: &reader)
+                let endpoint = Endpoint(address: try reader.readUInt32(), port: try reader.readUInt16())
+                guard endpoint.isUnicastDestination else {
+                    throw DecodeError(.malformedPayload, "peer list entry \(endpoint) is not a unicast endpoint")
+                }
+                entries.append(PeerEntry(member: member, endpoint: endpoint))
+            }
+            return .peerList(entries)
         }
     }
 }

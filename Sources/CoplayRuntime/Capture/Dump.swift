@@ -244,6 +244,23 @@ public enum Dump {
         case .unreliableMessage(let part):
             let (words, fields) = partDescription(part)
             return (words, fields)
+        case .peerList(let entries):
+            return (
+                entries.isEmpty ? "no peers" : entries.map { "\($0.member)@\($0.endpoint)" }.joined(separator: " "),
+                [
+                    (
+                        "peers",
+                        .array(
+                            entries.map {
+                                .object([
+                                    ("id", .string($0.member.id.description)),
+                                    ("incarnation", .int(Int64($0.member.incarnation.rawValue))),
+                                    ("address", .string($0.endpoint.description)),
+                                ])
+                            })
+                    )
+                ]
+            )
         }
     }
 

@@ -9,6 +9,10 @@ public struct AgentConfiguration: Sendable {
     public var group = Endpoint(
         address: Endpoint.parseAddress(WireFormat.defaultGroupAddress)!, port: WireFormat.defaultPort)
     public var json = false
+    /// The unicast port (`--port`); 0 for an ephemeral one.
+    public var port: UInt16 = 0
+    /// Peers reached by unicast as well as multicast (`--peer HOST:PORT`, resolved at start).
+    public var peers: [Endpoint] = []
     public var clockSkewNanos: Int64 = 0
     /// A fixed participant id (to keep one identity across restarts); random when nil.
     public var peerID: PeerID?
@@ -18,6 +22,9 @@ public struct AgentConfiguration: Sendable {
     public var keys: [[UInt8]]?
     /// The local player.
     public var player: PlayerChoice = .simulated
+    /// The control socket's path (`--control`); with one, end of standard input does not end
+    /// the agent.
+    public var controlPath: String?
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
 

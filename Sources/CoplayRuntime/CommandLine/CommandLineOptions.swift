@@ -10,6 +10,8 @@ public enum Invocation: Sendable {
     case dump(path: String, json: Bool, keys: [[UInt8]]?)
     /// `coplay keygen`: print a new random group key.
     case keygen
+    /// `coplay ctl PATH COMMAND…|--follow|--watch`: talk to a running agent's control socket.
+    case control(path: String, request: ControlRequest)
     case help
     case version
 }
@@ -31,6 +33,12 @@ public enum CommandLineOptions {
                                             decode the coplay datagrams of a pcap/pcapng capture
                                             (with a key file: check each tag, mark forgeries)
           coplay keygen                     print a new random group key (save it as a key file)
+          coplay ctl PATH COMMAND…          send one command to the agent whose --control socket
+                                            is PATH and print its reply (JSON lines); exit 1 if
+                                            the command was refused
+          coplay ctl PATH --follow          print every event of that agent as it happens
+          coplay ctl PATH --watch [--times N]
+                                            redraw a table of the group once a second (N times)
           coplay [options]                  run one agent; type commands on standard input
           coplay --help | --version
           (coplay-bench measures agents on loopback: coplay-bench --help)
@@ -43,7 +51,16 @@ public enum CommandLineOptions {
                                     kernel's choice, the interface of the default route)
           --group ADDRESS[:PORT]    multicast group (default: \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort));
                                     an address alone uses port \(WireFormat.defaultPort)
+          --port N                  the unicast port this agent listens on (default: any free
+                                    one), so that other agents can name it with --peer
+          --peer HOST:PORT          also reach the agent listening on PORT at HOST by unicast
+                                    (repeatable, up to \(peersGivenMax)): for networks that do not
+                                    carry multicast (VPNs, Wi-Fi that filters it). The peers it
+                                    knows are passed on, so one --peer per agent forms the group
           --json                    one JSON object per output line, with an "event" field
+          --control PATH            also take commands on the Unix socket PATH (coplay ctl);
+                                    end of standard input then no longer ends the agent: it
+                                    runs until quit, SIGTERM or SIGINT (as a service)
           --clock-skew-ms N         testing: behave as if this machine's clock were N ms off
                                     (-3600000..3600000); reported true times stay true
           --id HEX                  fixed participant id (1-16 hex digits) to keep across
@@ -72,7 +89,8 @@ public enum CommandLineOptions {
 
         Commands on standard input, one per line:
         \(ConsoleCommand.usages.map { CommandLineOptions.usageLine($0) }.joined(separator: "\n"))
-          End of input, SIGINT and SIGTERM leave the session gracefully and exit 0.
+          End of input (without --control), SIGINT and SIGTERM leave the session gracefully
+          and exit 0. The same commands work through the control socket (coplay ctl PATH …).
 
         Exit status: 0 after a graceful exit, 1 if the network could not be set up, 2 on a bad
         command line.
@@ -122,6 +140,10 @@ public enum CommandLineOptions {
             guard remaining.count == 1 else { return .failure(UsageError(message: "keygen takes no arguments")) }
             return .success(.keygen)
         }
+        if remaining.first == "ctl" {
+            remaining.removeFirst()
+            return parseControl(Array(remaining))
+        }
         if remaining.first == "demo" {
             guard remaining.count == 1 else { return .failure(UsageError(message: "demo takes no arguments")) }
             return .success(.demo)
@@ -154,6 +176,17 @@ public enum CommandLineOptions {
                     configuration.interface = text
                 case "--group":
                     configuration.group = try parseGroup(value().get())
+                case "--port":
+                    let text = try value().get()
+                    guard let port = UInt16(text), port > 0 else {
+                        throw UsageError(message: "--port takes a UDP port from 1 to 65535, not '\(text)'")
+                    }
+                    configuration.port = port
+                case "--peer":
+                    guard configuration.peers.count < peersGivenMax else {
+                        throw UsageError(message: "at most \(peersGivenMax) --peer (the others are learned from them)")
+                    }
+                    configuration.peers.append(try parsePeer(value().get()))
                 case "--clock-skew-ms":
                     let text = try value().get()
                     guard let millis = Int64(text), (-3_600_000...3_600_000).contains(millis) else {
@@ -227,6 +260,12 @@ public enum CommandLineOptions {
                         throw UsageError(message: "set mpv's IPC socket with --mpv-socket PATH, not --mpv-option")
                     }
                     configuration.mpvOptions.options.append(text)
+                case "--control":
+                    let path = try value().get()
+                    guard !path.isEmpty, path.utf8.count <= 107 else {
+                        throw UsageError(message: "--control takes a socket path of 1 to 107 bytes")
+                    }
+                    configuration.controlPath = path
                 case "--mpv-attach":
                     configuration.mpvOptions.attach = true
                 default:
@@ -251,6 +290,72 @@ public enum CommandLineOptions {
             return .failure(UsageError(message: "--mpv-option applies to an mpv coplay starts, not with --mpv-attach"))
         }
         return .success(.runAgent(configuration))
+    }
+
+    /// `ctl PATH COMMAND…`, `ctl PATH --follow`, `ctl PATH --watch [--times N]`.
+    static func parseControl(_ words: [String]) -> Result<Invocation, UsageError> {
+        let usage = "ctl takes PATH then a command (e.g. status), --follow, or --watch [--times N]"
+        guard let path = words.first, !path.hasPrefix("-"), path.utf8.count <= 107, words.count >= 2 else {
+            return .failure(UsageError(message: usage))
+        }
+        let rest = Array(words.dropFirst())
+        switch rest[0] {
+        case "--follow":
+            guard rest.count == 1 else { return .failure(UsageError(message: "--follow takes nothing after it")) }
+            return .success(.control(path: path, request: .follow))
+        case "--watch":
+            guard rest.count == 1 || rest.count == 3 else {
+                return .failure(UsageError(message: "--watch takes only --times N after it"))
+            }
+            guard rest.count == 3 else { return .success(.control(path: path, request: .watch(times: nil))) }
+            guard rest[1] == "--times", let times = Int(rest[2]), (1...1_000_000).contains(times) else {
+                return .failure(UsageError(message: "--watch --times takes a count from 1 to 1000000"))
+            }
+            return .success(.control(path: path, request: .watch(times: times)))
+        case let word where word.hasPrefix("-"):
+            return .failure(UsageError(message: "unknown ctl option '\(word)': \(usage)"))
+        default:
+            return .success(.control(path: path, request: .command(rest.joined(separator: " "))))
+        }
+    }
+
+    /// Seeds on the command line: each is sent every group datagram, so a bound keeps a typo in a
+    /// script from multiplying the agent's traffic; more peers are learned from these.
+    public static let peersGivenMax = 16
+
+    /// `HOST:PORT`: an IPv4 address or a host name (resolved now, to IPv4), and a port.
+    static func parsePeer(_ text: String) throws(UsageError) -> Endpoint {
+        let usage = "--peer takes HOST:PORT (e.g. 192.168.1.20:47800 or media-pc.local:47800), not '\(text)'"
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0
+        else { throw UsageError(message: usage) }
+        let host = String(text[..<colon])
+        guard !host.isEmpty else { throw UsageError(message: usage) }
+        let address: UInt32
+        if let literal = Endpoint.parseAddress(host) {
+            address = literal
+        } else {
+            guard let resolved = resolveIPv4(host) else {
+                throw UsageError(message: "--peer: cannot resolve '\(host)' to an IPv4 address")
+            }
+            address = resolved
+        }
+        let endpoint = Endpoint(address: address, port: port)
+        guard endpoint.isUnicastDestination else {
+            throw UsageError(message: "--peer \(text) is not a unicast address (use --group for multicast)")
+        }
+        return endpoint
+    }
+
+    private static func resolveIPv4(_ host: String) -> UInt32? {
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return nil }
+        defer { freeaddrinfo(result) }
+        return first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+            UInt32(bigEndian: $0.pointee.sin_addr.s_addr)
+        }
     }
 
     static func checkedName(_ text: String, flag: String, bytesMax: Int) throws(UsageError) -> String {

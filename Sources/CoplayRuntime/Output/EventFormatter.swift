@@ -386,12 +386,24 @@ extension String {
     /// The string followed by spaces up to `width` characters.
     func padded(to width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
 
-    /// A number with exactly three decimals, without Foundation's formatter.
-    init(format3 value: Double) {
-        let scaled = Int64((abs(value) * 1000).rounded())
-        let fraction = String(scaled % 1000)
-        self =
-            (value < 0 && scaled != 0 ? "-" : "") + "\(scaled / 1000)."
-            + String(repeating: "0", count: 3 - fraction.count) + fraction
+    /// A number with exactly `decimals` decimals (0 to 6), without Foundation's formatter. Total:
+    /// a value too large for that (or not finite) is written as Swift writes it.
+    init(format3 value: Double, decimals: Int = 3) {
+        let places = Swift.min(Swift.max(decimals, 0), 6)
+        var unit: Int64 = 1
+        for _ in 0..<places { unit *= 10 }
+        let scaledValue = (abs(value) * Double(unit)).rounded()
+        guard value.isFinite, scaledValue < 9e15 else {
+            self = "\(value)"
+            return
+        }
+        let scaled = Int64(scaledValue)
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        guard places > 0 else {
+            self = sign + "\(scaled)"
+            return
+        }
+        let fraction = String(scaled % unit)
+        self = sign + "\(scaled / unit)." + String(repeating: "0", count: places - fraction.count) + fraction
     }
 }

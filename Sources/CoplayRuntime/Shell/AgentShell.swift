@@ -50,6 +50,11 @@ public actor AgentShell {
     private let memberIDs = SharedIDs()
     /// Standard-input lines queued and not yet processed (at most `Settings.inputLinesQueuedMax`).
     private let lineSlots: DispatchSemaphore
+    /// The control socket (`--control`), its clients' replies and followers' events in JSON.
+    private let control: ControlServer?
+    private let controlFormatter: EventFormatter
+    /// While a control client's line is handled: that client, and the lines of its reply so far.
+    private var reply: (client: Int, lines: [String])?
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration, mode: ShellMode = .standardStreams) throws {
@@ -58,7 +63,7 @@ public actor AgentShell {
         let interface = try configuration.interface.map { name throws(NetworkInterface.LookupError) in
             try NetworkInterface.lookup(name)
         }
-        transport = try UDPTransport(group: configuration.group, interface: interface)
+        transport = try UDPTransport(group: configuration.group, interface: interface, port: configuration.port)
         switch configuration.player {
         case .simulated:
             player = SimulatedPlayer()
@@ -81,16 +86,26 @@ public actor AgentShell {
                 throw error
             }
         }
+        do {
+            control = try configuration.controlPath.map { path throws(SocketError) in
+                try ControlServer.listen(path: path, settings: configuration.settings)
+            }
+        } catch {
+            transport.close()
+            player.close()
+            throw error
+        }
         var system = SystemRandomNumberGenerator()
         let identity = LocalIdentity(
             id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
             sessionName: configuration.sessionName, unicastPort: transport.local.port, playerKind: player.kind)
         instance = Instance(
             identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now(),
-            keys: configuration.keys)
+            keys: configuration.keys, seeds: configuration.peers)
         keyFile = configuration.keyFile
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         formatter = EventFormatter(json: configuration.json, clock: clock)
+        controlFormatter = EventFormatter(json: true, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
         timer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
@@ -139,13 +154,14 @@ public actor AgentShell {
         let queuedMax = instance.settings.receiveQueueDatagramsMax
         let members = memberIDs
         let strangersMax = queuedMax * instance.settings.receiveQueueStrangersPercent / 100
-        transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) { bytes, source, stamp in
+        transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) {
+            bytes, source, stamp, viaGroup in
             // Honest traffic first: past `strangersMax` queued, only datagrams that claim a known
             // member as their sender are queued (a flood of junk and invented peers cannot crowd
             // out the group's own commands; a forged claim is still checked when decoded).
             let known = WireFormat.claimedSender(of: bytes).map(members.contains) ?? false
             guard gauge.enter(limit: known ? queuedMax : strangersMax) else { return }
-            feed.yield(.datagram(bytes, from: source, receivedAt: stamp))
+            feed.yield(.datagram(bytes, from: source, receivedAt: stamp, viaGroup: viaGroup))
         }
         let lines = queuedPlayerLines
         let (linesMax, lineBytesMax, clock) = (
@@ -175,6 +191,11 @@ public actor AgentShell {
             playerTimer.cancel()
             transport.close()
             player.close()
+            control?.close()
+        }
+        if let control {
+            control.start(clock: clock) { feed.yield($0) }
+            diagnose("control socket at \(control.path) (coplay ctl \(control.path) help)")
         }
         if case .standardStreams = mode {
             let slots = lineSlots
@@ -191,14 +212,22 @@ public actor AgentShell {
         for await input in inputs {
             let directives: [Directive]
             switch input {
-            case .datagram(let bytes, let source, let receivedAt):
+            case .datagram(let bytes, let source, let receivedAt, let viaGroup):
                 queuedDatagrams.leave()
-                directives = instance.onDatagram(bytes, from: source, receivedAt: receivedAt, now: clock.now())
+                directives = instance.onDatagram(
+                    bytes, from: source, receivedAt: receivedAt, now: clock.now(), viaGroup: viaGroup)
             case .line(let line):
                 if case .standardStreams = mode { lineSlots.signal() }
                 directives = instance.onConsoleLine(line, now: clock.now())
             case .endOfInput:
+                guard control == nil else {
+                    diagnose("standard input closed; running on, for the control socket (quit or SIGTERM ends it)")
+                    continue
+                }
                 directives = instance.onCommand(.quit, now: clock.now())
+            case .controlLine(let client, let line):
+                if let status = handleControl(line, from: client) { return status }
+                continue
             case .signal(SIGHUP):
                 reloadKeys()
                 continue
@@ -269,6 +298,9 @@ public actor AgentShell {
                 case .embedded(let events):
                     events(event, now)
                 }
+                if let control, reply != nil || control.hasFollowers {
+                    for line in controlFormatter.lines(for: event, wire: wire, atUnixNanos: now) { toControl(line) }
+                }
             case .diagnose(let text):
                 diagnose(text)
             case .wake(let instant):
@@ -323,10 +355,46 @@ public actor AgentShell {
         }
     }
 
+    /// One line from a control client: `follow`, or a command handled as if typed, whose
+    /// events go back to that client followed by a `done` line.
+    private func handleControl(_ line: String, from client: Int) -> Int32? {
+        guard let control else { return nil }
+        defer { control.handled(by: client) }
+        let now = clock.now()
+        let done = JSONValue.object([
+            ("event", .string("done")), ("atUnixNanos", .int(AgentClock.trueUnixNanosNow())),
+        ]).serialized
+        if line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }) == ["follow"] {
+            control.follow(client)
+            control.reply(to: client, [done])
+            return nil
+        }
+        reply = (client, [])
+        let status = carryOut(instance.onConsoleLine(line, now: now))
+        control.reply(to: client, (reply?.lines ?? []) + [done])
+        reply = nil
+        return status
+    }
+
+    /// An event or diagnostic line for the control socket: into the reply being made, and to
+    /// every follower.
+    private func toControl(_ line: String) {
+        guard let control else { return }
+        reply?.lines.append(line)
+        control.broadcast(line, except: reply?.client)
+    }
+
     private func writeLine(_ line: String) { StandardStreams.writeOutput(line) }
 
     private func diagnose(_ text: String) {
         if case .standardStreams = mode { StandardStreams.writeError("coplay: \(text)") }
+        if let control, reply != nil || control.hasFollowers {
+            toControl(
+                JSONValue.object([
+                    ("event", .string("diagnostic")), ("message", .string(text)),
+                    ("atUnixNanos", .int(AgentClock.trueUnixNanosNow())),
+                ]).serialized)
+        }
     }
 }
 

@@ -14,9 +14,15 @@ final class LineServer: Sendable {
         self.descriptor = descriptor
     }
 
-    /// Listens at `path`. A socket file left there by an agent that died is replaced; one that a
-    /// live program still answers on is not.
+    /// Listens at `path` for a delegating player.
     static func listen(path: String) throws(SocketError) -> LineServer {
+        LineServer(path: path, descriptor: try listeningDescriptor(path: path, backlog: 4))
+    }
+
+    /// A Unix stream socket listening at `path`, readable and writable by this user only. A
+    /// socket file left there by an agent that died is replaced; one that a live program still
+    /// answers on is not.
+    static func listeningDescriptor(path: String, backlog: Int32) throws(SocketError) -> Int32 {
         if (try? LineSocket.connect(path: path, patience: .zero)).map({ $0.close() }) != nil {
             throw SocketError("\(path) is in use by another program", code: EADDRINUSE)
         }
@@ -25,18 +31,21 @@ final class LineServer: Sendable {
         var address = try LineSocket.unixAddress(path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw SocketError("socket(AF_UNIX)") }
+        // Created with no permissions for group and others, so there is no moment when another
+        // user could connect.
+        let mask = umask(0o077)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard bound == 0, Glibc.listen(descriptor, 4) == 0 else {
+        umask(mask)
+        guard bound == 0, Glibc.listen(descriptor, backlog) == 0 else {
             let error = SocketError("listen on \(path)")
             Glibc.close(descriptor)
             throw error
         }
-        chmod(path, 0o600)  // the player is this user's
-        return LineServer(path: path, descriptor: descriptor)
+        return descriptor
     }
 
     /// The connected player, if any.

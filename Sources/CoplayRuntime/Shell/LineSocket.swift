@@ -53,17 +53,18 @@ final class LineSocket: Sendable {
         return address
     }
 
-    /// Writes one line (a newline is added); false if the other side is gone.
+    /// Writes one line (a newline is added); false if the other side is gone. With `waiting`
+    /// false the write never blocks: a line that does not fit in the socket's buffer (a reader
+    /// that does not keep up) fails instead, and the caller drops that reader.
     @discardableResult
-    func send(_ line: String) -> Bool {
+    func send(_ line: String, waiting: Bool = true) -> Bool {
         guard !closed.load(ordering: .relaxed) else { return false }
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
         var offset = 0
+        let flags = Int32(MSG_NOSIGNAL) | (waiting ? 0 : Int32(MSG_DONTWAIT))
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes {
-                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, flags) }
             if written < 0, errno == EINTR { continue }
             guard written > 0 else { return false }
             offset += written
@@ -99,6 +100,41 @@ final class LineSocket: Sendable {
                 }
             }
         }
+    }
+
+    /// Reads lines on the calling thread and hands each to `handle` until it returns false or
+    /// the other side closes; a line longer than `lineBytesMax` is cut there. False if the
+    /// connection ended first.
+    func readLines(lineBytesMax: Int, _ handle: (String) -> Bool) -> Bool {
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return false }
+            for byte in chunk[0..<count] {
+                if byte == UInt8(ascii: "\n") {
+                    guard handle(String(decoding: pending, as: UTF8.self)) else { return true }
+                    pending.removeAll(keepingCapacity: true)
+                } else if pending.count < lineBytesMax {
+                    pending.append(byte)
+                }
+            }
+        }
+    }
+
+    /// Bytes written and not yet read by the other side (SIOCOUTQ); 0 if unknown.
+    var unreadBytes: Int {
+        var value: Int32 = 0
+        return ioctl(descriptor, UInt(0x5411), &value) == 0 ? Int(value) : 0  // SIOCOUTQ = TIOCOUTQ
+    }
+
+    var isClosed: Bool { closed.load(ordering: .relaxed) }
+
+    /// Asks the kernel for a send buffer of `bytes` (what a reader may fall behind by).
+    func setSendBuffer(bytes: Int) {
+        var size = Int32(clamping: bytes)
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Closes the connection (the reading thread then ends).

@@ -25,7 +25,7 @@ public struct SocketError: Error, CustomStringConvertible {
 /// The two UDP sockets of an agent:
 /// - the group socket, bound to the multicast group and port (shared with every agent on this
 ///   host through SO_REUSEADDR), joined to the group on the chosen interface; it only receives;
-/// - the unicast socket, bound to the interface's address and an ephemeral port, which sends
+/// - the unicast socket, bound to the interface's address and an ephemeral port (or `--port`), which sends
 ///   everything (multicast with TTL 1 and loopback on, so agents on one host hear each other)
 ///   and receives the unicast traffic: hello replies and clock probes.
 public final class UDPTransport: Sendable {
@@ -46,8 +46,8 @@ public final class UDPTransport: Sendable {
     public static let receiveBufferBytes: Int32 = 1 << 20
 
     /// Opens and configures both sockets. `interface` nil lets the kernel choose (the
-    /// interface of the default route).
-    public init(group: Endpoint, interface: NetworkInterface?) throws(SocketError) {
+    /// interface of the default route); `port` 0 gives the unicast socket an ephemeral port.
+    public init(group: Endpoint, interface: NetworkInterface?, port: UInt16 = 0) throws(SocketError) {
         guard group.address >> 28 == 0xE else {
             throw SocketError("group \(group.addressText) is not a multicast address (224.0.0.0/4)", code: EINVAL)
         }
@@ -74,7 +74,9 @@ public final class UDPTransport: Sendable {
             // Receive only this group's datagrams, not those of other groups joined on this host.
             try Self.set(groupSocket, Int32(IPPROTO_IP), IP_MULTICAST_ALL, Int32(0), "IP_MULTICAST_ALL")
 
-            try Self.bind(unicastSocket, Endpoint(address: interfaceAddress, port: 0), what: "bind unicast socket")
+            try Self.bind(
+                unicastSocket, Endpoint(address: interfaceAddress, port: port),
+                what: port == 0 ? "bind unicast socket" : "bind unicast socket to port \(port) (--port)")
             var outgoing = ip_mreqn()
             outgoing.imr_address.s_addr = interfaceAddress.bigEndian
             outgoing.imr_ifindex = interface?.index ?? 0
@@ -135,13 +137,16 @@ public final class UDPTransport: Sendable {
     /// datagram look late; the monotonic reading is the current one less the datagram's age.
     /// Datagrams longer than `bytesMax` are cut to `bytesMax + 1` bytes (and so rejected).
     public func startReceiving(
-        clock: AgentClock, bytesMax: Int, deliver: @escaping @Sendable ([UInt8], Endpoint, Timestamp) -> Void
+        clock: AgentClock, bytesMax: Int,
+        deliver:
+            @escaping @Sendable (_ bytes: [UInt8], _ source: Endpoint, _ stamp: Timestamp, _ viaGroup: Bool) -> Void
     ) {
         for fd in [groupSocket, unicastSocket] {
             _ = try? Self.set(fd, SOL_SOCKET, SO_TIMESTAMPNS, Int32(1), "SO_TIMESTAMPNS")
             _ = try? Self.set(fd, SOL_SOCKET, SO_RXQ_OVFL, Int32(1), "SO_RXQ_OVFL")
             _ = try? Self.set(fd, SOL_SOCKET, SO_RCVBUF, Self.receiveBufferBytes, "SO_RCVBUF")
             let drops = fd == groupSocket ? kernelDropsGroup : kernelDropsUnicast
+            let viaGroup = fd == groupSocket
             BackgroundThread.start {
                 var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
                 var control = [UInt8](repeating: 0, count: 64)
@@ -184,7 +189,7 @@ public final class UDPTransport: Sendable {
                     }
                     let from = Endpoint(
                         address: UInt32(bigEndian: source.sin_addr.s_addr), port: UInt16(bigEndian: source.sin_port))
-                    deliver(Array(buffer[0..<count]), from, stamp)
+                    deliver(Array(buffer[0..<count]), from, stamp, viaGroup)
                 }
             }
         }

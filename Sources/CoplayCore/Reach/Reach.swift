@@ -1,0 +1,120 @@
+/// Reaching members where multicast does not: across a VPN, or on a Wi-Fi network that filters
+/// multicast. Each group datagram (hello, heartbeat, command, ready, …) is also sent by unicast
+/// to the `--peer` seeds, to endpoints other members named in a `peer-list`, and to members
+/// heard only by unicast; and members reached that way are told, every `peerListInterval`,
+/// whom this agent knows, so a group whose agents each know one seed still forms a whole.
+///
+/// Without seeds this machine is idle — an agent stays multicast-only, sending nothing extra —
+/// until another agent reaches it by unicast (a hello or heartbeat that is not a reply arrives
+/// on its unicast socket: it is someone's seed) or a member sends it a peer list. A member
+/// heard over multicast within `multicastHeardWindow` gets no unicast copies, so a group on a
+/// LAN where multicast works sends each datagram once.
+///
+/// Bounded: at most `gossipedEndpointsMax` named endpoints, each kept `gossipedEndpointLifetime`
+/// unless it becomes a member; peer lists are accepted only from members (with a group key,
+/// authentic ones), so a stranger cannot point this agent's traffic at anyone.
+struct Reach: Sendable {
+    let settings: Settings
+    /// `--peer` endpoints, as given.
+    let seeds: [Endpoint]
+    /// Whether unicast reach is in use (seeds, or another agent reached this one by unicast).
+    private(set) var isActive: Bool
+    /// Endpoints named in members' peer lists that are not members yet, each with when it is
+    /// forgotten unless it becomes one.
+    private(set) var named: [Endpoint: MonotonicInstant] = [:]
+    /// When each member was last heard over multicast.
+    private var heardByMulticast: [PeerID: MonotonicInstant] = [:]
+    private var nextPeerListAt: MonotonicInstant?
+    /// Where the leave datagram's copies go after leaving (the peer table is emptied then).
+    private(set) var farewell: [Endpoint] = []
+
+    init(settings: Settings, seeds: [Endpoint]) {
+        self.settings = settings
+        self.seeds = seeds
+        isActive = !seeds.isEmpty
+    }
+
+    /// A datagram from a member arrived; `viaGroup` if on the multicast socket. `unsolicited`:
+    /// a hello or heartbeat that is not a reply (only an agent that has this one as a seed, or
+    /// heard of it in a peer list, sends those by unicast).
+    mutating func heard(_ peer: PeerID, viaGroup: Bool, unsolicited: Bool, at now: MonotonicInstant) {
+        if viaGroup {
+            // Bounded by the peer table: entries go with the peer (`onPeerLeft`).
+            heardByMulticast[peer] = now
+        } else if unsolicited, !isActive {
+            isActive = true
+            nextPeerListAt = now
+        }
+    }
+
+    mutating func onPeerJoined(at now: MonotonicInstant) {
+        // Tell the others soon: the newcomer may be the only link between two parts.
+        if isActive { nextPeerListAt = min(nextPeerListAt ?? now, now + settings.peerListJoinDelay) }
+    }
+
+    mutating func onPeerLeft(_ peer: PeerID) { heardByMulticast[peer] = nil }
+
+    /// A member's peer list: the entries that are not members here yet (nor this agent) become
+    /// unicast destinations for a while.
+    mutating func onPeerList(
+        _ entries: [PeerEntry], own: PeerID, members: [PeerID: PeerRecord], at now: MonotonicInstant
+    ) {
+        if !isActive {
+            isActive = true
+            nextPeerListAt = now
+        }
+        let memberEndpoints = Set(members.values.map(\.endpoint))
+        for entry in entries
+        where entry.member.id != own && members[entry.member.id] == nil && !memberEndpoints.contains(entry.endpoint) {
+            guard named[entry.endpoint] != nil || named.count < settings.gossipedEndpointsMax else { continue }
+            named[entry.endpoint] = now + settings.gossipedEndpointLifetime
+        }
+    }
+
+    /// Where each group datagram also goes by unicast now, in a fixed order.
+    func destinations(members: [PeerID: PeerRecord], now: MonotonicInstant) -> [Endpoint] {
+        guard isActive else { return [] }
+        var reachedByMulticast: Set<Endpoint> = []
+        var targets: Set<Endpoint> = Set(seeds).union(named.lazy.filter { $0.value > now }.map(\.key))
+        for (id, record) in members {
+            if let heard = heardByMulticast[id], now - heard <= settings.multicastHeardWindow {
+                reachedByMulticast.insert(record.endpoint)
+            } else {
+                targets.insert(record.endpoint)
+            }
+        }
+        return targets.subtracting(reachedByMulticast).sorted { ($0.address, $0.port) < ($1.address, $1.port) }
+    }
+
+    /// Due peer lists: to each member reached by unicast, the members this agent knows (at most
+    /// `WireFormat.peerListEntriesMax`, the most recently heard first). Forgets named endpoints
+    /// that became members or whose time is up.
+    mutating func tick(members: [PeerID: PeerRecord], now: MonotonicInstant) -> [(Endpoint, [PeerEntry])] {
+        let memberEndpoints = Set(members.values.map(\.endpoint))
+        named = named.filter { $0.value > now && !memberEndpoints.contains($0.key) }
+        guard isActive, let due = nextPeerListAt, now >= due else { return [] }
+        nextPeerListAt = now + settings.peerListInterval
+        let reached = Set(destinations(members: members, now: now))
+        let entries = members.values.sorted {
+            ($0.lastHeard, $0.member.id.rawValue) > ($1.lastHeard, $1.member.id.rawValue)
+        }
+        .prefix(WireFormat.peerListEntriesMax).map { PeerEntry(member: $0.member, endpoint: $0.endpoint) }
+        guard entries.count > 1 else { return [] }  // a list of only the receiver tells it nothing
+        return members.values.filter { reached.contains($0.endpoint) }.map(\.endpoint)
+            .sorted { ($0.address, $0.port) < ($1.address, $1.port) }
+            .map { endpoint in (endpoint, entries.filter { $0.endpoint != endpoint }) }
+    }
+
+    /// Leaving: the leave and its repeats still go to whoever was reached by unicast.
+    mutating func onLeave(members: [PeerID: PeerRecord], now: MonotonicInstant) {
+        farewell = destinations(members: members, now: now)
+        named.removeAll()
+        heardByMulticast.removeAll()
+        nextPeerListAt = isActive ? now : nil
+    }
+
+    var nextWake: MonotonicInstant? {
+        guard isActive else { return nil }
+        return [nextPeerListAt, named.values.min()].compactMap { $0 }.min()
+    }
+}
