@@ -68,6 +68,7 @@ f.duration = ProtoField.double("coplay.share.duration", "Duration (s, 0 = unknow
 f.nack_ranges = ProtoField.uint8("coplay.nack.ranges", "Ranges")
 f.peer_count = ProtoField.uint8("coplay.peers.count", "Peers")
 f.peer_address = ProtoField.ipv4("coplay.peers.address", "Peer address")
+f.peer_address6 = ProtoField.ipv6("coplay.peers.address6", "Peer address (IPv6)")
 f.peer_port = ProtoField.uint16("coplay.peers.port", "Peer port")
 f.nack_from = ProtoField.uint32("coplay.nack.from", "From")
 f.nack_to = ProtoField.uint32("coplay.nack.to", "To")
@@ -244,16 +245,31 @@ local function payload(kind, r, tree)
         instant(r, tree, f.t3)
     elseif kind == 0x06 then
         local count = r.take(1):uint()
-        if count > 48 then error("peer list of " .. count .. " entries") end
+        if count > 32 then error("peer list of " .. count .. " entries") end
         tree:add(f.peer_count, count)
         for _ = 1, count do
             member(r, tree, f.vc_id, f.vc_incarnation)
-            local address, port = r.take(4), r.take(2)
-            local a = address:uint()
-            if a == 0 or a >= 0xE0000000 and a <= 0xEFFFFFFF or a == 0xFFFFFFFF or port:uint() == 0 then
-                error("peer list entry is not a unicast endpoint")
+            local family = r.take(1):uint()
+            if family == 4 then
+                local address = r.take(4)
+                local a = address:uint()
+                if a == 0 or a >= 0xE0000000 and a <= 0xEFFFFFFF or a == 0xFFFFFFFF then
+                    error("peer list entry is not a unicast address")
+                end
+                tree:add(f.peer_address, address)
+            elseif family == 6 then
+                local address = r.take(16)
+                local first, mapped = address(0, 1):uint(), address(0, 10):bytes():tohex() == "00000000000000000000"
+                if first == 0xFF or address:bytes():tohex() == string.rep("0", 32)
+                    or mapped and address(10, 2):uint() == 0xFFFF then
+                    error("peer list entry is not a unicast IPv6 address")
+                end
+                tree:add(f.peer_address6, address)
+            else
+                error("address family " .. family .. " in a peer list")
             end
-            tree:add(f.peer_address, address)
+            local port = r.take(2)
+            if port:uint() == 0 then error("peer list entry with port 0") end
             tree:add(f.peer_port, port)
         end
     elseif kind == 0x10 then

@@ -55,15 +55,119 @@ public struct Member: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(id)/\(incarnation)" }
 }
 
-/// An IPv4 address and UDP port, as the core names where to send a unicast datagram.
-public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
-    /// The address in host byte order (127.0.0.1 is 0x7F00_0001).
-    public var address: UInt32
+/// An IPv4 or IPv6 address, as 128 bits: IPv4 as an IPv4-mapped IPv6 address (::ffff:a.b.c.d),
+/// so one type and one comparison serve both families.
+public struct IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The first and last 64 bits, in network order read as big-endian integers.
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// An IPv4 address in host byte order (127.0.0.1 is 0x7F00_0001).
+    public init(ipv4: UInt32) { self.init(high: 0, low: 0xFFFF_0000_0000 | UInt64(ipv4)) }
+
+    /// Sixteen bytes of an IPv6 address.
+    public init(ipv6 bytes: some Collection<UInt8>) {
+        precondition(bytes.count == 16, "an IPv6 address is 16 bytes")
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.init(high: high, low: low)
+    }
+
+    /// The IPv4 address, if this is one (IPv4-mapped).
+    public var ipv4: UInt32? { high == 0 && low >> 32 == 0xFFFF ? UInt32(truncatingIfNeeded: low) : nil }
+    public var isIPv4: Bool { ipv4 != nil }
+
+    /// The sixteen bytes, in network order.
+    public var bytes: [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64($0))) }
+    }
+
+    /// 224.0.0.0/4 or ff00::/8.
+    public var isMulticast: Bool { ipv4.map { $0 >> 28 == 0xE } ?? (high >> 56 == 0xFF) }
+    /// fe80::/10: reachable only through one interface (a datagram to it needs the interface).
+    public var isLinkLocalIPv6: Bool { !isIPv4 && high >> 54 == 0x3FA }
+
+    /// Parses dotted-quad IPv4 or RFC 4291 IPv6 text (with `::`, without a zone).
+    public static func parse(_ text: some StringProtocol) -> IPAddress? {
+        if let v4 = Endpoint.parseAddress(text) { return IPAddress(ipv4: v4) }
+        return parseIPv6(String(text))
+    }
+
+    private static func parseIPv6(_ text: String) -> IPAddress? {
+        guard text.contains(":"), text.utf8.count <= 45 else { return nil }
+        func groups(_ part: Substring) -> [UInt16]? {
+            guard !part.isEmpty else { return [] }
+            var values: [UInt16] = []
+            for group in part.split(separator: ":", omittingEmptySubsequences: false) {
+                guard (1...4).contains(group.count), let value = UInt16(group, radix: 16) else { return nil }
+                values.append(value)
+            }
+            return values
+        }
+        let halves = text.split(separator: "::", omittingEmptySubsequences: false)
+        let words: [UInt16]
+        switch halves.count {
+        case 1:
+            guard let all = groups(Substring(text)), all.count == 8 else { return nil }
+            words = all
+        case 2:
+            guard let head = groups(Substring(halves[0])), let tail = groups(Substring(halves[1])),
+                head.count + tail.count <= 7
+            else { return nil }
+            words = head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
+        default:
+            return nil
+        }
+        return IPAddress(ipv6: words.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })
+    }
+
+    public static func < (left: IPAddress, right: IPAddress) -> Bool { (left.high, left.low) < (right.high, right.low) }
+
+    /// Dotted quad for IPv4; RFC 5952 text for IPv6 (lower case, the longest run of zero groups
+    /// as `::`).
+    public var description: String {
+        if let v4 = ipv4 { return "\(v4 >> 24).\(v4 >> 16 & 0xFF).\(v4 >> 8 & 0xFF).\(v4 & 0xFF)" }
+        let words = (0..<8).map { index -> UInt16 in
+            UInt16(truncatingIfNeeded: (index < 4 ? high : low) >> (48 - 16 * UInt64(index % 4)))
+        }
+        var best = (start: -1, length: 0)
+        var run = (start: -1, length: 0)
+        for (index, word) in words.enumerated() {
+            if word == 0 {
+                run = run.start < 0 ? (index, 1) : (run.start, run.length + 1)
+                if run.length > best.length { best = run }
+            } else {
+                run = (-1, 0)
+            }
+        }
+        guard best.length >= 2 else { return words.map { String($0, radix: 16) }.joined(separator: ":") }
+        let head = words[..<best.start].map { String($0, radix: 16) }.joined(separator: ":")
+        let tail = words[(best.start + best.length)...].map { String($0, radix: 16) }.joined(separator: ":")
+        return head + "::" + tail
+    }
+}
+
+/// An address and UDP port, as the core names where to send a unicast datagram.
+public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var address: IPAddress
     public var port: UInt16
-    public init(address: UInt32, port: UInt16) {
+
+    public init(address: IPAddress, port: UInt16) {
         self.address = address
         self.port = port
     }
+
+    /// An IPv4 endpoint; `address` in host byte order (127.0.0.1 is 0x7F00_0001).
+    public init(address: UInt32, port: UInt16) { self.init(address: IPAddress(ipv4: address), port: port) }
 
     /// Parses dotted-quad IPv4 text.
     public static func parseAddress(_ text: some StringProtocol) -> UInt32? {
@@ -77,16 +181,20 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         return value
     }
 
-    /// Whether a datagram may be sent here: a port, and an address that is neither 0.0.0.0,
-    /// multicast, nor the limited broadcast (what a peer list may name).
+    /// Whether a datagram may be sent here: a port, and an address that is neither unspecified,
+    /// multicast, nor the IPv4 limited broadcast (what a peer list may name).
     public var isUnicastDestination: Bool {
-        port != 0 && address != 0 && address >> 28 != 0xE && address != 0xFFFF_FFFF
+        port != 0 && !address.isMulticast && address != IPAddress(ipv4: 0) && address != IPAddress(ipv4: 0xFFFF_FFFF)
+            && address != IPAddress(high: 0, low: 0)
     }
 
-    public var addressText: String {
-        "\(address >> 24).\(address >> 16 & 0xFF).\(address >> 8 & 0xFF).\(address & 0xFF)"
+    public var addressText: String { address.description }
+    /// `a.b.c.d:port`, or `[v6]:port`.
+    public var description: String { address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)" }
+
+    public static func < (left: Endpoint, right: Endpoint) -> Bool {
+        (left.address, left.port) < (right.address, right.port)
     }
-    public var description: String { "\(addressText):\(port)" }
 }
 
 /// FNV-1a, 64-bit (public domain constants).

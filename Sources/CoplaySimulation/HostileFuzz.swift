@@ -182,11 +182,16 @@ struct FuzzValues {
         case 8: return .ready(trigger: dot())
         case 9:
             return .peerList(
-                (0..<Int(random.next() % 49)).map { _ in
+                (0..<Int(random.next() % 33)).map { _ in
                     PeerEntry(
                         member: pick([bob, member()]),
                         endpoint: Endpoint(
-                            address: pick([0, 0xEFFF_4D01, 0xFFFF_FFFF, UInt32(truncatingIfNeeded: random.next())]),
+                            address: pick([
+                                IPAddress(ipv4: 0), IPAddress(ipv4: 0xEFFF_4D01), IPAddress(ipv4: 0xFFFF_FFFF),
+                                IPAddress(ipv4: UInt32(truncatingIfNeeded: random.next())), IPAddress(high: 0, low: 0),
+                                IPAddress(high: 0xFF12 << 48, low: 1),
+                                IPAddress(high: random.next(), low: random.next()),
+                            ]),
                             port: pick([0, 1, UInt16.max, UInt16(truncatingIfNeeded: random.next())])))
                 })
         default:

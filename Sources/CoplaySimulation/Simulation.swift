@@ -219,7 +219,7 @@ public struct Simulation {
             case .unicast(let datagram, let endpoint):
                 let bytes = WireFormat.encode(datagram)
                 datagramsSent += 1
-                if let receiver = nodes.firstIndex(where: { $0.address == endpoint.address }),
+                if let receiver = nodes.firstIndex(where: { IPAddress(ipv4: $0.address) == endpoint.address }),
                     endpoint.port == nodes[receiver].endpoint.port
                 {
                     transmit(bytes, from: index, to: receiver)

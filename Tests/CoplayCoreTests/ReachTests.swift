@@ -81,14 +81,14 @@ import Testing
         // From a stranger: refused.
         let stranger = Member(id: PeerID(0xE71), incarnation: Incarnation(1))
         _ = alice.onDatagram(
-            bytes(.peerList(Array(strangers.prefix(48))), from: stranger), from: bobEndpoint, receivedAt: at(1),
+            bytes(.peerList(Array(strangers.prefix(32))), from: stranger), from: bobEndpoint, receivedAt: at(1),
             now: at(1))
         #expect(alice.counters.drops[.unknownSender] == 1)
         #expect(alice.onConsoleLine("status", now: at(2)).unicasts.isEmpty)
 
         // From bob, a member: at most `gossipedEndpointsMax` endpoints, for a limited time.
         _ = alice.onDatagram(bytes(bobHello, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3))
-        for (index, chunk) in [strangers.prefix(48), strangers.dropFirst(48)].enumerated() {
+        for (index, chunk) in [strangers[0..<32], strangers[32..<64], strangers[64...]].enumerated() {
             _ = alice.onDatagram(
                 bytes(.peerList(Array(chunk)), from: bob, sequence: UInt32(10 + index)), from: bobEndpoint,
                 receivedAt: at(4), now: at(4), viaGroup: false)
@@ -104,9 +104,9 @@ import Testing
     @Test func peerListEntriesThatAreNotUnicastEndpoints_areMalformed() {
         let entry = PeerEntry(member: bob, endpoint: Endpoint(address: 0xEFFF_4D01, port: 47_700))
         #expect(throws: DecodeError.self) { try WireFormat.decode(bytes(.peerList([entry]), from: bob)) }
-        let many = Array(repeating: PeerEntry(member: bob, endpoint: bobEndpoint), count: 48)
+        let many = Array(repeating: PeerEntry(member: bob, endpoint: bobEndpoint), count: 32)
         var encoded = bytes(.peerList(many), from: bob)
-        encoded[34] = 49  // the count past the limit
+        encoded[34] = 33  // the count past the limit
         #expect(throws: DecodeError.self) { try WireFormat.decode(encoded) }
     }
 }

@@ -202,7 +202,12 @@ enum WireVectors {
             "peer-list",
             Datagram(
                 session: session, sender: sender, sequence: 22,
-                payload: .peerList([PeerEntry(member: other, endpoint: Endpoint(address: 0x0A4D_0003, port: 47_800))]))
+                payload: .peerList([
+                    PeerEntry(member: other, endpoint: Endpoint(address: 0x0A4D_0003, port: 47_800)),
+                    PeerEntry(
+                        member: Member(id: PeerID(0x1234), incarnation: Incarnation(9)),
+                        endpoint: Endpoint(address: IPAddress.parse("fd77::3")!, port: 47_801)),
+                ]))
         ),
     ]
 

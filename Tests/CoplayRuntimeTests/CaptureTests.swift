@@ -101,6 +101,22 @@ import Testing
         }
     }
 
+    /// The hello vector in an IPv6/UDP packet from [fd77::1]:40000 to [ff12::7c:1]:47700, behind
+    /// Ethernet (EtherType 86DD) and as raw IPv6 (link type 229).
+    @Test(arguments: [UInt32(1), 229])
+    func ipv6Datagrams_areFoundToo(linkType: UInt32) throws {
+        let payload = Self.vectors[0].bytes
+        let udpLength = 8 + payload.count
+        var ip: [UInt8] = [0x60, 0, 0, 0, UInt8(udpLength >> 8), UInt8(udpLength & 0xFF), 17, 1]
+        ip += [0xFD, 0x77] + [UInt8](repeating: 0, count: 13) + [1]
+        ip += [0xFF, 0x12] + [UInt8](repeating: 0, count: 10) + [0, 0x7C, 0, 1]
+        ip += [0x9C, 0x40, 0xBA, 0x54, UInt8(udpLength >> 8), UInt8(udpLength & 0xFF), 0, 0] + payload
+        let frame = linkType == 1 ? [UInt8](repeating: 0xAA, count: 12) + [0x86, 0xDD] + ip : ip
+        let (lines, totals) = try Dump.lines(for: Self.classicPcap([frame], linkType: linkType), json: false)
+        #expect(totals.coplay == 1 && totals.malformed == 0, "\(lines)")
+        #expect(lines.contains { $0.contains("[fd77::1]:40000") && $0.contains("hello") }, "\(lines)")
+    }
+
     @Test func strictJSONChecker_rejectsADuplicateKey() {
         #expect(StrictJSON.problem(in: #"{"a":1,"b":[{"c":"x"}],"d":null}"#) == nil)
         #expect(StrictJSON.problem(in: #"{"name":"a","x":1,"name":"b"}"#) != nil)

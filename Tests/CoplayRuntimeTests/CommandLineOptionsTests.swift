@@ -146,6 +146,17 @@ import Testing
             error(Array(repeating: ["--peer", "10.0.0.1:1"], count: 17).flatMap { $0 })?.contains("at most 16") == true)
     }
 
+    @Test func ipv6_groupAndPeersInBrackets_ofOneFamily() throws {
+        let configuration = try configuration(["--group", "[ff12::7c:1]:47701", "--peer", "[fd77::1]:47800"])
+        #expect(configuration.group.description == "[ff12::7c:1]:47701")
+        #expect(configuration.peers.map(\.description) == ["[fd77::1]:47800"])
+        #expect(try self.configuration(["--group", "ff12::7c:1"]).group.port == 47_700, "a bare IPv6 address")
+        #expect(error(["--group", "[fd77::1]:47700"])?.contains("not a multicast address") == true)
+        #expect(error(["--group", "[ff12::7c:1"]) != nil)
+        #expect(error(["--peer", "[fd77::1]:47800"])?.contains("not of one address family") == true)
+        #expect(error(["--group", "[ff12::1]", "--peer", "10.0.0.1:1"])?.contains("not of one address family") == true)
+    }
+
     @Test func ctl_takesAPathAndACommandOrAMode() throws {
         func request(_ arguments: [String]) throws -> ControlRequest? {
             guard case .control(let path, let request) = try CommandLineOptions.parse(["ctl"] + arguments).get()

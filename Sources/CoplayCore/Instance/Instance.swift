@@ -375,7 +375,9 @@ public struct Instance: Sendable {
                 return reportDrop(.unknownSender, detail: "peer list from \(sender)", from: source, into: &out)
             }
             heard(sender, at: heardAt, now: now, into: &out)
-            reach.onPeerList(entries, own: identity.id, members: membership.peers, at: heardAt)
+            // Only endpoints of this agent's own address family (its group's) can be reached.
+            let reachable = entries.filter { $0.endpoint.address.isIPv4 == source.address.isIPv4 }
+            reach.onPeerList(reachable, own: identity.id, members: membership.peers, at: heardAt)
         case .end(let reason):
             let by = membership.peers[sender.id]?.name ?? sender.id.description
             leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: now, into: &out)

@@ -83,7 +83,7 @@ struct Reach: Sendable {
                 targets.insert(record.endpoint)
             }
         }
-        return targets.subtracting(reachedByMulticast).sorted { ($0.address, $0.port) < ($1.address, $1.port) }
+        return targets.subtracting(reachedByMulticast).sorted()
     }
 
     /// Due peer lists: to each member reached by unicast, the members this agent knows (at most
@@ -101,7 +101,7 @@ struct Reach: Sendable {
         .prefix(WireFormat.peerListEntriesMax).map { PeerEntry(member: $0.member, endpoint: $0.endpoint) }
         guard entries.count > 1 else { return [] }  // a list of only the receiver tells it nothing
         return members.values.filter { reached.contains($0.endpoint) }.map(\.endpoint)
-            .sorted { ($0.address, $0.port) < ($1.address, $1.port) }
+            .sorted()
             .map { endpoint in (endpoint, entries.filter { $0.endpoint != endpoint }) }
     }
 

@@ -31,8 +31,9 @@ public enum WireFormat {
     public static let version: UInt8 = 1
     public static let headerBytes = 34
     public static let authTagBytesMax = 32
-    /// Entries in one `peer-list` (18 bytes each: 864 bytes at most, within any datagram).
-    public static let peerListEntriesMax = 48
+    /// Entries in one `peer-list` (at most 31 bytes each, an IPv6 one: 992 bytes at most, within
+    /// any datagram with its header and tag).
+    public static let peerListEntriesMax = 32
     /// The longest reason an `end` datagram carries, in bytes of UTF-8.
     public static let endReasonBytesMax = 128
     /// The default multicast group and port (administratively scoped, RFC 2365).
@@ -117,7 +118,14 @@ public enum WireFormat {
             writer.write(UInt8(entries.count))
             for entry in entries {
                 writeMember(entry.member, into: &writer)
-                writer.write(entry.endpoint.address)
+                if let v4 = entry.endpoint.address.ipv4 {
+                    writer.write(UInt8(4))
+                    writer.write(v4)
+                } else {
+                    writer.write(UInt8(6))
+                    writer.write(entry.endpoint.address.high)
+                    writer.write(entry.endpoint.address.low)
+                }
                 writer.write(entry.endpoint.port)
             }
         }
@@ -262,7 +270,18 @@ public enum WireFormat {
             var entries: [PeerEntry] = []
             for _ in 0..<count {
                 let member = try readMember(from: &reader)
-                let endpoint = Endpoint(address: try reader.readUInt32(), port: try reader.readUInt16())
+                let family = try reader.readUInt8()
+                let address: IPAddress
+                switch family {
+                case 4: address = IPAddress(ipv4: try reader.readUInt32())
+                case 6:
+                    address = IPAddress(high: try reader.readUInt64(), low: try reader.readUInt64())
+                    guard !address.isIPv4 else {
+                        throw DecodeError(.malformedPayload, "an IPv4 address written as IPv6 in a peer list")
+                    }
+                default: throw DecodeError(.malformedPayload, "address family \(family) in a peer list")
+                }
+                let endpoint = Endpoint(address: address, port: try reader.readUInt16())
                 guard endpoint.isUnicastDestination else {
                     throw DecodeError(.malformedPayload, "peer list entry \(endpoint) is not a unicast endpoint")
                 }

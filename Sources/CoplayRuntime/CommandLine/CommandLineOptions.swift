@@ -50,7 +50,8 @@ public enum CommandLineOptions {
           --interface NAME|ADDRESS  interface to use, e.g. lo or 192.168.1.20 (default: the
                                     kernel's choice, the interface of the default route)
           --group ADDRESS[:PORT]    multicast group (default: \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort));
-                                    an address alone uses port \(WireFormat.defaultPort)
+                                    an address alone uses port \(WireFormat.defaultPort); IPv6 in
+                                    brackets, e.g. [ff12::7c:1]:47700 (needs --interface)
           --port N                  the unicast port this agent listens on (default: any free
                                     one), so that other agents can name it with --peer
           --peer HOST:PORT          also reach the agent listening on PORT at HOST by unicast
@@ -282,6 +283,13 @@ public enum CommandLineOptions {
         } else if configuration.mpvOptions != MpvOptions() {
             return .failure(UsageError(message: "--mpv-socket, --mpv-option and --mpv-attach need --player mpv"))
         }
+        if let peer = configuration.peers.first(where: { $0.address.isIPv4 != configuration.group.address.isIPv4 }) {
+            return .failure(
+                UsageError(
+                    message:
+                        "--peer \(peer) and the group \(configuration.group) are not of one address family (an agent speaks IPv4 or IPv6, as its --group)"
+                ))
+        }
         if configuration.mpvOptions.attach, configuration.mpvOptions.socketPath == nil {
             return .failure(
                 UsageError(message: "--mpv-attach needs --mpv-socket PATH (the socket mpv was started with)"))
@@ -323,21 +331,22 @@ public enum CommandLineOptions {
     /// script from multiplying the agent's traffic; more peers are learned from these.
     public static let peersGivenMax = 16
 
-    /// `HOST:PORT`: an IPv4 address or a host name (resolved now, to IPv4), and a port.
+    /// `HOST:PORT` or `[V6]:PORT`: an IPv4 or IPv6 address, or a host name (resolved now, to
+    /// IPv4), and a port.
     static func parsePeer(_ text: String) throws(UsageError) -> Endpoint {
-        let usage = "--peer takes HOST:PORT (e.g. 192.168.1.20:47800 or media-pc.local:47800), not '\(text)'"
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0
+        let usage =
+            "--peer takes HOST:PORT (e.g. 192.168.1.20:47800, [fd00::20]:47800 or media-pc.local:47800), not '\(text)'"
+        guard let (host, portText) = splitHostPort(text), !host.isEmpty, let portText, let port = UInt16(portText),
+            port > 0
         else { throw UsageError(message: usage) }
-        let host = String(text[..<colon])
-        guard !host.isEmpty else { throw UsageError(message: usage) }
-        let address: UInt32
-        if let literal = Endpoint.parseAddress(host) {
+        let address: IPAddress
+        if let literal = IPAddress.parse(host) {
             address = literal
         } else {
             guard let resolved = resolveIPv4(host) else {
                 throw UsageError(message: "--peer: cannot resolve '\(host)' to an IPv4 address")
             }
-            address = resolved
+            address = IPAddress(ipv4: resolved)
         }
         let endpoint = Endpoint(address: address, port: port)
         guard endpoint.isUnicastDestination else {
@@ -369,25 +378,41 @@ public enum CommandLineOptions {
     }
 
     static func parseGroup(_ text: String) throws(UsageError) -> Endpoint {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let address = Endpoint.parseAddress(parts[0]) else {
+        let usage =
+            "--group takes ADDRESS:PORT or just ADDRESS (port \(WireFormat.defaultPort)), e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort) or [ff12::7c:1]:\(WireFormat.defaultPort), not '\(text)'"
+        guard let (host, portText) = splitHostPort(text), let address = IPAddress.parse(host) else {
+            throw UsageError(message: usage)
+        }
+        guard address.isMulticast else {
             throw UsageError(
                 message:
-                    "--group takes ADDRESS:PORT or just ADDRESS (port \(WireFormat.defaultPort)), e.g. \(WireFormat.defaultGroupAddress):\(WireFormat.defaultPort), not '\(text)'"
-            )
-        }
-        guard address >> 28 == 0xE else {
-            throw UsageError(
-                message: "--group address \(parts[0]) is not a multicast address (224.0.0.0 to 239.255.255.255)")
+                    "--group address \(host) is not a multicast address (224.0.0.0 to 239.255.255.255, or ff00::/8)")
         }
         var port = WireFormat.defaultPort
-        if parts.count == 2 {
-            guard let parsed = UInt16(parts[1]), parsed > 0 else {
-                throw UsageError(message: "--group port must be 1 to 65535, not '\(parts[1])'")
+        if let portText {
+            guard let parsed = UInt16(portText), parsed > 0 else {
+                throw UsageError(message: "--group port must be 1 to 65535, not '\(portText)'")
             }
             port = parsed
         }
         return Endpoint(address: address, port: port)
+    }
+
+    /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT` (an IPv6 address alone may go without brackets);
+    /// nil if the brackets do not match.
+    static func splitHostPort(_ text: String) -> (host: String, port: String?)? {
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            let host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if rest.isEmpty { return (host, nil) }
+            guard rest.hasPrefix(":") else { return nil }
+            return (host, String(rest.dropFirst()))
+        }
+        let colons = text.filter { $0 == ":" }.count
+        if colons > 1 { return (text, nil) }  // a bare IPv6 address
+        guard colons == 1, let colon = text.firstIndex(of: ":") else { return (text, nil) }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
     }
 
     public static func hostName() -> String {

@@ -22,18 +22,21 @@ public struct SocketError: Error, CustomStringConvertible {
     public var description: String { "\(operation): \(String(cString: strerror(code)))" }
 }
 
-/// The two UDP sockets of an agent:
+/// The two UDP sockets of an agent, IPv4 or IPv6 as the group's address is:
 /// - the group socket, bound to the multicast group and port (shared with every agent on this
 ///   host through SO_REUSEADDR), joined to the group on the chosen interface; it only receives;
-/// - the unicast socket, bound to the interface's address and an ephemeral port (or `--port`), which sends
-///   everything (multicast with TTL 1 and loopback on, so agents on one host hear each other)
-///   and receives the unicast traffic: hello replies and clock probes.
+/// - the unicast socket, bound to the interface's address (IPv4; the unspecified address for
+///   IPv6) and an ephemeral port (or `--port`), which sends everything (multicast with TTL or
+///   hop limit 1 and loopback on, so agents on one host hear each other) and receives the
+///   unicast traffic: hello replies, clock probes, repairs, and `--peer` copies.
 public final class UDPTransport: Sendable {
     public let group: Endpoint
     /// The unicast socket's address and port.
     public let local: Endpoint
     private let groupSocket: Int32
     private let unicastSocket: Int32
+    /// The interface's index: IPv6 link-local destinations are reached through it.
+    private let interfaceIndex: UInt32
     /// The kernel's count of datagrams it dropped for each socket because its receive buffer
     /// was full (SO_RXQ_OVFL), as last reported with a received datagram.
     private let kernelDropsGroup = SharedCounter()
@@ -46,50 +49,89 @@ public final class UDPTransport: Sendable {
     public static let receiveBufferBytes: Int32 = 1 << 20
 
     /// Opens and configures both sockets. `interface` nil lets the kernel choose (the
-    /// interface of the default route); `port` 0 gives the unicast socket an ephemeral port.
+    /// interface of the default route; an IPv6 group needs one named); `port` 0 gives the
+    /// unicast socket an ephemeral port.
     public init(group: Endpoint, interface: NetworkInterface?, port: UInt16 = 0) throws(SocketError) {
-        guard group.address >> 28 == 0xE else {
-            throw SocketError("group \(group.addressText) is not a multicast address (224.0.0.0/4)", code: EINVAL)
+        guard group.address.isMulticast else {
+            throw SocketError("group \(group.addressText) is not a multicast address", code: EINVAL)
         }
         self.group = group
+        let isIPv6 = !group.address.isIPv4
         let interfaceAddress = interface?.address ?? 0
-        let groupSocket = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        interfaceIndex = UInt32(max(0, interface?.index ?? 0))
+        if isIPv6, interface == nil {
+            throw SocketError("an IPv6 group needs --interface (the link it is joined on)", code: EINVAL)
+        }
+        if !isIPv6, let interface, interface.address == 0 {
+            throw SocketError("interface \(interface.name) has no IPv4 address for group \(group)", code: EINVAL)
+        }
+        let family = isIPv6 ? AF_INET6 : AF_INET
+        let groupSocket = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
         guard groupSocket >= 0 else { throw SocketError("socket") }
-        let unicastSocket = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let unicastSocket = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
         guard unicastSocket >= 0 else {
             Glibc.close(groupSocket)
             throw SocketError("socket")
         }
         do throws(SocketError) {
             try Self.set(groupSocket, SOL_SOCKET, SO_REUSEADDR, Int32(1), "SO_REUSEADDR")
-            try Self.bind(
-                groupSocket, Endpoint(address: group.address, port: group.port), what: "bind to group \(group)")
-            var membership = ip_mreqn()
-            membership.imr_multiaddr.s_addr = group.address.bigEndian
-            membership.imr_address.s_addr = interfaceAddress.bigEndian
-            membership.imr_ifindex = interface?.index ?? 0
-            try Self.set(
-                groupSocket, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, membership,
-                "join group \(group.addressText) on \(interface?.name ?? "the default interface")")
-            // Receive only this group's datagrams, not those of other groups joined on this host.
-            try Self.set(groupSocket, Int32(IPPROTO_IP), IP_MULTICAST_ALL, Int32(0), "IP_MULTICAST_ALL")
-
-            try Self.bind(
-                unicastSocket, Endpoint(address: interfaceAddress, port: port),
-                what: port == 0 ? "bind unicast socket" : "bind unicast socket to port \(port) (--port)")
-            var outgoing = ip_mreqn()
-            outgoing.imr_address.s_addr = interfaceAddress.bigEndian
-            outgoing.imr_ifindex = interface?.index ?? 0
-            try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_IF, outgoing, "IP_MULTICAST_IF")
-            try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_TTL, UInt8(1), "IP_MULTICAST_TTL")
-            try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, UInt8(1), "IP_MULTICAST_LOOP")
-            var bound = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let unicastAddress: Endpoint
+            if isIPv6 {
+                let index = Int32(interfaceIndex)
+                for fd in [groupSocket, unicastSocket] {
+                    try Self.set(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(1), "IPV6_V6ONLY")
+                }
+                try Self.bind(groupSocket, group, scope: interfaceIndex, what: "bind to group \(group)")
+                var membership = ipv6_mreq()
+                withUnsafeMutableBytes(of: &membership.ipv6mr_multiaddr) { raw in
+                    for (offset, byte) in group.address.bytes.enumerated() { raw[offset] = byte }
+                }
+                membership.ipv6mr_interface = UInt32(index)
+                let joined = withUnsafeBytes(of: &membership) {
+                    setsockopt(
+                        groupSocket, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, $0.baseAddress, socklen_t($0.count))
+                }
+                guard joined == 0 else {
+                    throw SocketError("join group \(group.addressText) on \(interface?.name ?? "?")")
+                }
+                // Receive only this group's datagrams (IPV6_MULTICAST_ALL, Linux 4.20 and later).
+                _ = try? Self.set(groupSocket, Int32(IPPROTO_IPV6), 29, Int32(0), "IPV6_MULTICAST_ALL")
+                unicastAddress = Endpoint(address: IPAddress(high: 0, low: 0), port: port)
+                try Self.bind(
+                    unicastSocket, unicastAddress, scope: 0,
+                    what: port == 0 ? "bind unicast socket" : "bind unicast socket to port \(port) (--port)")
+                try Self.set(unicastSocket, Int32(IPPROTO_IPV6), IPV6_MULTICAST_IF, index, "IPV6_MULTICAST_IF")
+                try Self.set(unicastSocket, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, Int32(1), "IPV6_MULTICAST_HOPS")
+                try Self.set(unicastSocket, Int32(IPPROTO_IPV6), IPV6_MULTICAST_LOOP, UInt32(1), "IPV6_MULTICAST_LOOP")
+            } else {
+                try Self.bind(groupSocket, group, scope: 0, what: "bind to group \(group)")
+                var membership = ip_mreqn()
+                membership.imr_multiaddr.s_addr = (group.address.ipv4 ?? 0).bigEndian
+                membership.imr_address.s_addr = interfaceAddress.bigEndian
+                membership.imr_ifindex = interface?.index ?? 0
+                try Self.set(
+                    groupSocket, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, membership,
+                    "join group \(group.addressText) on \(interface?.name ?? "the default interface")")
+                // Receive only this group's datagrams, not those of other groups joined on this host.
+                try Self.set(groupSocket, Int32(IPPROTO_IP), IP_MULTICAST_ALL, Int32(0), "IP_MULTICAST_ALL")
+                unicastAddress = Endpoint(address: interfaceAddress, port: port)
+                try Self.bind(
+                    unicastSocket, unicastAddress, scope: 0,
+                    what: port == 0 ? "bind unicast socket" : "bind unicast socket to port \(port) (--port)")
+                var outgoing = ip_mreqn()
+                outgoing.imr_address.s_addr = interfaceAddress.bigEndian
+                outgoing.imr_ifindex = interface?.index ?? 0
+                try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_IF, outgoing, "IP_MULTICAST_IF")
+                try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_TTL, UInt8(1), "IP_MULTICAST_TTL")
+                try Self.set(unicastSocket, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, UInt8(1), "IP_MULTICAST_LOOP")
+            }
+            var bound = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let status = withUnsafeMutablePointer(to: &bound) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(unicastSocket, $0, &length) }
             }
-            guard status == 0 else { throw SocketError("getsockname") }
-            local = Endpoint(address: UInt32(bigEndian: bound.sin_addr.s_addr), port: UInt16(bigEndian: bound.sin_port))
+            guard status == 0, let endpoint = Self.endpoint(of: bound) else { throw SocketError("getsockname") }
+            local = endpoint
         } catch {
             Glibc.close(groupSocket)
             Glibc.close(unicastSocket)
@@ -118,13 +160,15 @@ public final class UDPTransport: Sendable {
     /// Sends one datagram; returns the error instead of throwing so a lost send never stops the agent.
     @discardableResult
     public func send(_ bytes: [UInt8], to destination: Endpoint) -> SocketError? {
-        var address = Self.socketAddress(destination)
+        guard destination.address.isIPv4 == group.address.isIPv4 else {
+            return SocketError("send to \(destination) (another address family than the group's)", code: EAFNOSUPPORT)
+        }
+        var (address, length) = Self.socketAddress(
+            destination, scope: destination.address.isLinkLocalIPv6 ? interfaceIndex : 0)
         let sent = bytes.withUnsafeBytes { buffer in
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(
-                        unicastSocket, buffer.baseAddress, buffer.count, 0, $0,
-                        socklen_t(MemoryLayout<sockaddr_in>.size))
+                    sendto(unicastSocket, buffer.baseAddress, buffer.count, 0, $0, length)
                 }
             }
         }
@@ -151,7 +195,7 @@ public final class UDPTransport: Sendable {
                 var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
                 var control = [UInt8](repeating: 0, count: 64)
                 while true {
-                    var source = sockaddr_in()
+                    var source = sockaddr_storage()
                     var ancillary = Ancillary()
                     let count = buffer.withUnsafeMutableBytes { raw in
                         control.withUnsafeMutableBytes { controlRaw in
@@ -160,7 +204,7 @@ public final class UDPTransport: Sendable {
                                 return withUnsafeMutablePointer(to: &vector) { vectorPointer in
                                     var message = msghdr()
                                     message.msg_name = UnsafeMutableRawPointer(sourcePointer)
-                                    message.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                                    message.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
                                     message.msg_iov = vectorPointer
                                     message.msg_iovlen = 1
                                     message.msg_control = controlRaw.baseAddress
@@ -187,8 +231,7 @@ public final class UDPTransport: Sendable {
                             monotonic: MonotonicInstant(nanos: stamp.monotonic.nanos - ageNanos),
                             wall: WallInstant(unixNanos: stamp.wall.unixNanos - ageNanos))
                     }
-                    let from = Endpoint(
-                        address: UInt32(bigEndian: source.sin_addr.s_addr), port: UInt16(bigEndian: source.sin_port))
+                    guard let from = Self.endpoint(of: source) else { continue }
                     deliver(Array(buffer[0..<count]), from, stamp, viaGroup)
                 }
             }
@@ -229,20 +272,59 @@ public final class UDPTransport: Sendable {
 
     // MARK: Helpers
 
-    private static func socketAddress(_ endpoint: Endpoint) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = endpoint.port.bigEndian
-        address.sin_addr.s_addr = endpoint.address.bigEndian
-        return address
+    /// The socket address of `endpoint` (IPv4, or IPv6 with `scope` as its interface) and its length.
+    private static func socketAddress(_ endpoint: Endpoint, scope: UInt32) -> (sockaddr_storage, socklen_t) {
+        var storage = sockaddr_storage()
+        if let v4 = endpoint.address.ipv4 {
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                    pointer.pointee.sin_family = sa_family_t(AF_INET)
+                    pointer.pointee.sin_port = endpoint.port.bigEndian
+                    pointer.pointee.sin_addr.s_addr = v4.bigEndian
+                }
+            }
+            return (storage, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+        withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                pointer.pointee.sin6_family = sa_family_t(AF_INET6)
+                pointer.pointee.sin6_port = endpoint.port.bigEndian
+                pointer.pointee.sin6_scope_id = scope
+                withUnsafeMutableBytes(of: &pointer.pointee.sin6_addr) { raw in
+                    for (offset, byte) in endpoint.address.bytes.enumerated() { raw[offset] = byte }
+                }
+            }
+        }
+        return (storage, socklen_t(MemoryLayout<sockaddr_in6>.size))
     }
 
-    private static func bind(_ fd: Int32, _ endpoint: Endpoint, what: String) throws(SocketError) {
-        var address = socketAddress(endpoint)
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    /// The endpoint a socket address names; nil for a family other than IPv4 and IPv6.
+    static func endpoint(of storage: sockaddr_storage) -> Endpoint? {
+        var storage = storage
+        return withUnsafePointer(to: &storage) { pointer -> Endpoint? in
+            switch Int32(pointer.pointee.ss_family) {
+            case AF_INET:
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    Endpoint(
+                        address: UInt32(bigEndian: $0.pointee.sin_addr.s_addr),
+                        port: UInt16(bigEndian: $0.pointee.sin_port)
+                    )
+                }
+            case AF_INET6:
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                    let bytes = withUnsafeBytes(of: address.pointee.sin6_addr) { Array($0) }
+                    return Endpoint(address: IPAddress(ipv6: bytes), port: UInt16(bigEndian: address.pointee.sin6_port))
+                }
+            default:
+                return nil
             }
+        }
+    }
+
+    private static func bind(_ fd: Int32, _ endpoint: Endpoint, scope: UInt32, what: String) throws(SocketError) {
+        var (address, length) = socketAddress(endpoint, scope: scope)
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
         }
         guard status == 0 else { throw SocketError(what) }
     }
