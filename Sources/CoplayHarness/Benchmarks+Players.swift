@@ -16,6 +16,8 @@ extension Benchmarks {
 
     struct PlayerFigures {
         var steady = Distribution([])
+        /// |A-B| in ms against seconds since the steady measurement began.
+        var steadySeries: [(x: Double, y: Double)] = []
         var pause = Distribution([])
         var disturbance = Distribution([])
         var recovery = Distribution([])
@@ -50,6 +52,18 @@ extension Benchmarks {
                 "  (Syncplay not measured: it needs Debian's syncplay and syncplay-server, and root for its namespace)")
         }
         report(coplay, syncplay)
+        let pairs = [("coplay", coplay)] + (syncplay.map { [("Syncplay", $0)] } ?? [])
+        try writePlot(
+            "sync-error.svg", options,
+            SVGPlot.lines(
+                title: "Two mpv players in sync: |A − B| over time (loopback)", xLabel: "seconds",
+                yLabel: "|A − B| audio position, ms (log)",
+                series: pairs.map { SVGPlot.Series(name: $0.0, points: $0.1.steadySeries) }, logY: true))
+        try writePlot(
+            "players-pause.svg", options,
+            SVGPlot.distribution(
+                title: "Pause pressed in mpv A → mpv B paused", xLabel: "ms (log)",
+                samples: pairs.map { ($0.0, $0.1.pause.sorted) }, logX: true))
     }
 
     private static func report(_ coplay: PlayerFigures, _ syncplay: PlayerFigures?) {
@@ -182,8 +196,14 @@ extension Benchmarks {
         }
         var figures = PlayerFigures()
         var steady: [Double] = []
+        let began = ContinuousClock.now
         for _ in 0..<(seconds * 10) {
-            if let offset = offset() { steady.append(abs(offset) * 1000) }
+            if let offset = offset() {
+                steady.append(abs(offset) * 1000)
+                let elapsed = (ContinuousClock.now - began).components
+                figures.steadySeries.append(
+                    (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, abs(offset) * 1000))
+            }
             usleep(100_000)
         }
         figures.steady = Distribution(steady)

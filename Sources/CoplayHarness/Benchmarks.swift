@@ -12,6 +12,8 @@ public enum Benchmarks {
         public var executable: String
         /// Datagrams a second of the `flood` benchmark.
         public var rate = 20_000
+        /// Where `sync` and `players` write their figures as SVG plots (`--svg DIR`), if anywhere.
+        public var svgDirectory: String?
         public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
             self.kind = kind
             self.rounds = rounds
@@ -36,6 +38,9 @@ public enum Benchmarks {
             case "sync": try sync(options, common: common)
             case "players": try players(options, common: common)
             case "flood": try flood(options, rate: options.rate)
+            case "plots":
+                try sync(options, common: common)
+                try players(options, common: common)
             default:
                 try membership(options, common: common)
                 try clock(options, common: common)
@@ -339,6 +344,21 @@ public enum Benchmarks {
         print(
             "  pause applied on all \(count) agents:                                          \(Distribution(allApplied).summary(unit: "ms"))"
         )
+        try writePlot(
+            "pause-propagation.svg", options,
+            SVGPlot.distribution(
+                title: "Pause propagation among \(count) agents (loopback)",
+                xLabel: "ms from the originator applying a pause to another agent applying it",
+                samples: [("coplay, \(count) agents", propagation)], logX: true))
+    }
+
+    /// Writes one plot into `--svg DIR`, if given, and says where.
+    static func writePlot(_ name: String, _ options: Options, _ svg: String) throws {
+        guard let directory = options.svgDirectory else { return }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+        try svg.write(toFile: path, atomically: true, encoding: .utf8)
+        print("  plot: \(path)")
     }
 
     static func cpuTicks(_ pid: Int32) -> Int64 {

@@ -7,7 +7,8 @@ import Foundation
 let usage = """
     coplay-bench — measure coplay agents on loopback and print figures
 
-    Usage: coplay-bench membership|clock|overhead|sync|players|flood|all [--agents N] [--rounds N] [--seconds N] [--coplay PATH]
+    Usage: coplay-bench membership|clock|overhead|sync|players|flood|plots|all [--agents N] [--rounds N] [--seconds N]
+                        [--coplay PATH] [--svg DIR]
            coplay-bench soak [--seeds N]
            coplay-bench tag
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
@@ -18,12 +19,15 @@ let usage = """
                   seconds, pause pressed in mpv A → mpv B paused (R rounds), recovery after a 200 ms stop of mpv B
       flood       3 agents in a private network namespace (root) flooded with --rate N datagrams/s (default 20000;
                   junk and hellos of invented peers) for S seconds: honest pause delays, memory against idle, counters
+      plots       sync, then players, each writing its figures as SVG plots into --svg DIR: pause-propagation.svg,
+                  sync-error.svg (beside Syncplay's when measured) and players-pause.svg
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
+      --svg DIR      sync and players also write their figures as SVG plots into DIR
     Build in release mode for meaningful figures: swift build -c release
     """
 
@@ -107,7 +111,7 @@ if kind == "soak" {
     print(result.summary)
     exit(result.failures.isEmpty ? 0 : 1)
 }
-guard ["membership", "clock", "overhead", "sync", "players", "flood", "all"].contains(kind) else {
+guard ["membership", "clock", "overhead", "sync", "players", "flood", "plots", "all"].contains(kind) else {
     fail("unknown measurement '\(kind)'")
 }
 let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
@@ -118,6 +122,7 @@ while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
     switch flag {
     case "--coplay": options.executable = value
+    case "--svg": options.svgDirectory = value
     case "--rate":
         guard let number = Int(value), (1...200_000).contains(number) else {
             fail("--rate takes datagrams a second from 1 to 200000")
@@ -138,6 +143,7 @@ while let flag = arguments.popFirst() {
     }
 }
 guard (2...64).contains(options.agents) else { fail("--agents takes 2 to 64") }
+if kind == "plots", options.svgDirectory == nil { fail("plots needs --svg DIR (where to write the plots)") }
 guard FileManager.default.isExecutableFile(atPath: options.executable) else {
     fail("no coplay executable at \(options.executable)")
 }
