@@ -34,11 +34,7 @@ extension Benchmarks {
         agents[0].send("share u id=film")
         agents[0].send("play-now")
         usleep(1_000_000)
-        func residentKiB(_ agent: AgentProcess) -> Int {
-            let status = (try? String(contentsOfFile: "/proc/\(agent.pid)/status", encoding: .utf8)) ?? ""
-            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
+        func residentKiB(_ agent: AgentProcess) -> Int { Benchmarks.residentKiB(agent.pid) }
         let idle = agents.map(residentKiB)
         print(
             "flood: 3 agents in namespace \(namespace), \(rate) datagrams/s for \(options.seconds) s (half junk, half hellos of invented peers)"

@@ -134,7 +134,7 @@ extension Benchmarks {
             process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home]) { $1 }
             process.standardInput = FileHandle.nullDevice
             let log = home + "/output.log"
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.standardOutput = FileHandle(forWritingAtPath: log)
             process.standardError = FileHandle(forWritingAtPath: log)
             try process.run()

@@ -14,6 +14,10 @@ public enum Benchmarks {
         public var rate = 20_000
         /// Where `sync` and `players` write their figures as SVG plots (`--svg DIR`), if anywhere.
         public var svgDirectory: String?
+        /// Group sizes of the `scale` benchmark (`--sizes`).
+        public var scaleSizes = [8, 16, 32, 64]
+        /// History lengths of the `latejoin` benchmark (`--histories`).
+        public var histories = [10, 1_000, 100_000]
         public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
             self.kind = kind
             self.rounds = rounds
@@ -38,9 +42,13 @@ public enum Benchmarks {
             case "sync": try sync(options, common: common)
             case "players": try players(options, common: common)
             case "flood": try flood(options, rate: options.rate)
+            case "scale": try scale(options, sizes: options.scaleSizes)
+            case "latejoin": try lateJoin(options, common: common, histories: options.histories)
             case "plots":
                 try sync(options, common: common)
                 try players(options, common: common)
+                try lateJoin(options, common: common, histories: options.histories)
+                try scale(options, sizes: options.scaleSizes)
             default:
                 try membership(options, common: common)
                 try clock(options, common: common)

@@ -19,8 +19,14 @@ let usage = """
                   seconds, pause pressed in mpv A → mpv B paused (R rounds), recovery after a 200 ms stop of mpv B
       flood       3 agents in a private network namespace (root) flooded with --rate N datagrams/s (default 20000;
                   junk and hellos of invented peers) for S seconds: honest pause delays, memory against idle, counters
-      plots       sync, then players, each writing its figures as SVG plots into --svg DIR: pause-propagation.svg,
-                  sync-error.svg (beside Syncplay's when measured) and players-pause.svg
+      scale       N agents started at once in a private network namespace (root), for N in --sizes (default
+                  8,16,32,64): all see all, first clock offset, pause propagation, group CPU idle and busy (S s idle),
+                  datagrams received per agent, memory; with --svg DIR also scale-cost.svg
+      latejoin    2 agents build a history of H commands for H in --histories (default 10,1000,100000), then a
+                  third joins: time until it is on the group's state (bounded: 25 s); with --svg DIR also late-join.svg
+      plots       sync, players, latejoin and scale (root), each writing its figures as SVG plots into --svg DIR:
+                  pause-propagation.svg, sync-error.svg (beside Syncplay's when measured), players-pause.svg,
+                  late-join.svg and scale-cost.svg
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
@@ -111,7 +117,9 @@ if kind == "soak" {
     print(result.summary)
     exit(result.failures.isEmpty ? 0 : 1)
 }
-guard ["membership", "clock", "overhead", "sync", "players", "flood", "plots", "all"].contains(kind) else {
+guard
+    ["membership", "clock", "overhead", "sync", "players", "flood", "scale", "latejoin", "plots", "all"].contains(kind)
+else {
     fail("unknown measurement '\(kind)'")
 }
 let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
@@ -123,6 +131,18 @@ while let flag = arguments.popFirst() {
     switch flag {
     case "--coplay": options.executable = value
     case "--svg": options.svgDirectory = value
+    case "--histories":
+        let histories = value.split(separator: ",").compactMap { Int($0) }
+        guard !histories.isEmpty, histories.count == value.split(separator: ",").count,
+            histories.allSatisfy({ (2...1_000_000).contains($0) })
+        else { fail("--histories takes history lengths from 2 to 1000000 separated by commas, e.g. 10,1000,100000") }
+        options.histories = histories
+    case "--sizes":
+        let sizes = value.split(separator: ",").compactMap { Int($0) }
+        guard !sizes.isEmpty, sizes.count == value.split(separator: ",").count,
+            sizes.allSatisfy({ (2...64).contains($0) })
+        else { fail("--sizes takes group sizes from 2 to 64 separated by commas, e.g. 8,16,32,64") }
+        options.scaleSizes = sizes
     case "--rate":
         guard let number = Int(value), (1...200_000).contains(number) else {
             fail("--rate takes datagrams a second from 1 to 200000")

@@ -27,7 +27,7 @@ import Testing
     @Test func extremeNumbers_areDroppedAsMalformed_andTheAgentGoesOn() {
         var alice = aliceKnowingBobOnAnItem()
         let hostile: [Payload] = [
-            command(.playNow(rate: 5e-324, position: 1, at: at(3).wall)),
+            command(.playNow(rate: .leastNonzeroMagnitude, position: 1, at: at(3).wall)),
             command(.play(rate: 1, position: 1, requestedAt: WallInstant(unixNanos: .min))),
             command(.pause(position: 1, at: at(3).wall), lamport: .max),
             .probeReply(

@@ -14,8 +14,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let ours = directory.appendingPathComponent("ours.key").path
         let theirs = directory.appendingPathComponent("theirs.key").path
-        FileManager.default.createFile(atPath: ours, contents: Data(KeyFile.generate().utf8))
-        FileManager.default.createFile(atPath: theirs, contents: Data(KeyFile.generate().utf8))
+        _ = FileManager.default.createFile(atPath: ours, contents: Data(KeyFile.generate().utf8))
+        _ = FileManager.default.createFile(atPath: theirs, contents: Data(KeyFile.generate().utf8))
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "keyed-it"]
         let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--key-file", ours])
         let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--key-file", ours])

@@ -68,7 +68,7 @@ import Testing
         let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-hostile-\(getpid()).key")
             .path
         let text = KeyFile.generate()
-        FileManager.default.createFile(atPath: keyPath, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: keyPath, contents: Data(text.utf8))
         defer { try? FileManager.default.removeItem(atPath: keyPath) }
         let key = try GroupKeys.parse(keyFile: text).get()
         try withLAN(hosts: 3) { prefix in
@@ -153,7 +153,7 @@ import Testing
             }
             let now = WallInstant(unixNanos: Int64(Date().timeIntervalSince1970 * 1e9))
             let malformedBefore = bob.counter("drops", "malformedPayload")
-            scene.toGroup(command(.playNow(rate: 5e-324, position: 1, at: now), counter: 400))
+            scene.toGroup(command(.playNow(rate: .leastNonzeroMagnitude, position: 1, at: now), counter: 400))
             scene.toGroup(command(.play(rate: 1, position: 1, requestedAt: WallInstant(unixNanos: .min)), counter: 401))
             scene.toGroup(command(.pause(position: 1, at: now), counter: 402, lamport: .max))
             scene.toGroup(

@@ -1,0 +1,179 @@
+import Foundation
+import Glibc
+
+extension Benchmarks {
+    /// One group size's figures.
+    struct ScaleRow {
+        var agents: Int
+        /// From the start of the first process to the last agent listing all the others; nil if
+        /// some agent never did within the wait (then `seenLeast` is the fewest it listed).
+        var allSeeAll: Double?
+        var seenLeast: Int
+        /// peer-joined → clock-synced, every agent and peer.
+        var firstOffset = Distribution([])
+        var pause = Distribution([])
+        var pausesLost = 0
+        /// % of one core for the whole group, idle and while pausing.
+        var idleCPU = 0.0
+        var busyCPU = 0.0
+        var receivedPerAgent = Distribution([])
+        var residentMiB = Distribution([])
+    }
+
+    /// N agents started at once in one network namespace of this run's own, for N in `sizes`:
+    /// how long until all see all, the first clock offset to each peer, pause propagation,
+    /// the group's CPU idle and busy, datagrams received per agent, resident memory. Every wait
+    /// is bounded, so a group that never forms is reported, not waited for.
+    static func scale(_ options: Options, sizes: [Int]) throws {
+        guard getuid() == 0 else { throw BenchError(description: "scale needs root for its network namespace") }
+        let namespace = "cpscale\(getpid())"
+        try Locations.run("/usr/sbin/ip", ["netns", "add", namespace])
+        defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
+        try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
+        print(
+            "scale: N agents started at once in namespace \(namespace) (one host, loopback), \(options.seconds) s idle")
+        var rows: [ScaleRow] = []
+        for (index, count) in sizes.enumerated() {
+            let row = try scaleRow(count, port: 47_800 + index, namespace: namespace, options: options)
+            rows.append(row)
+            printScaleRow(row)
+        }
+        try writePlot(
+            "scale-cost.svg", options,
+            SVGPlot.lines(
+                title: "Cost against the number of agents (one 2-core machine)", xLabel: "agents in the group",
+                yLabel: "log scale",
+                series: [
+                    SVGPlot.Series(
+                        name: "idle CPU, whole group (% of a core)",
+                        points: rows.map { (Double($0.agents), $0.idleCPU) }),
+                    SVGPlot.Series(
+                        name: "datagrams received per agent per second",
+                        points: rows.map { (Double($0.agents), $0.receivedPerAgent.percentile(0.5)) }),
+                    SVGPlot.Series(
+                        name: "all see all (ms; missing: never)",
+                        points: rows.compactMap { row in row.allSeeAll.map { (Double(row.agents), $0) } }),
+                ], logY: true))
+    }
+
+    private static func printScaleRow(_ row: ScaleRow) {
+        func ms(_ value: Double) -> String { value.isFinite ? String(format: "%.1f ms", value) : "-" }
+        let seeAll = row.allSeeAll.map { ms($0) } ?? "never (an agent saw only \(row.seenLeast) of \(row.agents - 1))"
+        print("  N=\(row.agents)")
+        print("    all see all: \(seeAll)")
+        print("    first clock offset after join: \(row.firstOffset.summary(unit: "ms", decimals: 1))")
+        print(
+            "    pause → each other agent paused: \(row.pause.summary(unit: "ms", decimals: 2)); not arrived within 5 s: \(row.pausesLost)"
+        )
+        print(
+            "    CPU, whole group: idle \(String(format: "%.1f", row.idleCPU))% of a core, while pausing \(String(format: "%.1f", row.busyCPU))%"
+        )
+        print("    datagrams received per agent: \(row.receivedPerAgent.summary(unit: "/s", decimals: 0))")
+        print("    resident memory per agent: \(row.residentMiB.summary(unit: "MiB", decimals: 1))")
+    }
+
+    private static func scaleRow(_ count: Int, port: Int, namespace: String, options: Options) throws -> ScaleRow {
+        let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "scale-\(count)"]
+        let started = Int64(Date().timeIntervalSince1970 * 1e9)
+        let agents = try (0..<count).map {
+            try AgentProcess(executable: options.executable, name: "s\($0)", arguments: common, namespace: namespace)
+        }
+        defer {
+            for agent in agents { agent.closeInput() }
+            for agent in agents where agent.waitForExit(timeout: .seconds(3)) == nil { agent.signal(SIGKILL) }
+        }
+        var row = ScaleRow(agents: count, seenLeast: count - 1)
+        // All see all: each agent's own peer-joined events, distinct names, within 20 s.
+        var latest: Int64 = 0
+        var formed = true
+        let formationDeadline = ContinuousClock.now + .seconds(20)
+        func remaining(_ deadline: ContinuousClock.Instant) -> Duration { max(.zero, deadline - ContinuousClock.now) }
+        for agent in agents {
+            var names: Set<String> = []
+            let whole = agent.waitForEvent(timeout: remaining(formationDeadline)) { event in
+                if event.name == "peer-joined", let name = event.peer("name") as? String { names.insert(name) }
+                return names.count >= count - 1
+            }
+            if let whole { latest = max(latest, whole.atUnixNanos) } else { formed = false }
+            row.seenLeast = min(row.seenLeast, names.count)
+        }
+        row.allSeeAll = formed ? millis(started, latest) : nil
+        sleep(8)  // past the announce bursts and the clock warm-up (8 probes, then 10 samples 0.5 s apart)
+
+        // Idle: CPU and datagrams received over `seconds`.
+        func counters(_ agent: AgentProcess) -> Int64 {
+            ((agent.status(timeout: .seconds(3))?["counters"] as? [String: Any])?["datagramsReceived"] as? NSNumber)?
+                .int64Value ?? 0
+        }
+        let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let received = agents.map(counters)
+        let ticks = agents.map { cpuTicks($0.pid) }
+        let idleFrom = Date()
+        sleep(UInt32(options.seconds))
+        let idleSeconds = Date().timeIntervalSince(idleFrom)
+        row.idleCPU =
+            Double(zip(agents.map { cpuTicks($0.pid) }, ticks).map { $0 - $1 }.reduce(0, +)) / ticksPerSecond
+            / idleSeconds * 100
+        row.receivedPerAgent = Distribution(
+            zip(agents.map(counters), received).map { Double($0 - $1) / idleSeconds })
+        row.residentMiB = Distribution(agents.map { Double(residentKiB($0.pid)) / 1024 })
+
+        // First offset (read now: the last ones come after the group formed): per agent, each
+        // peer's clock-synced after its peer-joined.
+        var firstOffsets: [Double] = []
+        for agent in agents {
+            var joinedAt: [String: Int64] = [:]
+            for event in agent.allEvents {
+                guard let id = event.peer("id") as? String else { continue }
+                if event.name == "peer-joined", joinedAt[id] == nil { joinedAt[id] = event.atUnixNanos }
+                if event.name == "clock-synced", let joined = joinedAt.removeValue(forKey: id) {
+                    firstOffsets.append(millis(joined, event.atUnixNanos))
+                }
+            }
+        }
+        row.firstOffset = Distribution(firstOffsets)
+
+        // Busy: an item, then five pauses from different agents, each resumed.
+        agents[0].send("share https://example.com/scale.mp4 id=scale")
+        usleep(1_000_000)
+        let busyTicks = agents.map { cpuTicks($0.pid) }
+        let busyFrom = Date()
+        var delays: [Double] = []
+        for round in 0..<5 {
+            let originator = agents[(round * 7) % count]
+            originator.send("play-now")
+            usleep(700_000)
+            let marks = agents.map { $0.allEvents.count }
+            originator.send("pause")
+            guard
+                let applied = originator.waitForEvent(
+                    from: marks[(round * 7) % count], timeout: .seconds(5), where: { $0.name == "paused" })
+            else {
+                row.pausesLost += count - 1
+                continue
+            }
+            let roundDeadline = ContinuousClock.now + .seconds(5)
+            for (index, agent) in agents.enumerated() where agent !== originator {
+                if let paused = agent.waitForEvent(
+                    from: marks[index], timeout: remaining(roundDeadline), where: { $0.name == "paused" })
+                {
+                    delays.append(millis(applied.atUnixNanos, paused.atUnixNanos))
+                } else {
+                    row.pausesLost += 1
+                }
+            }
+        }
+        let busySeconds = Date().timeIntervalSince(busyFrom)
+        row.busyCPU =
+            Double(zip(agents.map { cpuTicks($0.pid) }, busyTicks).map { $0 - $1 }.reduce(0, +)) / ticksPerSecond
+            / busySeconds * 100
+        row.pause = Distribution(delays)
+        return row
+    }
+
+    static func residentKiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+}
