@@ -37,6 +37,16 @@ let usage = """
     Build in release mode for meaningful figures: swift build -c release
     """
 
+/// A comma-separated list of whole numbers, each in `range`.
+func numbers(_ text: String, in range: ClosedRange<Int>, _ what: String, _ example: String) -> [Int] {
+    let words = text.split(separator: ",")
+    let values = words.compactMap { Int($0) }
+    guard !values.isEmpty, values.count == words.count, values.allSatisfy(range.contains) else {
+        fail("\(what) from \(range.lowerBound) to \(range.upperBound) separated by commas, e.g. \(example)")
+    }
+    return values
+}
+
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("coplay-bench: \(message)\nTry 'coplay-bench --help'.\n".utf8))
     exit(2)
@@ -132,17 +142,9 @@ while let flag = arguments.popFirst() {
     case "--coplay": options.executable = value
     case "--svg": options.svgDirectory = value
     case "--histories":
-        let histories = value.split(separator: ",").compactMap { Int($0) }
-        guard !histories.isEmpty, histories.count == value.split(separator: ",").count,
-            histories.allSatisfy({ (2...1_000_000).contains($0) })
-        else { fail("--histories takes history lengths from 2 to 1000000 separated by commas, e.g. 10,1000,100000") }
-        options.histories = histories
+        options.histories = numbers(value, in: 2...1_000_000, "--histories takes history lengths", "10,1000,100000")
     case "--sizes":
-        let sizes = value.split(separator: ",").compactMap { Int($0) }
-        guard !sizes.isEmpty, sizes.count == value.split(separator: ",").count,
-            sizes.allSatisfy({ (2...64).contains($0) })
-        else { fail("--sizes takes group sizes from 2 to 64 separated by commas, e.g. 8,16,32,64") }
-        options.scaleSizes = sizes
+        options.scaleSizes = numbers(value, in: 2...64, "--sizes takes group sizes", "8,16,32,64")
     case "--rate":
         guard let number = Int(value), (1...200_000).contains(number) else {
             fail("--rate takes datagrams a second from 1 to 200000")

@@ -49,53 +49,44 @@ final class ControlServer: Sendable {
     /// `.controlLine`, after which the shell calls `handled(by:)`.
     func start(clock: AgentClock, deliver: @escaping @Sendable (ShellInput) -> Void) {
         let (descriptor, settings) = (self.descriptor, self.settings)
-        BackgroundThread.start { [self] in
-            while true {
-                let accepted = accept(descriptor, nil, nil)
-                if accepted < 0 {
-                    if errno == EINTR || errno == ECONNABORTED { continue }
-                    return  // closed
-                }
-                _ = fcntl(accepted, F_SETFD, FD_CLOEXEC)
-                let socket = LineSocket(descriptor: accepted)
-                socket.setSendBuffer(bytes: settings.controlClientBufferBytes)
-                let id = clientsMade.wrappingAdd(1, ordering: .relaxed).newValue
-                let client = Client(socket: socket, slots: settings.controlLinesQueuedMax)
-                let admitted = clients.withLock { clients in
-                    guard clients.count < settings.controlClientsMax else { return false }
-                    clients[id] = client
-                    return true
-                }
-                guard admitted else {
-                    let refusal = JSONValue.object([
-                        ("event", .string("error")),
-                        (
-                            "message",
-                            .string("too many control clients (\(settings.controlClientsMax)); try again later")
-                        ),
-                    ])
-                    socket.send(refusal.serialized, waiting: false)
-                    socket.send(#"{"event":"done"}"#, waiting: false)
-                    socket.close()
-                    continue
-                }
-                socket.startReading(
-                    lineBytesMax: settings.commandLineBytesMax, clock: clock,
-                    line: { bytes, _ in
-                        // Backpressure on a client that sends commands faster than it reads the
-                        // replies: its next line waits until half its buffer has been read, so it
-                        // is slowed down rather than disconnected (a follower that never reads
-                        // is still disconnected when its buffer fills).
-                        while client.socket.unreadBytes > settings.controlClientBufferBytes / 2,
-                            !client.socket.isClosed
-                        {
-                            usleep(5_000)
-                        }
-                        client.slots.wait()
-                        deliver(.controlLine(client: id, String(decoding: bytes, as: UTF8.self)))
-                    },
-                    ended: { [self] in drop(id) })
+        LineServer.acceptConnections(on: descriptor) { [self] socket in
+            socket.setSendBuffer(bytes: settings.controlClientBufferBytes)
+            let id = clientsMade.wrappingAdd(1, ordering: .relaxed).newValue
+            let client = Client(socket: socket, slots: settings.controlLinesQueuedMax)
+            let admitted = clients.withLock { clients in
+                guard clients.count < settings.controlClientsMax else { return false }
+                clients[id] = client
+                return true
             }
+            guard admitted else {
+                let refusal = JSONValue.object([
+                    ("event", .string("error")),
+                    (
+                        "message",
+                        .string("too many control clients (\(settings.controlClientsMax)); try again later")
+                    ),
+                ])
+                socket.send(refusal.serialized, waiting: false)
+                socket.send(#"{"event":"done"}"#, waiting: false)
+                socket.close()
+                return
+            }
+            socket.startReading(
+                lineBytesMax: settings.commandLineBytesMax, clock: clock,
+                line: { bytes, _ in
+                    // Backpressure on a client that sends commands faster than it reads the
+                    // replies: its next line waits until half its buffer has been read, so it
+                    // is slowed down rather than disconnected (a follower that never reads
+                    // is still disconnected when its buffer fills).
+                    while client.socket.unreadBytes > settings.controlClientBufferBytes / 2,
+                        !client.socket.isClosed
+                    {
+                        usleep(5_000)
+                    }
+                    client.slots.wait()
+                    deliver(.controlLine(client: id, String(decoding: bytes, as: UTF8.self)))
+                },
+                ended: { [self] in drop(id) })
         }
     }
 

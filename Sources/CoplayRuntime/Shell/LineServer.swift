@@ -54,27 +54,33 @@ final class LineServer: Sendable {
     /// Accepts players on a thread of its own: `connected` for each one let in (after it became
     /// `current`); `refusal` is written to one that comes while another is connected.
     func start(refusal: String, connected: @escaping @Sendable (LineSocket) -> Void) {
-        let descriptor = self.descriptor
-        BackgroundThread.start { [self] in
+        Self.acceptConnections(on: descriptor) { [self] socket in
+            let admitted = client.withLock { current in
+                guard current == nil else { return false }
+                current = socket
+                return true
+            }
+            guard admitted else {
+                socket.send(refusal)
+                socket.close()
+                return
+            }
+            connected(socket)
+        }
+    }
+
+    /// Accepts connections on `descriptor` on a thread of its own, each handed to `accepted` as
+    /// a `LineSocket`, until the descriptor is closed.
+    static func acceptConnections(on descriptor: Int32, _ accepted: @escaping @Sendable (LineSocket) -> Void) {
+        BackgroundThread.start {
             while true {
-                let accepted = accept(descriptor, nil, nil)
-                if accepted < 0 {
+                let connection = accept(descriptor, nil, nil)
+                if connection < 0 {
                     if errno == EINTR || errno == ECONNABORTED { continue }
                     return  // closed
                 }
-                _ = fcntl(accepted, F_SETFD, FD_CLOEXEC)
-                let socket = LineSocket(descriptor: accepted)
-                let admitted = client.withLock { current in
-                    guard current == nil else { return false }
-                    current = socket
-                    return true
-                }
-                guard admitted else {
-                    socket.send(refusal)
-                    socket.close()
-                    continue
-                }
-                connected(socket)
+                _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+                accepted(LineSocket(descriptor: connection))
             }
         }
     }
