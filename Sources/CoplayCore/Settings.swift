@@ -15,6 +15,10 @@ public struct Settings: Sendable, Equatable {
     public var suspectProbeInterval: Duration = .milliseconds(50)
     /// Silence after which a peer is declared gone (crashed or unreachable).
     public var deadAfter: Duration = .milliseconds(1250)
+    /// A membership tick this much later than the previous one (they come at least every
+    /// heartbeat, 550 ms at most) means this agent was stalled: the silence of its peers over
+    /// the stall is forgiven rather than taken for their death (`Membership.forgiveSilence`).
+    public var localStallThreshold: Duration = .seconds(1)
     /// A hello from a peer is answered with our own hello at most this often.
     public var helloReplyInterval: Duration = .milliseconds(100)
     /// When the copies of a leave go out, from the moment of leaving (it is not repaired, so it is

@@ -63,6 +63,34 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(!membership.hasDeparted(carol), "a silent peer may come back (a healed partition)")
     }
 
+    /// Lifeguard: an agent stalled for 10 s (SIGSTOP) does not declare its peers dead on waking;
+    /// the datagrams queued meanwhile are read first, and one that is really gone is found
+    /// within `deadAfter` of waking, as if the stall had not happened.
+    @Test func aStalledAgent_forgivesItsPeersSilence_butStillFindsTheOnesReallyGone() {
+        let settings = Settings()
+        var membership = Membership(settings: settings)
+        var random = SplitMix64(seed: 1)
+        membership.start(now: at(0).monotonic, random: &random)
+        let dave = Member(id: PeerID(0xDA7E), incarnation: Incarnation(3))
+        for (member, endpoint) in [(carol, carolEndpoint), (dave, Endpoint(address: 0x7F00_0001, port: 50_009))] {
+            _ = membership.onAnnouncement(
+                announcement("x"), isHello: false, from: member, source: endpoint, heardAt: at(100).monotonic)
+        }
+        _ = membership.tick(now: at(400).monotonic, random: &random)
+        // Stopped from 400 ms to 10.4 s. On waking, the tick comes first.
+        let woken = membership.tick(now: at(10_400).monotonic, random: &random)
+        #expect(!woken.contains { if case .left = $0 { true } else { false } }, "nobody is blamed for our stall")
+        #expect(membership.peers.count == 2)
+        // Carol's datagram sent during the stall is read now; dave sent nothing and is gone.
+        _ = membership.heard(carol, at: at(10_401).monotonic)
+        var later: [Membership.Output] = []
+        for millis in stride(from: 10_900.0, through: 11_400, by: 500) {
+            later += membership.tick(now: at(millis).monotonic, random: &random)
+        }
+        #expect(later.contains { if case .left(let record, .timeout) = $0 { record.member == dave } else { false } })
+        #expect(membership.peers.keys.sorted() == [carol.id], "carol stays")
+    }
+
     @Test func leave_removesAndRemembers_soReorderedDatagramsCannotBringItBack() {
         var membership = Membership(settings: Settings())
         _ = membership.onAnnouncement(

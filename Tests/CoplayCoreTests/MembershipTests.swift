@@ -119,7 +119,9 @@ import Testing
 
     @Test func peerHeardAgainAfterTimeout_rejoins() {
         var alice = aliceKnowingBob()
-        _ = alice.onTick(now: at(2000))
+        // Ticks as often as a running agent's (a single tick 2 s later would be a stall of this
+        // agent's own, and its peers' silence over it forgiven).
+        for millis in stride(from: 500.0, through: 2000, by: 500) { _ = alice.onTick(now: at(millis)) }
         #expect(alice.peers.isEmpty)
         let out = alice.onDatagram(
             bytes(bobHeartbeat, from: bob, sequence: 50), from: bobEndpoint, receivedAt: at(2100), now: at(2100))

@@ -31,17 +31,21 @@ struct Membership: Sendable {
     /// the origins a command of its own may depend on.
     private var admitted: Set<Member> = []
     private var admittedOrder: [Member] = []
+    /// When `tick` last ran: one far later than that means this agent was stalled.
+    private var lastTickAt: MonotonicInstant?
 
     init(settings: Settings) { self.settings = settings }
 
     /// Joined: the announce burst and the heartbeat begin.
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {
+        lastTickAt = now
         announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
         nextHeartbeatAt = now + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
     }
 
     /// Left: no more announcements; the table is emptied (the departures are not reported).
     mutating func stop() {
+        lastTickAt = nil
         peers.removeAll()
         announcesDue.removeAll()
         nextHeartbeatAt = nil
@@ -109,6 +113,10 @@ struct Membership: Sendable {
 
     mutating func tick(now: MonotonicInstant, random: inout SplitMix64) -> [Output] {
         var out: [Output] = []
+        if let last = lastTickAt, now - last > settings.localStallThreshold {
+            forgiveSilence(during: now - last, now: now)
+        }
+        lastTickAt = now
         while let due = announcesDue.first, due <= now {
             announcesDue.removeFirst()
             out.append(.announce(isHello: true))
@@ -131,6 +139,19 @@ struct Membership: Sendable {
         }
         departed = departed.filter { $0.value > now }
         return out
+    }
+
+    /// This agent did not run for `stall` (SIGSTOP, a starved machine, a suspended laptop): its
+    /// peers' silence over that time is its own lateness, not evidence against them (Lifeguard:
+    /// do not blame others for your own slowness). Each peer's silence is counted as if the
+    /// stall had not happened, so the datagrams queued meanwhile are read before anyone is
+    /// judged, and a peer that really left is still found within `deadAfter` of waking.
+    private mutating func forgiveSilence(during stall: Duration, now: MonotonicInstant) {
+        for (id, record) in peers {
+            var forgiven = record
+            forgiven.lastHeard = min(now, record.lastHeard + stall)
+            peers[id] = forgiven
+        }
     }
 
     /// The earliest instant at which `tick` has something to do.
