@@ -11,6 +11,7 @@ let usage = """
                         [--coplay PATH] [--svg DIR]
            coplay-bench soak [--seeds N]
            coplay-bench tag
+           coplay-bench cost [--agents N]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -31,6 +32,7 @@ let usage = """
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
+      cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
       --svg DIR      sync and players also write their figures as SVG plots into DIR
@@ -92,6 +94,16 @@ if kind == "tag" {
             "tag, \(bytes.count)-byte datagram: encode+sign \(String(format: "%.2f", best.sign * 1e6)) µs, verify \(String(format: "%.2f", best.verify * 1e6)) µs"
         )
     }
+    exit(0)
+}
+if kind == "cost" {
+    var members = 63
+    while let flag = arguments.popFirst() {
+        guard flag == "--agents", let value = arguments.popFirst().flatMap({ Int($0) }), (2...256).contains(value)
+        else { fail("cost takes --agents N (2-256): the group's size") }
+        members = value - 1
+    }
+    DatagramCost.run(members: members)
     exit(0)
 }
 if kind == "flood-sender" {
