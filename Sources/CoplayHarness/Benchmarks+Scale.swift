@@ -69,6 +69,13 @@ extension Benchmarks {
             "    CPU, whole group: idle \(String(format: "%.1f", row.idleCPU))% of a core, while pausing \(String(format: "%.1f", row.busyCPU))%"
         )
         print("    datagrams received per agent: \(row.receivedPerAgent.summary(unit: "/s", decimals: 0))")
+        // Idle, every agent's CPU goes to what it receives (it sends a few datagrams a second).
+        let received = row.receivedPerAgent.sorted.reduce(0, +)
+        if received > 0 {
+            print(
+                "    whole-agent CPU per received datagram, idle: \(String(format: "%.0f", row.idleCPU / 100 / received * 1e6)) µs"
+            )
+        }
         print("    resident memory per agent: \(row.residentMiB.summary(unit: "MiB", decimals: 1))")
     }
 
