@@ -43,6 +43,8 @@ public actor AgentShell {
     private var signalsSeen = 0
     /// The external player closed its connection.
     private var playerGone = false
+    /// When the wake-up timer is set to fire, while it is set.
+    private var timerDue: MonotonicInstant?
     /// Datagrams handed over by the receive threads and not yet processed (at most
     /// `Settings.receiveQueueDatagramsMax`).
     private let queuedDatagrams = QueueGauge()
@@ -239,6 +241,7 @@ public actor AgentShell {
                 }
                 directives = instance.onCommand(.quit, now: clock.now())
             case .tick:
+                timerDue = nil
                 directives = instance.onTick(now: clock.now())
             case .playerTick:
                 if let status = playerChanged(reports: player.advance(now: clock.now())) { return status }
@@ -304,7 +307,13 @@ public actor AgentShell {
             case .diagnose(let text):
                 diagnose(text)
             case .wake(let instant):
-                let delayNanos = max(0, instant.nanos - clock.now().monotonic.nanos)
+                // Set again only to fire sooner: a timer already due earlier fires as it is, and
+                // that tick (harmless when early) asks for the later instant. Most datagrams move
+                // the wake-up later (a peer heard): this spares a reschedule for each of them.
+                let now = clock.now().monotonic
+                if let due = timerDue, due > now, due <= instant { continue }
+                timerDue = instant
+                let delayNanos = max(0, instant.nanos - now.nanos)
                 timer.schedule(deadline: .now() + .nanoseconds(Int(delayNanos)), leeway: .nanoseconds(0))
             case .exit(let status):
                 return status
