@@ -65,6 +65,9 @@ public struct Settings: Sendable, Equatable {
     /// If the deciding agent is silent this long past the deadline, the lowest-id waiting
     /// participant decides instead.
     public var startFallbackGrace: Duration = .milliseconds(500)
+    /// While a coordinated start is collected, a ready agent says so again this often: a lost
+    /// `ready` would otherwise hold the start until `startDeadline` (at most 15 copies a start).
+    public var readyRepeatInterval: Duration = .milliseconds(200)
     /// A playing player further than this from the group's timeline (as the clocks drift) is
     /// re-anchored; checked at every tick, at least every heartbeat.
     public var driftCorrectionThreshold: Duration = .microseconds(100)

@@ -63,6 +63,9 @@ public struct Simulation {
     /// The player a node starts with (and gets again after a crash), when not the default one:
     /// a clock that runs fast, a player that reports position samples.
     public var playerOfNode: [Int: SimulatedPlayer] = [:]
+    /// A fault of the test's choosing: datagrams (bytes, sender, receiver) for which it returns
+    /// true are lost, besides the random loss of the network conditions.
+    public var drops: (@Sendable (_ bytes: [UInt8], _ from: Int, _ to: Int) -> Bool)?
 
     private var queue = EventQueue<Item>()
     private var random: SplitMix64
@@ -271,6 +274,7 @@ public struct Simulation {
     private mutating func transmit(_ bytes: [UInt8], from sender: Int, to receiver: Int) {
         if let groupOf, groupOf[sender] != groupOf[receiver] { return }
         if random.nextUnit() < conditions.lossProbability { return }
+        if let drops, drops(bytes, sender, receiver) { return }
         let copies = random.nextUnit() < conditions.duplicationProbability ? 2 : 1
         for _ in 0..<copies {
             let jitter = -log(1 - random.nextUnit()) * Double(conditions.jitterMean.nanoseconds)

@@ -1,5 +1,6 @@
 import CoplayCore
 import CoplaySimulation
+import Synchronization
 import Testing
 
 /// The coordination rules, each shown on a small deterministic simulation with a perfect network
@@ -50,6 +51,26 @@ import Testing
         // Both players are at the same position at the same true instant, despite 300 ms of skew.
         #expect(abs(position(simulation, 0) - position(simulation, 1)) < 0.000_2)
         #expect(simulation.nodes[0].instance!.player.rate == 1 && simulation.nodes[1].instance!.player.rate == 1)
+    }
+
+    /// A lost `ready` does not hold the start until the deadline: a ready agent says so again
+    /// every 200 ms while the start is collected. Here every agent's first `ready` is lost.
+    @Test func aLostReady_isRepeated_soTheStartComesLongBeforeTheDeadline() throws {
+        var simulation = twoAgents()
+        share(&simulation, from: 0)
+        let firstReadies = Mutex<Set<Int>>([])
+        simulation.drops = { bytes, from, _ in
+            guard bytes.count > 5, bytes[5] == MessageType.ready.rawValue else { return false }
+            return firstReadies.withLock { $0.insert(from).inserted }
+        }
+        simulation.schedule(.command(node: 1, .play(rate: 1)), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(4))
+        let waited = try #require(events(simulation, 1).first { if case .waiting = $0.event { true } else { false } })
+        let started = try #require(events(simulation, 1).first { if case .playing = $0.event { true } else { false } })
+        #expect(firstReadies.withLock { $0 } == [0, 1], "both first readies were lost")
+        #expect(
+            started.atNanos - waited.atNanos < 600_000_000,
+            "started \((started.atNanos - waited.atNanos) / 1_000_000) ms after waiting (the deadline is 3 s)")
     }
 
     @Test func commandForAnotherItem_isKeptAsThatItemsState_andAdoptedOnLoad() throws {

@@ -95,9 +95,23 @@ extension Playback {
             !start.ready.contains(context.member)
         else { return false }
         start.ready.insert(context.member)
+        if context.isJoined {
+            start.readySentAt = context.now.monotonic
+            out.append(.ready(trigger: start.trigger))
+        }
         coordination = .collecting(start)
-        if context.isJoined { out.append(.ready(trigger: start.trigger)) }
         return true
+    }
+
+    /// While the start is collected, this agent's `ready` again every `readyRepeatInterval`:
+    /// datagrams get lost, and a lost `ready` would hold everyone until the deadline.
+    mutating func repeatReady(_ context: PlaybackContext) -> [Output] {
+        guard context.isJoined, case .collecting(var start) = coordination, let sent = start.readySentAt,
+            context.now.monotonic >= sent + settings.readyRepeatInterval
+        else { return [] }
+        start.readySentAt = context.now.monotonic
+        coordination = .collecting(start)
+        return [.ready(trigger: start.trigger)]
     }
 
     /// Issues the start when this agent decides it: the originator of the play or seek once all
@@ -145,10 +159,12 @@ extension Playback {
     /// in the past would spin).
     func coordinationWake(_ context: PlaybackContext) -> MonotonicInstant? {
         guard case .collecting(let start) = coordination else { return nil }
+        let repeatDue = start.readySentAt.map { $0 + settings.readyRepeatInterval }
         let wall =
             start.requestedAt + settings.startDeadline
             + (start.trigger.origin == context.member ? .zero : settings.startFallbackGrace)
-        guard wall > context.now.wall else { return nil }
-        return context.now.monotonic + (wall - context.now.wall)
+        guard wall > context.now.wall else { return repeatDue }
+        let deadline = context.now.monotonic + (wall - context.now.wall)
+        return repeatDue.map { min($0, deadline) } ?? deadline
     }
 }

@@ -266,6 +266,7 @@ extension Playback {
     /// peer's digest still shows commands this agent lacks; read only while waiting for them).
     mutating func tick(_ context: PlaybackContext, isBehind: () -> Bool, counters: inout Counters) -> [Output] {
         var out = checkWhatHappened(context, counters: &counters)
+        out += repeatReady(context)
         out += correctDrift(context, counters: &counters)
         if case .catchingUp = history { out += followAfterHistory(isBehind: isBehind(), context, counters: &counters) }
         return out

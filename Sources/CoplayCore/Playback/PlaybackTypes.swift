@@ -27,6 +27,9 @@ public struct PendingStart: Hashable, Sendable {
     public var requestedAt: WallInstant
     /// The participants that reported ready (this agent included once it is).
     public var ready: Set<Member> = []
+    /// When this agent last said it is ready, while the start is collected (it says so again
+    /// every `Settings.readyRepeatInterval`: a lost `ready` must not hold the start to its deadline).
+    public var readySentAt: MonotonicInstant?
 }
 
 /// Where this agent stands in coordinated playback of its current item.
