@@ -90,9 +90,13 @@ struct Reach: Sendable {
     /// `WireFormat.peerListEntriesMax`, the most recently heard first). Forgets named endpoints
     /// that became members or whose time is up.
     mutating func tick(members: [PeerID: PeerRecord], now: MonotonicInstant) -> [(Endpoint, [PeerEntry])] {
-        let memberEndpoints = Set(members.values.map(\.endpoint))
-        named = named.filter { $0.value > now && !memberEndpoints.contains($0.key) }
-        guard isActive, let due = nextPeerListAt, now >= due else { return [] }
+        // Idle (a group on one multicast segment): no work at all, whatever the group's size.
+        guard isActive else { return [] }
+        if !named.isEmpty {
+            let memberEndpoints = Set(members.values.map(\.endpoint))
+            named = named.filter { $0.value > now && !memberEndpoints.contains($0.key) }
+        }
+        guard let due = nextPeerListAt, now >= due else { return [] }
         nextPeerListAt = now + settings.peerListInterval
         let reached = Set(destinations(members: members, now: now))
         let entries = members.values.sorted {

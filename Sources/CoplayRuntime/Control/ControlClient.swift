@@ -26,30 +26,37 @@ public enum ControlClient {
             return 1
         }
         defer { socket.close() }
+        let silent = "coplay ctl: the agent closed the connection, or did not answer within \(replyPatienceSeconds) s"
         switch request {
         case .command(let line):
-            guard let reply = exchange(line, over: socket) else {
-                StandardStreams.writeError("coplay ctl: the agent closed the connection before replying")
+            socket.setReceiveTimeout(seconds: replyPatienceSeconds)
+            var refused = false
+            let done = exchange(line, over: socket) { text, value in
+                StandardStreams.writeOutput(text)
+                if value?["event"]?.string == "error" { refused = true }
+            }
+            guard done else {
+                StandardStreams.writeError(silent)
                 return 1
             }
-            for line in reply.lines { StandardStreams.writeOutput(line) }
-            return reply.refused ? 1 : 0
+            return refused ? 1 : 0
         case .follow:
-            guard exchange("follow", over: socket) != nil else { return 1 }
+            guard exchange("follow", over: socket, { text, _ in StandardStreams.writeOutput(text) }) else { return 1 }
             _ = socket.readLines(lineBytesMax: lineBytesMax) { line in
                 StandardStreams.writeOutput(line)
                 return true
             }
             return 0
         case .watch(let times):
+            socket.setReceiveTimeout(seconds: replyPatienceSeconds)
             let redraw = isatty(STDOUT_FILENO) == 1
             var drawn = 0
             while times.map({ drawn < $0 }) ?? true {
                 if drawn > 0 { usleep(1_000_000) }
-                guard let status = exchange("status", over: socket)?.event("status"),
-                    let peers = exchange("peers", over: socket)?.event("peers")
+                guard let status = lastEvent("status", replying: "status", over: socket),
+                    let peers = lastEvent("peers", replying: "peers", over: socket)
                 else {
-                    StandardStreams.writeError("coplay ctl: the agent went away")
+                    StandardStreams.writeError(silent)
                     return 1
                 }
                 let table = WatchTable.render(
@@ -61,20 +68,26 @@ public enum ControlClient {
         }
     }
 
-    /// A command's reply: its lines (the `done` line left out) and whether it was refused.
-    struct Reply {
-        var lines: [String] = []
-        var events: [JSONValue] = []
-        var refused: Bool { events.contains { $0["event"]?.string == "error" } }
-        func event(_ name: String) -> JSONValue? { events.last { $0["event"]?.string == name } }
+    /// How long `ctl` waits for a reply line before it gives up on the agent (a wedged agent
+    /// must not hang a script; `--follow` waits for events without limit).
+    static let replyPatienceSeconds = 10
+
+    /// The last event named `name` in the reply to `line`; nil if there is none or no reply.
+    static func lastEvent(_ name: String, replying line: String, over socket: LineSocket) -> JSONValue? {
+        var found: JSONValue?
+        let done = exchange(line, over: socket) { _, value in
+            if value?["event"]?.string == name { found = value }
+        }
+        return done ? found : nil
     }
 
-    /// Sends `line` and reads its reply up to the `done` line; nil if the connection ended first.
-    static func exchange(_ line: String, over socket: LineSocket) -> Reply? {
+    /// Sends `line` and hands each line of its reply, with its JSON, to `each` as it arrives, up
+    /// to the `done` line (which is not handed on); false if the connection ended, or went quiet
+    /// past the socket's receive timeout, first. Nothing of the reply is kept here.
+    static func exchange(_ line: String, over socket: LineSocket, _ each: (String, JSONValue?) -> Void) -> Bool {
         // A send that fails is not the end: an agent that refused the connection has already
         // written why, and that is read below.
         socket.send(line)
-        var reply = Reply()
         var done = false
         _ = socket.readLines(lineBytesMax: lineBytesMax) { text in
             let value = try? JSONParser.parse(text)
@@ -82,10 +95,9 @@ public enum ControlClient {
                 done = true
                 return false
             }
-            reply.lines.append(text)
-            if let value { reply.events.append(value) }
+            each(text, value)
             return true
         }
-        return done ? reply : nil
+        return done
     }
 }

@@ -131,6 +131,12 @@ final class LineSocket: Sendable {
 
     var isClosed: Bool { closed.load(ordering: .relaxed) }
 
+    /// A blocking read gives up after `seconds` (then `readLines` returns false).
+    func setReceiveTimeout(seconds: Int) {
+        var wait = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Asks the kernel for a send buffer of `bytes` (what a reader may fall behind by).
     func setSendBuffer(bytes: Int) {
         var size = Int32(clamping: bytes)
