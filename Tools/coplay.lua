@@ -14,6 +14,7 @@ local message_types = {
     [0x01] = "hello", [0x02] = "heartbeat", [0x03] = "leave", [0x04] = "probe", [0x05] = "probe-reply",
     [0x06] = "peer-list",
     [0x10] = "command", [0x11] = "nack", [0x12] = "ready", [0x13] = "end", [0x14] = "unreliable-message",
+    [0x15] = "state-request", [0x16] = "state",
 }
 local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message" }
 local leave_reasons = { [0] = "left", [1] = "shutdown" }
@@ -79,6 +80,12 @@ f.message_parts = ProtoField.uint16("coplay.message.parts", "Parts")
 f.message_recipients = ProtoField.uint8("coplay.message.recipients", "Recipients")
 f.message_bytes = ProtoField.uint16("coplay.message.length", "Part length")
 f.message_text = ProtoField.string("coplay.message.text", "Part bytes")
+f.snapshot = ProtoField.uint64("coplay.state.snapshot", "Snapshot", base.HEX)
+f.wanted = ProtoField.uint32("coplay.state.wanted", "Parts wanted (mask, 0 = all)", base.HEX)
+f.state_part = ProtoField.uint8("coplay.state.part", "Part index")
+f.state_parts = ProtoField.uint8("coplay.state.parts", "Parts")
+f.state_lamport = ProtoField.uint64("coplay.state.lamport", "Snapshot Lamport clock")
+f.state_commands = ProtoField.uint8("coplay.state.commands", "Commands")
 
 local malformed = ProtoExpert.new("coplay.malformed", "Malformed coplay datagram", expert.group.MALFORMED, expert.severity.ERROR)
 coplay.experts = { malformed }
@@ -210,6 +217,55 @@ local function message_part(r, tree)
     if length > 0 then tree:add(f.message_text, r.take(length)) end
 end
 
+-- A command (PROTOCOL.md "Commands"), after the command datagram's flags; returns its Lamport
+-- timestamp. In a state part (`stripped`) its dependencies must be empty.
+local function command(r, tree, stripped)
+    dot(r, tree, "Dot")
+    local lamport = r.take(8)
+    if lamport:uint64() == UInt64(0) or lamport:uint64() > UInt64(0, 0x200000) then error("lamport out of range") end
+    tree:add(f.lamport, lamport)
+    local dependencies = r.offset
+    vector_clock(r, tree, "Dependencies")
+    if stripped and r.offset ~= dependencies + 1 then error("a state command with dependencies") end
+    if short_string(r, tree, f.item, 128) == "" then error("empty item id") end
+    local op = r.take(1)
+    tree:add(f.operation, op)
+    local code = op:uint()
+    if code == 1 then
+        long_string(r, tree, f.url, 512)
+        short_string(r, tree, f.title, 128)
+        short_string(r, tree, f.subtitle, 128)
+        short_string(r, tree, f.item_type, 128)
+        long_string(r, tree, f.fallback, 512)
+        double(r, tree, f.duration, 0, 1e9)
+    elseif code == 2 or code == 5 then
+        rate(r, tree, f.rate, true)
+        double(r, tree, f.position, 0, 1e9)
+        instant(r, tree, f.at)
+    elseif code == 3 then
+        double(r, tree, f.position, 0, 1e9)
+        rate(r, tree, f.resume_rate, false)
+        instant(r, tree, f.at)
+    elseif code == 4 then
+        rate(r, tree, f.rate, true)
+        double(r, tree, f.position, 0, 1e9)
+        instant(r, tree, f.at)
+        dot(r, tree, "Trigger")
+    elseif code == 6 then
+        double(r, tree, f.position, 0, 1e9)
+        instant(r, tree, f.at)
+    elseif code == 7 then
+        rate(r, tree, f.rate, false)
+        double(r, tree, f.position, 0, 1e9)
+        instant(r, tree, f.at)
+    elseif code == 8 then
+        message_part(r, tree)
+    else
+        error("unknown operation " .. code)
+    end
+    return lamport:uint64()
+end
+
 local function payload(kind, r, tree)
     if kind == 0x01 or kind == 0x02 then
         local flags = r.take(1)
@@ -276,47 +332,7 @@ local function payload(kind, r, tree)
         local flags = r.take(1)
         if bit.band(flags:uint(), 0xFE) ~= 0 then error("reserved command flags") end
         tree:add(f.repair, flags)
-        dot(r, tree, "Dot")
-        local lamport = r.take(8)
-        if lamport:uint64() == UInt64(0) or lamport:uint64() > UInt64(0, 0x200000) then error("lamport out of range") end
-        tree:add(f.lamport, lamport)
-        vector_clock(r, tree, "Dependencies")
-        if short_string(r, tree, f.item, 128) == "" then error("empty item id") end
-        local op = r.take(1)
-        tree:add(f.operation, op)
-        local code = op:uint()
-        if code == 1 then
-            long_string(r, tree, f.url, 512)
-            short_string(r, tree, f.title, 128)
-            short_string(r, tree, f.subtitle, 128)
-            short_string(r, tree, f.item_type, 128)
-            long_string(r, tree, f.fallback, 512)
-            double(r, tree, f.duration, 0, 1e9)
-        elseif code == 2 or code == 5 then
-            rate(r, tree, f.rate, true)
-            double(r, tree, f.position, 0, 1e9)
-            instant(r, tree, f.at)
-        elseif code == 3 then
-            double(r, tree, f.position, 0, 1e9)
-            rate(r, tree, f.resume_rate, false)
-            instant(r, tree, f.at)
-        elseif code == 4 then
-            rate(r, tree, f.rate, true)
-            double(r, tree, f.position, 0, 1e9)
-            instant(r, tree, f.at)
-            dot(r, tree, "Trigger")
-        elseif code == 6 then
-            double(r, tree, f.position, 0, 1e9)
-            instant(r, tree, f.at)
-        elseif code == 7 then
-            rate(r, tree, f.rate, false)
-            double(r, tree, f.position, 0, 1e9)
-            instant(r, tree, f.at)
-        elseif code == 8 then
-            message_part(r, tree)
-        else
-            error("unknown operation " .. code)
-        end
+        command(r, tree, false)
     elseif kind == 0x11 then
         local count = r.take(1):uint()
         if count < 1 or count > 32 then error("nack of " .. count .. " ranges") end
@@ -334,6 +350,25 @@ local function payload(kind, r, tree)
         short_string(r, tree, f.end_reason, 128)
     elseif kind == 0x14 then
         message_part(r, tree)
+    elseif kind == 0x15 then
+        tree:add(f.snapshot, r.take(8))
+        tree:add(f.wanted, r.take(4))
+    elseif kind == 0x16 then
+        tree:add(f.snapshot, r.take(8))
+        local index, count = r.take(1), r.take(1)
+        if count:uint() < 1 or count:uint() > 32 or index:uint() >= count:uint() then error("state part out of range") end
+        tree:add(f.state_part, index)
+        tree:add(f.state_parts, count)
+        local lamport = r.take(8)
+        if lamport:uint64() > UInt64(0, 0x200000) then error("state lamport clock out of range") end
+        tree:add(f.state_lamport, lamport)
+        vector_clock(r, tree, "Frontier")
+        local commands = r.take(1):uint()
+        tree:add(f.state_commands, commands)
+        for i = 1, commands do
+            local item = tree:add(coplay, r.take(0), "Command " .. i)
+            if command(r, item, true) > lamport:uint64() then error("a state command above the snapshot's clock") end
+        end
     end
 end
 

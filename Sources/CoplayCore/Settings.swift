@@ -125,8 +125,29 @@ public struct Settings: Sendable, Equatable {
     public var itemsMax = 64
     /// Commands waiting for their causal predecessors, at most.
     public var pendingCommandsMax = 1024
-    /// Delivered commands kept to repair others, at most.
+    /// Delivered commands kept to repair others, at most. Commands every live member has
+    /// delivered are compacted out of the store sooner (a snapshot stands for them).
     public var storedCommandsMax = 4096
+    /// An agent missing more than this many of a member's commands asks it for its state (a
+    /// snapshot: a few datagrams) rather than for the commands: one repair round's worth
+    /// (`repairBatchMax`), past which repair would take several round trips.
+    public var stateTransferAfterMissing = 64
+    /// A gap that repair has not closed in this long is closed by a snapshot: repair of a few
+    /// commands takes a round trip and a nack holdoff (50 ms), so a gap still open after a second
+    /// has no member able to repair it (those that had the commands are gone).
+    public var repairStallBeforeState: Duration = .seconds(1)
+    /// State requests go out at most this often, and a member sends an unasked snapshot to the
+    /// same peer at most this often; a transfer with no new part for this long is resumed (the
+    /// parts still wanted are asked for). Several round trips on any LAN.
+    public var stateRequestHoldoff: Duration = .milliseconds(200)
+    /// A transfer with no new part for this long is dropped (its sender crashed or left): the
+    /// next digest that shows this agent behind starts another, from whoever is ahead.
+    public var stateTransferTimeout: Duration = .seconds(1)
+    /// How far a snapshot's frontier may be ahead of what this agent last heard of an origin (the
+    /// sender's digest, or its own count): a member delivers at most the repair store's worth
+    /// between two heartbeats, and a forged jump to 2^32 would make this agent skip every real
+    /// command of that origin.
+    public var stateFrontierAheadMax: UInt32 = 4096
     /// A departed origin's vector-clock entry is pruned only after it has been gone this long
     /// (and every live agent has all its commands): an agent cut off by a partition shorter than
     /// this still learns of the origin's last commands from the digests when it heals.

@@ -166,9 +166,15 @@ public struct PlaybackScenario: Sendable {
                 }
             }
             // 2. Causal, exactly-once delivery.
+            // An adopted snapshot counts every command at or below its frontier as delivered.
             var seen = VectorClock()
             var dots = Set<Dot>()
-            for envelope in instance.deliveries {
+            var adoptions = instance.adoptions[...]
+            for (position, envelope) in instance.deliveries.enumerated() {
+                while let adoption = adoptions.first, adoption.afterDeliveries <= position {
+                    seen.merge(adoption.frontier)
+                    adoptions.removeFirst()
+                }
                 if !dots.insert(envelope.dot).inserted {
                     outcome.failures.append("node\(index) delivered \(envelope.dot) twice")
                 }

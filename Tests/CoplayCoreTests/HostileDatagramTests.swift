@@ -138,3 +138,104 @@ import Testing
         #expect(pause.dependencies.count == 0, "it depends on none of the invented origins")
     }
 }
+
+/// Snapshots (state transfer) from the hostile LAN: a forged or inconsistent snapshot is refused
+/// and counted, and adopts nothing; requests cannot make an agent a reflector or a firehose.
+@Suite struct HostileStateTests {
+    /// Alice, who knows bob and his clock, on bob's "movie".
+    private func aliceKnowingBobsClock() throws -> Instance {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        let out = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
+        let probe = try #require(
+            out.unicasts.compactMap { if case .probe(let probe) = $0.0.payload { probe } else { nil } }.first)
+        let reply = ClockProbeReply(
+            token: probe.token, originWall: probe.originWall, receiveWall: at(10.05).wall, transmitWall: at(10.06).wall)
+        _ = alice.onDatagram(
+            bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1))
+        try #require(alice.clockEstimate(of: bobID, at: at(10.1).monotonic) != nil)
+        return alice
+    }
+
+    private func part(
+        frontier: VectorClock, winners: [CommandEnvelope], index: UInt8 = 0, count: UInt8 = 1, lamport: UInt64 = 50
+    ) -> Payload {
+        .state(
+            StatePart(
+                snapshot: 0xABC, index: index, count: count, lamport: lamport, frontier: frontier, winners: winners))
+    }
+
+    private func pause(_ counter: UInt32, lamport: UInt64 = 40) -> CommandEnvelope {
+        CommandEnvelope(
+            dot: Dot(origin: bob, counter: counter), lamport: lamport, dependencies: VectorClock(),
+            command: Command(item: "movie", operation: .pause(position: 12, at: at(9).wall)))
+    }
+
+    @Test func aTrueSnapshot_isAdopted() throws {
+        var alice = try aliceKnowingBobsClock()
+        let out = alice.onDatagram(
+            bytes(part(frontier: VectorClock([bob: 100]), winners: [pause(100)]), from: bob, sequence: 3),
+            from: bobEndpoint, receivedAt: at(11), now: at(11))
+        #expect(alice.log.count(of: bob) == 100)
+        #expect(alice.items["movie"]?.winner.dot == Dot(origin: bob, counter: 100))
+        #expect(
+            out.events.contains {
+                if case .stateAdopted(let report) = $0 { report.commandsCovered == 100 } else { false }
+            })
+    }
+
+    @Test func forgedSnapshots_areRefused_andAdoptNothing() throws {
+        var alice = try aliceKnowingBobsClock()
+        let stranger = Member(id: PeerID(0xBAD), incarnation: Incarnation(1))
+        let forgeries: [(Member, Payload, DropReason)] = [
+            // An origin's count jumped to 2^32 - 1: every real command of bob would be skipped.
+            (bob, part(frontier: VectorClock([bob: .max]), winners: []), .badState),
+            // A winner the frontier does not cover.
+            (bob, part(frontier: VectorClock([bob: 5]), winners: [pause(6)]), .badState),
+            // From no member.
+            (stranger, part(frontier: VectorClock([bob: 5]), winners: [pause(5)]), .unknownSender),
+        ]
+        for (index, (sender, payload, reason)) in forgeries.enumerated() {
+            let before = alice.counters.drops[reason] ?? 0
+            _ = alice.onDatagram(
+                bytes(payload, from: sender, sequence: UInt32(10 + index)), from: bobEndpoint, receivedAt: at(11),
+                now: at(11))
+            #expect(alice.counters.drops[reason] == before + 1, "\(reason)")
+        }
+        // Two parts that disagree on how many there are.
+        _ = alice.onDatagram(
+            bytes(part(frontier: VectorClock([bob: 5]), winners: [], index: 0, count: 2), from: bob, sequence: 20),
+            from: bobEndpoint, receivedAt: at(12), now: at(12))
+        _ = alice.onDatagram(
+            bytes(part(frontier: VectorClock(), winners: [], index: 1, count: 3), from: bob, sequence: 21),
+            from: bobEndpoint, receivedAt: at(12), now: at(12))
+        #expect(alice.counters.drops[.badState] == 3)
+        #expect(alice.log.count(of: bob) == 0, "nothing adopted")
+        #expect(alice.items.isEmpty)
+        _ = alice.onTick(now: at(500))
+        #expect(alice.state.isJoined && alice.peers[bobID] != nil, "still running, still knows bob")
+    }
+
+    @Test func stateRequests_areAnsweredOnlyToMembers_withinTheRepairBudget() throws {
+        var alice = try aliceKnowingBobsClock()
+        _ = alice.onCommand(
+            .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0), now: at(11))
+        let stranger = Member(id: PeerID(0xBAD), incarnation: Incarnation(1))
+        let victim = Endpoint(address: 0x0A00_0063, port: 53)
+        var out = alice.onDatagram(
+            bytes(.stateRequest(StateRequest()), from: stranger), from: victim, receivedAt: at(12), now: at(12))
+        #expect(out.unicasts.isEmpty)
+        #expect(alice.counters.drops[.unknownSender] == 1)
+        // A member asking 10,000 times in a second gets at most its repair budget's worth.
+        var sent = 0
+        for index in 0..<10_000 {
+            out = alice.onDatagram(
+                bytes(.stateRequest(StateRequest()), from: bob, sequence: UInt32(100 + index)), from: bobEndpoint,
+                receivedAt: at(13 + Double(index) / 10), now: at(13 + Double(index) / 10))
+            #expect(out.unicasts.allSatisfy { $0.1 == bobEndpoint })
+            sent += out.unicasts.map { WireFormat.encode($0.0).count }.reduce(0, +)
+        }
+        #expect(sent > 0)
+        #expect(sent <= 2 * Settings().repairBytesPerSecondPerPeer, "\(sent) bytes in one second")
+    }
+}

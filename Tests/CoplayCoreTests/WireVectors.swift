@@ -209,7 +209,49 @@ enum WireVectors {
                         endpoint: Endpoint(address: IPAddress.parse("fd77::3")!, port: 47_801)),
                 ]))
         ),
+        (
+            "state-request",
+            Datagram(session: session, sender: sender, sequence: 23, payload: .stateRequest(StateRequest()))
+        ),
+        (
+            "state-request-resume",
+            Datagram(
+                session: session, sender: sender, sequence: 24,
+                payload: .stateRequest(StateRequest(snapshot: 0x5EED_0000_C0FF_EE01, wanted: 0b110)))
+        ),
+        (
+            "state",
+            Datagram(
+                session: session, sender: sender, sequence: 25,
+                payload: .state(
+                    StatePart(
+                        snapshot: 0x5EED_0000_C0FF_EE01, index: 0, count: 3, lamport: 42,
+                        frontier: VectorClock([sender: 9, other: 30]),
+                        winners: [
+                            CommandEnvelope(
+                                dot: Dot(origin: other, counter: 30), lamport: 42, dependencies: VectorClock(),
+                                command: Command(
+                                    item: "movie-42",
+                                    operation: .pause(
+                                        position: 754.25, at: WallInstant(unixNanos: 1_780_000_001_000_000_000)))),
+                            CommandEnvelope(
+                                dot: Dot(origin: sender, counter: 9), lamport: 40, dependencies: VectorClock(),
+                                command: Command(
+                                    item: MessagePart.itemMarker,
+                                    operation: .message(
+                                        MessagePart(
+                                            messageID: 3, index: 0, count: 1, recipients: [other],
+                                            bytes: Array("hi".utf8))))),
+                        ])))
+        ),
     ]
+
+    /// The state vector with `mutate` applied to its bytes.
+    static func state(_ mutate: (inout [UInt8]) -> Void) -> [UInt8] {
+        var bytes = WireFormat.encode(valid.first { $0.name == "state" }!.datagram)
+        mutate(&bytes)
+        return bytes
+    }
 
     static let other = Member(id: PeerID(0xFEDC_BA98_7654_3210), incarnation: Incarnation(7))
 
@@ -286,6 +328,28 @@ enum WireVectors {
                     // dot (member 12 + counter 4) then the Lamport timestamp, after the header and flags
                     $0.replaceSubrange(34 + 1 + 16..<34 + 1 + 24, with: [UInt8](repeating: 0xFF, count: 8))
                 }, .malformedPayload
+            ),
+            ("state-part-beyond-count", state { $0[34 + 8] = 3 }, .malformedPayload),
+            ("state-zero-parts", state { $0[34 + 9] = 0 }, .malformedPayload),
+            ("state-33-parts", state { $0[34 + 9] = 33 }, .malformedPayload),
+            (
+                "state-lamport-max",
+                state { $0.replaceSubrange(34 + 10..<34 + 18, with: [UInt8](repeating: 0xFF, count: 8)) },
+                .malformedPayload
+            ),
+            (
+                "state-winner-above-lamport",  // the snapshot's clock is 42; make it 41
+                state { $0[34 + 17] = 41 }, .malformedPayload
+            ),
+            (
+                "state-winner-with-dependencies",
+                {
+                    var part = valid.first { $0.name == "state" }!.datagram
+                    guard case .state(var body) = part.payload else { return [] }
+                    body.winners[0].dependencies = VectorClock([sender: 1])
+                    part.payload = .state(body)
+                    return WireFormat.encode(part)
+                }(), .malformedPayload
             ),
             (
                 "digest-out-of-order",

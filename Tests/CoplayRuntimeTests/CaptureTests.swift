@@ -231,7 +231,8 @@ import Testing
             "coplay.leave.reason",
             "coplay.probe.t2", "coplay.probe.t3", "coplay.nack.to", "coplay.command.rate", "coplay.command.position",
             "coplay.message.id", "coplay.share.url", "coplay.share.title", "coplay.share.duration",
-            "coplay.announce.waits_out",
+            "coplay.announce.waits_out", "coplay.state.snapshot", "coplay.state.parts", "coplay.state.lamport",
+            "coplay.state.wanted", "coplay.state.commands",
             "_ws.expert.message",
         ]
         let rows = try Self.tsharkFields(file.path, fields)
@@ -268,8 +269,22 @@ import Testing
                 #expect(value["coplay.announce.name"] == json["name"] as? String, "\(vector.name): name")
             }
             if let item = json["item"] as? String { #expect(value["coplay.item"] == item, "\(vector.name): item") }
-            if let lamport = (json["lamport"] as? NSNumber)?.uint64Value {
+            if let lamport = (json["lamport"] as? NSNumber)?.uint64Value, datagram.payload.type == .command {
                 #expect(number(value["coplay.command.lamport"]) == lamport, "\(vector.name): lamport")
+            }
+            if case .stateRequest(let request) = datagram.payload {
+                #expect(number(value["coplay.state.snapshot"]) == request.snapshot, "\(vector.name): snapshot")
+                #expect(number(value["coplay.state.wanted"]) == UInt64(request.wanted), "\(vector.name): wanted")
+                #expect(json["snapshot"] as? String == String(request.snapshot, radix: 16), "\(vector.name): dump")
+            }
+            if case .state(let part) = datagram.payload {
+                #expect(number(value["coplay.state.snapshot"]) == part.snapshot, "\(vector.name): snapshot")
+                #expect(number(value["coplay.state.parts"]) == UInt64(part.count), "\(vector.name): parts")
+                #expect(number(value["coplay.state.lamport"]) == part.lamport, "\(vector.name): lamport")
+                #expect(
+                    number(value["coplay.state.commands"]) == UInt64(part.winners.count), "\(vector.name): commands")
+                #expect((json["winners"] as? [Any])?.count == part.winners.count, "\(vector.name): dump")
+                #expect((json["lamport"] as? NSNumber)?.uint64Value == part.lamport, "\(vector.name): dump lamport")
             }
             if let dot = json["dot"] as? [String: Any] {
                 #expect(

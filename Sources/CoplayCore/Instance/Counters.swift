@@ -33,6 +33,12 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     case replayed
     /// An incarnation far beyond what this agent's clock allows (a takeover attempt).
     case implausibleIncarnation
+    /// A snapshot whose parts cannot be true (disagreeing parts, a winner beyond the frontier, a
+    /// frontier implausibly far ahead): the transfer was dropped.
+    case badState
+    /// A snapshot part not wanted now: another transfer is under way, the part came twice, or the
+    /// sender's clock is not known yet (the transfer starts again).
+    case stateNotWanted
 
     /// Whether a drop of this kind says something is wrong (garbage, a misconfigured or hostile
     /// sender) and deserves a diagnostic line, rather than being the normal echo of loss,
@@ -41,10 +47,10 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .tooShort, .tooLong, .badMagic, .unsupportedVersion, .unknownType, .badFlags, .lengthMismatch,
             .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply, .missingTag,
-            .badTag, .implausibleIncarnation:
+            .badTag, .implausibleIncarnation, .badState:
             true
         case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender,
-            .pendingFull, .unrepairableGap, .replayed:
+            .pendingFull, .unrepairableGap, .replayed, .stateNotWanted:
             false
         }
     }
@@ -80,6 +86,12 @@ public struct Counters: Hashable, Sendable {
     public var commandsSuperseded = 0
     public var duplicateCommands = 0
     public var nacksSent = 0
+    /// State transfer: requests sent, snapshots (or resumed parts of one) sent, snapshots adopted
+    /// and the commands they stood for that this agent had not delivered.
+    public var stateRequestsSent = 0
+    public var statesSent = 0
+    public var statesAdopted = 0
+    public var commandsCoveredByState = 0
     /// Times the player was re-anchored to the group's timeline as the clocks drifted.
     public var driftCorrections = 0
     /// Position samples the player reported while playing; rate nudges and seeks they caused.

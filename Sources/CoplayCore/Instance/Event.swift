@@ -52,6 +52,17 @@ public enum Event: Hashable, Sendable {
     case message(MessageReport)
     /// This agent sent an app message.
     case messageSent(MessageSent)
+    /// This agent caught up from a member's snapshot of the group state (state transfer).
+    case stateAdopted(StateAdoptedReport)
+}
+
+/// A snapshot adopted: whose, how many winning commands it carried, and how many commands it
+/// stood for that this agent had not delivered.
+public struct StateAdoptedReport: Hashable, Sendable {
+    public var from: Originator
+    public var snapshot: UInt64
+    public var winners: Int
+    public var commandsCovered: Int
 }
 
 /// A time proposed when a suspension ends (`resume <id> at=<seconds>`), and its fate.

@@ -39,7 +39,7 @@ extension Instance {
             case .left(let record, let reason):
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
                 clocks.onPeerLeft(record.member.id)
-                ordering.onPeerLeft(record.member.id)
+                ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
                 reach.onPeerLeft(record.member.id)
             case .changed(let record):
                 out.append(.emit(.peerChanged(peerInfo(record, now: heardAt))))
@@ -107,8 +107,12 @@ extension Instance {
         let envelope = ordering.next(command, by: member, dependsOn: dependsOn)
         let trial = Datagram(
             session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: false))
+        // A share leaves room to travel, as the activity, in a state part with a tag (the other
+        // winners are small whatever their text, once their dependencies are left out).
+        var room = 0
+        if case .share = command.operation { room = WireFormat.commandRoomForStateBytes }
         guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
-            WireFormat.encodedSize(trial) <= settings.datagramBytesMax
+            WireFormat.encodedSize(trial) + room <= settings.datagramBytesMax
         else {
             return out.append(
                 commandError(
@@ -164,7 +168,10 @@ extension Instance {
                         Command(item: MessagePart.itemMarker, operation: .message(part)), by: member,
                         dependsOn: dependsOn),
                     isRepair: false)
+            // A reliable part leaves room to travel in a state part too (a snapshot carries the
+            // messages its receiver has not delivered).
             return WireFormat.encodedSize(Datagram(session: session, sender: member, sequence: 1, payload: payload))
+                + (unreliable ? 0 : WireFormat.commandRoomForStateBytes)
         }
         let peers = membership.peers.values.sorted { $0.member.id < $1.member.id }
         switch messaging.send(

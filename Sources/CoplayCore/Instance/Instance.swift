@@ -94,6 +94,8 @@ public struct Instance: Sendable {
     public var namedEndpoints: [Endpoint] { Array(reach.named.keys) }
     /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.
     public var deliveries: [CommandEnvelope] { ordering.deliveries }
+    /// Where in `deliveries` each adopted snapshot took effect, and its frontier.
+    public var adoptions: [(afterDeliveries: Int, frontier: VectorClock)] { ordering.adoptions }
     /// The winning `share`: the group's activity.
     public var activity: CommandEnvelope? { playback.activity }
     /// The group state of each item.
@@ -224,7 +226,11 @@ public struct Instance: Sendable {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
             let live = Set(membership.peers.values.map(\.member) + [member])
-            ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
+            if let resume = ordering.tick(
+                now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
+            {
+                sendStateRequest(resume.request, to: resume.peer.id, into: &out)
+            }
         }
         messaging.tick(now: now.monotonic, counters: &counters)
         let (ordering, membership) = (self.ordering, self.membership)
@@ -326,9 +332,12 @@ public struct Instance: Sendable {
                     announcement, isHello: isHello, from: sender, source: source, heardAt: heardAt),
                 at: heardAt, source: source, now: now, into: &out)
             if membership.isKnown(sender) {
-                sendNack(
-                    ordering.onDigest(announcement.digest, of: sender.id, now: now.monotonic), to: sender.id,
-                    into: &out)
+                let clockKnown = clocks.estimate(of: sender.id, at: now.monotonic) != nil
+                switch ordering.onDigest(announcement.digest, of: sender, clockKnown: clockKnown, now: now.monotonic) {
+                case .nothing: break
+                case .nack(let ranges): sendNack(ranges, to: sender.id, into: &out)
+                case .state(let request): sendStateRequest(request, to: sender.id, into: &out)
+                }
             }
         case .leave(let reason):
             route(
@@ -363,6 +372,23 @@ public struct Instance: Sendable {
             for envelope in repairs {
                 out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: record.endpoint))
             }
+            // Commands no longer stored (compacted, evicted, or adopted in a snapshot): only the
+            // state can bring them.
+            if ordering.answersWithState(ranges, to: sender.id, peerDigest: record.digest, now: now.monotonic) {
+                sendState(StateRequest(), to: record, now: now, into: &out)
+            }
+        case .stateRequest(let request):
+            guard let record = membership.peers[sender.id], record.member == sender else {
+                return reportDrop(.unknownSender, detail: "state request from \(sender)", from: source, into: &out)
+            }
+            heard(sender, at: heardAt, now: now, into: &out)
+            sendState(request, to: record, now: now, into: &out)
+        case .state(let part):
+            guard let record = membership.peers[sender.id], record.member == sender else {
+                return reportDrop(.unknownSender, detail: "state from \(sender)", from: source, into: &out)
+            }
+            heard(sender, at: heardAt, now: now, into: &out)
+            receiveState(part, from: record, source: source, now: now, into: &out)
         case .ready(let trigger):
             heard(sender, at: heardAt, now: now, into: &out)
             playback.onReady(trigger, from: sender)
@@ -421,6 +447,90 @@ public struct Instance: Sendable {
         guard !ranges.isEmpty, let endpoint = membership.peers[peer]?.endpoint else { return }
         counters.nacksSent += 1
         out.append(.unicast(stamp(.nack(ranges)), to: endpoint))
+    }
+
+    mutating func sendStateRequest(_ request: StateRequest, to peer: PeerID, into out: inout [Directive]) {
+        guard let endpoint = membership.peers[peer]?.endpoint else { return }
+        counters.stateRequestsSent += 1
+        out.append(.unicast(stamp(.stateRequest(request)), to: endpoint))
+    }
+
+    /// This agent's snapshot for `record`: its delivered frontier (the origins its digest names),
+    /// the commands that decide its group state, and the stored messages above the peer's digest,
+    /// in parts that fit a datagram.
+    func snapshotParts(for record: PeerRecord) -> [StatePart] {
+        let dependsOn = dependsOn
+        var frontier = VectorClock()
+        for (origin, count) in ordering.log.delivered.entries where dependsOn(origin) { frontier[origin] = count }
+        let winners = (playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? [])).filter {
+            $0.dot.counter <= frontier[$0.dot.origin]
+        }
+        let tagBytes = keys == nil ? 0 : GroupKeys.tagBytes
+        let messages = ordering.log.storedMessages(above: record.digest, limit: WireFormat.statePartsMax * 2).filter {
+            $0.dot.counter <= frontier[$0.dot.origin]
+        }
+        return StateTransfer.parts(
+            frontier: frontier, lamport: ordering.log.lamport, winners: winners, messages: messages,
+            payloadBytesMax: settings.datagramBytesMax - WireFormat.headerBytes - tagBytes)
+    }
+
+    /// Sends the parts of this agent's snapshot `request` asks for to a member, within its repair
+    /// budget (a part that does not fit waits for the request that resumes the transfer).
+    mutating func sendState(_ request: StateRequest, to record: PeerRecord, now: Timestamp, into out: inout [Directive])
+    {
+        let tagBytes = keys == nil ? 0 : GroupKeys.tagBytes
+        var sent = false
+        for part in StateTransfer.answer(request, with: snapshotParts(for: record)) {
+            let size =
+                WireFormat.encodedSize(Datagram(session: session, sender: member, sequence: 1, payload: .state(part)))
+                + tagBytes
+            guard ordering.spendRepairBudget(size, to: record.member.id, now: now.monotonic) else { break }
+            out.append(.unicast(stamp(.state(part)), to: record.endpoint))
+            sent = true
+        }
+        if sent { counters.statesSent += 1 }
+    }
+
+    /// A snapshot part from a member: kept until the snapshot is whole, then adopted (its winners
+    /// merged into the group state, the commands it unblocked delivered).
+    mutating func receiveState(
+        _ part: StatePart, from record: PeerRecord, source: Endpoint, now: Timestamp, into out: inout [Directive]
+    ) {
+        let offset = clocks.estimate(of: record.member.id, at: now.monotonic)?.offsetNanos
+        switch ordering.onStatePart(
+            part, from: record.member, senderDigest: record.digest, offsetNanos: offset, now: now.monotonic)
+        {
+        case .failure(let rejection):
+            reportDrop(offset == nil ? .stateNotWanted : .badState, detail: rejection.detail, from: source, into: &out)
+        case .success(nil):
+            break
+        case .success(let adoption?):
+            counters.statesAdopted += 1
+            counters.commandsCoveredByState += adoption.covered
+            out.append(
+                .emit(
+                    .stateAdopted(
+                        StateAdoptedReport(
+                            from: membership.originator(adoption.from, local: member, localName: identity.name),
+                            snapshot: adoption.snapshot, winners: adoption.winners.count,
+                            commandsCovered: adoption.covered))))
+            // The winners are history: the player follows the final state once it is all here.
+            route(
+                playback.apply(adoption.winners, isHistory: true, context(now), counters: &counters), now: now,
+                into: &out)
+            for message in adoption.messages {
+                if case .message(let part) = message.envelope.command.operation {
+                    counters.commandsDelivered += 1
+                    receiveMessagePart(part, from: message.envelope.dot.origin, isReliable: true, now: now, into: &out)
+                }
+            }
+            if !adoption.released.isEmpty {
+                deliver(adoption.released, isHistory: isBehindPeers, now: now, into: &out)
+            }
+            let behind = isBehindPeers
+            route(
+                playback.followAfterHistory(isBehind: behind, context(now), counters: &counters), now: now, into: &out)
+        }
     }
 
     // MARK: Outgoing datagrams and reports

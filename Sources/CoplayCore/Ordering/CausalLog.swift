@@ -15,6 +15,8 @@ public struct CausalLog: Sendable {
     private var pruned: [Member: UInt32] = [:]
     private var prunedOrder: [Member] = []
     private var pending: [Dot: CommandEnvelope] = [:]
+    /// How many pending commands each origin has (the origins whose next command may be here).
+    private var pendingPerOrigin: [Member: Int] = [:]
     /// Delivered commands kept for repair, oldest first out.
     private var store: [Dot: CommandEnvelope] = [:]
     private var storeOrder: [Dot] = []
@@ -93,26 +95,49 @@ public struct CausalLog: Sendable {
         if isDeliverable(envelope) {
             deliver(envelope)
             receipt.delivered.append(envelope)
+            // Only a delivery can unblock pending commands.
+            receipt.delivered += deliverPending()
         } else if pending.count < pendingMax {
-            pending[dot] = envelope
+            addPending(envelope)
         } else {
             // Full: drop it (it will be asked for again); a deliverable one never waits here.
             receipt.wasDropped = true
-            receipt.missing = missing()
-            return receipt
-        }
-        var progress = true
-        while progress {
-            progress = false
-            for candidate in pending.values.sorted(by: { $0.orderKey < $1.orderKey }) where isDeliverable(candidate) {
-                pending[candidate.dot] = nil
-                deliver(candidate)
-                receipt.delivered.append(candidate)
-                progress = true
-            }
         }
         receipt.missing = missing()
         return receipt
+    }
+
+    private mutating func addPending(_ envelope: CommandEnvelope) {
+        pending[envelope.dot] = envelope
+        pendingPerOrigin[envelope.dot.origin, default: 0] += 1
+    }
+
+    private mutating func removePending(_ dot: Dot) {
+        guard pending.removeValue(forKey: dot) != nil else { return }
+        let left = (pendingPerOrigin[dot.origin] ?? 1) - 1
+        pendingPerOrigin[dot.origin] = left > 0 ? left : nil
+    }
+
+    /// Delivers the pending commands that have become deliverable, in causal order.
+    /// Each pass looks only at each origin's next command (a pending command of an origin is
+    /// deliverable only if it is that origin's next), so a pass costs the number of origins, not
+    /// of pending commands; candidates go in order-key order, so delivery is deterministic.
+    private mutating func deliverPending() -> [CommandEnvelope] {
+        var released: [CommandEnvelope] = []
+        var progress = true
+        while progress, !pending.isEmpty {
+            progress = false
+            let candidates = pendingPerOrigin.keys.compactMap { origin in
+                pending[Dot(origin: origin, counter: count(of: origin) &+ 1)]
+            }.sorted { $0.orderKey < $1.orderKey }
+            for candidate in candidates where isDeliverable(candidate) {
+                removePending(candidate.dot)
+                deliver(candidate)
+                released.append(candidate)
+                progress = true
+            }
+        }
+        return released
     }
 
     /// The ranges the pending commands wait for.
@@ -146,6 +171,78 @@ public struct CausalLog: Sendable {
             counter += 1
         }
         return found
+    }
+
+    /// Whether every command of `range` this log has delivered is still in the store (false when
+    /// some were evicted, compacted, or stood for by an adopted snapshot: only a snapshot can
+    /// bring them). At most `storeMax` steps, like `stored`.
+    public func storesAll(_ range: MissingRange) -> Bool {
+        let have = count(of: range.origin)
+        guard range.from <= range.to, range.from <= have else { return true }
+        let oldestKept = have > UInt32(clamping: storeMax) ? have - UInt32(clamping: storeMax) + 1 : 1
+        guard range.from >= oldestKept else { return false }
+        var counter = range.from
+        let last = min(range.to, have)
+        while counter <= last {
+            if store[Dot(origin: range.origin, counter: counter)] == nil { return false }
+            if counter == UInt32.max { break }
+            counter += 1
+        }
+        return true
+    }
+
+    /// Adopts a snapshot's frontier: every command at or below it counts as delivered (the
+    /// snapshot's winners stand for them), pending commands it covers are dropped, and those it
+    /// unblocks are delivered. Returns those, in causal order, the dropped ones, and how many
+    /// commands the frontier covered that this log had not delivered.
+    public mutating func adopt(frontier: VectorClock, lamport: UInt64) -> (
+        delivered: [CommandEnvelope], dropped: [CommandEnvelope], covered: Int
+    ) {
+        var covered = 0
+        for (member, counter) in frontier.entries where counter > count(of: member) {
+            covered += Int(counter - count(of: member))
+            if pruned.removeValue(forKey: member) != nil { prunedOrder.removeAll { $0 == member } }
+            delivered[member] = counter
+        }
+        self.lamport = max(self.lamport, lamport)
+        var dropped: [CommandEnvelope] = []
+        for (dot, envelope) in pending where dot.counter <= count(of: dot.origin) {
+            removePending(dot)
+            dropped.append(envelope)
+        }
+        return (deliverPending(), dropped, covered)
+    }
+
+    /// Stored message commands above `digest` (those its owner has not delivered), oldest first,
+    /// at most `limit`: a snapshot carries them, so that it never swallows a message.
+    public func storedMessages(above digest: VectorClock, limit: Int) -> [CommandEnvelope] {
+        var found: [CommandEnvelope] = []
+        var index = storeHead
+        while index < storeOrder.count, found.count < limit {
+            let dot = storeOrder[index]
+            index += 1
+            guard dot.counter > digest[dot.origin], let envelope = store[dot],
+                case .message = envelope.command.operation
+            else { continue }
+            found.append(envelope)
+        }
+        return found
+    }
+
+    /// Drops from the store the commands every live member has delivered (`stable` gives, per
+    /// origin, the count every live member's digest has reached): a snapshot stands for them now.
+    /// Only the oldest are looked at, so it is amortised O(1) per command.
+    public mutating func compact(stable: (Member) -> UInt32) {
+        while storeHead < storeOrder.count {
+            let dot = storeOrder[storeHead]
+            guard store[dot] == nil || dot.counter <= stable(dot.origin) else { break }
+            store[dot] = nil
+            storeHead += 1
+        }
+        if storeHead > 64, storeHead * 2 > storeOrder.count {
+            storeOrder.removeFirst(storeHead)
+            storeHead = 0
+        }
     }
 
     /// Drops the entry of each `departed` origin whose count every live agent's digest has

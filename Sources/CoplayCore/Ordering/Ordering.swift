@@ -42,10 +42,46 @@ struct Ordering: Sendable {
     /// Commands whose sender's clock offset is not known yet, by sender, with their arrival. At
     /// most `Settings.commandsAwaitingClockMax` in all, each for `commandAwaitingClockTimeout`.
     private var awaitingClock: [PeerID: [(envelope: CommandEnvelope, sender: Member, at: MonotonicInstant)]] = [:]
+    /// Snapshots asked for, assembled and sent.
+    private(set) var transfer: StateTransfer
+    /// The last digest heard from each peer, and when: what a command must be covered by before
+    /// it is compacted. A peer that timed out (crashed, or cut off by a partition) keeps its entry
+    /// for `Settings.pruneAfter`, so that after a short partition it is still repaired command by
+    /// command (messages included) rather than from a snapshot. At most `Settings.peersMax`
+    /// entries, the longest-quiet evicted first.
+    private var digestsHeard: [PeerID: (digest: VectorClock, at: MonotonicInstant)] = [:]
+    /// Since when some peer's digest has shown commands this agent lacks (nil: none does).
+    private var gapSince: MonotonicInstant?
+    /// Where in `deliveries` each adopted snapshot's frontier took effect (with
+    /// `Settings.recordsDeliveries`): the commands at or below it count as delivered from there on.
+    private(set) var adoptions: [(afterDeliveries: Int, frontier: VectorClock)] = []
+
+    /// What a peer's digest calls for.
+    enum CatchUp: Hashable, Sendable {
+        case nothing
+        /// Ask for these commands.
+        case nack([MissingRange])
+        /// Too much is missing for repair to be quick: ask for the peer's state.
+        case state(StateRequest)
+    }
+
+    /// A snapshot adopted: the winners to apply (times on the local clock, as of the snapshot's
+    /// sender), the pending commands it unblocked, and how many commands it stood for.
+    struct Adoption: Sendable {
+        var from: Member
+        var snapshot: UInt64
+        var winners: [Delivered]
+        /// Message commands the snapshot carried that were not delivered here, in causal order
+        /// per origin: delivered now, once (they are not in `deliveries`).
+        var messages: [Delivered]
+        var released: [Delivered]
+        var covered: Int
+    }
 
     init(settings: Settings) {
         self.settings = settings
         log = CausalLog(settings: settings)
+        transfer = StateTransfer(settings: settings)
     }
 
     /// A new membership starts with an empty log and catches up by repair.
@@ -56,6 +92,9 @@ struct Ordering: Sendable {
         conversions.removeAll()
         originsGoneSince.removeAll()
         awaitingClock.removeAll()
+        transfer.reset()
+        digestsHeard.removeAll()
+        gapSince = nil
     }
 
     // MARK: Issuing
@@ -104,9 +143,108 @@ struct Ordering: Sendable {
         (awaitingClock.removeValue(forKey: sender) ?? []).map { ($0.envelope, $0.sender) }
     }
 
-    /// A peer's digest: what to ask it for, if anything.
-    mutating func onDigest(_ digest: VectorClock, of peer: PeerID, now: MonotonicInstant) -> [MissingRange] {
-        repairRequest(to: peer, missing: log.missing(comparedTo: digest), now: now)
+    /// A peer's digest: what to ask it for, if anything. More than `stateTransferAfterMissing`
+    /// missing commands are asked for as a snapshot, from a peer whose clock is known
+    /// (`clockKnown`: the snapshot's times are on its clock).
+    mutating func onDigest(_ digest: VectorClock, of peer: Member, clockKnown: Bool, now: MonotonicInstant) -> CatchUp {
+        if digestsHeard[peer.id] == nil, digestsHeard.count >= settings.peersMax,
+            let oldest = digestsHeard.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
+        {
+            digestsHeard[oldest.key] = nil
+        }
+        digestsHeard[peer.id] = (digest, now)
+        let missing = log.missing(comparedTo: digest)
+        guard !missing.isEmpty else { return .nothing }
+        let count = missing.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
+        let since = gapSince ?? now
+        gapSince = since
+        if count > settings.stateTransferAfterMissing || now - since >= settings.repairStallBeforeState {
+            guard clockKnown, let request = transfer.request(from: peer, now: now) else { return .nothing }
+            return .state(request)
+        }
+        if transfer.isAssembling { return .nothing }  // the snapshot under way brings it
+        let ranges = repairRequest(to: peer.id, missing: missing, now: now)
+        return ranges.isEmpty ? .nothing : .nack(ranges)
+    }
+
+    /// Whether a nack asks for commands this agent delivered but no longer stores, from a peer
+    /// that only a snapshot will serve well: one that has nothing yet (`peerDigest` is empty: a
+    /// newcomer), or asks for more than `stateTransferAfterMissing`. A peer missing a few commands
+    /// is left to repair them from a member that stores them (a snapshot would stand for them,
+    /// messages included, and this agent may lack those messages itself); if none can, it asks for
+    /// the state after `repairStallBeforeState`.
+    mutating func answersWithState(
+        _ ranges: [MissingRange], to peer: PeerID, peerDigest: VectorClock, now: MonotonicInstant
+    ) -> Bool {
+        let count = ranges.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
+        guard peerDigest.isEmpty || count > settings.stateTransferAfterMissing else { return false }
+        return !ranges.allSatisfy { log.storesAll($0) } && transfer.maySendUnasked(to: peer, now: now)
+    }
+
+    /// A snapshot part from member `sender`, whose last digest was `senderDigest` and whose clock
+    /// is `offsetNanos` ahead of ours (`nil`: unknown, the snapshot cannot be read and is dropped).
+    mutating func onStatePart(
+        _ part: StatePart, from sender: Member, senderDigest: VectorClock, offsetNanos: Int64?, now: MonotonicInstant
+    ) -> Result<Adoption?, StateRejection> {
+        guard let offsetNanos else { return .failure(StateRejection(detail: "the sender's clock is not known yet")) }
+        let log = self.log
+        let aheadMax = UInt64(settings.stateFrontierAheadMax)
+        switch transfer.receive(
+            part, from: sender, now: now,
+            isPlausible: { member, counter in
+                UInt64(counter) <= UInt64(max(senderDigest[member], log.count(of: member))) + aheadMax
+            })
+        {
+        case .kept, .ignored:
+            return .success(nil)
+        case .rejected(let detail):
+            return .failure(StateRejection(detail: detail))
+        case .complete(let snapshot):
+            let source = ClockSource(peer: sender.id, offsetNanos: offsetNanos)
+            var winners: [Delivered] = []
+            var messages: [Delivered] = []
+            for command in snapshot.winners {
+                if case .message = command.command.operation {
+                    if command.dot.counter > log.count(of: command.dot.origin) {
+                        messages.append(Delivered(envelope: command, clockSource: nil))
+                    }
+                } else {
+                    var local = command
+                    local.command.operation = command.command.operation.shifted(by: -offsetNanos)
+                    winners.append(Delivered(envelope: local, clockSource: source))
+                }
+            }
+            let (released, dropped, covered) = self.log.adopt(frontier: snapshot.frontier, lamport: snapshot.lamport)
+            // Pending messages the frontier covers are delivered too (the snapshot may not carry them).
+            let carried = Set(messages.map(\.envelope.dot))
+            for command in dropped where !carried.contains(command.dot) {
+                if case .message = command.command.operation {
+                    messages.append(Delivered(envelope: command, clockSource: nil))
+                }
+            }
+            messages.sort {
+                ($0.envelope.dot.origin.id, $0.envelope.dot.counter) < (
+                    $1.envelope.dot.origin.id, $1.envelope.dot.counter
+                )
+            }
+            for dot in conversions.keys where dot.counter <= self.log.count(of: dot.origin) {
+                if !released.contains(where: { $0.dot == dot }) { conversions[dot] = nil }
+            }
+            if settings.recordsDeliveries { adoptions.append((deliveries.count, snapshot.frontier)) }
+            let delivered = released.map { envelope -> Delivered in
+                record(envelope)
+                return Delivered(envelope: envelope, clockSource: conversions.removeValue(forKey: envelope.dot))
+            }
+            return .success(
+                Adoption(
+                    from: sender, snapshot: snapshot.id, winners: winners, messages: messages, released: delivered,
+                    covered: covered))
+        }
+    }
+
+    /// Why a snapshot was not adopted.
+    struct StateRejection: Error, Hashable, Sendable {
+        var detail: String
     }
 
     /// The stored commands a nack from `peer` asks for: at most `Settings.repairBatchMax`, and no
@@ -115,26 +253,41 @@ struct Ordering: Sendable {
     mutating func repairs(
         for ranges: [MissingRange], to peer: PeerID, now: MonotonicInstant, bytes: (CommandEnvelope) -> Int
     ) -> [CommandEnvelope] {
-        let rate = settings.repairBytesPerSecondPerPeer
-        var bucket = repairBudgets[peer] ?? (bytes: rate, at: now)
-        let refill = Int(min(Double(rate), Double(rate) * max(0, (now - bucket.at).seconds)))
-        bucket = (min(rate, bucket.bytes + refill), now)
+        var budget = repairBudget(of: peer, now: now)
         var found: [CommandEnvelope] = []
         outer: for range in ranges where found.count < settings.repairBatchMax {
             for envelope in log.stored(range, limit: settings.repairBatchMax - found.count) {
                 let size = bytes(envelope)
-                guard size <= bucket.bytes else { break outer }
-                bucket.bytes -= size
+                guard size <= budget else { break outer }
+                budget -= size
                 found.append(envelope)
             }
         }
-        if repairBudgets[peer] == nil, repairBudgets.count >= settings.peersMax,
-            let oldest = repairBudgets.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
-        {
-            repairBudgets[oldest.key] = nil
-        }
-        repairBudgets[peer] = bucket
+        repairBudgets[peer] = (budget, now)
         return found
+    }
+
+    /// Takes `bytes` from `peer`'s repair budget, if it holds them.
+    mutating func spendRepairBudget(_ bytes: Int, to peer: PeerID, now: MonotonicInstant) -> Bool {
+        let budget = repairBudget(of: peer, now: now)
+        repairBudgets[peer] = (budget >= bytes ? budget - bytes : budget, now)
+        return budget >= bytes
+    }
+
+    /// The repair bytes `peer` may be sent now (`Settings.repairBytesPerSecondPerPeer`, refilled
+    /// continuously, at most one second's worth); makes room for its entry.
+    private mutating func repairBudget(of peer: PeerID, now: MonotonicInstant) -> Int {
+        let rate = settings.repairBytesPerSecondPerPeer
+        guard let bucket = repairBudgets[peer] else {
+            if repairBudgets.count >= settings.peersMax,
+                let oldest = repairBudgets.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
+            {
+                repairBudgets[oldest.key] = nil
+            }
+            return rate
+        }
+        let refill = Int(min(Double(rate), Double(rate) * max(0, (now - bucket.at).seconds)))
+        return min(rate, bucket.bytes + refill)
     }
 
     /// Whether any of these digests has commands this agent has not delivered.
@@ -142,16 +295,30 @@ struct Ordering: Sendable {
         digests.contains { !log.missing(comparedTo: $0).isEmpty }
     }
 
-    mutating func onPeerLeft(_ peer: PeerID) {
+    /// `graceful`: it left or exited, and will not ask for anything again (a peer that timed out
+    /// may be back after a partition: its digest still holds back compaction).
+    mutating func onPeerLeft(_ peer: PeerID, graceful: Bool) {
+        if graceful { digestsHeard[peer] = nil }
         nackSentAt[peer] = nil
         repairBudgets[peer] = nil
+        transfer.onPeerLeft(peer)
     }
 
     // MARK: Timers
 
-    /// Forgets commands that waited too long for a clock, and prunes departed origins: `live`
-    /// are the current memberships (this agent's included), `digests` their latest digests.
-    mutating func tick(now: MonotonicInstant, live: Set<Member>, digests: [VectorClock]) {
+    /// Forgets commands that waited too long for a clock, prunes departed origins, compacts the
+    /// store, and resumes a stalled state transfer (the request to send, if any): `live` are the
+    /// current memberships (this agent's included), `digests` the peers' latest digests.
+    mutating func tick(now: MonotonicInstant, live: Set<Member>, digests: [VectorClock]) -> (
+        peer: Member, request: StateRequest
+    )? {
+        let resume = transfer.tick(now: now)
+        if !isBehind(digests) { gapSince = nil }
+        // What every peer heard from lately has delivered needs no repair: a snapshot stands for it.
+        let heardSince = now - settings.pruneAfter
+        digestsHeard = digestsHeard.filter { $0.value.at > heardSince }
+        let (counts, heard) = (log, digestsHeard.values.map(\.digest))
+        log.compact(stable: { origin in heard.reduce(counts.count(of: origin)) { min($0, $1[origin]) } })
         let oldest = now - settings.commandAwaitingClockTimeout
         for (sender, held) in awaitingClock {
             let kept = held.filter { $0.at > oldest }
@@ -162,6 +329,7 @@ struct Ordering: Sendable {
         for origin in gone where originsGoneSince[origin] == nil { originsGoneSince[origin] = now }
         let prunable = Set(originsGoneSince.filter { now - $0.value >= settings.pruneAfter }.keys)
         if !prunable.isEmpty { log.prune(departed: prunable, liveDigests: digests) }
+        return resume
     }
 
     // MARK: Internals

@@ -25,6 +25,11 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     case end = 0x13
     /// One part of an unreliable app message (multicast, never repaired).
     case unreliableMessage = 0x14
+    /// "Send me your state": a lagging or joining agent asks a member for a snapshot (unicast).
+    case stateRequest = 0x15
+    /// One part of a snapshot of the group state (unicast, answering a state request or a nack
+    /// for commands the sender no longer stores).
+    case state = 0x16
 
     public var description: String {
         switch self {
@@ -39,6 +44,8 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
         case .ready: "ready"
         case .end: "end"
         case .unreliableMessage: "unreliable-message"
+        case .stateRequest: "state-request"
+        case .state: "state"
         }
     }
 }
@@ -156,6 +163,50 @@ public struct MissingRange: Hashable, Sendable {
     }
 }
 
+/// A request for the responder's snapshot: all its parts, or (to resume a transfer that lost
+/// some) only the parts `wanted` of snapshot `snapshot`.
+public struct StateRequest: Hashable, Sendable {
+    /// The snapshot being assembled, or 0 for "the current one, whole".
+    public var snapshot: UInt64
+    /// Bit i set: part i is wanted. 0 asks for every part.
+    public var wanted: UInt32
+    public init(snapshot: UInt64 = 0, wanted: UInt32 = 0) {
+        self.snapshot = snapshot
+        self.wanted = wanted
+    }
+}
+
+/// One part of a snapshot of the sender's group state: the commands that decide it (the winning
+/// `share`, and each item's winning command) and the slice of the frontier (the sender's
+/// delivered vector clock) this part carries. The whole snapshot is the union of its parts; it
+/// stands for every command at or below the frontier. Message commands among the winners are not
+/// state: they are reliable message parts the receiver has not delivered, carried with the
+/// snapshot so that it never swallows a message. Every command travels without dependencies.
+public struct StatePart: Hashable, Sendable {
+    /// The snapshot's identity: a hash of its content, the same for the same state.
+    public var snapshot: UInt64
+    public var index: UInt8
+    public var count: UInt8
+    /// The sender's Lamport clock when it made the snapshot (the same in every part).
+    public var lamport: UInt64
+    /// Some entries of the frontier (each entry is in exactly one part).
+    public var frontier: VectorClock
+    /// Winning commands (times on the sender's clock), then message commands.
+    public var winners: [CommandEnvelope]
+
+    public init(
+        snapshot: UInt64, index: UInt8, count: UInt8, lamport: UInt64, frontier: VectorClock,
+        winners: [CommandEnvelope]
+    ) {
+        self.snapshot = snapshot
+        self.index = index
+        self.count = count
+        self.lamport = lamport
+        self.frontier = frontier
+        self.winners = winners
+    }
+}
+
 /// A datagram's body; its case decides the type byte.
 public enum Payload: Hashable, Sendable {
     case hello(Announcement)
@@ -175,6 +226,8 @@ public enum Payload: Hashable, Sendable {
     /// Members the sender knows, with the endpoints it reaches them at (at most
     /// `WireFormat.peerListEntriesMax`).
     case peerList([PeerEntry])
+    case stateRequest(StateRequest)
+    case state(StatePart)
 
     public var type: MessageType {
         switch self {
@@ -189,6 +242,8 @@ public enum Payload: Hashable, Sendable {
         case .end: .end
         case .unreliableMessage: .unreliableMessage
         case .peerList: .peerList
+        case .stateRequest: .stateRequest
+        case .state: .state
         }
     }
 }

@@ -128,6 +128,11 @@ public enum WireFormat {
                 }
                 writer.write(entry.endpoint.port)
             }
+        case .stateRequest(let request):
+            writer.write(request.snapshot)
+            writer.write(request.wanted)
+        case .state(let part):
+            writeStatePart(part, into: &writer)
         }
     }
 
@@ -288,6 +293,10 @@ public enum WireFormat {
                 entries.append(PeerEntry(member: member, endpoint: endpoint))
             }
             return .peerList(entries)
+        case .stateRequest:
+            return .stateRequest(StateRequest(snapshot: try reader.readUInt64(), wanted: try reader.readUInt32()))
+        case .state:
+            return .state(try readStatePart(from: &reader))
         }
     }
 }

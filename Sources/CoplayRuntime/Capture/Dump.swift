@@ -261,6 +261,38 @@ public enum Dump {
                     )
                 ]
             )
+        case .stateRequest(let request):
+            let wanted = (0..<32).filter { request.wanted & (1 << UInt32($0)) != 0 }
+            return (
+                request.snapshot == 0
+                    ? "whole snapshot"
+                    : "snapshot \(String(request.snapshot, radix: 16)) parts \(wanted.map { String($0 + 1) }.joined(separator: ","))",
+                [
+                    ("snapshot", .string(String(request.snapshot, radix: 16))),
+                    ("wanted", .array(wanted.map { .int(Int64($0)) })),
+                ]
+            )
+        case .state(let part):
+            let winners = part.winners.map { winner -> JSONValue in
+                let (_, operationFields) = operationDescription(winner.command.operation)
+                return .object(
+                    [
+                        ("operation", .string(winner.command.operation.name)), ("item", .string(winner.command.item)),
+                        ("dot", dot(winner.dot)), ("lamport", .int(Int64(winner.lamport))),
+                    ] + operationFields)
+            }
+            return (
+                "snapshot \(String(part.snapshot, radix: 16)) part \(part.index + 1)/\(part.count) lamport=\(part.lamport) frontier=\(part.frontier) winners="
+                    + (part.winners.isEmpty
+                        ? "none"
+                        : part.winners.map { "\($0.command.operation.name):\($0.command.item)@\($0.dot)" }.joined(
+                            separator: ",")),
+                [
+                    ("snapshot", .string(String(part.snapshot, radix: 16))), ("index", .int(Int64(part.index))),
+                    ("count", .int(Int64(part.count))), ("lamport", .int(Int64(part.lamport))),
+                    ("frontier", clock(part.frontier)), ("winners", .array(winners)),
+                ]
+            )
         }
     }
 

@@ -242,7 +242,7 @@ public enum Demo {
         case .activityChanged, .activityUnchanged, .proposal, .itemChanged, .itemUnloaded, .playerError, .waiting,
             .playing, .paused,
             .rateChanged,
-            .timeJumped, .commandIgnored, .suspension, .session, .commandError, .message, .messageSent:
+            .timeJumped, .commandIgnored, .suspension, .session, .commandError, .message, .messageSent, .stateAdopted:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first
         case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .peerChanged, .clockSynced, .status, .peers,
             .help:

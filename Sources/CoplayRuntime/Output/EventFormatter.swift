@@ -61,6 +61,7 @@ public struct EventFormatter: Sendable {
         case .suspension(let report): report.began ? "suspension-began" : "suspension-ended"
         case .message: "message"
         case .messageSent: "message-sent"
+        case .stateAdopted: "state-adopted"
         }
     }
 
@@ -114,6 +115,11 @@ public struct EventFormatter: Sendable {
             return activityFields(activity) + [("originator", originatorObject(originator))]
         case .activityUnchanged(let activity):
             return activityFields(activity)
+        case .stateAdopted(let report):
+            return [
+                ("from", originatorObject(report.from)), ("commands", .int(Int64(report.commandsCovered))),
+                ("winners", .int(Int64(report.winners))), ("snapshot", .string(String(report.snapshot, radix: 16))),
+            ]
         case .itemUnloaded(let item, let reason):
             return [("item", .string(item)), ("reason", .string(reason))]
         case .playerError(let text):
@@ -229,6 +235,9 @@ public struct EventFormatter: Sendable {
             ("commandsSuperseded", .int(Int64(counters.commandsSuperseded))),
             ("duplicateCommands", .int(Int64(counters.duplicateCommands))),
             ("nacksSent", .int(Int64(counters.nacksSent))),
+            ("stateRequestsSent", .int(Int64(counters.stateRequestsSent))),
+            ("statesSent", .int(Int64(counters.statesSent))), ("statesAdopted", .int(Int64(counters.statesAdopted))),
+            ("commandsCoveredByState", .int(Int64(counters.commandsCoveredByState))),
             ("driftCorrections", .int(Int64(counters.driftCorrections))),
             ("playerSamples", .int(Int64(counters.playerSamples))), ("rateNudges", .int(Int64(counters.rateNudges))),
             ("seekCorrections", .int(Int64(counters.seekCorrections))),
@@ -317,6 +326,10 @@ public struct EventFormatter: Sendable {
             return ["player-error \(text)"]
         case .activityUnchanged(let activity):
             return ["activity-unchanged \(activity.itemID) is already the group's activity: not shared again"]
+        case .stateAdopted(let report):
+            return [
+                "state-adopted from \(Self.who(report.from)): a snapshot of \(report.winners) winning commands stood for \(report.commandsCovered) commands not delivered here"
+            ]
         case .proposal(let report):
             let head = "proposal \(report.item) at=\(String(format3: report.position))"
             switch report.outcome {

@@ -1,0 +1,237 @@
+/// State transfer (Raft's InstallSnapshot, done leaderless): an agent far behind a member — a
+/// late joiner, or one a burst left behind — catches up from a snapshot of that member's group
+/// state instead of from the commands that made it.
+///
+/// The group state is a last-writer-wins map: the activity is the winning `share`, each item's
+/// state its winning command, "winning" meaning the largest order key. Such a map merges by
+/// taking each entry's larger winner, whatever the order, so adopting a snapshot is a merge, never
+/// a replacement: it cannot roll an agent back past anything it has delivered. A snapshot stands
+/// for every command at or below its frontier (the sender's delivered vector clock); the
+/// receiver's delivered clock becomes the entry-wise maximum of its own and the frontier, and the
+/// commands after the frontier arrive as usual.
+///
+/// This machine makes snapshots into parts, assembles received parts (one snapshot at a time),
+/// verifies them, and decides when to ask: at most one request per `stateRequestHoldoff`; a
+/// transfer that stalls is resumed (the parts still wanted) and one that stays stalled for
+/// `stateTransferTimeout` (its sender crashed) is dropped, to start again from whoever is ahead.
+struct StateTransfer: Sendable {
+    /// A complete, verified snapshot.
+    struct Snapshot: Hashable, Sendable {
+        var from: Member
+        var id: UInt64
+        var lamport: UInt64
+        var frontier: VectorClock
+        var winners: [CommandEnvelope]
+    }
+
+    /// What a received part did.
+    enum Receipt: Hashable, Sendable {
+        /// Kept; more parts are to come.
+        case kept
+        /// The last part: the snapshot, verified.
+        case complete(Snapshot)
+        /// Not kept (another transfer is under way, or the part repeats one already here).
+        case ignored
+        /// The parts do not make a snapshot that can be true; the transfer was dropped.
+        case rejected(String)
+    }
+
+    private struct Assembly: Sendable {
+        var from: Member
+        var snapshot: UInt64
+        var count: UInt8
+        var lamport: UInt64
+        var parts: [UInt8: StatePart]
+        var lastPartAt: MonotonicInstant
+
+        var wanted: UInt32 {
+            (0..<count).reduce(UInt32(0)) { mask, index in parts[index] == nil ? mask | (1 << UInt32(index)) : mask }
+        }
+    }
+
+    let settings: Settings
+    private var assembly: Assembly?
+    /// The last request this agent sent: to whom, and when.
+    private var requested: (peer: Member, at: MonotonicInstant)?
+    /// When a snapshot last went unasked to each peer (answering a nack for commands no longer
+    /// stored). At most `Settings.peersMax` entries; the longest-quiet is evicted first.
+    private var sentUnaskedAt: [PeerID: MonotonicInstant] = [:]
+
+    init(settings: Settings) { self.settings = settings }
+
+    var isAssembling: Bool { assembly != nil }
+
+    // MARK: Making snapshots
+
+    /// The parts of a snapshot of `frontier` and `winners`, carrying `messages` (message commands
+    /// the receiver has not delivered), each part's payload at most `payloadBytesMax`.
+    /// Deterministic: the same state gives the same parts and id, so a transfer can be resumed
+    /// part by part. Winners come newest first, then messages oldest first; what does not fit in
+    /// `WireFormat.statePartsMax` parts (or alone in one) is left out, from the end.
+    static func parts(
+        frontier: VectorClock, lamport: UInt64, winners: [CommandEnvelope], messages: [CommandEnvelope] = [],
+        payloadBytesMax: Int
+    ) -> [StatePart] {
+        let room = payloadBytesMax - WireFormat.statePartOverheadBytes
+        let entryBytes = 16
+        var parts: [StatePart] = []
+        var entries = frontier.sorted[...]
+        func stripped(_ command: CommandEnvelope) -> CommandEnvelope {
+            var stripped = command
+            stripped.dependencies = VectorClock()
+            return stripped
+        }
+        var queue =
+            (winners.map(stripped).sorted { $0.orderKey > $1.orderKey }
+            + messages.map(stripped).sorted { $0.orderKey < $1.orderKey })[...]
+        while !entries.isEmpty || !queue.isEmpty || parts.isEmpty, parts.count < WireFormat.statePartsMax {
+            var used = 0
+            var slice = VectorClock()
+            while let entry = entries.first, slice.count < WireFormat.vectorClockEntriesMax, used + entryBytes <= room {
+                slice[entry.member] = entry.count
+                used += entryBytes
+                entries.removeFirst()
+            }
+            var chosen: [CommandEnvelope] = []
+            while let winner = queue.first, chosen.count < 255 {
+                let size = WireFormat.stateWinnerBytes(winner)
+                if used + size <= room {
+                    chosen.append(winner)
+                    used += size
+                    queue.removeFirst()
+                } else if used == 0 || size > room {
+                    queue.removeFirst()  // it fits in no part: left out
+                } else {
+                    break
+                }
+            }
+            parts.append(
+                StatePart(snapshot: 0, index: 0, count: 0, lamport: lamport, frontier: slice, winners: chosen))
+        }
+        let count = UInt8(parts.count)
+        var content: [UInt8] = []
+        for index in parts.indices {
+            parts[index].index = UInt8(index)
+            parts[index].count = count
+            var writer = ByteWriter(capacity: 256)
+            WireFormat.writeStatePart(parts[index], into: &writer)
+            content += writer.bytes
+        }
+        let id = max(1, fnv1a64(content))
+        for index in parts.indices { parts[index].snapshot = id }
+        return parts
+    }
+
+    /// The parts of `parts` a request asks for: all, unless it names this very snapshot.
+    static func answer(_ request: StateRequest, with parts: [StatePart]) -> [StatePart] {
+        guard request.snapshot != 0, request.wanted != 0, request.snapshot == parts.first?.snapshot else {
+            return parts
+        }
+        return parts.filter { request.wanted & (1 << UInt32($0.index)) != 0 }
+    }
+
+    /// Whether a snapshot may go unasked to `peer` now (at most one per `stateRequestHoldoff`).
+    mutating func maySendUnasked(to peer: PeerID, now: MonotonicInstant) -> Bool {
+        if let last = sentUnaskedAt[peer], now - last < settings.stateRequestHoldoff { return false }
+        if sentUnaskedAt[peer] == nil, sentUnaskedAt.count >= settings.peersMax,
+            let oldest = sentUnaskedAt.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
+        {
+            sentUnaskedAt[oldest.key] = nil
+        }
+        sentUnaskedAt[peer] = now
+        return true
+    }
+
+    // MARK: Asking
+
+    /// A request for `peer`'s whole snapshot, if one may go out now: none while a transfer is
+    /// under way and moving, none sooner than `stateRequestHoldoff` after the last.
+    mutating func request(from peer: Member, now: MonotonicInstant) -> StateRequest? {
+        if let assembly, now - assembly.lastPartAt < settings.stateTransferTimeout { return nil }
+        if let requested, now - requested.at < settings.stateRequestHoldoff { return nil }
+        assembly = nil
+        requested = (peer, now)
+        return StateRequest()
+    }
+
+    /// A stalled transfer: the request that resumes it (the parts still wanted), or nothing; one
+    /// stalled for `stateTransferTimeout` is dropped.
+    mutating func tick(now: MonotonicInstant) -> (peer: Member, request: StateRequest)? {
+        guard let assembly else { return nil }
+        if now - assembly.lastPartAt >= settings.stateTransferTimeout {
+            self.assembly = nil
+            return nil
+        }
+        guard now - assembly.lastPartAt >= settings.stateRequestHoldoff,
+            requested.map({ now - $0.at >= settings.stateRequestHoldoff }) ?? true
+        else { return nil }
+        requested = (assembly.from, now)
+        return (assembly.from, StateRequest(snapshot: assembly.snapshot, wanted: assembly.wanted))
+    }
+
+    mutating func onPeerLeft(_ peer: PeerID) {
+        if assembly?.from.id == peer { assembly = nil }
+        if requested?.peer.id == peer { requested = nil }
+        sentUnaskedAt[peer] = nil
+    }
+
+    mutating func reset() {
+        assembly = nil
+        requested = nil
+        sentUnaskedAt.removeAll()
+    }
+
+    // MARK: Receiving
+
+    /// A part from member `sender`. `isPlausible` says whether a frontier entry can be true (not
+    /// a forged jump that would make this agent skip an origin's real commands).
+    mutating func receive(
+        _ part: StatePart, from sender: Member, now: MonotonicInstant, isPlausible: (Member, UInt32) -> Bool
+    ) -> Receipt {
+        if var current = assembly, current.from == sender, current.snapshot == part.snapshot {
+            guard part.count == current.count, part.lamport == current.lamport else {
+                assembly = nil
+                return .rejected("parts of snapshot \(String(part.snapshot, radix: 16)) disagree")
+            }
+            guard current.parts[part.index] == nil else { return .ignored }
+            current.parts[part.index] = part
+            current.lastPartAt = now
+            assembly = current
+        } else {
+            // Another sender's transfer, still moving, is not interrupted (two answers
+            // interleaved would never complete); the same sender's newer snapshot replaces its older.
+            if let current = assembly, current.from != sender,
+                now - current.lastPartAt < settings.stateRequestHoldoff
+            {
+                return .ignored
+            }
+            assembly = Assembly(
+                from: sender, snapshot: part.snapshot, count: part.count, lamport: part.lamport,
+                parts: [part.index: part], lastPartAt: now)
+        }
+        guard let complete = assembly, complete.parts.count == Int(complete.count) else { return .kept }
+        assembly = nil
+        requested = nil
+        var frontier = VectorClock()
+        var winners: [CommandEnvelope] = []
+        for index in 0..<complete.count {
+            guard let part = complete.parts[index] else { return .kept }
+            for entry in part.frontier.entries {
+                guard frontier[entry.key] == 0 else {
+                    return .rejected("frontier entry \(entry.key) in two parts")
+                }
+                guard isPlausible(entry.key, entry.value) else {
+                    return .rejected("frontier entry \(entry.key):\(entry.value) is implausibly far ahead")
+                }
+                frontier[entry.key] = entry.value
+            }
+            winners += part.winners
+        }
+        for winner in winners where winner.dot.counter > frontier[winner.dot.origin] {
+            return .rejected("command \(winner.dot) beyond the frontier")
+        }
+        return .complete(
+            Snapshot(
+                from: sender, id: complete.snapshot, lamport: complete.lamport, frontier: frontier, winners: winners))
+    }
+}
