@@ -28,6 +28,11 @@ public final class AgentProcess: @unchecked Sendable {
     private var stderrLines: [String] = []
     private var outputEnded = false
     public static let eventsMax = 100_000
+    /// Events one per command applied: past `eventsMax` these are no longer kept, so that an agent
+    /// driven through a long history still answers `status` (up to twice `eventsMax` in all).
+    static let perCommandEvents: Set<String> = [
+        "playing", "paused", "waiting", "rate-changed", "time-jumped", "command-ignored",
+    ]
 
     /// Starts `executable --json --name NAME` plus `arguments`; inside `namespace` via `ip netns exec`.
     public init(executable: String, name: String, arguments: [String], namespace: String? = nil) throws {
@@ -141,6 +146,8 @@ public final class AgentProcess: @unchecked Sendable {
                     if isOutput {
                         if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                             self.events.count < Self.eventsMax
+                                || (self.events.count < 2 * Self.eventsMax
+                                    && !Self.perCommandEvents.contains(object["event"] as? String ?? ""))
                         {
                             self.events.append(AgentEvent(fields: object, line: line))
                         }

@@ -26,9 +26,12 @@ extension Benchmarks {
             let issueStart = ContinuousClock.now
             // The share, then play-now and pause in turn, the last a pause: H commands in all.
             for command in 1..<history { alice.send((history - 1 - command) % 2 == 0 ? "pause" : "play-now") }
+            // Commands delivered one by one, or stood for by an adopted snapshot.
             func delivered(_ agent: AgentProcess) -> Int {
-                ((agent.status(timeout: .seconds(5))?["counters"] as? [String: Any])?["commandsDelivered"]
-                    as? NSNumber)?.intValue ?? 0
+                let counters = agent.status(timeout: .seconds(5))?["counters"] as? [String: Any]
+                return ["commandsDelivered", "commandsCoveredByState"].map {
+                    (counters?[$0] as? NSNumber)?.intValue ?? 0
+                }.reduce(0, +)
             }
             let issued = history
             while delivered(alice) < issued || delivered(bob) < issued,
@@ -78,7 +81,7 @@ extension Benchmarks {
                 "  H=\(issued) (built in \(String(format: "%.1f", Double(built.components.seconds) + Double(built.components.attoseconds) / 1e18)) s, bob delivered \(bobDelivered)): "
                     + (time.map { String(format: "on the group's state %.1f ms after joining", $0) }
                         ?? "NOT on the group's state 25 s after joining")
-                    + "; it delivered \(counters["commandsDelivered"] ?? 0) commands, sent \(counters["nacksSent"] ?? 0) nacks"
+                    + "; it delivered \(counters["commandsDelivered"] ?? 0) commands and adopted \(counters["statesAdopted"] ?? 0) snapshots standing for \(counters["commandsCoveredByState"] ?? 0), sent \(counters["nacksSent"] ?? 0) nacks and \(counters["stateRequestsSent"] ?? 0) state requests"
             )
             if let time { points.append((Double(issued), time)) }
         }

@@ -18,6 +18,8 @@ public enum Benchmarks {
         public var scaleSizes = [8, 16, 32, 64]
         /// History lengths of the `latejoin` benchmark (`--histories`).
         public var histories = [10, 1_000, 100_000]
+        /// Commands a second of the `session` benchmark (`--per-second`).
+        public var commandsPerSecond = 1
         public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
             self.kind = kind
             self.rounds = rounds
@@ -44,6 +46,7 @@ public enum Benchmarks {
             case "flood": try flood(options, rate: options.rate)
             case "scale": try scale(options, sizes: options.scaleSizes)
             case "latejoin": try lateJoin(options, common: common, histories: options.histories)
+            case "session": try longSession(options, common: common, perSecond: options.commandsPerSecond)
             case "plots":
                 try sync(options, common: common)
                 try players(options, common: common)

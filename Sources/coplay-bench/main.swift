@@ -9,6 +9,8 @@ let usage = """
 
     Usage: coplay-bench membership|clock|overhead|sync|players|flood|plots|all [--agents N] [--rounds N] [--seconds N]
                         [--coplay PATH] [--svg DIR]
+           coplay-bench latejoin [--histories H,…]
+           coplay-bench session [--seconds S] [--per-second N]
            coplay-bench soak [--seeds N]
            coplay-bench tag
            coplay-bench cost [--agents N]
@@ -25,6 +27,8 @@ let usage = """
                   datagrams received per agent, memory; with --svg DIR also scale-cost.svg
       latejoin    2 agents build a history of H commands for H in --histories (default 10,1000,100000), then a
                   third joins: time until it is on the group's state (bounded: 25 s); with --svg DIR also late-join.svg
+      session     a long session: 3 agents issue --per-second N commands a second (default 1; pauses, seeks,
+                  messages) for S seconds; prints each agent's memory every tenth, and whether they agree at the end
       plots       sync, players, latejoin and scale (root), each writing its figures as SVG plots into --svg DIR:
                   pause-propagation.svg, sync-error.svg (beside Syncplay's when measured), players-pause.svg,
                   late-join.svg and scale-cost.svg
@@ -140,7 +144,8 @@ if kind == "soak" {
     exit(result.failures.isEmpty ? 0 : 1)
 }
 guard
-    ["membership", "clock", "overhead", "sync", "players", "flood", "scale", "latejoin", "plots", "all"].contains(kind)
+    ["membership", "clock", "overhead", "sync", "players", "flood", "scale", "latejoin", "session", "plots", "all"]
+        .contains(kind)
 else {
     fail("unknown measurement '\(kind)'")
 }
@@ -157,14 +162,20 @@ while let flag = arguments.popFirst() {
         options.histories = numbers(value, in: 2...1_000_000, "--histories takes history lengths", "10,1000,100000")
     case "--sizes":
         options.scaleSizes = numbers(value, in: 2...64, "--sizes takes group sizes", "8,16,32,64")
+    case "--per-second":
+        guard let number = Int(value), (1...1000).contains(number) else {
+            fail("--per-second takes commands a second from 1 to 1000")
+        }
+        options.commandsPerSecond = number
     case "--rate":
         guard let number = Int(value), (1...200_000).contains(number) else {
             fail("--rate takes datagrams a second from 1 to 200000")
         }
         options.rate = number
     case "--agents", "--rounds", "--seconds":
-        guard let number = Int(value), (1...1000).contains(number) else {
-            fail("\(flag) takes a whole number from 1 to 1000")
+        let limit = flag == "--seconds" ? 86_400 : 1000  // a day: the long session
+        guard let number = Int(value), (1...limit).contains(number) else {
+            fail("\(flag) takes a whole number from 1 to \(limit)")
         }
         if flag == "--agents" {
             options.agents = number

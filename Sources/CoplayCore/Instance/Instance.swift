@@ -519,8 +519,8 @@ public struct Instance: Sendable {
                 playback.apply(adoption.winners, isHistory: true, context(now), counters: &counters), now: now,
                 into: &out)
             for message in adoption.messages {
+                // Counted among the commands the snapshot stood for, not again as delivered.
                 if case .message(let part) = message.envelope.command.operation {
-                    counters.commandsDelivered += 1
                     receiveMessagePart(part, from: message.envelope.dot.origin, isReliable: true, now: now, into: &out)
                 }
             }
