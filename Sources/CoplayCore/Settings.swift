@@ -66,8 +66,16 @@ public struct Settings: Sendable, Equatable {
     /// participant decides instead.
     public var startFallbackGrace: Duration = .milliseconds(500)
     /// While a coordinated start is collected, a ready agent says so again this often: a lost
-    /// `ready` would otherwise hold the start until `startDeadline` (at most 15 copies a start).
-    public var readyRepeatInterval: Duration = .milliseconds(200)
+    /// `ready` would otherwise hold the start until `startDeadline` (at most 30 copies a start).
+    public var readyRepeatInterval: Duration = .milliseconds(100)
+    /// Each transport command this agent issues is multicast again at these offsets: a lost
+    /// command is otherwise learnt of only from the next heartbeat's digest (up to 550 ms, and
+    /// the heartbeat may be lost too), while a copy 20 ms later costs one small datagram. With a
+    /// third of datagrams lost, a receiver misses all five copies once in 400 commands.
+    public var commandCopyOffsets: [Duration] = [.milliseconds(20), .milliseconds(60), .milliseconds(150), .milliseconds(300)]
+    /// Copies waiting to go out, at most: past this (a burst of commands) commands go once, and
+    /// repair brings what is lost.
+    public var commandCopiesPendingMax = 16
     /// A playing player further than this from the group's timeline (as the clocks drift) is
     /// re-anchored; checked at every tick, at least every heartbeat.
     public var driftCorrectionThreshold: Duration = .microseconds(100)

@@ -14,6 +14,7 @@ let usage = """
            coplay-bench soak [--seeds N]
            coplay-bench tag
            coplay-bench cost [--agents N]
+           coplay-bench startloss [--seeds N] [--loss PERCENT]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -36,6 +37,8 @@ let usage = """
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
+      startloss   coordinated starts of 3 simulated agents losing --loss PERCENT (default 30) of datagrams, 10 per
+                  seed for --seeds N (default 100): press to all playing, p50/p90/p99; exit 1 if one never starts
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -109,6 +112,44 @@ if kind == "cost" {
     }
     DatagramCost.run(members: members)
     exit(0)
+}
+if kind == "startloss" {
+    // Coordinated starts of 3 simulated agents on a network losing 30% of datagrams.
+    var seeds = 100
+    var loss = 0.3
+    while let flag = arguments.popFirst() {
+        switch (flag, arguments.popFirst()) {
+        case ("--seeds", let value?): seeds = numbers(value, in: 1...100_000, "--seeds takes a count", "100")[0]
+        case ("--loss", let value?):
+            guard let percent = Int(value), (0...90).contains(percent) else {
+                fail("--loss takes a percentage, 0 to 90")
+            }
+            loss = Double(percent) / 100
+        default: fail("startloss takes --seeds N and --loss PERCENT")
+        }
+    }
+    let began = ContinuousClock.now
+    var delays: [Double] = []
+    var missed = 0
+    for seed in 0..<seeds {
+        for delay in StartUnderLoss.run(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15, loss: loss, rounds: 10) {
+            if let delay { delays.append(delay) } else { missed += 1 }
+        }
+    }
+    delays.sort()
+    func percentile(_ p: Double) -> Double {
+        delays.isEmpty ? .nan : delays[min(delays.count - 1, Int(p * Double(delays.count)))]
+    }
+    print(
+        "startloss: \(seeds) seeds × 10 coordinated starts of 3 simulated agents, \(Int(loss * 100))% of datagrams lost "
+            + "(\(String(format: "%.0f", (ContinuousClock.now - began) / .seconds(1))) s)")
+    print(
+        String(
+            format:
+                "  press to all three playing: p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; %d of %d not within 5 s",
+            percentile(0.5) * 1000, percentile(0.9) * 1000, percentile(0.99) * 1000, (delays.last ?? .nan) * 1000,
+            missed, delays.count + missed))
+    exit(missed == 0 ? 0 : 1)
 }
 if kind == "flood-sender" {
     // The flooding half of `flood`, started by it inside its namespace.

@@ -236,7 +236,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         var ordering = Ordering(settings: settings)
         for counter in UInt32(1)...10 {
             _ = ordering.originate(
-                ordering.next(Command(item: "A", operation: .pause(position: 1, at: at(0).wall)), by: alice))
+                ordering.next(Command(item: "A", operation: .pause(position: 1, at: at(0).wall)), by: alice),
+                now: at(0).monotonic)
             #expect(ordering.log.count(of: alice) == counter)
         }
         let all = [MissingRange(origin: alice, from: 1, to: 10)]
@@ -249,7 +250,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         var ordering = Ordering(settings: settings)
         for _ in 0..<50 {
             _ = ordering.originate(
-                ordering.next(Command(item: "A", operation: .pause(position: 1, at: at(0).wall)), by: alice))
+                ordering.next(Command(item: "A", operation: .pause(position: 1, at: at(0).wall)), by: alice),
+                now: at(0).monotonic)
         }
         let all = [MissingRange(origin: alice, from: 1, to: 50)]
         #expect(ordering.repairs(for: all, to: carolID, now: at(0).monotonic) { _ in 100 }.count == 10)

@@ -205,16 +205,20 @@ import Testing
             #expect(attacker.received(within: 0.7).isEmpty, "nothing is reflected to a stranger")
             #expect(alice.counter("drops", "unknownSender") == strangerDrops + 1, "the stranger's nack is dropped")
 
-            // 2. The same nack claiming to be bob: repaired at bob's announced endpoint, not here.
-            let duplicatesBefore = bob.counter("duplicateCommands")
+            // 2. A nack for more than all of it, claiming to be bob: answered at bob's announced
+            //    endpoint, not here. Alice has compacted what bob has delivered, so she answers with
+            //    her state (more than 64 commands asked for), which bob adopts.
+            let answersBefore = bob.counter("duplicateCommands") + bob.counter("statesAdopted")
+            let more = Payload.nack([MissingRange(origin: scene.aliceMember, from: 1, to: 100)])
             attacker.send(
                 WireFormat.encode(
-                    Datagram(session: Self.session, sender: scene.bobMember, sequence: 1_000_000, payload: everything)),
+                    Datagram(session: Self.session, sender: scene.bobMember, sequence: 1_000_000, payload: more)),
                 to: "10.77.0.1", port: alicePort)
             #expect(attacker.received(within: 0.7).isEmpty, "nothing is reflected to the spoofer")
             usleep(300_000)
             #expect(
-                bob.counter("duplicateCommands") > duplicatesBefore, "the repair went to bob, who had the commands")
+                bob.counter("duplicateCommands") + bob.counter("statesAdopted") > answersBefore,
+                "the answer went to bob")
         }
     }
 }

@@ -119,7 +119,7 @@ extension Instance {
                     "the command does not fit in one datagram (shorten the URL, id or metadata)",
                     usage: command.operation.name))
         }
-        let delivered = ordering.originate(envelope)
+        let delivered = ordering.originate(envelope, now: now.monotonic)
         out.append(.multicast(stamp(.command(envelope, isRepair: false))))
         deliver([delivered], isHistory: false, now: now, into: &out)
     }
@@ -210,7 +210,7 @@ extension Instance {
         let directives = withUnicastCopies(directives, now: now)
         if case .exit = directives.last { return directives }
         var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake]
-        if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake] }
+        if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake, ordering.nextCopyAt] }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
     }

@@ -225,6 +225,9 @@ public struct Instance: Sendable {
             for (endpoint, entries) in reach.tick(members: membership.peers, now: now.monotonic) {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
+            for envelope in ordering.dueCopies(now: now.monotonic) {
+                out.append(.multicast(stamp(.command(envelope, isRepair: false))))
+            }
             let live = Set(membership.peers.values.map(\.member) + [member])
             if let resume = ordering.tick(
                 now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
@@ -392,6 +395,11 @@ public struct Instance: Sendable {
         case .ready(let trigger):
             heard(sender, at: heardAt, now: now, into: &out)
             playback.onReady(trigger, from: sender)
+            // Ready for a play or seek this agent has not received: ask the sender for it now
+            // rather than at its next heartbeat.
+            if membership.peers[sender.id]?.member == sender {
+                sendNack(ordering.onReferenced(trigger, by: sender.id, now: now.monotonic), to: sender.id, into: &out)
+            }
         case .unreliableMessage(let part):
             heard(sender, at: heardAt, now: now, into: &out)
             receiveMessagePart(part, from: sender, isReliable: false, now: now, into: &out)

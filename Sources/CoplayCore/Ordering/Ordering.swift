@@ -42,6 +42,9 @@ struct Ordering: Sendable {
     /// Commands whose sender's clock offset is not known yet, by sender, with their arrival. At
     /// most `Settings.commandsAwaitingClockMax` in all, each for `commandAwaitingClockTimeout`.
     private var awaitingClock: [PeerID: [(envelope: CommandEnvelope, sender: Member, at: MonotonicInstant)]] = [:]
+    /// Own commands to multicast again, and when (`Settings.commandCopyOffsets`). At most
+    /// `Settings.commandCopiesPendingMax`.
+    private(set) var copies: [(envelope: CommandEnvelope, at: MonotonicInstant)] = []
     /// Snapshots asked for, assembled and sent.
     private(set) var transfer: StateTransfer
     /// The last digest heard from each peer, and when: what a command must be covered by before
@@ -95,6 +98,7 @@ struct Ordering: Sendable {
         transfer.reset()
         digestsHeard.removeAll()
         gapSince = nil
+        copies.removeAll()
     }
 
     // MARK: Issuing
@@ -105,11 +109,36 @@ struct Ordering: Sendable {
         log.next(command, by: origin, dependsOn: dependsOn)
     }
 
-    /// Delivers a command this agent issues.
-    mutating func originate(_ envelope: CommandEnvelope) -> Delivered {
+    /// Delivers a command this agent issues, and schedules its copies (not for a message part,
+    /// nor while `commandCopiesPendingMax` copies wait: a burst goes once).
+    mutating func originate(_ envelope: CommandEnvelope, now: MonotonicInstant) -> Delivered {
         log.originate(envelope)
         record(envelope)
+        if case .message = envelope.command.operation {
+        } else if copies.count + settings.commandCopyOffsets.count <= settings.commandCopiesPendingMax {
+            copies += settings.commandCopyOffsets.map { (envelope, now + $0) }
+        }
         return Delivered(envelope: envelope, clockSource: nil)
+    }
+
+    /// The copies due now, oldest first.
+    mutating func dueCopies(now: MonotonicInstant) -> [CommandEnvelope] {
+        let due = copies.filter { $0.at <= now }.sorted { $0.at < $1.at }.map(\.envelope)
+        copies.removeAll { $0.at <= now }
+        return due
+    }
+
+    /// When the next copy is due.
+    var nextCopyAt: MonotonicInstant? { copies.map(\.at).min() }
+
+    /// A peer named `dot` (in a `ready`): if this agent lacks that command, what to ask the peer for.
+    mutating func onReferenced(_ dot: Dot, by peer: PeerID, now: MonotonicInstant) -> [MissingRange] {
+        let have = log.count(of: dot.origin)
+        guard dot.counter > have, UInt64(dot.counter) <= UInt64(have) + UInt64(settings.storedCommandsMax) else {
+            return []
+        }
+        return repairRequest(
+            to: peer, missing: [MissingRange(origin: dot.origin, from: have + 1, to: dot.counter)], now: now)
     }
 
     // MARK: Receiving
