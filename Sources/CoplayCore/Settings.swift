@@ -72,7 +72,9 @@ public struct Settings: Sendable, Equatable {
     /// command is otherwise learnt of only from the next heartbeat's digest (up to 550 ms, and
     /// the heartbeat may be lost too), while a copy 20 ms later costs one small datagram. With a
     /// third of datagrams lost, a receiver misses all five copies once in 400 commands.
-    public var commandCopyOffsets: [Duration] = [.milliseconds(20), .milliseconds(60), .milliseconds(150), .milliseconds(300)]
+    public var commandCopyOffsets: [Duration] = [
+        .milliseconds(20), .milliseconds(60), .milliseconds(150), .milliseconds(300),
+    ]
     /// Copies waiting to go out, at most: past this (a burst of commands) commands go once, and
     /// repair brings what is lost.
     public var commandCopiesPendingMax = 16
