@@ -52,6 +52,13 @@ public enum ScenarioRunner {
         ) {
             PlaybackScenario(seed: $0).run()
         }
+        // Replication: a tenth as many seeds, each with a history of up to 3,000 commands.
+        let replication = await run(
+            derivedSeeds(count: max(1, seedCount / 10), salt: replicationSalt),
+            seedOf: \ReplicationScenario.Outcome.seed
+        ) {
+            ReplicationScenario(seed: $0).run()
+        }
         // The hostile fuzz: a tenth as many seeds, 20,000 inputs each.
         let fuzz = await run(
             derivedSeeds(count: max(1, seedCount / 10), salt: fuzzSalt), seedOf: \HostileFuzz.Outcome.seed
@@ -70,6 +77,11 @@ public enum ScenarioRunner {
                 "membership seed \(outcome.seed): \(outcome.failures.prefix(3).joined(separator: "; ")) — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter MembershipSimulationTests"
             )
         }
+        for outcome in replication where !outcome.failures.isEmpty {
+            failures.append(
+                "replication seed \(outcome.seed): \(outcome.failures.prefix(3).joined(separator: "; ")) [\(outcome.summary)] — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter ReplicationTests"
+            )
+        }
         for outcome in playback where !outcome.failures.isEmpty {
             failures.append(
                 "playback seed \(outcome.seed): \(outcome.failures.prefix(3).joined(separator: "; ")) — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter PlaybackSimulationTests"
@@ -82,6 +94,8 @@ public enum ScenarioRunner {
         let summary =
             "soak: \(membership.count) membership + \(playback.count) playback runs in \(Int(seconds)) s (\(perMinute) seeds/min), "
             + "\(playback.map(\.commandsIssued).reduce(0, +)) commands; player spread p99 \(percentile(spreads, 0.99) / 1000) µs; "
+            + "\(replication.count) replication runs, \(replication.map(\.commandsIssued).reduce(0, +)) commands, "
+            + "\(replication.map(\.statesAdopted).reduce(0, +)) snapshots adopted; "
             + "\(fuzz.map(\.datagramsFed).reduce(0, +)) hostile datagrams fuzzed; \(failures.count) failed"
         return (failures, summary)
     }
@@ -90,4 +104,5 @@ public enum ScenarioRunner {
     public static let membershipSalt: UInt64 = 0x5EED
     public static let playbackSalt: UInt64 = 0xB1A7
     public static let fuzzSalt: UInt64 = 0xF022
+    public static let replicationSalt: UInt64 = 0x5747
 }

@@ -33,7 +33,8 @@ let usage = """
       plots       sync, players, latejoin and scale (root), each writing its figures as SVG plots into --svg DIR:
                   pause-propagation.svg, sync-error.svg (beside Syncplay's when measured), players-pause.svg,
                   late-join.svg and scale-cost.svg
-      soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each);
+      soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each), N/10
+                  replication simulations (histories up to 3,000 commands, late joiners, crashes) and N/10 fuzz runs;
                   prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes

@@ -157,4 +157,21 @@ import Testing
         #expect(delays.allSatisfy { $0 < 2 }, "slowest \(delays.max() ?? 0) s")
         #expect(delays.sorted()[delays.count / 2] < 0.3, "median \(delays.sorted()[delays.count / 2]) s")
     }
+
+    /// 40 seeded runs (see `ReplicationScenario`) with histories of up to 600 commands; the soak
+    /// tier runs a thousand with up to 3,000. A failure names the seed that replays it.
+    @Test func seededReplicationScenarios_converge() async {
+        let seeds = ScenarioRunner.seeds(count: 40, salt: ScenarioRunner.replicationSalt)
+        let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) {
+            ReplicationScenario(seed: $0, historyMax: 600).run()
+        }
+        for outcome in outcomes {
+            #expect(
+                outcome.failures.isEmpty,
+                "\(outcome.failures.prefix(4).joined(separator: "; ")) [\(outcome.summary)] — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter ReplicationTests"
+            )
+        }
+        #expect(
+            outcomes.map(\.statesAdopted).reduce(0, +) >= seeds.count, "every late joiner caught up from a snapshot")
+    }
 }
