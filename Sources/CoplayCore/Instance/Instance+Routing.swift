@@ -72,6 +72,10 @@ extension Instance {
                 for held in ordering.releaseAwaitingClock(of: peer) {
                     receiveCommand(held.envelope, from: held.sender, now: now, into: &out)
                 }
+                // Its state can be read now: a joiner far behind asks at once, not at the next digest.
+                if let record = membership.peers[peer], transferWaitsForClock(of: peer) {
+                    catchUp(with: record.digest, of: record.member, now: now, into: &out)
+                }
             case .synced(let peer):
                 if let record = membership.peers[peer] {
                     out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))

@@ -334,14 +334,7 @@ public struct Instance: Sendable {
                 membership.onAnnouncement(
                     announcement, isHello: isHello, from: sender, source: source, heardAt: heardAt),
                 at: heardAt, source: source, now: now, into: &out)
-            if membership.isKnown(sender) {
-                let clockKnown = clocks.estimate(of: sender.id, at: now.monotonic) != nil
-                switch ordering.onDigest(announcement.digest, of: sender, clockKnown: clockKnown, now: now.monotonic) {
-                case .nothing: break
-                case .nack(let ranges): sendNack(ranges, to: sender.id, into: &out)
-                case .state(let request): sendStateRequest(request, to: sender.id, into: &out)
-                }
-            }
+            if membership.isKnown(sender) { catchUp(with: announcement.digest, of: sender, now: now, into: &out) }
         case .leave(let reason):
             route(
                 membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source, now: now, into: &out
@@ -455,6 +448,22 @@ public struct Instance: Sendable {
         guard !ranges.isEmpty, let endpoint = membership.peers[peer]?.endpoint else { return }
         counters.nacksSent += 1
         out.append(.unicast(stamp(.nack(ranges)), to: endpoint))
+    }
+
+    /// A peer's digest: asks it for what this agent lacks (commands, or its state).
+    mutating func catchUp(with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]) {
+        let clockKnown = clocks.estimate(of: peer.id, at: now.monotonic) != nil
+        switch ordering.onDigest(digest, of: peer, clockKnown: clockKnown, now: now.monotonic) {
+        case .nothing: break
+        case .nack(let ranges): sendNack(ranges, to: peer.id, into: &out)
+        case .state(let request): sendStateRequest(request, to: peer.id, into: &out)
+        }
+    }
+
+    /// Whether the first sample of `peer`'s clock may unblock a state transfer: it is this
+    /// agent's first, and no transfer is under way.
+    func transferWaitsForClock(of peer: PeerID) -> Bool {
+        (clocks.peers[peer]?.estimator.sampleCount ?? 0) == 1 && !ordering.transfer.isAssembling
     }
 
     mutating func sendStateRequest(_ request: StateRequest, to peer: PeerID, into out: inout [Directive]) {
