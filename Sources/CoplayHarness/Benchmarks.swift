@@ -20,6 +20,8 @@ public enum Benchmarks {
         public var histories = [10, 1_000, 100_000]
         /// Commands a second of the `session` benchmark (`--per-second`).
         public var commandsPerSecond = 1
+        /// Commands of the `burst` benchmark (`--commands`).
+        public var burstCommands = 5_000
         public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
             self.kind = kind
             self.rounds = rounds
@@ -47,6 +49,7 @@ public enum Benchmarks {
             case "scale": try scale(options, sizes: options.scaleSizes)
             case "latejoin": try lateJoin(options, common: common, histories: options.histories)
             case "session": try longSession(options, common: common, perSecond: options.commandsPerSecond)
+            case "burst": try burst(options, common: common, total: options.burstCommands)
             case "plots":
                 try sync(options, common: common)
                 try players(options, common: common)

@@ -11,6 +11,7 @@ let usage = """
                         [--coplay PATH] [--svg DIR]
            coplay-bench latejoin [--histories H,…]
            coplay-bench session [--seconds S] [--per-second N]
+           coplay-bench burst [--commands N]
            coplay-bench soak [--seeds N]
            coplay-bench tag
            coplay-bench cost [--agents N]
@@ -30,6 +31,8 @@ let usage = """
                   third joins: time until it is on the group's state (bounded: 25 s); with --svg DIR also late-join.svg
       session     a long session: 3 agents issue --per-second N commands a second (default 1; pauses, seeks,
                   messages) for S seconds; prints each agent's memory every tenth, and whether they agree at the end
+      burst       --commands N (default 5000) written at once to 3 agents: time from the last one until all hold
+                  the same commands and position (bounded: 60 s; exit 1 if they do not converge)
       plots       sync, players, latejoin and scale (root), each writing its figures as SVG plots into --svg DIR:
                   pause-propagation.svg, sync-error.svg (beside Syncplay's when measured), players-pause.svg,
                   late-join.svg and scale-cost.svg
@@ -186,8 +189,11 @@ if kind == "soak" {
     exit(result.failures.isEmpty ? 0 : 1)
 }
 guard
-    ["membership", "clock", "overhead", "sync", "players", "flood", "scale", "latejoin", "session", "plots", "all"]
-        .contains(kind)
+    [
+        "membership", "clock", "overhead", "sync", "players", "flood", "scale", "latejoin", "session", "burst", "plots",
+        "all",
+    ]
+    .contains(kind)
 else {
     fail("unknown measurement '\(kind)'")
 }
@@ -204,6 +210,8 @@ while let flag = arguments.popFirst() {
         options.histories = numbers(value, in: 2...1_000_000, "--histories takes history lengths", "10,1000,100000")
     case "--sizes":
         options.scaleSizes = numbers(value, in: 2...64, "--sizes takes group sizes", "8,16,32,64")
+    case "--commands":
+        options.burstCommands = numbers(value, in: 1...1_000_000, "--commands takes a count", "5000")[0]
     case "--per-second":
         guard let number = Int(value), (1...1000).contains(number) else {
             fail("--per-second takes commands a second from 1 to 1000")
