@@ -155,7 +155,7 @@ struct FuzzValues {
     }
 
     mutating func payload(bob: Member) -> Payload {
-        switch random.next() % 11 {
+        switch random.next() % 13 {
         case 0, 1:
             let announcement = Announcement(
                 isReply: random.next() % 2 == 0, unicastPort: UInt16(truncatingIfNeeded: max(1, random.next())),
@@ -194,6 +194,23 @@ struct FuzzValues {
                             ]),
                             port: pick([0, 1, UInt16.max, UInt16(truncatingIfNeeded: random.next())])))
                 })
+        case 10:
+            return .stateRequest(StateRequest(snapshot: pick([0, 1, uint64()]), wanted: uint32()))
+        case 11:
+            // Snapshot parts: counts and indexes at and past the limits, frontiers with extreme
+            // entries, winners (with and without dependencies) above and below the part's clock.
+            let count = UInt8(truncatingIfNeeded: pick([1, 2, 32, 33, 0, 255, random.next()]))
+            return .state(
+                StatePart(
+                    snapshot: pick([1, 0xABC, uint64()]), index: UInt8(truncatingIfNeeded: random.next() % 40),
+                    count: count, lamport: pick([0, 1, 1 << 53, uint64()]), frontier: clock(),
+                    winners: (0..<Int(random.next() % 4)).map { _ in
+                        CommandEnvelope(
+                            dot: pick([dot(), Dot(origin: bob, counter: max(1, uint32()))]),
+                            lamport: max(1, pick([1, 5, uint64()])),
+                            dependencies: random.next() % 3 == 0 ? clock() : VectorClock(),
+                            command: Command(item: pick(["movie", "other"]), operation: operation()))
+                    }))
         default:
             return random.next() % 2 == 0
                 ? .end(reason: text(128))

@@ -518,7 +518,7 @@ public struct Instance: Sendable {
             part, from: record.member, senderDigest: record.digest, offsetNanos: offset, now: now.monotonic)
         {
         case .failure(let rejection):
-            reportDrop(offset == nil ? .stateNotWanted : .badState, detail: rejection.detail, from: source, into: &out)
+            reportDrop(rejection.reason, detail: rejection.detail, from: source, into: &out)
         case .success(nil):
             break
         case .success(let adoption?):

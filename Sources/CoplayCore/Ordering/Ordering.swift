@@ -215,7 +215,9 @@ struct Ordering: Sendable {
     mutating func onStatePart(
         _ part: StatePart, from sender: Member, senderDigest: VectorClock, offsetNanos: Int64?, now: MonotonicInstant
     ) -> Result<Adoption?, StateRejection> {
-        guard let offsetNanos else { return .failure(StateRejection(detail: "the sender's clock is not known yet")) }
+        guard let offsetNanos else {
+            return .failure(StateRejection(reason: .stateNotWanted, detail: "the sender's clock is not known yet"))
+        }
         let log = self.log
         let aheadMax = UInt64(settings.stateFrontierAheadMax)
         switch transfer.receive(
@@ -224,10 +226,13 @@ struct Ordering: Sendable {
                 UInt64(counter) <= UInt64(max(senderDigest[member], log.count(of: member))) + aheadMax
             })
         {
-        case .kept, .ignored:
+        case .kept:
             return .success(nil)
+        case .ignored:
+            return .failure(
+                StateRejection(reason: .stateNotWanted, detail: "another transfer is under way, or a repeated part"))
         case .rejected(let detail):
-            return .failure(StateRejection(detail: detail))
+            return .failure(StateRejection(reason: .badState, detail: detail))
         case .complete(let snapshot):
             let source = ClockSource(peer: sender.id, offsetNanos: offsetNanos)
             var winners: [Delivered] = []
@@ -273,6 +278,7 @@ struct Ordering: Sendable {
 
     /// Why a snapshot was not adopted.
     struct StateRejection: Error, Hashable, Sendable {
+        var reason: DropReason
         var detail: String
     }
 
