@@ -1,5 +1,6 @@
 import CoplayCore
 import Foundation
+import Testing
 
 /// A timestamp `millis` after an arbitrary origin, with the wall clock 1.78e18 ns after the epoch
 /// plus `wallSkewMillis`.
@@ -31,6 +32,22 @@ func bytes(_ payload: Payload, from sender: Member, sequence: UInt32 = 1, sessio
 }
 
 let bob = Member(id: bobID, incarnation: Incarnation(100))
+
+/// Alice, joined at 0, who heard bob's heartbeat at 10 ms and had her first clock probe to him
+/// answered (so that bob's times can be read).
+func aliceKnowingBobsClock() throws -> Instance {
+    var alice = makeInstance()
+    _ = alice.start(now: at(0))
+    let out = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
+    let probe = try #require(
+        out.unicasts.compactMap { if case .probe(let probe) = $0.0.payload { probe } else { nil } }.first)
+    let reply = ClockProbeReply(
+        token: probe.token, originWall: probe.originWall, receiveWall: at(10.05).wall, transmitWall: at(10.06).wall)
+    _ = alice.onDatagram(
+        bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1))
+    try #require(alice.clockEstimate(of: bobID, at: at(10.1).monotonic) != nil)
+    return alice
+}
 let bobHeartbeat = Payload.heartbeat(Announcement(unicastPort: bobEndpoint.port, name: "bob"))
 let bobHello = Payload.hello(Announcement(unicastPort: bobEndpoint.port, name: "bob"))
 

@@ -107,17 +107,8 @@ import Testing
     /// Bob (a member) relays commands of 60 invented origins; alice delivers them, yet can still
     /// issue commands: they depend only on origins alice saw as members.
     @Test func inventedOrigins_cannotCrowdAMembersCommandsOutOfADatagram() throws {
-        var alice = makeInstance()
-        _ = alice.start(now: at(0))
-        var out = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
-        // Answer alice's first clock probe, so that bob's times can be read.
-        let probe = try #require(
-            out.unicasts.compactMap { if case .probe(let probe) = $0.0.payload { probe } else { nil } }.first)
-        let reply = ClockProbeReply(
-            token: probe.token, originWall: probe.originWall, receiveWall: at(10.05).wall, transmitWall: at(10.06).wall)
-        _ = alice.onDatagram(
-            bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1))
-        #expect(alice.clockEstimate(of: bobID, at: at(10.1).monotonic) != nil)
+        var alice = try aliceKnowingBobsClock()
+        var out: [Directive] = []
         _ = alice.onCommand(
             .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0), now: at(11))
         for index in 0..<60 {
@@ -142,20 +133,6 @@ import Testing
 /// Snapshots (state transfer) from the hostile LAN: a forged or inconsistent snapshot is refused
 /// and counted, and adopts nothing; requests cannot make an agent a reflector or a firehose.
 @Suite struct HostileStateTests {
-    /// Alice, who knows bob and his clock, on bob's "movie".
-    private func aliceKnowingBobsClock() throws -> Instance {
-        var alice = makeInstance()
-        _ = alice.start(now: at(0))
-        let out = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
-        let probe = try #require(
-            out.unicasts.compactMap { if case .probe(let probe) = $0.0.payload { probe } else { nil } }.first)
-        let reply = ClockProbeReply(
-            token: probe.token, originWall: probe.originWall, receiveWall: at(10.05).wall, transmitWall: at(10.06).wall)
-        _ = alice.onDatagram(
-            bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1))
-        try #require(alice.clockEstimate(of: bobID, at: at(10.1).monotonic) != nil)
-        return alice
-    }
 
     private func part(
         frontier: VectorClock, winners: [CommandEnvelope], index: UInt8 = 0, count: UInt8 = 1, lamport: UInt64 = 50

@@ -353,9 +353,7 @@ public struct Instance: Sendable {
         case .nack(let ranges):
             // Repairs go only to members, at the endpoint they announced, within a byte budget
             // per member: a nack with a forged source cannot make this agent a reflector.
-            guard let record = membership.peers[sender.id], record.member == sender else {
-                return reportDrop(.unknownSender, detail: "nack from \(sender)", from: source, into: &out)
-            }
+            guard let record = currentMember(sender, sent: "nack", from: source, into: &out) else { return }
             heard(sender, at: heardAt, now: now, into: &out)
             let (session, member) = (self.session, self.member)
             let tagBytes = keys == nil ? 0 : GroupKeys.tagBytes
@@ -374,15 +372,11 @@ public struct Instance: Sendable {
                 sendState(StateRequest(), to: record, now: now, into: &out)
             }
         case .stateRequest(let request):
-            guard let record = membership.peers[sender.id], record.member == sender else {
-                return reportDrop(.unknownSender, detail: "state request from \(sender)", from: source, into: &out)
-            }
+            guard let record = currentMember(sender, sent: "state request", from: source, into: &out) else { return }
             heard(sender, at: heardAt, now: now, into: &out)
             sendState(request, to: record, now: now, into: &out)
         case .state(let part):
-            guard let record = membership.peers[sender.id], record.member == sender else {
-                return reportDrop(.unknownSender, detail: "state from \(sender)", from: source, into: &out)
-            }
+            guard let record = currentMember(sender, sent: "state", from: source, into: &out) else { return }
             heard(sender, at: heardAt, now: now, into: &out)
             receiveState(part, from: record, source: source, now: now, into: &out)
         case .ready(let trigger):
@@ -398,9 +392,7 @@ public struct Instance: Sendable {
             receiveMessagePart(part, from: sender, isReliable: false, now: now, into: &out)
         case .peerList(let entries):
             // Only a member may point this agent's traffic somewhere (with a key, an authentic one).
-            guard let record = membership.peers[sender.id], record.member == sender else {
-                return reportDrop(.unknownSender, detail: "peer list from \(sender)", from: source, into: &out)
-            }
+            guard currentMember(sender, sent: "peer list", from: source, into: &out) != nil else { return }
             heard(sender, at: heardAt, now: now, into: &out)
             // Only endpoints of this agent's own address family (its group's) can be reached.
             let reachable = entries.filter { $0.endpoint.address.isIPv4 == source.address.isIPv4 }
@@ -410,6 +402,19 @@ public struct Instance: Sendable {
             leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: now, into: &out)
             route(playback.onSessionEnded(context(now)), now: now, into: &out)
         }
+    }
+
+    /// The record of `sender` if it is a current member; otherwise the datagram (what it `sent`)
+    /// is dropped as `unknownSender`: only a member may ask for repair or state, send state, or
+    /// point this agent's traffic somewhere (with a key, only an authentic one).
+    private mutating func currentMember(
+        _ sender: Member, sent what: String, from source: Endpoint, into out: inout [Directive]
+    ) -> PeerRecord? {
+        guard let record = membership.peers[sender.id], record.member == sender else {
+            reportDrop(.unknownSender, detail: "\(what) from \(sender)", from: source, into: &out)
+            return nil
+        }
+        return record
     }
 
     /// Anything from a known membership proves it alive.
