@@ -167,13 +167,22 @@ public struct PlaybackScenario: Sendable {
             }
             // 2. Causal, exactly-once delivery.
             // An adopted snapshot counts every command at or below its frontier as delivered.
+            // Dependencies are deltas from the origin's previous command: what a command depends
+            // on in full is the union of its own and its predecessors' (`implied`).
             var seen = VectorClock()
             var dots = Set<Dot>()
+            var implied: [Member: VectorClock] = [:]
             var adoptions = instance.adoptions[...]
             for (position, envelope) in instance.deliveries.enumerated() {
                 while let adoption = adoptions.first, adoption.afterDeliveries <= position {
                     seen.merge(adoption.frontier)
                     adoptions.removeFirst()
+                }
+                implied[envelope.dot.origin, default: VectorClock()].merge(envelope.dependencies)
+                for (member, needed) in implied[envelope.dot.origin]!.entries where seen[member] < needed {
+                    outcome.failures.append(
+                        "node\(index) delivered \(envelope.dot) before \(member)#\(needed), which an earlier command of its origin depended on"
+                    )
                 }
                 if !dots.insert(envelope.dot).inserted {
                     outcome.failures.append("node\(index) delivered \(envelope.dot) twice")

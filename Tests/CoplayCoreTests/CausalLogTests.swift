@@ -150,3 +150,83 @@ extension CausalLogTests {
         #expect(log.receive(c2).wasDuplicate)
     }
 }
+
+/// Commands at any group size: dependencies are deltas from the origin's previous command, at
+/// most 47 entries, and delivery stays causal.
+@Suite struct CompactCausalityTests {
+    /// 64 origins, each issuing twice as the others' commands arrive in a shuffled order at
+    /// every log: no command carries more than 47 dependency entries, every log delivers every
+    /// command once, and each in causal order (after everything it and its origin's earlier
+    /// commands depended on).
+    @Test func aGroupOf64_issuesCommandsThatFit_andDeliversThemCausally() {
+        let origins = (1...64).map { Member(id: PeerID(UInt64($0)), incarnation: Incarnation(1)) }
+        var logs = origins.map { _ in CausalLog(pendingMax: 4096, storeMax: 4096) }
+        var delivered = origins.map { _ in [CommandEnvelope]() }
+        var random = SplitMix64(seed: 64)
+        var inFlight: [(to: Int, envelope: CommandEnvelope)] = []
+        var largest = 0
+        for round in 0..<2 {
+            for (index, origin) in origins.enumerated() {
+                // Some of what is in flight arrives first, in a random order.
+                for _ in 0..<Int(random.next() % UInt64(max(1, inFlight.count / 4) + 1)) where !inFlight.isEmpty {
+                    let (to, envelope) = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
+                    delivered[to] += logs[to].receive(envelope).delivered
+                }
+                let envelope = logs[index].next(
+                    Command(item: "x", operation: .pause(position: Double(round), at: WallInstant(unixNanos: 0))),
+                    by: origin)
+                largest = max(largest, envelope.dependencies.count)
+                logs[index].originate(envelope)
+                delivered[index].append(envelope)
+                for other in origins.indices where other != index { inFlight.append((other, envelope)) }
+            }
+        }
+        while !inFlight.isEmpty {
+            let (to, envelope) = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
+            delivered[to] += logs[to].receive(envelope).delivered
+        }
+        #expect(largest <= CausalLog.dependenciesMax, "a command with \(largest) dependencies")
+        #expect(largest == CausalLog.dependenciesMax, "some command had more than 47 origins to depend on")
+        for (index, log) in logs.enumerated() {
+            #expect(log.pendingCount == 0)
+            #expect(delivered[index].count == 128, "log \(index) delivered \(delivered[index].count)")
+            #expect(log.hasDeliveredTheSame(as: logs[0]))
+            var seen = VectorClock()
+            var implied: [Member: VectorClock] = [:]
+            for envelope in delivered[index] {
+                implied[envelope.dot.origin, default: VectorClock()].merge(envelope.dependencies)
+                let unmet = implied[envelope.dot.origin]!.entries.filter { seen[$0.key] < $0.value }
+                #expect(unmet.isEmpty, "log \(index) delivered \(envelope.dot) before \(unmet)")
+                #expect(envelope.dot.counter == seen[envelope.dot.origin] + 1)
+                seen[envelope.dot.origin] = envelope.dot.counter
+            }
+        }
+    }
+
+    @Test func dependencies_areADeltaFromTheOriginsPreviousCommand() {
+        let (a, b, c) = (
+            Member(id: PeerID(1), incarnation: Incarnation(1)), Member(id: PeerID(2), incarnation: Incarnation(1)),
+            Member(id: PeerID(3), incarnation: Incarnation(1))
+        )
+        func pause() -> Command { Command(item: "x", operation: .pause(position: 0, at: WallInstant(unixNanos: 0))) }
+        var logB = CausalLog()
+        var logC = CausalLog()
+        var logA = CausalLog()
+        let b1 = logB.next(pause(), by: b)
+        logB.originate(b1)
+        let c1 = logC.next(pause(), by: c)
+        logC.originate(c1)
+        _ = logA.receive(b1)
+        _ = logA.receive(c1)
+        let a1 = logA.next(pause(), by: a)
+        #expect(a1.dependencies == VectorClock([b: 1, c: 1]))
+        logA.originate(a1)
+        let a2 = logA.next(pause(), by: a)
+        #expect(a2.dependencies.isEmpty, "nothing new since a#1")
+        logA.originate(a2)
+        let b2 = logB.next(pause(), by: b)
+        logB.originate(b2)
+        _ = logA.receive(b2)
+        #expect(logA.next(pause(), by: a).dependencies == VectorClock([b: 2]), "only what grew")
+    }
+}

@@ -216,3 +216,57 @@ import Testing
         #expect(sent <= 2 * Settings().repairBytesPerSecondPerPeer, "\(sent) bytes in one second")
     }
 }
+
+/// A group larger than a datagram's vector clock: commands still fit, and the digest goes round.
+@Suite struct LargeGroupTests {
+    @Test func withAHundredMembersWhoIssued_aCommandFits_andTheDigestCoversEveryOriginInTurn() throws {
+        var alice = try aliceKnowingBobsClock()
+        let members = (1...100).map { Member(id: PeerID(0xC000 + UInt64($0)), incarnation: Incarnation(1)) }
+        for (index, member) in members.enumerated() {
+            _ = alice.onDatagram(
+                bytes(.heartbeat(Announcement(unicastPort: 40_000, name: "m\(index)")), from: member),
+                from: Endpoint(address: 0x0A00_0100 + UInt32(index), port: 40_000), receivedAt: at(20), now: at(20))
+        }
+        #expect(alice.peers.count == 101)
+        // Each member's first command, relayed by bob (whose clock alice knows).
+        for (index, member) in members.enumerated() {
+            let envelope = CommandEnvelope(
+                dot: Dot(origin: member, counter: 1), lamport: UInt64(index + 1), dependencies: VectorClock(),
+                command: Command(item: "other", operation: .pause(position: 1, at: at(21).wall)))
+            _ = alice.onDatagram(
+                bytes(.command(envelope, isRepair: true), from: bob, sequence: UInt32(10 + index)), from: bobEndpoint,
+                receivedAt: at(21), now: at(21))
+        }
+        #expect(alice.log.delivered.count == 100)
+        func issued(_ out: [Directive]) throws -> CommandEnvelope {
+            #expect(!out.events.contains { if case .commandError = $0 { true } else { false } }, "alice can issue")
+            return try #require(
+                out.multicasts.compactMap { if case .command(let envelope, _) = $0.payload { envelope } else { nil } }
+                    .first)
+        }
+        let share = try issued(
+            alice.onCommand(
+                .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0), now: at(22)))
+        let pause = try issued(alice.onCommand(.pause, now: at(23)))
+        let again = try issued(alice.onCommand(.pause, now: at(24)))
+        // 100 origins to depend on: 47 with the share, the next 47 with the pause, the last 6 next.
+        #expect(share.dependencies.count == CausalLog.dependenciesMax)
+        #expect(pause.dependencies.count == CausalLog.dependenciesMax)
+        #expect(again.dependencies.count == 100 - 2 * CausalLog.dependenciesMax)
+        var all = share.dependencies
+        all.merge(pause.dependencies)
+        all.merge(again.dependencies)
+        #expect(all.count == 100, "every origin depended on once")
+        // The digest: 101 origins, 48 an announcement, every one of them within three.
+        var covered = Set<Member>()
+        for tick in 0..<3 {
+            for datagram in alice.onTick(now: at(1_000 + Double(tick) * 600)).multicasts {
+                if case .heartbeat(let announcement) = datagram.payload {
+                    #expect(announcement.digest.count == WireFormat.vectorClockEntriesMax)
+                    covered.formUnion(announcement.digest.entries.keys)
+                }
+            }
+        }
+        #expect(covered.count == 101, "the digests covered \(covered.count) of 101 origins")
+    }
+}

@@ -47,6 +47,8 @@ public struct Instance: Sendable {
     /// Whether the last announcement said this agent waits out a suspension (playback's answer
     /// changes with the peers' announcements: a change is announced at once).
     var announcedWaitsOut = false
+    /// Which 48-entry slice of the digest the next announcement carries (when it holds more).
+    var digestSlice = 0
     /// The group's keys for this session, when the agent has a key file: every datagram is then
     /// signed, and only authentic, fresh ones are accepted.
     public private(set) var keys: GroupKeys?
@@ -562,13 +564,18 @@ public struct Instance: Sendable {
         return lifecycle.stamp(payload)
     }
 
-    func announcement(isReply: Bool) -> Announcement {
-        // The digest, like this agent's own commands, leaves out origins it never saw as members.
-        var digest = VectorClock()
+    /// The announcement this agent sends now. Its digest, like this agent's own commands, leaves
+    /// out origins it never saw as members; when more than a datagram's 48 entries remain, each
+    /// announcement carries the next 48 of them in turn (receivers ask for what any slice shows).
+    mutating func announcement(isReply: Bool) -> Announcement {
         let dependsOn = dependsOn
-        for entry in ordering.log.delivered.sorted.lazy.filter({ dependsOn($0.member) })
-            .prefix(WireFormat.vectorClockEntriesMax)
-        {
+        let entries = ordering.log.delivered.sorted.filter { dependsOn($0.member) }
+        var digest = VectorClock()
+        let window = WireFormat.vectorClockEntriesMax
+        let start = entries.count > window ? (digestSlice * window) % entries.count : 0
+        if entries.count > window { digestSlice &+= 1 }
+        for offset in 0..<min(window, entries.count) {
+            let entry = entries[(start + offset) % entries.count]
             digest[entry.member] = entry.count
         }
         return Announcement(

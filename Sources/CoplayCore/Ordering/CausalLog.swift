@@ -15,6 +15,9 @@ public struct CausalLog: Sendable {
     private var pruned: [Member: UInt32] = [:]
     private var prunedOrder: [Member] = []
     private var pending: [Dot: CommandEnvelope] = [:]
+    /// Everything the commands this log originated have depended on, and for which origin (the
+    /// base the next command's dependencies are a delta from).
+    private var sentDependencies: (origin: Member, clock: VectorClock)?
     /// How many pending commands each origin has (the origins whose next command may be here).
     private var pendingPerOrigin: [Member: Int] = [:]
     /// Delivered commands kept for repair, oldest first out.
@@ -44,15 +47,24 @@ public struct CausalLog: Sendable {
     public var storedCount: Int { store.count }
 
     /// The envelope the next command from `origin` gets: the next counter, a Lamport timestamp
-    /// above everything seen, the current delivered clock as dependencies.
+    /// above everything seen, and as dependencies the entries of the delivered clock that grew
+    /// since the origin's previous command (a *delta*: a receiver delivers the origin's commands
+    /// in order, so by the time it may deliver this one it has delivered everything the previous
+    /// ones depended on). At most `dependenciesMax` entries: with more origins active since the
+    /// previous command, the rest go with the next command (this one may then be delivered before
+    /// some of them, which the last-writer-wins group state does not mind), so a command fits a
+    /// datagram whatever the group's size.
     /// `dependsOn` says which other origins the command may depend on (all, by default): origins
     /// never seen as members are left out, so that a flood of invented origins cannot crowd the
     /// dependencies past what a datagram carries.
     public func next(_ command: Command, by origin: Member, dependsOn: (Member) -> Bool = { _ in true })
         -> CommandEnvelope
     {
+        let sent = sentDependencies?.origin == origin ? sentDependencies?.clock ?? VectorClock() : VectorClock()
         var dependencies = VectorClock()
-        for entry in delivered.sorted where entry.member != origin && dependsOn(entry.member) {
+        for entry in delivered.sorted
+        where entry.member != origin && dependsOn(entry.member) && entry.count > sent[entry.member] {
+            guard dependencies.count < Self.dependenciesMax else { break }
             dependencies[entry.member] = entry.count
         }
         return CommandEnvelope(
@@ -60,10 +72,17 @@ public struct CausalLog: Sendable {
             command: command)
     }
 
+    /// Most dependency entries a command carries: one less than a datagram's vector clock holds.
+    public static let dependenciesMax = WireFormat.vectorClockEntriesMax - 1
+
     /// Delivers a command this agent issues (made by `next`).
     public mutating func originate(_ envelope: CommandEnvelope) {
         precondition(
             envelope.dot.counter == count(of: envelope.dot.origin) + 1, "originate(\(envelope.dot)) out of turn")
+        if sentDependencies?.origin != envelope.dot.origin {
+            sentDependencies = (envelope.dot.origin, VectorClock())
+        }
+        sentDependencies?.clock.merge(envelope.dependencies)
         deliver(envelope)
     }
 

@@ -52,7 +52,7 @@ struct Ordering: Sendable {
     /// for `Settings.pruneAfter`, so that after a short partition it is still repaired command by
     /// command (messages included) rather than from a snapshot. At most `Settings.peersMax`
     /// entries, the longest-quiet evicted first.
-    private var digestsHeard: [PeerID: (digest: VectorClock, at: MonotonicInstant)] = [:]
+    private var digestsHeard: [PeerID: (member: Member, digest: VectorClock, at: MonotonicInstant)] = [:]
     /// Since when some peer's digest has shown commands this agent lacks (nil: none does).
     private var gapSince: MonotonicInstant?
     /// Where in `deliveries` each adopted snapshot's frontier took effect (with
@@ -181,7 +181,10 @@ struct Ordering: Sendable {
         {
             digestsHeard[oldest.key] = nil
         }
-        digestsHeard[peer.id] = (digest, now)
+        // A digest may be one slice of a long one: the slices of one membership add up.
+        var heard = digestsHeard[peer.id].flatMap { $0.member == peer ? $0.digest : nil } ?? VectorClock()
+        heard.merge(digest)
+        digestsHeard[peer.id] = (peer, heard, now)
         let missing = log.missing(comparedTo: digest)
         guard !missing.isEmpty else { return .nothing }
         let count = missing.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
