@@ -19,6 +19,13 @@ public struct Settings: Sendable, Equatable {
     /// heartbeat, 550 ms at most) means this agent was stalled: the silence of its peers over
     /// the stall is forgiven rather than taken for their death (`Membership.forgiveSilence`).
     public var localStallThreshold: Duration = .seconds(1)
+    /// Up to this many participants, heartbeats go every `heartbeatInterval`. In a larger group
+    /// the interval, and the silences after which a peer is suspected and declared gone (and
+    /// this agent's own stall threshold), grow in proportion to the group's size (RFC 3550 §6.2,
+    /// the RTCP interval): each agent hears about 32 heartbeats a second however many send them,
+    /// so a group's idle cost grows with N rather than N². The price: a crash in a group of 64
+    /// is found in 5 s rather than 1.25 s.
+    public var heartbeatFullRateGroupMax = 16
     /// A hello from a peer is answered with our own hello at most this often.
     public var helloReplyInterval: Duration = .milliseconds(100)
     /// When the copies of a leave go out, from the moment of leaving (it is not repaired, so it is
@@ -143,9 +150,11 @@ public struct Settings: Sendable, Equatable {
     /// (`repairBatchMax`), past which repair would take several round trips.
     public var stateTransferAfterMissing = 64
     /// A gap that repair has not closed in this long is closed by a snapshot: repair of a few
-    /// commands takes a round trip and a nack holdoff (50 ms), so a gap still open after a second
-    /// has no member able to repair it (those that had the commands are gone).
-    public var repairStallBeforeState: Duration = .seconds(1)
+    /// commands takes a round trip and a nack holdoff (50 ms), and a nack goes with every digest
+    /// heard, so a gap still open after 3 s, even at 20% loss, has no member able to repair it
+    /// (those that had the commands are gone). Not sooner: a snapshot from a member that does not
+    /// store a reliable message in the gap would stand for that message without delivering it.
+    public var repairStallBeforeState: Duration = .seconds(3)
     /// State requests go out at most this often, and a member sends an unasked snapshot to the
     /// same peer at most this often; a transfer with no new part for this long is resumed (the
     /// parts still wanted are asked for). Several round trips on any LAN.

@@ -8,6 +8,9 @@ extension Benchmarks {
         /// From the start of the first process to the last agent listing all the others; nil if
         /// some agent never did within the wait (then `seenLeast` is the fewest it listed).
         var allSeeAll: Double?
+        /// The same, from the moment the last agent joined (starting 64 processes one after the
+        /// other through `ip netns exec` takes a while of its own).
+        var allSeeAllAfterLastJoined: Double?
         var seenLeast: Int
         /// peer-joined → clock-synced, every agent and peer.
         var firstOffset = Distribution([])
@@ -60,7 +63,12 @@ extension Benchmarks {
         func ms(_ value: Double) -> String { value.isFinite ? String(format: "%.1f ms", value) : "-" }
         let seeAll = row.allSeeAll.map { ms($0) } ?? "never (an agent saw only \(row.seenLeast) of \(row.agents - 1))"
         print("  N=\(row.agents)")
-        print("    all see all: \(seeAll)")
+        print(
+            "    all see all: \(seeAll)"
+                + (row.allSeeAllAfterLastJoined.map {
+                    " after the first agent started, \(ms($0)) after the last one joined"
+                }
+                    ?? ""))
         print("    first clock offset after join: \(row.firstOffset.summary(unit: "ms", decimals: 1))")
         print(
             "    pause → each other agent paused: \(row.pause.summary(unit: "ms", decimals: 2)); not arrived within 5 s: \(row.pausesLost)"
@@ -105,6 +113,11 @@ extension Benchmarks {
             row.seenLeast = min(row.seenLeast, names.count)
         }
         row.allSeeAll = formed ? millis(started, latest) : nil
+        let lastJoined = agents.compactMap { agent in
+            agent.waitForEvent(timeout: .seconds(1)) { $0.name == "session" && $0["state"] as? String == "joined" }?
+                .atUnixNanos
+        }.max()
+        if formed, let lastJoined { row.allSeeAllAfterLastJoined = millis(lastJoined, latest) }
         sleep(8)  // past the announce bursts and the clock warm-up (8 probes, then 10 samples 0.5 s apart)
 
         // Idle: CPU and datagrams received over `seconds`.

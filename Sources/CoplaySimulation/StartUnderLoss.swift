@@ -25,7 +25,10 @@ public enum StartUnderLoss {
             var allPlaying: Int64?
             let deadline = pressedAt + 5_000_000_000
             while simulation.nowNanos < deadline, allPlaying == nil {
-                simulation.run(for: .milliseconds(10))
+                // A livelock (the event budget spent) counts as starts that never came.
+                guard simulation.run(for: .milliseconds(10)) else {
+                    return delays + Array(repeating: nil, count: rounds - delays.count)
+                }
                 let firsts = (0..<3).map { node in
                     simulation.nodes[node].events[marks[node]...].first {
                         if case .playing = $0.event { true } else { false }
@@ -35,7 +38,9 @@ public enum StartUnderLoss {
             }
             delays.append(allPlaying.map { Double($0 - pressedAt) / 1e9 })
             simulation.schedule(.command(node: (round + 1) % 3, .pause), after: .zero)
-            simulation.run(for: .milliseconds(1500))
+            guard simulation.run(for: .milliseconds(1500)) else {
+                return delays + Array(repeating: nil, count: rounds - delays.count)
+            }
         }
         return delays
     }

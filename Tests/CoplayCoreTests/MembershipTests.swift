@@ -329,3 +329,36 @@ import Testing
         #expect(report.sampledAt == at(20))
     }
 }
+
+/// RTCP-style scaling: past 16 participants the heartbeat interval and the silences before
+/// suspicion and death grow with the group, so the heartbeats each agent hears stay bounded.
+@Suite struct GroupScaledTimersTests {
+    /// Alice and `count` peers that each sent one heartbeat at 10 ms; then ticks until `until`.
+    func alice(withPeers count: Int, until millis: Double) -> (heartbeats: Int, suspected: Int, left: Int) {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        for index in 0..<count {
+            let member = Member(id: PeerID(0xD000 + UInt64(index)), incarnation: Incarnation(1))
+            _ = alice.onDatagram(
+                bytes(.heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")), from: member),
+                from: Endpoint(address: 0x0A00_0200 + UInt32(index), port: 40_000), receivedAt: at(10), now: at(10))
+        }
+        var (heartbeats, suspected, left) = (0, 0, 0)
+        for step in stride(from: 500.0, through: millis, by: 10) {
+            let out = alice.onTick(now: at(step))
+            heartbeats += out.multicasts.filter { if case .heartbeat = $0.payload { true } else { false } }.count
+            suspected += out.events.filter { if case .peerUnresponsive = $0 { true } else { false } }.count
+            left += out.events.filter { if case .peerLeft = $0 { true } else { false } }.count
+        }
+        return (heartbeats, suspected, left)
+    }
+
+    @Test func inAGroupOf64_heartbeatsAndSuspicionSlowDown_inAGroupOf4_not() {
+        let small = alice(withPeers: 3, until: 1_900)
+        let large = alice(withPeers: 63, until: 1_900)
+        #expect(small.suspected == 3 && small.left == 3, "3 silent peers: suspected at 0.76 s, gone at 1.26 s")
+        #expect(small.heartbeats >= 3)
+        #expect(large.suspected == 0 && large.left == 0, "64 participants: suspicion after 3 s, not 0.75 s")
+        #expect(large.heartbeats <= 1, "64 participants: a heartbeat every 2 s, not every 0.5 s")
+    }
+}

@@ -131,6 +131,14 @@ struct ClockSync: Sendable {
 
     var nextWake: MonotonicInstant? { peers.values.map(\.nextProbeAt).min() }
 
+    /// Probes in the burst to a new peer: `probeBurstCount` in a small group, fewer in a larger
+    /// one (in proportion past `heartbeatFullRateGroupMax`), never fewer than a sync needs. When
+    /// 64 agents start together, 8 probes from each to each made most of the join's storm.
+    private var burstCount: Int {
+        let full = max(1, settings.heartbeatFullRateGroupMax)
+        return max(settings.offsetSamplesForSync, settings.probeBurstCount * full / max(full, peers.count + 1))
+    }
+
     private mutating func sendProbe(to clock: inout PeerClock, now: Timestamp, random: inout SplitMix64) -> Output {
         // Unpredictable, so that a reply cannot be forged without having seen the probe.
         let token = random.next()
@@ -151,8 +159,8 @@ struct ClockSync: Sendable {
     /// this agent starts at most `probeExchangesPerSecondMax` exchanges a second over all peers.
     private func nextInterval(for clock: PeerClock, random: inout SplitMix64) -> Duration {
         if clock.isSuspected { return settings.suspectProbeInterval }
-        if clock.probesSent < settings.probeBurstCount { return settings.probeBurstSpacing }
-        if clock.estimator.sampleCount < settings.probeBurstCount + settings.probeWarmupCount {
+        if clock.probesSent < burstCount { return settings.probeBurstSpacing }
+        if clock.estimator.sampleCount < burstCount + settings.probeWarmupCount {
             return random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
         }
         let budgeted = Duration.nanoseconds(

@@ -38,6 +38,17 @@ extension Instance {
                     clocks.onPeerJoined(record.member, now: now, random: &random), source: source, now: now, into: &out)
             case .left(let record, let reason):
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
+                // Timelines on its clock follow the lowest-id live participant's clock instead (the
+                // same one on every agent that sees the same group; this agent's own when lowest).
+                let anchor = membership.peers.values.filter { $0.member.id != record.member.id }
+                    .compactMap { peer in
+                        clocks.estimate(of: peer.member.id, at: now.monotonic).map {
+                            ClockSource(peer: peer.member.id, offsetNanos: $0.offsetNanos)
+                        }
+                    }
+                    .min { $0.peer < $1.peer }
+                playback.reanchor(
+                    departed: record.member.id, to: anchor.flatMap { $0.peer < member.id ? $0 : nil }, context(now))
                 clocks.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
                 reach.onPeerLeft(record.member.id)

@@ -40,7 +40,7 @@ struct Membership: Sendable {
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {
         lastTickAt = now
         announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
-        nextHeartbeatAt = now + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+        nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
     }
 
     /// Left: no more announcements; the table is emptied (the departures are not reported).
@@ -113,7 +113,7 @@ struct Membership: Sendable {
 
     mutating func tick(now: MonotonicInstant, random: inout SplitMix64) -> [Output] {
         var out: [Output] = []
-        if let last = lastTickAt, now - last > settings.localStallThreshold {
+        if let last = lastTickAt, now - last > settings.localStallThreshold * groupScale {
             forgiveSilence(during: now - last, now: now)
         }
         lastTickAt = now
@@ -123,15 +123,14 @@ struct Membership: Sendable {
         }
         if let due = nextHeartbeatAt, due <= now {
             out.append(.announce(isHello: false))
-            nextHeartbeatAt =
-                now + random.jittered(settings.heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+            nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
         }
         for id in peers.keys.sorted() {
             guard var record = peers[id] else { continue }
             let silence = now - record.lastHeard
-            if silence >= settings.deadAfter {
+            if silence >= deadAfter {
                 remove(record, because: .timeout, now: now, into: &out)
-            } else if silence >= settings.suspectAfter, record.liveness == .alive {
+            } else if silence >= suspectAfter, record.liveness == .alive {
                 record.liveness = .suspected
                 peers[id] = record
                 out.append(.unresponsive(record))
@@ -154,13 +153,22 @@ struct Membership: Sendable {
         }
     }
 
+    /// How much longer than in a small group the heartbeat interval and the silences are: 1 up
+    /// to `Settings.heartbeatFullRateGroupMax` participants, then in proportion to the group.
+    var groupScale: Double {
+        max(1, Double(peers.count + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
+    }
+    var heartbeatInterval: Duration { settings.heartbeatInterval * groupScale }
+    var suspectAfter: Duration { settings.suspectAfter * groupScale }
+    var deadAfter: Duration { settings.deadAfter * groupScale }
+
     /// The earliest instant at which `tick` has something to do.
     var nextWake: MonotonicInstant? {
         var earliest = [announcesDue.first, nextHeartbeatAt].compactMap { $0 }.min()
         for record in peers.values {
             let due =
                 record.liveness == .alive
-                ? record.lastHeard + settings.suspectAfter : record.lastHeard + settings.deadAfter
+                ? record.lastHeard + suspectAfter : record.lastHeard + deadAfter
             if earliest.map({ due < $0 }) ?? true { earliest = due }
         }
         return earliest

@@ -393,6 +393,20 @@ struct Playback: Sendable {
         return group.timeline.shifted(by: -(estimate.offsetNanos &- source.offsetNanos))
     }
 
+    /// Peer `departed` left: the timelines read through its clock follow a live clock from now
+    /// on — `anchor`'s (nil: this agent's own), taken as they stand now. A departed clock is only
+    /// extrapolated from its last samples, and two agents' extrapolations part at the difference
+    /// of their drift estimates (tens of ppm after a short acquaintance: milliseconds within a
+    /// minute); a live clock keeps being sampled, so agents that follow the same one stay together.
+    mutating func reanchor(departed: PeerID, to anchor: ClockSource?, _ context: PlaybackContext) {
+        for (item, group) in items where group.clockSource?.peer == departed {
+            var moved = group
+            moved.timeline = timeline(of: group, context)
+            moved.clockSource = anchor
+            items[item] = moved
+        }
+    }
+
     /// The group's position for `item` now (the local player's when the group has none).
     func groupPosition(of item: String, _ context: PlaybackContext) -> Double {
         guard let group = items[item] else { return player.position(at: context.now) }
