@@ -174,4 +174,35 @@ import Testing
         #expect(
             outcomes.map(\.statesAdopted).reduce(0, +) >= seeds.count, "every late joiner caught up from a snapshot")
     }
+
+    /// The agent whose play-now set the timeline crashes 3 s after joining (its clock known only
+    /// briefly: a drift estimate of little worth); the two others, whose clocks drift 60 ppm
+    /// apart, play on for a minute. They follow a live clock (the lower id's) instead of each
+    /// extrapolating the dead one, so they stay together.
+    @Test func whenTheTimelinesOriginCrashes_theOthersFollowALiveClock_andStayTogether() {
+        var worst = 0.0
+        for seed in UInt64(1)...4 {
+            var simulation = Simulation(
+                seed: seed,
+                clocks: [
+                    SimulatedClock(offsetNanos: 0, driftPPM: 30),
+                    SimulatedClock(offsetNanos: 250_000_000, driftPPM: -30),
+                    SimulatedClock(offsetNanos: -400_000_000, driftPPM: 45),
+                ],
+                conditions: NetworkConditions(baseDelay: .microseconds(200), jitterMean: .microseconds(150)))
+            for node in 0..<3 { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
+            simulation.schedule(
+                .command(node: 2, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
+                at: 500_000_000)
+            simulation.schedule(.command(node: 2, .playNow(rate: 1)), at: 1_000_000_000)
+            simulation.schedule(.crash(node: 2), at: 3_000_000_000)
+            runWithoutLivelock(&simulation, for: .seconds(63))
+            let positions = (0..<2).map { node in
+                simulation.nodes[node].player.position(
+                    at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
+            }
+            worst = max(worst, abs(positions[0] - positions[1]))
+        }
+        #expect(worst < 0.0005, "the survivors are \(worst * 1000) ms apart after a minute")
+    }
 }
