@@ -26,6 +26,10 @@ public struct Settings: Sendable, Equatable {
     /// so a group's idle cost grows with N rather than N². The price: a crash in a group of 64
     /// is found in 5 s rather than 1.25 s.
     public var heartbeatFullRateGroupMax = 16
+    /// For this long after joining, an agent heartbeats at the full rate whatever the group's
+    /// size: when many start together, hellos are lost in the crowd, and a heartbeat half a
+    /// second later (not 2 s, among 64) finds whoever missed them.
+    public var heartbeatFullRateAfterJoin: Duration = .seconds(5)
     /// A hello from a peer is answered with our own hello at most this often.
     public var helloReplyInterval: Duration = .milliseconds(100)
     /// When the copies of a leave go out, from the moment of leaving (it is not repaired, so it is

@@ -334,8 +334,10 @@ import Testing
 /// suspicion and death grow with the group, so the heartbeats each agent hears stay bounded.
 @Suite struct GroupScaledTimersTests {
     /// Alice and `count` peers that each sent one heartbeat at 10 ms; then ticks until `until`.
-    func alice(withPeers count: Int, until millis: Double) -> (heartbeats: Int, suspected: Int, left: Int) {
-        var alice = makeInstance()
+    func alice(withPeers count: Int, until millis: Double, settings: Settings = Settings()) -> (
+        heartbeats: Int, suspected: Int, left: Int
+    ) {
+        var alice = makeInstance(settings: settings)
         _ = alice.start(now: at(0))
         for index in 0..<count {
             let member = Member(id: PeerID(0xD000 + UInt64(index)), incarnation: Incarnation(1))
@@ -354,11 +356,16 @@ import Testing
     }
 
     @Test func inAGroupOf64_heartbeatsAndSuspicionSlowDown_inAGroupOf4_not() {
-        let small = alice(withPeers: 3, until: 1_900)
-        let large = alice(withPeers: 63, until: 1_900)
+        var settled = Settings()
+        settled.heartbeatFullRateAfterJoin = .zero  // as long after joining
+        let small = alice(withPeers: 3, until: 1_900, settings: settled)
+        let large = alice(withPeers: 63, until: 1_900, settings: settled)
+        let newlyJoined = alice(withPeers: 63, until: 1_900)
         #expect(small.suspected == 3 && small.left == 3, "3 silent peers: suspected at 0.76 s, gone at 1.26 s")
         #expect(small.heartbeats >= 3)
         #expect(large.suspected == 0 && large.left == 0, "64 participants: suspicion after 3 s, not 0.75 s")
         #expect(large.heartbeats <= 1, "64 participants: a heartbeat every 2 s, not every 0.5 s")
+        #expect(newlyJoined.heartbeats >= 3, "in its first 5 s an agent heartbeats at the full rate")
+        #expect(newlyJoined.suspected == 0)
     }
 }

@@ -24,6 +24,8 @@ struct Membership: Sendable {
     /// When the remaining hellos of the announce burst are due, earliest first.
     private var announcesDue: [MonotonicInstant] = []
     private var nextHeartbeatAt: MonotonicInstant?
+    /// When this membership joined (its first seconds go at the full heartbeat rate).
+    private var joinedAt: MonotonicInstant?
     /// Memberships that ended gracefully or were replaced, with when to forget them. At most
     /// `Settings.departedMax`; the one forgotten soonest goes first.
     private var departed: [Member: MonotonicInstant] = [:]
@@ -39,6 +41,7 @@ struct Membership: Sendable {
     /// Joined: the announce burst and the heartbeat begin.
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {
         lastTickAt = now
+        joinedAt = now
         announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
         nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
     }
@@ -123,7 +126,11 @@ struct Membership: Sendable {
         }
         if let due = nextHeartbeatAt, due <= now {
             out.append(.announce(isHello: false))
-            nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
+            // Newly joined, at the full rate: a hello lost in a crowded start is made up for in
+            // half a second, not in the large group's interval.
+            let isNew = joinedAt.map { now - $0 < settings.heartbeatFullRateAfterJoin } ?? false
+            let interval = isNew ? settings.heartbeatInterval : heartbeatInterval
+            nextHeartbeatAt = now + random.jittered(interval, fraction: settings.heartbeatJitterFraction)
         }
         for id in peers.keys.sorted() {
             guard var record = peers[id] else { continue }
