@@ -333,17 +333,25 @@ import Testing
 /// RTCP-style scaling: past 16 participants the heartbeat interval and the silences before
 /// suspicion and death grow with the group, so the heartbeats each agent hears stay bounded.
 @Suite struct GroupScaledTimersTests {
-    /// Alice and `count` peers that each sent one heartbeat at 10 ms; then ticks until `until`.
-    func alice(withPeers count: Int, until millis: Double, settings: Settings = Settings()) -> (
-        heartbeats: Int, suspected: Int, left: Int
-    ) {
+    /// Alice and `count` peers that each sent a heartbeat at 10 and 20 ms (heard twice: not a
+    /// one-off hello); then ticks until `until`.
+    func alice(withPeers count: Int, until millis: Double, settings: Settings = Settings(), heardTwice: Bool = true)
+        -> (
+            heartbeats: Int, suspected: Int, left: Int
+        )
+    {
         var alice = makeInstance(settings: settings)
         _ = alice.start(now: at(0))
         for index in 0..<count {
             let member = Member(id: PeerID(0xD000 + UInt64(index)), incarnation: Incarnation(1))
-            _ = alice.onDatagram(
-                bytes(.heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")), from: member),
-                from: Endpoint(address: 0x0A00_0200 + UInt32(index), port: 40_000), receivedAt: at(10), now: at(10))
+            for (sequence, millis) in [(UInt32(1), 10.0), (2, 20)].prefix(heardTwice ? 2 : 1) {
+                _ = alice.onDatagram(
+                    bytes(
+                        .heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")), from: member,
+                        sequence: sequence),
+                    from: Endpoint(address: 0x0A00_0200 + UInt32(index), port: 40_000), receivedAt: at(millis),
+                    now: at(millis))
+            }
         }
         var (heartbeats, suspected, left) = (0, 0, 0)
         for step in stride(from: 500.0, through: millis, by: 10) {
@@ -367,5 +375,8 @@ import Testing
         #expect(large.heartbeats <= 1, "64 participants: a heartbeat every 2 s, not every 0.5 s")
         #expect(newlyJoined.heartbeats >= 3, "in its first 5 s an agent heartbeats at the full rate")
         #expect(newlyJoined.suspected == 0)
+        let heardOnce = alice(withPeers: 63, until: 1_900, settings: settled, heardTwice: false)
+        #expect(heardOnce.heartbeats >= 3, "63 one-off hellos (a flood of invented peers) do not slow heartbeats")
+        #expect(heardOnce.left == 63, "nor keep the inventions in the table past 1.25 s")
     }
 }

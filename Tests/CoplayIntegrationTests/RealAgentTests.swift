@@ -179,24 +179,7 @@ import Testing
     @Test(.enabled(if: isRoot && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft"), "needs root and nft"))
     func threeAgents_withTwentyPercentLoss_convergeOnOneState() throws {
         try withLAN(hosts: 3) { prefix in
-            for host in 1...3 {
-                let rules = """
-                    table inet coplayloss {
-                      counter dropped { }
-                      chain input {
-                        type filter hook input priority 0; policy accept;
-                        meta l4proto udp numgen random mod 100 < 20 counter name dropped drop
-                      }
-                    }
-                    """
-                let file = FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "coplay-nft-\(getpid())-\(host).nft")
-                try rules.write(to: file, atomically: true, encoding: .utf8)
-                defer { try? FileManager.default.removeItem(at: file) }
-                let (status, output) = try Locations.run(
-                    "/usr/sbin/ip", ["netns", "exec", "\(prefix)-h\(host)", "nft", "-f", file.path])
-                #expect(status == 0, "nft: \(output)")
-            }
+            try dropUDP(percent: 20, onHosts: 1...3, of: prefix)
             let agents = try (1...3).map { host in
                 try AgentProcess(
                     executable: coplay, name: "lossy\(host)", arguments: ["--interface", "eth0", "--session", "lossy"],

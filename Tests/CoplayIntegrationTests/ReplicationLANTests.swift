@@ -29,23 +29,7 @@ import Testing
     @Test(.enabled(if: isRoot && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft"), "needs root and nft"))
     func aLateJoinAfter5000Commands_andABurstOf3000_underATenthLoss() throws {
         try withLAN(hosts: 3) { prefix in
-            let rules = """
-                table inet loss {
-                  counter dropped { }
-                  chain input {
-                    type filter hook input priority 0; policy accept;
-                    meta l4proto udp numgen random mod 100 < 10 counter name dropped drop
-                  }
-                }
-                """
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-loss-\(getpid()).nft")
-            try rules.write(to: file, atomically: true, encoding: .utf8)
-            defer { try? FileManager.default.removeItem(at: file) }
-            for host in 1...3 {
-                let (status, output) = try Locations.run(
-                    "/usr/sbin/ip", ["netns", "exec", "\(prefix)-h\(host)", "nft", "-f", file.path])
-                try #require(status == 0, "nft: \(output)")
-            }
+            try dropUDP(percent: 10, onHosts: 1...3, of: prefix)
             let common = ["--interface", "eth0", "--session", "replication-it"]
             func agent(_ name: String, host: Int) throws -> AgentProcess {
                 try AgentProcess(executable: coplay, name: name, arguments: common, namespace: "\(prefix)-h\(host)")
@@ -115,7 +99,8 @@ import Testing
             #expect(states.allSatisfy { ($0?["rate"] as? NSNumber)?.doubleValue == 0 }, "all paused")
             #expect(positions.allSatisfy { abs($0 - positions[0]) < 0.001 }, "one position: \(positions)")
             let (_, counters) = try Locations.run(
-                "/usr/sbin/ip", ["netns", "exec", "\(prefix)-h3", "nft", "list", "counter", "inet", "loss", "dropped"])
+                "/usr/sbin/ip",
+                ["netns", "exec", "\(prefix)-h3", "nft", "list", "counter", "inet", "coplayloss", "dropped"])
             #expect(counters.contains("packets") && !counters.contains("packets 0 "), "the loss was real: \(counters)")
         }
     }

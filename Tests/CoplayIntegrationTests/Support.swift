@@ -36,6 +36,28 @@ func withLAN<T>(hosts: Int, _ body: (_ prefix: String) throws -> T) throws -> T 
 
 struct LANError: Error, CustomStringConvertible { var description: String }
 
+/// Makes each host of a `Tools/lan` LAN drop `percent` of the UDP it receives (`nft` table inet
+/// coplayloss, whose counter `dropped` counts them).
+func dropUDP(percent: Int, onHosts hosts: ClosedRange<Int>, of prefix: String) throws {
+    let rules = """
+        table inet coplayloss {
+          counter dropped { }
+          chain input {
+            type filter hook input priority 0; policy accept;
+            meta l4proto udp numgen random mod 100 < \(percent) counter name dropped drop
+          }
+        }
+        """
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-loss-\(getpid()).nft")
+    try rules.write(to: file, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(at: file) }
+    for host in hosts {
+        let (status, output) = try Locations.run(
+            "/usr/sbin/ip", ["netns", "exec", "\(prefix)-h\(host)", "nft", "-f", file.path])
+        guard status == 0 else { throw LANError(description: "nft on host \(host): \(output)") }
+    }
+}
+
 /// A UDP socket of a test's own, as a hostile or broken sender on the LAN would have: made in
 /// this process's network namespace, or inside `namespace` (a `Tools/lan` host), bound to
 /// `address` (and `port`, 0 for any). It sends raw bytes to any IPv4 address — the group

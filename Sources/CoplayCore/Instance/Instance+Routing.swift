@@ -40,15 +40,20 @@ extension Instance {
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
                 // Timelines on its clock follow the lowest-id live participant's clock instead (the
                 // same one on every agent that sees the same group; this agent's own when lowest).
-                let anchor = membership.peers.values.filter { $0.member.id != record.member.id }
-                    .compactMap { peer in
-                        clocks.estimate(of: peer.member.id, at: now.monotonic).map {
-                            ClockSource(peer: peer.member.id, offsetNanos: $0.offsetNanos)
-                        }
+                // Looked for only when some timeline is on its clock: a flood of invented peers
+                // leaving must cost nothing here.
+                if playback.followsClock(of: record.member.id) {
+                    let candidates = membership.peers.keys.filter { $0 != record.member.id }.sorted()
+                    var anchor: ClockSource?
+                    for peer in candidates {
+                        guard let estimate = clocks.estimate(of: peer, at: now.monotonic) else { continue }
+                        anchor = ClockSource(peer: peer, offsetNanos: estimate.offsetNanos)
+                        break
                     }
-                    .min { $0.peer < $1.peer }
-                playback.reanchor(
-                    departed: record.member.id, to: anchor.flatMap { $0.peer < member.id ? $0 : nil }, context(now))
+                    playback.reanchor(
+                        departed: record.member.id, to: anchor.flatMap { $0.peer < member.id ? $0 : nil },
+                        context(now))
+                }
                 clocks.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
                 reach.onPeerLeft(record.member.id)

@@ -132,12 +132,14 @@ struct Membership: Sendable {
             let interval = isNew ? settings.heartbeatInterval : heartbeatInterval
             nextHeartbeatAt = now + random.jittered(interval, fraction: settings.heartbeatJitterFraction)
         }
+        let scale = groupScale
         for id in peers.keys.sorted() {
             guard var record = peers[id] else { continue }
             let silence = now - record.lastHeard
-            if silence >= deadAfter {
+            let limits = silences(of: record, scale: scale)
+            if silence >= limits.dead {
                 remove(record, because: .timeout, now: now, into: &out)
-            } else if silence >= suspectAfter, record.liveness == .alive {
+            } else if silence >= limits.suspect, record.liveness == .alive {
                 record.liveness = .suspected
                 peers[id] = record
                 out.append(.unresponsive(record))
@@ -162,20 +164,28 @@ struct Membership: Sendable {
 
     /// How much longer than in a small group the heartbeat interval and the silences are: 1 up
     /// to `Settings.heartbeatFullRateGroupMax` participants, then in proportion to the group.
+    /// Only peers heard more than once count: a flood of hellos of invented peers (each heard
+    /// once) must not slow this agent's heartbeats, nor keep the inventions in the table longer.
     var groupScale: Double {
-        max(1, Double(peers.count + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
+        let established = peers.values.filter(\.isEstablished).count
+        return max(1, Double(established + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
     }
     var heartbeatInterval: Duration { settings.heartbeatInterval * groupScale }
-    var suspectAfter: Duration { settings.suspectAfter * groupScale }
-    var deadAfter: Duration { settings.deadAfter * groupScale }
+    /// The silences after which `record` is suspected and declared gone: scaled (by `scale`, the
+    /// group's, worked out once per pass over the table) for an established peer, the small
+    /// group's for one heard only once.
+    func silences(of record: PeerRecord, scale: Double) -> (suspect: Duration, dead: Duration) {
+        let factor = record.isEstablished ? scale : 1
+        return (settings.suspectAfter * factor, settings.deadAfter * factor)
+    }
 
     /// The earliest instant at which `tick` has something to do.
     var nextWake: MonotonicInstant? {
         var earliest = [announcesDue.first, nextHeartbeatAt].compactMap { $0 }.min()
+        let scale = groupScale
         for record in peers.values {
-            let due =
-                record.liveness == .alive
-                ? record.lastHeard + suspectAfter : record.lastHeard + deadAfter
+            let limits = silences(of: record, scale: scale)
+            let due = record.lastHeard + (record.liveness == .alive ? limits.suspect : limits.dead)
             if earliest.map({ due < $0 }) ?? true { earliest = due }
         }
         return earliest

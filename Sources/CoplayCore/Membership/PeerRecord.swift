@@ -37,6 +37,9 @@ public struct PeerRecord: Hashable, Sendable {
         lastHeard = now
     }
 
+    /// Heard from again after it was first seen (not a one-off hello, as an invented peer's is).
+    var isEstablished: Bool { lastHeard > firstSeen }
+
     /// What `peers` and the peer events show; the clock fields come from clock sync.
     func info(now: MonotonicInstant, offset: OffsetEstimate?, isClockSynced: Bool) -> PeerInfo {
         var info = PeerInfo(

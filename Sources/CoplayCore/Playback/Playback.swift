@@ -398,6 +398,8 @@ struct Playback: Sendable {
     /// extrapolated from its last samples, and two agents' extrapolations part at the difference
     /// of their drift estimates (tens of ppm after a short acquaintance: milliseconds within a
     /// minute); a live clock keeps being sampled, so agents that follow the same one stay together.
+    func followsClock(of peer: PeerID) -> Bool { items.values.contains { $0.clockSource?.peer == peer } }
+
     mutating func reanchor(departed: PeerID, to anchor: ClockSource?, _ context: PlaybackContext) {
         for (item, group) in items where group.clockSource?.peer == departed {
             var moved = group
