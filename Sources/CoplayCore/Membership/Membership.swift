@@ -42,6 +42,7 @@ struct Membership: Sendable {
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {
         lastTickAt = now
         joinedAt = now
+        scaleAtLastTick = 1
         announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
         nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
     }
@@ -132,11 +133,12 @@ struct Membership: Sendable {
             let interval = isNew ? settings.heartbeatInterval : heartbeatInterval
             nextHeartbeatAt = now + random.jittered(interval, fraction: settings.heartbeatJitterFraction)
         }
-        let scale = groupScale
+        scaleAtLastTick = groupScale
+        let silences = silences(scale: scaleAtLastTick)
         for id in peers.keys.sorted() {
             guard var record = peers[id] else { continue }
             let silence = now - record.lastHeard
-            let limits = silences(of: record, scale: scale)
+            let limits = silences.of(record)
             if silence >= limits.dead {
                 remove(record, because: .timeout, now: now, into: &out)
             } else if silence >= limits.suspect, record.liveness == .alive {
@@ -171,20 +173,33 @@ struct Membership: Sendable {
         return max(1, Double(established + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
     }
     var heartbeatInterval: Duration { settings.heartbeatInterval * groupScale }
-    /// The silences after which `record` is suspected and declared gone: scaled (by `scale`, the
-    /// group's, worked out once per pass over the table) for an established peer, the small
-    /// group's for one heard only once.
-    func silences(of record: PeerRecord, scale: Double) -> (suspect: Duration, dead: Duration) {
-        let factor = record.isEstablished ? scale : 1
-        return (settings.suspectAfter * factor, settings.deadAfter * factor)
+    /// The silences after which a peer is suspected and declared gone: scaled for an established
+    /// peer, the small group's for one heard only once. Worked out once per pass over the table
+    /// (a `Duration` times a `Double` is not cheap, and `nextWake` runs after every input).
+    struct Silences {
+        var established: (suspect: Duration, dead: Duration)
+        var heardOnce: (suspect: Duration, dead: Duration)
+        func of(_ record: PeerRecord) -> (suspect: Duration, dead: Duration) {
+            record.isEstablished ? established : heardOnce
+        }
+    }
+
+    /// The silences by the group's size as the last tick found it (`nextWake` runs after every
+    /// input: counting the established peers each time was a tenth of an agent's time in a flood).
+    private var scaleAtLastTick = 1.0
+
+    func silences(scale: Double) -> Silences {
+        return Silences(
+            established: (settings.suspectAfter * scale, settings.deadAfter * scale),
+            heardOnce: (settings.suspectAfter, settings.deadAfter))
     }
 
     /// The earliest instant at which `tick` has something to do.
     var nextWake: MonotonicInstant? {
         var earliest = [announcesDue.first, nextHeartbeatAt].compactMap { $0 }.min()
-        let scale = groupScale
+        let silences = silences(scale: scaleAtLastTick)
         for record in peers.values {
-            let limits = silences(of: record, scale: scale)
+            let limits = silences.of(record)
             let due = record.lastHeard + (record.liveness == .alive ? limits.suspect : limits.dead)
             if earliest.map({ due < $0 }) ?? true { earliest = due }
         }

@@ -176,19 +176,15 @@ struct Ordering: Sendable {
     /// missing commands are asked for as a snapshot, from a peer whose clock is known
     /// (`clockKnown`: the snapshot's times are on its clock).
     mutating func onDigest(_ digest: VectorClock, of peer: Member, clockKnown: Bool, now: MonotonicInstant) -> CatchUp {
-        // An empty digest (a newcomer's, or an invented peer's in a flood of hellos) holds nothing
-        // back: a newcomer catches up from a snapshot, not from the store.
-        if !digest.isEmpty {
-            if digestsHeard[peer.id] == nil, digestsHeard.count >= settings.peersMax,
-                let oldest = digestsHeard.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
-            {
-                digestsHeard[oldest.key] = nil
-            }
-            // A digest may be one slice of a long one: the slices of one membership add up.
-            var heard = digestsHeard[peer.id].flatMap { $0.member == peer ? $0.digest : nil } ?? VectorClock()
-            heard.merge(digest)
-            digestsHeard[peer.id] = (peer, heard, now)
+        if digestsHeard[peer.id] == nil, digestsHeard.count >= settings.peersMax,
+            let oldest = digestsHeard.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
+        {
+            digestsHeard[oldest.key] = nil
         }
+        // A digest may be one slice of a long one: the slices of one membership add up.
+        var heard = digestsHeard[peer.id].flatMap { $0.member == peer ? $0.digest : nil } ?? VectorClock()
+        heard.merge(digest)
+        digestsHeard[peer.id] = (peer, heard, now)
         let missing = log.missing(comparedTo: digest)
         guard !missing.isEmpty else { return .nothing }
         let count = missing.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
