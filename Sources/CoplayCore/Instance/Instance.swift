@@ -47,8 +47,8 @@ public struct Instance: Sendable {
     /// Whether the last announcement said this agent waits out a suspension (playback's answer
     /// changes with the peers' announcements: a change is announced at once).
     var announcedWaitsOut = false
-    /// Which 48-entry slice of the digest the next announcement carries (when it holds more).
-    var digestSlice = 0
+    /// Where the 48-entry window of the next announcement's digest starts (when it holds more).
+    var digestStart = 0
     /// The group's keys for this session, when the agent has a key file: every datagram is then
     /// signed, and only authentic, fresh ones are accepted.
     public private(set) var keys: GroupKeys?
@@ -572,8 +572,10 @@ public struct Instance: Sendable {
         let entries = ordering.log.delivered.sorted.filter { dependsOn($0.member) }
         var digest = VectorClock()
         let window = WireFormat.vectorClockEntriesMax
-        let start = entries.count > window ? (digestSlice * window) % entries.count : 0
-        if entries.count > window { digestSlice &+= 1 }
+        // Where this announcement's window starts: the last one's end (no product that could
+        // overflow, however long the agent runs).
+        let start = entries.count > window ? digestStart % entries.count : 0
+        if entries.count > window { digestStart = (start + window) % entries.count }
         for offset in 0..<min(window, entries.count) {
             let entry = entries[(start + offset) % entries.count]
             digest[entry.member] = entry.count

@@ -56,7 +56,8 @@ struct Ordering: Sendable {
     /// Since when some peer's digest has shown commands this agent lacks (nil: none does).
     private var gapSince: MonotonicInstant?
     /// Where in `deliveries` each adopted snapshot's frontier took effect (with
-    /// `Settings.recordsDeliveries`): the commands at or below it count as delivered from there on.
+    /// `Settings.recordsDeliveries`, at most `deliveriesRecordedMax`): the commands at or below it
+    /// count as delivered from there on.
     private(set) var adoptions: [(afterDeliveries: Int, frontier: VectorClock)] = []
 
     /// What a peer's digest calls for.
@@ -176,11 +177,7 @@ struct Ordering: Sendable {
     /// missing commands are asked for as a snapshot, from a peer whose clock is known
     /// (`clockKnown`: the snapshot's times are on its clock).
     mutating func onDigest(_ digest: VectorClock, of peer: Member, clockKnown: Bool, now: MonotonicInstant) -> CatchUp {
-        if digestsHeard[peer.id] == nil, digestsHeard.count >= settings.peersMax,
-            let oldest = digestsHeard.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
-        {
-            digestsHeard[oldest.key] = nil
-        }
+        digestsHeard.makeRoom(for: peer.id, limit: settings.peersMax) { $0.at }
         // A digest may be one slice of a long one: the slices of one membership add up.
         var heard = digestsHeard[peer.id].flatMap { $0.member == peer ? $0.digest : nil } ?? VectorClock()
         heard.merge(digest)
@@ -267,7 +264,9 @@ struct Ordering: Sendable {
             for dot in conversions.keys where dot.counter <= self.log.count(of: dot.origin) {
                 if !released.contains(where: { $0.dot == dot }) { conversions[dot] = nil }
             }
-            if settings.recordsDeliveries { adoptions.append((deliveries.count, snapshot.frontier)) }
+            if settings.recordsDeliveries, adoptions.count < settings.deliveriesRecordedMax {
+                adoptions.append((deliveries.count, snapshot.frontier))
+            }
             let delivered = released.map { envelope -> Delivered in
                 record(envelope)
                 return Delivered(envelope: envelope, clockSource: conversions.removeValue(forKey: envelope.dot))
@@ -317,11 +316,7 @@ struct Ordering: Sendable {
     private mutating func repairBudget(of peer: PeerID, now: MonotonicInstant) -> Int {
         let rate = settings.repairBytesPerSecondPerPeer
         guard let bucket = repairBudgets[peer] else {
-            if repairBudgets.count >= settings.peersMax,
-                let oldest = repairBudgets.min(by: { ($0.value.at, $0.key) < ($1.value.at, $1.key) })
-            {
-                repairBudgets[oldest.key] = nil
-            }
+            repairBudgets.makeRoom(for: peer, limit: settings.peersMax) { $0.at }
             return rate
         }
         let refill = Int(min(Double(rate), Double(rate) * max(0, (now - bucket.at).seconds)))
@@ -385,11 +380,7 @@ struct Ordering: Sendable {
     {
         guard !missing.isEmpty else { return [] }
         if let last = nackSentAt[peer], now - last < settings.nackHoldoff { return [] }
-        if nackSentAt[peer] == nil, nackSentAt.count >= settings.peersMax,
-            let oldest = nackSentAt.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
-        {
-            nackSentAt[oldest.key] = nil
-        }
+        nackSentAt.makeRoom(for: peer, limit: settings.peersMax) { $0 }
         nackSentAt[peer] = now
         return Array(missing.prefix(WireFormat.nackRangesMax))
     }

@@ -133,11 +133,7 @@ struct StateTransfer: Sendable {
     /// Whether a snapshot may go unasked to `peer` now (at most one per `stateRequestHoldoff`).
     mutating func maySendUnasked(to peer: PeerID, now: MonotonicInstant) -> Bool {
         if let last = sentUnaskedAt[peer], now - last < settings.stateRequestHoldoff { return false }
-        if sentUnaskedAt[peer] == nil, sentUnaskedAt.count >= settings.peersMax,
-            let oldest = sentUnaskedAt.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
-        {
-            sentUnaskedAt[oldest.key] = nil
-        }
+        sentUnaskedAt.makeRoom(for: peer, limit: settings.peersMax) { $0 }
         sentUnaskedAt[peer] = now
         return true
     }
