@@ -238,14 +238,16 @@ public struct Settings: Sendable, Equatable {
     public var departedMax = 512
     /// Longest console line accepted, in bytes (room for a message of `messageBytesMax`).
     public var commandLineBytesMax = 17 * 1024
-    /// Datagrams handed over by the receive threads and not yet processed by the agent: beyond
-    /// this the threads drop new ones (counted as `receiveQueueDrops`) rather than let a flood grow
-    /// memory or delay commands, signals and timers, which are never dropped.
+    /// Datagrams the agent's event loop reads from one socket in one turn before it looks at its
+    /// timers and other inputs again: a flood cannot hold back commands, signals and timers, which
+    /// are never dropped. (What waits beyond it waits in the kernel's receive buffer, whose
+    /// overflows are counted as `kernelDrops`.)
     public var receiveQueueDatagramsMax = 1024
-    /// Beyond this share of `receiveQueueDatagramsMax` queued (12%: 122 datagrams), only datagrams
-    /// whose header names a known member as the sender are queued: the rest of the queue is kept
-    /// for the group's own traffic during a flood of junk or invented peers, and an honest
-    /// command waits behind at most that many strangers (at 50% its p99 under a 20,000/s flood
+    /// Beyond this share of `receiveQueueDatagramsMax` read in one turn (12%: 122 datagrams), a
+    /// datagram whose header does not name a known member as the sender is dropped unread
+    /// (counted as `receiveQueueDrops`): the loop keeps up with a flood of junk or invented peers
+    /// by reading it without handling it, and an honest command waits behind at most that many
+    /// strangers (at 50% its p99 under a 20,000/s flood
     /// was 94 ms; at 12%, 25 ms: `coplay-bench flood --seconds 20`).
     public var receiveQueueStrangersPercent = 12
     /// Standard-input lines read and not yet processed: the reader waits at this many, so a fast

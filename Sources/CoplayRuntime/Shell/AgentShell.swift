@@ -13,10 +13,15 @@ public enum ShellMode: Sendable {
     case embedded(events: @Sendable (Event, Int64) -> Void)
 }
 
-/// The IO shell around one `Instance`: it owns the sockets, the timer, standard input and
+/// The IO shell around one `Instance`: it owns the sockets, the timers, standard input and
 /// output, feeds every input to the instance and carries out the directives it returns.
 /// It decides nothing about the protocol.
+///
+/// The actor runs on an `EventLoop` of its own: one thread that reads the sockets, fires the
+/// timers and runs the actor's jobs, so that a datagram is read and handled in one wake-up.
 public actor AgentShell {
+    private let loop: EventLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     private let mode: ShellMode
     /// The group key file, reread on SIGHUP.
     private let keyFile: String?
@@ -35,21 +40,25 @@ public actor AgentShell {
     private let formatter: EventFormatter
     private let inputs: AsyncStream<ShellInput>
     private let feed: AsyncStream<ShellInput>.Continuation
-    private let timer: DispatchSourceTimer
+    /// Fires when the instance asked to be woken (`Directive.wake`); made by `run()`.
+    private var tickTimer: EventLoop.Timer?
     /// Fires when the player next has something to report (ready, stall over, end of item).
-    private let playerTimer: DispatchSourceTimer
+    private var playerTimer: EventLoop.Timer?
+    /// The exit status, once something handled outside `run()`'s own loop (a datagram, a
+    /// timer) ended the agent; `run()` returns it.
+    private var exitStatus: Int32?
+    /// Where a datagram is read (one byte past the longest accepted, so a longer one is seen
+    /// and rejected) and the kernel's ancillary data with it.
+    private var receiveBuffer: [UInt8]
+    private var receiveControl = [UInt8](repeating: 0, count: 64)
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
     private var signalsSeen = 0
     /// The external player closed its connection.
     private var playerGone = false
-    /// When the wake-up timer is set to fire, while it is set.
-    private var timerDue: MonotonicInstant?
-    /// Datagrams handed over by the receive threads and not yet processed (at most
-    /// `Settings.receiveQueueDatagramsMax`).
-    private let queuedDatagrams = QueueGauge()
-    /// The ids of the current members, shared with the receive threads (see `run()`).
-    private let memberIDs = SharedIDs()
+    /// Datagrams dropped unread because a turn of the loop held more strangers than
+    /// `Settings.receiveQueueStrangersPercent` allows (reported as `receiveQueueDrops`).
+    private var strangersDropped = 0
     /// Standard-input lines queued and not yet processed (at most `Settings.inputLinesQueuedMax`).
     private let lineSlots: DispatchSemaphore
     /// The control socket (`--control`), its clients' replies and followers' events in JSON.
@@ -109,9 +118,16 @@ public actor AgentShell {
         formatter = EventFormatter(json: configuration.json, clock: clock)
         controlFormatter = EventFormatter(json: true, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
-        let queue = DispatchQueue(label: "coplay-timers", qos: .userInteractive)
-        timer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
-        playerTimer = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
+        receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
+        do {
+            loop = try EventLoop()
+        } catch {
+            transport.close()
+            player.close()
+            control?.close()
+            throw error
+        }
+        let queue = DispatchQueue(label: "coplay-signals", qos: .userInteractive)
         // Only the standard-streams agent handles signals (an unresumed source must not exist:
         // releasing one traps in libdispatch).
         if case .standardStreams = mode {
@@ -148,22 +164,13 @@ public actor AgentShell {
                 source.resume()
             }
         }
-        timer.setEventHandler { feed.yield(.tick) }
-        timer.resume()
-        playerTimer.setEventHandler { feed.yield(.playerTick) }
-        playerTimer.resume()
-        let gauge = queuedDatagrams
-        let queuedMax = instance.settings.receiveQueueDatagramsMax
-        let members = memberIDs
-        let strangersMax = queuedMax * instance.settings.receiveQueueStrangersPercent / 100
-        transport.startReceiving(clock: clock, bytesMax: instance.settings.datagramBytesMax) {
-            bytes, source, stamp, viaGroup in
-            // Honest traffic first: past `strangersMax` queued, only datagrams that claim a known
-            // member as their sender are queued (a flood of junk and invented peers cannot crowd
-            // out the group's own commands; a forged claim is still checked when decoded).
-            let known = WireFormat.claimedSender(of: bytes).map(members.contains) ?? false
-            guard gauge.enter(limit: known ? queuedMax : strangersMax) else { return }
-            feed.yield(.datagram(bytes, from: source, receivedAt: stamp, viaGroup: viaGroup))
+        // The loop calls these on its thread, the actor's executor: `assumeIsolated` holds.
+        tickTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.fireTick()) } }
+        playerTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.firePlayerTimer()) } }
+        transport.prepareReceiving()
+        let (groupSocket, unicastSocket) = transport.descriptors
+        loop.watch(groupSocket) { [self] in assumeIsolated { $0.readDatagrams(from: groupSocket, viaGroup: true) } }
+        loop.watch(unicastSocket) { [self] in assumeIsolated { $0.readDatagrams(from: unicastSocket, viaGroup: false) }
         }
         let lines = queuedPlayerLines
         let (linesMax, lineBytesMax, clock) = (
@@ -189,8 +196,7 @@ public actor AgentShell {
             diagnose("waiting for a player on \(server.path)")
         }
         defer {
-            timer.cancel()
-            playerTimer.cancel()
+            loop.stop()
             transport.close()
             player.close()
             control?.close()
@@ -212,12 +218,11 @@ public actor AgentShell {
 
         if let status = carryOut(instance.start(now: clock.now())) { return status }
         for await input in inputs {
+            if let exitStatus { return exitStatus }
             let directives: [Directive]
             switch input {
-            case .datagram(let bytes, let source, let receivedAt, let viaGroup):
-                queuedDatagrams.leave()
-                directives = instance.onDatagram(
-                    bytes, from: source, receivedAt: receivedAt, now: clock.now(), viaGroup: viaGroup)
+            case .finished:
+                continue
             case .line(let line):
                 if case .standardStreams = mode { lineSlots.signal() }
                 directives = instance.onConsoleLine(line, now: clock.now())
@@ -240,12 +245,6 @@ public actor AgentShell {
                     return 0
                 }
                 directives = instance.onCommand(.quit, now: clock.now())
-            case .tick:
-                timerDue = nil
-                directives = instance.onTick(now: clock.now())
-            case .playerTick:
-                if let status = playerChanged(reports: player.advance(now: clock.now())) { return status }
-                continue
             case .playerLine(let line, let receivedAt):
                 queuedPlayerLines.leave()
                 if let status = playerChanged(reports: player.receive(line: line, at: receivedAt)) { return status }
@@ -267,7 +266,49 @@ public actor AgentShell {
             }
             if let status = carryOut(directives) { return status }
         }
-        return 0
+        return exitStatus ?? 0
+    }
+
+    /// Reads and handles the datagrams waiting on one socket: at most
+    /// `Settings.receiveQueueDatagramsMax` in one turn, so that the loop's other inputs and
+    /// timers are not held back by a flood. Honest traffic first: past
+    /// `receiveQueueStrangersPercent` of that many in one turn, a datagram whose header does not
+    /// claim a known member as its sender is dropped unread (a flood of junk and invented peers
+    /// cannot crowd out the group's own commands; a forged claim is still checked when decoded).
+    private func readDatagrams(from socket: Int32, viaGroup: Bool) {
+        let turnMax = instance.settings.receiveQueueDatagramsMax
+        let strangersMax = turnMax * instance.settings.receiveQueueStrangersPercent / 100
+        var (read, strangers) = (0, 0)
+        while exitStatus == nil, read < turnMax,
+            let received = transport.receive(
+                on: socket, into: &receiveBuffer, control: &receiveControl, clock: clock)
+        {
+            read += 1
+            let bytes = Array(receiveBuffer[0..<received.count])
+            if WireFormat.claimedSender(of: bytes).map({ instance.peers[PeerID($0)] == nil }) ?? true {
+                strangers += 1
+                if strangers > strangersMax {
+                    strangersDropped += 1
+                    continue
+                }
+            }
+            let directives = instance.onDatagram(
+                bytes, from: received.source, receivedAt: received.stamp, now: clock.now(), viaGroup: viaGroup)
+            finishIf(carryOut(directives))
+        }
+    }
+
+    /// The wake-up timer fired.
+    private func fireTick() -> Int32? { carryOut(instance.onTick(now: clock.now())) }
+
+    /// The player's timer fired.
+    private func firePlayerTimer() -> Int32? { playerChanged(reports: player.advance(now: clock.now())) }
+
+    /// Something outside `run()`'s loop ended the agent: `run()` returns `status`.
+    private func finishIf(_ status: Int32?) {
+        guard let status, exitStatus == nil else { return }
+        exitStatus = status
+        feed.yield(.finished)
     }
 
     /// Carries out directives in order, then hands the player's reports back to the instance;
@@ -285,14 +326,7 @@ public actor AgentShell {
             case .unicast(let datagram, let destination):
                 send(datagram, to: destination)
             case .emit(let event):
-                switch event {
-                case .peerJoined, .peerLeft, .session:
-                    // Rebuilt from the peer table (at most `Settings.peersMax`), so that it cannot
-                    // drift from it however the table changed (a leave and rejoin, a reset).
-                    memberIDs.replace(with: instance.peers.keys.map(\.rawValue))
-                default: break
-                }
-                wire.receiveQueueDrops = queuedDatagrams.dropped
+                wire.receiveQueueDrops = strangersDropped
                 wire.kernelDrops = transport.kernelDrops
                 let now = AgentClock.trueUnixNanosNow()
                 switch mode {
@@ -310,11 +344,9 @@ public actor AgentShell {
                 // Set again only to fire sooner: a timer already due earlier fires as it is, and
                 // that tick (harmless when early) asks for the later instant. Most datagrams move
                 // the wake-up later (a peer heard): this spares a reschedule for each of them.
-                let now = clock.now().monotonic
-                if let due = timerDue, due > now, due <= instant { continue }
-                timerDue = instant
-                let delayNanos = max(0, instant.nanos - now.nanos)
-                timer.schedule(deadline: .now() + .nanoseconds(Int(delayNanos)), leeway: .nanoseconds(0))
+                guard let tickTimer else { continue }
+                if let due = loop.due(tickTimer), due > clock.now().monotonic, due <= instant { continue }
+                loop.schedule(tickTimer, at: instant)
             case .exit(let status):
                 return status
             }
@@ -329,11 +361,7 @@ public actor AgentShell {
         for report in reports {
             if let status = carryOut(instance.onPlayerReport(report, now: clock.now())) { return status }
         }
-        let now = clock.now()
-        if let due = player.nextEvent(now: now) {
-            let delayNanos = max(0, due.nanos - now.monotonic.nanos)
-            playerTimer.schedule(deadline: .now() + .nanoseconds(Int(delayNanos)), leeway: .nanoseconds(0))
-        }
+        if let due = player.nextEvent(now: clock.now()), let playerTimer { loop.schedule(playerTimer, at: due) }
         return nil
     }
 
@@ -405,13 +433,6 @@ public actor AgentShell {
                 ]).serialized)
         }
     }
-}
-
-/// A set of ids shared between the shell and its receive threads.
-final class SharedIDs: Sendable {
-    private let ids = Mutex<Set<UInt64>>([])
-    func contains(_ id: UInt64) -> Bool { ids.withLock { $0.contains(id) } }
-    func replace(with new: some Sequence<UInt64>) { ids.withLock { $0 = Set(new) } }
 }
 
 /// A count of items in flight between threads, with a ceiling.

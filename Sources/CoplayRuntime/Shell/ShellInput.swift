@@ -1,11 +1,9 @@
 import CoplayCore
 
-/// Everything that can wake the shell, delivered through one stream so the instance sees one
-/// input at a time.
+/// The inputs that come from threads of their own, delivered through one stream to the
+/// shell's `run()`. (Datagrams and timers are the event loop's own: it hands them to the shell
+/// directly.)
 enum ShellInput: Sendable {
-    /// A datagram from either socket, stamped when the receive thread got it; `viaGroup` if it
-    /// came to the multicast socket.
-    case datagram([UInt8], from: Endpoint, receivedAt: Timestamp, viaGroup: Bool)
     /// One line from standard input.
     case line(String)
     /// One line from a client of the control socket.
@@ -14,10 +12,9 @@ enum ShellInput: Sendable {
     case endOfInput
     /// SIGINT or SIGTERM.
     case signal(Int32)
-    /// The wake-up timer fired.
-    case tick
-    /// The player's timer fired.
-    case playerTick
+    /// A datagram or a timer, handled on the event loop outside `run()`'s loop, ended the
+    /// agent.
+    case finished
     /// A line from an external player's connection, stamped when it arrived.
     case playerLine([UInt8], receivedAt: Timestamp)
     /// A delegating player connected.

@@ -143,7 +143,7 @@ public final class UDPTransport: Sendable {
 
     private let closed = SharedCounter()
 
-    /// Stops the receive threads (a blocked receive returns at once) and closes the sockets.
+    /// Shuts both sockets down: a receive returns nothing from now on.
     public func close() {
         guard closed.value == 0 else { return }
         closed.value = 1
@@ -175,67 +175,78 @@ public final class UDPTransport: Sendable {
         return sent == bytes.count ? nil : SocketError("send to \(destination)")
     }
 
-    /// Starts one thread per socket that receives datagrams until the process ends and hands
-    /// each to `deliver` with its arrival time. The arrival time is the kernel's receive
-    /// timestamp (SO_TIMESTAMPNS) where available, so a thread scheduled late does not make the
-    /// datagram look late; the monotonic reading is the current one less the datagram's age.
-    /// Datagrams longer than `bytesMax` are cut to `bytesMax + 1` bytes (and so rejected).
-    public func startReceiving(
-        clock: AgentClock, bytesMax: Int,
-        deliver:
-            @escaping @Sendable (_ bytes: [UInt8], _ source: Endpoint, _ stamp: Timestamp, _ viaGroup: Bool) -> Void
-    ) {
+    /// The two sockets, for the event loop to watch: the group socket first.
+    var descriptors: (group: Int32, unicast: Int32) { (groupSocket, unicastSocket) }
+
+    /// Readies both sockets for `receive`: non-blocking, the kernel's receive timestamp and drop
+    /// count with every datagram, and the larger receive buffer.
+    func prepareReceiving() {
         for fd in [groupSocket, unicastSocket] {
             _ = try? Self.set(fd, SOL_SOCKET, SO_TIMESTAMPNS, Int32(1), "SO_TIMESTAMPNS")
             _ = try? Self.set(fd, SOL_SOCKET, SO_RXQ_OVFL, Int32(1), "SO_RXQ_OVFL")
             _ = try? Self.set(fd, SOL_SOCKET, SO_RCVBUF, Self.receiveBufferBytes, "SO_RCVBUF")
-            let drops = fd == groupSocket ? kernelDropsGroup : kernelDropsUnicast
-            let viaGroup = fd == groupSocket
-            BackgroundThread.start {
-                var buffer = [UInt8](repeating: 0, count: bytesMax + 1)
-                var control = [UInt8](repeating: 0, count: 64)
-                while true {
-                    var source = sockaddr_storage()
-                    var ancillary = Ancillary()
-                    let count = buffer.withUnsafeMutableBytes { raw in
-                        control.withUnsafeMutableBytes { controlRaw in
-                            withUnsafeMutablePointer(to: &source) { sourcePointer in
-                                var vector = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
-                                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                                    var message = msghdr()
-                                    message.msg_name = UnsafeMutableRawPointer(sourcePointer)
-                                    message.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
-                                    message.msg_iov = vectorPointer
-                                    message.msg_iovlen = 1
-                                    message.msg_control = controlRaw.baseAddress
-                                    message.msg_controllen = controlRaw.count
-                                    let received = recvmsg(fd, &message, 0)
-                                    if received >= 0 {
-                                        ancillary = Self.ancillary(controlRaw, length: Int(message.msg_controllen))
-                                    }
-                                    return received
-                                }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+    }
+
+    /// One datagram as `receive` read it.
+    struct Received {
+        var count: Int
+        var source: Endpoint
+        var stamp: Timestamp
+    }
+
+    /// Reads the next datagram waiting on `fd` (one of `descriptors`) into `buffer`, without
+    /// waiting; nil when none is waiting (or the socket was closed). A datagram longer than the
+    /// buffer is cut to its length (size the buffer one byte past the longest accepted, and such
+    /// a datagram is rejected). The arrival time is the kernel's receive timestamp
+    /// (SO_TIMESTAMPNS) where available, so a loop that reads late does not make the datagram
+    /// look late: the monotonic reading is the current one less the datagram's age.
+    func receive(
+        on fd: Int32, into buffer: inout [UInt8], control: inout [UInt8], clock: AgentClock
+    ) -> Received? {
+        while closed.value == 0 {
+            var source = sockaddr_storage()
+            var ancillary = Ancillary()
+            let count = buffer.withUnsafeMutableBytes { raw in
+                control.withUnsafeMutableBytes { controlRaw in
+                    withUnsafeMutablePointer(to: &source) { sourcePointer in
+                        var vector = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
+                        return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                            var message = msghdr()
+                            message.msg_name = UnsafeMutableRawPointer(sourcePointer)
+                            message.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                            message.msg_iov = vectorPointer
+                            message.msg_iovlen = 1
+                            message.msg_control = controlRaw.baseAddress
+                            message.msg_controllen = controlRaw.count
+                            let received = recvmsg(fd, &message, Int32(MSG_DONTWAIT))
+                            if received >= 0 {
+                                ancillary = Self.ancillary(controlRaw, length: Int(message.msg_controllen))
                             }
+                            return received
                         }
                     }
-                    if self.closed.value != 0 { return }
-                    if count < 0 {
-                        if errno == EINTR || errno == EAGAIN { continue }
-                        return  // the socket was closed
-                    }
-                    if let overflow = ancillary.kernelDrops { drops.value = overflow }
-                    var stamp = clock.now()
-                    if let kernelNanos = ancillary.receivedAtNanos {
-                        let ageNanos = max(0, AgentClock.trueUnixNanosNow() - kernelNanos)
-                        stamp = Timestamp(
-                            monotonic: MonotonicInstant(nanos: stamp.monotonic.nanos - ageNanos),
-                            wall: WallInstant(unixNanos: stamp.wall.unixNanos - ageNanos))
-                    }
-                    guard let from = Self.endpoint(of: source) else { continue }
-                    deliver(Array(buffer[0..<count]), from, stamp, viaGroup)
                 }
             }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil  // nothing waiting (EAGAIN), or the socket was shut down
+            }
+            if let overflow = ancillary.kernelDrops {
+                (fd == groupSocket ? kernelDropsGroup : kernelDropsUnicast).value = overflow
+            }
+            var stamp = clock.now()
+            if let kernelNanos = ancillary.receivedAtNanos {
+                let ageNanos = max(0, AgentClock.trueUnixNanosNow() - kernelNanos)
+                stamp = Timestamp(
+                    monotonic: MonotonicInstant(nanos: stamp.monotonic.nanos - ageNanos),
+                    wall: WallInstant(unixNanos: stamp.wall.unixNanos - ageNanos))
+            }
+            guard let from = Self.endpoint(of: source) else { continue }
+            return Received(count: count, source: from, stamp: stamp)
         }
+        return nil
     }
 
     /// What the kernel attached to a received datagram.
