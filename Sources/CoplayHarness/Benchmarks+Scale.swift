@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 extension Benchmarks {
     /// One group size's figures.
@@ -89,10 +90,21 @@ extension Benchmarks {
 
     private static func scaleRow(_ count: Int, port: Int, namespace: String, options: Options) throws -> ScaleRow {
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "scale-\(count)"]
+        // Started at once: from a few threads, since starting one process (its pipes and reader
+        // threads) takes the harness several milliseconds, and 64 in turn took a second.
         let started = Int64(Date().timeIntervalSince1970 * 1e9)
-        let agents = try (0..<count).map {
-            try AgentProcess(executable: options.executable, name: "s\($0)", arguments: common, namespace: namespace)
+        let slots = Mutex<[Result<AgentProcess, any Error>?]>(Array(repeating: nil, count: count))
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            let agent = Result {
+                try AgentProcess(
+                    executable: options.executable, name: "s\(index)", arguments: common, namespace: namespace)
+            }
+            slots.withLock { $0[index] = agent }
         }
+        let agents = try slots.withLock { $0 }.map { try $0!.get() }
+        print(
+            "    \(count) processes started in \(String(format: "%.0f", millis(started, Int64(Date().timeIntervalSince1970 * 1e9)))) ms"
+        )
         defer {
             for agent in agents { agent.closeInput() }
             for agent in agents where agent.waitForExit(timeout: .seconds(3)) == nil { agent.signal(SIGKILL) }

@@ -379,4 +379,52 @@ import Testing
         #expect(heardOnce.heartbeats >= 3, "63 one-off hellos (a flood of invented peers) do not slow heartbeats")
         #expect(heardOnce.left == 63, "nor keep the inventions in the table past 1.25 s")
     }
+
+    /// Probe replies alice needs from one peer, answering every probe to it at once, before she
+    /// reports its clock synchronised, in a group of `count` participants.
+    func repliesUntilSynced(inAGroupOf count: Int) -> Int? {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        let members = (0..<count - 1).map { Member(id: PeerID(0xD000 + UInt64($0)), incarnation: Incarnation(1)) }
+        let endpoints = (0..<count - 1).map { Endpoint(address: 0x0A00_0200 + UInt32($0), port: 40_000) }
+        var replies = 0
+        func answer(_ out: [Directive], at millis: Double) -> Bool {
+            for (datagram, destination) in out.unicasts where destination == endpoints[0] {
+                guard case .probe(let probe) = datagram.payload else { continue }
+                let peerReceives = at(millis + 0.04, wallSkewMillis: 50)
+                let reply = ClockProbeReply(
+                    token: probe.token, originWall: probe.originWall, receiveWall: peerReceives.wall,
+                    transmitWall: peerReceives.wall)
+                replies += 1
+                let replyOut = alice.onDatagram(
+                    bytes(.probeReply(reply), from: members[0], sequence: UInt32(10 + replies)),
+                    from: endpoints[0], receivedAt: at(millis + 0.08), now: at(millis + 0.08))
+                if replyOut.events.contains(where: { if case .clockSynced = $0 { true } else { false } }) {
+                    return true
+                }
+            }
+            return false
+        }
+        // Every other participant first (heard twice), the peer whose clock is watched last.
+        for index in (0..<count - 1).reversed() {
+            for (sequence, millis) in [(UInt32(1), 10.0), (2, 20)] {
+                let out = alice.onDatagram(
+                    bytes(
+                        .heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")), from: members[index],
+                        sequence: sequence),
+                    from: endpoints[index], receivedAt: at(millis), now: at(millis))
+                if index == 0, answer(out, at: millis) { return replies }
+            }
+        }
+        for step in stride(from: 21.0, through: 3_000, by: 1) where answer(alice.onTick(now: at(step)), at: step) {
+            return replies
+        }
+        return nil
+    }
+
+    @Test func inAGroupOf64_aClockIsSyncedOnTwoSamples_inAGroupOf4_onFour() {
+        #expect(repliesUntilSynced(inAGroupOf: 4) == 4)
+        #expect(repliesUntilSynced(inAGroupOf: 17) == 2, "past 16 participants, two round trips")
+        #expect(repliesUntilSynced(inAGroupOf: 64) == 2)
+    }
 }

@@ -8,7 +8,7 @@ struct ClockSync: Sendable {
     struct PeerClock: Hashable, Sendable {
         var member: Member
         var estimator: OffsetEstimator
-        /// Set once the estimate has `Settings.offsetSamplesForSync` samples (reported once).
+        /// Set once the estimate has enough samples (`samplesForSync`; reported once).
         var isSynced = false
         var isSuspected = false
         /// Probes sent so far, which sets the spacing of the next.
@@ -106,7 +106,7 @@ struct ClockSync: Sendable {
         case .success(let sample):
             clock.estimator.add(sample)
             var out: [Output] = []
-            if !clock.isSynced, clock.estimator.sampleCount >= settings.offsetSamplesForSync {
+            if !clock.isSynced, clock.estimator.sampleCount >= samplesForSync {
                 clock.isSynced = true
                 out.append(.synced(sender.id))
             }
@@ -136,7 +136,16 @@ struct ClockSync: Sendable {
     /// 64 agents start together, 8 probes from each to each made most of the join's storm.
     private var burstCount: Int {
         let full = max(1, settings.heartbeatFullRateGroupMax)
-        return max(settings.offsetSamplesForSync, settings.probeBurstCount * full / max(full, peers.count + 1))
+        return max(samplesForSync, settings.probeBurstCount * full / max(full, peers.count + 1))
+    }
+
+    /// Samples before an estimate is reported synchronised: `offsetSamplesForSync`, or in a group
+    /// larger than `heartbeatFullRateGroupMax`, `offsetSamplesForSyncLargeGroup` (the warm-up
+    /// goes on to the same number of samples either way).
+    private var samplesForSync: Int {
+        peers.count + 1 > settings.heartbeatFullRateGroupMax
+            ? min(settings.offsetSamplesForSync, settings.offsetSamplesForSyncLargeGroup)
+            : settings.offsetSamplesForSync
     }
 
     private mutating func sendProbe(to clock: inout PeerClock, now: Timestamp, random: inout SplitMix64) -> Output {
