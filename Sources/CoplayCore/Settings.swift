@@ -30,6 +30,9 @@ public struct Settings: Sendable, Equatable {
     /// size: when many start together, hellos are lost in the crowd, and a heartbeat half a
     /// second later (not 2 s, among 64) finds whoever missed them.
     public var heartbeatFullRateAfterJoin: Duration = .seconds(5)
+    /// The same after this agent was stalled (`localStallThreshold`): a peer that gave it up
+    /// meanwhile hears it within half a second, not at its next heartbeat seconds later.
+    public var heartbeatFullRateAfterStall: Duration = .seconds(2)
     /// A hello from a peer is answered with our own hello at most this often.
     public var helloReplyInterval: Duration = .milliseconds(100)
     /// When the copies of a leave go out, from the moment of leaving (it is not repaired, so it is
@@ -47,6 +50,16 @@ public struct Settings: Sendable, Equatable {
     /// probeWarmupCount` samples have arrived, then `probeInterval` apart.
     public var probeWarmupCount = 10
     public var probeWarmupInterval: Duration = .milliseconds(500)
+    /// Warm-up probe exchanges this agent starts per second over all its peers, up to
+    /// `heartbeatFullRateGroupMax` participants: 16 peers at `probeWarmupInterval`. In a larger
+    /// group the budget shrinks in proportion (never below `probeExchangesPerSecondMax`) and each
+    /// peer is warmed up more slowly (its first estimate still comes from the burst): every agent
+    /// receives about as many probes as it sends, and joining a group of 256 must not cost
+    /// anybody 500 probes a second.
+    public var probeWarmupExchangesPerSecondMax = 32.0
+    /// Warm-up and steady probes sent in one tick; more due at once (after a stall) are spread
+    /// over their interval instead.
+    public var routineProbesPerTickMax = 4
     public var probeInterval: Duration = .seconds(3)
     /// Steady-state probe exchanges this agent starts per second, over all its peers: with many
     /// peers each is probed less often than `probeInterval`, so the idle traffic stays bounded

@@ -17,10 +17,11 @@ public enum ScenarioRunner {
         (0..<UInt64(max(0, count))).map { $0 &* 0x9E37_79B9 ^ salt }
     }
 
-    /// Runs `scenario` for every seed, spread over the machine's cores; outcomes in seed order.
-    public static func run<Outcome: Sendable>(
-        _ seeds: [UInt64], seedOf: @escaping @Sendable (Outcome) -> UInt64,
-        scenario: @escaping @Sendable (UInt64) -> Outcome
+    /// Runs `scenario` for every input (a seed), spread over the machine's cores; outcomes in
+    /// seed order.
+    public static func run<Input: Sendable, Outcome: Sendable>(
+        _ seeds: [Input], seedOf: @escaping @Sendable (Outcome) -> UInt64,
+        scenario: @escaping @Sendable (Input) -> Outcome
     ) async -> [Outcome] {
         let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
         return await withTaskGroup(of: [Outcome].self) { group in
@@ -65,8 +66,19 @@ public enum ScenarioRunner {
         ) {
             HostileFuzz(seed: $0, inputs: 20_000).run()
         }
+        // Large groups: 64 to 256 agents with starved and paused ones, five sizes in turn, one
+        // run per 1,000 seeds (at least one of each size).
+        let scaleSeeds = derivedSeeds(count: max(5, seedCount / 1000), salt: scaleSalt)
+        let scale = await run(Array(scaleSeeds.enumerated()), seedOf: \ScaleScenario.Outcome.seed) { index, seed in
+            ScaleScenario(seed: seed, agents: ScaleScenario.sizes[index % ScaleScenario.sizes.count]).run()
+        }
         let elapsed = ContinuousClock.now - started
         var failures: [String] = []
+        for outcome in scale where !outcome.failures.isEmpty {
+            failures.append(
+                "scale seed \(outcome.seed): \(outcome.failures.prefix(3).joined(separator: "; ")) [\(outcome.summary)] — reproduce with COPLAY_SEED=\(outcome.seed) COPLAY_AGENTS=\(outcome.agents) swift test --filter ScaleSimulationTests"
+            )
+        }
         for outcome in fuzz where !outcome.failures.isEmpty {
             failures.append(
                 "hostile fuzz seed \(outcome.seed): \(outcome.failures.joined(separator: "; ")) — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter HostileFuzzTests"
@@ -96,7 +108,9 @@ public enum ScenarioRunner {
             + "\(playback.map(\.commandsIssued).reduce(0, +)) commands; player spread p99 \(percentile(spreads, 0.99) / 1000) µs; "
             + "\(replication.count) replication runs, \(replication.map(\.commandsIssued).reduce(0, +)) commands, "
             + "\(replication.map(\.statesAdopted).reduce(0, +)) snapshots adopted; "
-            + "\(fuzz.map(\.datagramsFed).reduce(0, +)) hostile datagrams fuzzed; \(failures.count) failed"
+            + "\(fuzz.map(\.datagramsFed).reduce(0, +)) hostile datagrams fuzzed; "
+            + "\(scale.count) large groups (\(scale.map { "\($0.agents): formed \($0.formationNanos.map { "\($0 / 1_000_000) ms" } ?? "never"), \(String(format: "%.0f", $0.receivedPerSecondMax))/s" }.joined(separator: ", "))); "
+            + "\(failures.count) failed"
         return (failures, summary)
     }
 
@@ -105,4 +119,5 @@ public enum ScenarioRunner {
     public static let playbackSalt: UInt64 = 0xB1A7
     public static let fuzzSalt: UInt64 = 0xF022
     public static let replicationSalt: UInt64 = 0x5747
+    public static let scaleSalt: UInt64 = 0x5CA1E
 }

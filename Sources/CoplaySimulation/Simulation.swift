@@ -23,6 +23,14 @@ public struct Simulation {
         case heal
         /// Change how the network treats datagrams from now on.
         case conditions(NetworkConditions)
+        /// Stop the node's process for a while (SIGSTOP, then SIGCONT): what arrives meanwhile
+        /// waits in its receive buffer (at most `receiveBufferDatagrams`, the rest is lost), its
+        /// timers wait; when it wakes it reads what waited first, then its timers fire, as the
+        /// agent's event loop does.
+        case pause(node: Int, for: Duration)
+        /// Starve the node of CPU from now on: each input (a datagram, a timer) takes it this
+        /// long, and inputs wait their turn in its receive buffer; `.zero` ends it.
+        case starve(node: Int, perInput: Duration)
     }
 
     public struct Node {
@@ -38,12 +46,34 @@ public struct Simulation {
         fileprivate var wakeGeneration: UInt64 = 0
         fileprivate var playerWakeGeneration: UInt64 = 0
         fileprivate var starts = 0
+        /// Datagrams that reached the node (including those it lost to a full receive buffer).
+        public fileprivate(set) var datagramsReceived = 0
+        /// Datagrams lost because the node's receive buffer was full (the kernel's drops).
+        public fileprivate(set) var receiveBufferDrops = 0
+        /// While paused: until when (true time).
+        public fileprivate(set) var pausedUntil: Int64?
+        /// CPU time each input takes (`Action.starve`); zero for a node that keeps up.
+        fileprivate var perInputNanos: Int64 = 0
+        /// Busy with an input until then.
+        fileprivate var busyUntil: Int64 = 0
+        /// Datagrams waiting to be read, with their arrival times, from `inboxHead` on.
+        fileprivate var inbox: [(bytes: [UInt8], from: Endpoint, arrivedAt: Int64)] = []
+        fileprivate var inboxHead = 0
+        fileprivate var serving = false
+        /// A timer came due while datagrams waited (or the node was paused): it fires once the
+        /// datagrams before this index of `inbox` are read, as the event loop fires its timers
+        /// after reading what poll found waiting.
+        fileprivate var wakeAfter: Int?
+        fileprivate var waiting: Int { inbox.count - inboxHead }
         public var address: UInt32 { 0x0A00_0001 + UInt32(index) }
         public var endpoint: Endpoint { Endpoint(address: address, port: 40_000) }
     }
 
     private enum Item {
         case deliver(bytes: [UInt8], from: Endpoint, to: Int)
+        /// A paused or starved node reads the next datagram of its receive buffer.
+        case serve(node: Int)
+        case resume(node: Int)
         case wake(node: Int, generation: UInt64)
         case playerWake(node: Int, generation: UInt64)
         case act(Action)
@@ -57,7 +87,13 @@ public struct Simulation {
     public private(set) var nowNanos: Int64 = 0
     public private(set) var datagramsSent = 0
     public private(set) var datagramsDelivered = 0
+    /// Datagrams that reached a node, by the type byte of their header (a look at what the
+    /// traffic is made of).
+    public private(set) var receivedByType: [UInt8: Int] = [:]
     public var eventLogMax = 50_000
+    /// Datagrams a paused or starved node's receive buffer holds (the agent asks the kernel for
+    /// 1 MiB; a few hundred-byte datagrams each take about 1 KiB of it).
+    public var receiveBufferDatagrams = 1024
     /// Settings of particular nodes (their own policies), in place of `settings`.
     public var settingsOfNode: [Int: Settings] = [:]
     /// The player a node starts with (and gets again after a crash), when not the default one:
@@ -82,7 +118,11 @@ public struct Simulation {
         random = SplitMix64(seed: seed)
         var ids = SplitMix64(seed: seed ^ 0x1D5)
         nodes = clocks.indices.map { Node(index: $0, id: PeerID(ids.next()), clock: clocks[$0]) }
+        nodeAt = Dictionary(uniqueKeysWithValues: nodes.map { ($0.address, $0.index) })
     }
+
+    /// Nodes by address (for unicast).
+    private let nodeAt: [UInt32: Int]
 
     public mutating func schedule(_ action: Action, at trueNanos: Int64) {
         queue.push(.act(action), at: trueNanos)
@@ -105,18 +145,38 @@ public struct Simulation {
             switch item {
             case .deliver(let bytes, let source, let index):
                 datagramsDelivered += 1
-                guard var instance = nodes[index].instance else { continue }
-                let now = nodes[index].clock.timestamp(atTrue: at)
-                let directives = instance.onDatagram(bytes, from: source, receivedAt: now, now: now)
-                nodes[index].instance = instance
-                carryOut(directives, for: index)
+                guard nodes[index].instance != nil else { continue }
+                nodes[index].datagramsReceived += 1
+                if bytes.count > 5 { receivedByType[bytes[5], default: 0] += 1 }
+                if nodes[index].pausedUntil != nil || nodes[index].busyUntil > at || nodes[index].waiting > 0 {
+                    hold(bytes, from: source, at: at, for: index)
+                } else {
+                    receive(bytes, from: source, arrivedAt: at, by: index)
+                }
+            case .serve(let index):
+                nodes[index].serving = false
+                serve(index)
+            case .resume(let index):
+                guard let until = nodes[index].pausedUntil, until <= at else { continue }
+                nodes[index].pausedUntil = nil
+                // Awake, the loop reads everything that waited before its timers fire.
+                if nodes[index].wakeAfter != nil { nodes[index].wakeAfter = nodes[index].inbox.count }
+                serve(index)
             case .wake(let index, let generation):
-                guard generation == nodes[index].wakeGeneration, var instance = nodes[index].instance else { continue }
-                let directives = instance.onTick(now: nodes[index].clock.timestamp(atTrue: at))
-                nodes[index].instance = instance
-                carryOut(directives, for: index)
+                guard generation == nodes[index].wakeGeneration, nodes[index].instance != nil else { continue }
+                if nodes[index].pausedUntil != nil || nodes[index].waiting > 0 {
+                    if nodes[index].wakeAfter == nil { nodes[index].wakeAfter = nodes[index].inbox.count }
+                } else if nodes[index].busyUntil > at {
+                    queue.push(.wake(node: index, generation: generation), at: nodes[index].busyUntil)
+                } else {
+                    tick(index)
+                }
             case .playerWake(let index, let generation):
                 guard generation == nodes[index].playerWakeGeneration, nodes[index].instance != nil else { continue }
+                if let until = nodes[index].pausedUntil {
+                    queue.push(.playerWake(node: index, generation: generation), at: until)
+                    continue
+                }
                 let now = nodes[index].clock.timestamp(atTrue: at)
                 feed(nodes[index].player.advance(now: now), to: index, now: now)
                 schedulePlayerWake(for: index)
@@ -130,6 +190,69 @@ public struct Simulation {
 
     public mutating func run(for duration: Duration) -> Bool {
         run(until: nowNanos + duration.nanoseconds)
+    }
+
+    // MARK: Processes that fall behind
+
+    /// A datagram for a node that is paused, busy, or has others waiting: into its receive
+    /// buffer, or lost if that is full.
+    private mutating func hold(_ bytes: [UInt8], from source: Endpoint, at arrival: Int64, for index: Int) {
+        guard nodes[index].waiting < receiveBufferDatagrams else {
+            nodes[index].receiveBufferDrops += 1
+            return
+        }
+        if nodes[index].inboxHead > 4096, nodes[index].inboxHead * 2 > nodes[index].inbox.count {
+            nodes[index].inbox.removeFirst(nodes[index].inboxHead)
+            nodes[index].wakeAfter = nodes[index].wakeAfter.map { max(0, $0 - nodes[index].inboxHead) }
+            nodes[index].inboxHead = 0
+        }
+        nodes[index].inbox.append((bytes, source, arrival))
+        if nodes[index].pausedUntil == nil { scheduleServe(index, at: max(nowNanos, nodes[index].busyUntil)) }
+    }
+
+    private mutating func scheduleServe(_ index: Int, at time: Int64) {
+        guard !nodes[index].serving else { return }
+        nodes[index].serving = true
+        queue.push(.serve(node: index), at: time)
+    }
+
+    /// Reads the next waiting datagram (a starved node one per `perInputNanos`; a node that
+    /// keeps up all of them now), or fires the timer that came due behind those read.
+    private mutating func serve(_ index: Int) {
+        guard nodes[index].pausedUntil == nil, nodes[index].instance != nil else { return }
+        guard nodes[index].busyUntil <= nowNanos else { return scheduleServe(index, at: nodes[index].busyUntil) }
+        if let after = nodes[index].wakeAfter, nodes[index].inboxHead >= after {
+            nodes[index].wakeAfter = nil
+            tick(index)
+        } else if nodes[index].waiting > 0 {
+            let next = nodes[index].inbox[nodes[index].inboxHead]
+            nodes[index].inboxHead += 1
+            receive(next.bytes, from: next.from, arrivedAt: next.arrivedAt, by: index)
+        }
+        if nodes[index].waiting > 0 || nodes[index].wakeAfter != nil {
+            scheduleServe(index, at: max(nowNanos, nodes[index].busyUntil))
+        }
+    }
+
+    /// The node reads one datagram, stamped with its arrival (the kernel's timestamp) and
+    /// handled now.
+    private mutating func receive(_ bytes: [UInt8], from source: Endpoint, arrivedAt: Int64, by index: Int) {
+        let (receivedAt, now) = (
+            nodes[index].clock.timestamp(atTrue: arrivedAt), nodes[index].clock.timestamp(atTrue: nowNanos)
+        )
+        // Mutated in place: a copy taken out and put back would share the instance's tables, and
+        // its first change would copy them all.
+        guard let directives = nodes[index].instance?.onDatagram(bytes, from: source, receivedAt: receivedAt, now: now)
+        else { return }
+        nodes[index].busyUntil = nowNanos + nodes[index].perInputNanos
+        carryOut(directives, for: index)
+    }
+
+    private mutating func tick(_ index: Int) {
+        let now = nodes[index].clock.timestamp(atTrue: nowNanos)
+        guard let directives = nodes[index].instance?.onTick(now: now) else { return }
+        nodes[index].busyUntil = nowNanos + nodes[index].perInputNanos
+        carryOut(directives, for: index)
     }
 
     // MARK: Observations
@@ -186,13 +309,14 @@ public struct Simulation {
             carryOut(directives, for: index)
         case .crash(let index):
             nodes[index].instance = nil
+            (nodes[index].inbox, nodes[index].inboxHead, nodes[index].wakeAfter) = ([], 0, nil)
+            nodes[index].pausedUntil = nil
             nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
             nodes[index].wakeGeneration += 1
             nodes[index].playerWakeGeneration += 1
         case .command(let index, let command):
-            guard var instance = nodes[index].instance else { return }
-            let directives = instance.onCommand(command, now: nodes[index].clock.timestamp(atTrue: nowNanos))
-            nodes[index].instance = instance
+            let now = nodes[index].clock.timestamp(atTrue: nowNanos)
+            guard let directives = nodes[index].instance?.onCommand(command, now: now) else { return }
             carryOut(directives, for: index)
         case .partition(let groups):
             var membership = Array(0..<nodes.count)  // unlisted nodes stand alone
@@ -204,6 +328,12 @@ public struct Simulation {
             groupOf = nil
         case .conditions(let newConditions):
             conditions = newConditions
+        case .pause(let index, let duration):
+            let until = nowNanos + duration.nanoseconds
+            nodes[index].pausedUntil = max(nodes[index].pausedUntil ?? 0, until)
+            queue.push(.resume(node: index), at: until)
+        case .starve(let index, let perInput):
+            nodes[index].perInputNanos = max(0, perInput.nanoseconds)
         }
     }
 
@@ -222,7 +352,7 @@ public struct Simulation {
             case .unicast(let datagram, let endpoint):
                 let bytes = WireFormat.encode(datagram)
                 datagramsSent += 1
-                if let receiver = nodes.firstIndex(where: { IPAddress(ipv4: $0.address) == endpoint.address }),
+                if let address = endpoint.address.ipv4, let receiver = nodeAt[address],
                     endpoint.port == nodes[receiver].endpoint.port
                 {
                     transmit(bytes, from: index, to: receiver)
@@ -256,9 +386,7 @@ public struct Simulation {
     /// Hands the player's reports to the node's instance, as the shell does.
     private mutating func feed(_ reports: [PlayerReport], to index: Int, now: Timestamp) {
         for report in reports {
-            guard var instance = nodes[index].instance else { return }
-            let directives = instance.onPlayerReport(report, now: now)
-            nodes[index].instance = instance
+            guard let directives = nodes[index].instance?.onPlayerReport(report, now: now) else { return }
             carryOut(directives, for: index)
         }
     }

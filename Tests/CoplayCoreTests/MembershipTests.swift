@@ -380,6 +380,49 @@ import Testing
         #expect(heardOnce.left == 63, "nor keep the inventions in the table past 1.25 s")
     }
 
+    @Test func inAGroupOf64_anAgentWokenFromAStall_heartbeatsAtTheFullRateForAWhile() {
+        var settled = Settings()
+        settled.heartbeatFullRateAfterJoin = .zero  // as long after joining
+        var alice = makeInstance(settings: settled)
+        _ = alice.start(now: at(0))
+        for index in 0..<63 {
+            let member = Member(id: PeerID(0xD000 + UInt64(index)), incarnation: Incarnation(1))
+            for (sequence, millis) in [(UInt32(1), 10.0), (2, 20)] {
+                _ = alice.onDatagram(
+                    bytes(
+                        .heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")), from: member,
+                        sequence: sequence),
+                    from: Endpoint(address: 0x0A00_0200 + UInt32(index), port: 40_000), receivedAt: at(millis),
+                    now: at(millis))
+            }
+        }
+        var sequence: UInt32 = 2
+        // Alice ticks every 10 ms; her peers heartbeat every second.
+        func heartbeats(from start: Double, to end: Double) -> Int {
+            stride(from: start, through: end, by: 10).map { step in
+                if step.truncatingRemainder(dividingBy: 1_000) == 0 {
+                    sequence += 1
+                    for index in 0..<63 {
+                        _ = alice.onDatagram(
+                            bytes(
+                                .heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")),
+                                from: Member(id: PeerID(0xD000 + UInt64(index)), incarnation: Incarnation(1)),
+                                sequence: sequence),
+                            from: Endpoint(address: 0x0A00_0200 + UInt32(index), port: 40_000), receivedAt: at(step),
+                            now: at(step))
+                    }
+                }
+                return alice.onTick(now: at(step)).multicasts.filter {
+                    if case .heartbeat = $0.payload { true } else { false }
+                }.count
+            }.reduce(0, +)
+        }
+        #expect(heartbeats(from: 500, to: 6_000) <= 3, "among 64, a heartbeat every 2 s")
+        // Stalled from 6 s to 16 s (its heartbeat due meanwhile), then it ticks again.
+        #expect(heartbeats(from: 16_000, to: 17_600) >= 3, "woken, every 500 ms for 2 s")
+        #expect(heartbeats(from: 18_100, to: 21_900) <= 2, "then every 2 s again")
+    }
+
     /// Probe replies alice needs from one peer, answering every probe to it at once, before she
     /// reports its clock synchronised, in a group of `count` participants.
     func repliesUntilSynced(inAGroupOf count: Int) -> Int? {

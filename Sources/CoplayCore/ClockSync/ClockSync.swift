@@ -54,11 +54,14 @@ struct ClockSync: Sendable {
         }
         let probe = sendProbe(to: &clock, now: now, random: &random)
         peers[member.id] = clock
+        nextWake = min(nextWake ?? clock.nextProbeAt, clock.nextProbeAt)
         return [probe]
     }
 
     mutating func onPeerLeft(_ peer: PeerID) {
-        guard let clock = peers.removeValue(forKey: peer), clock.estimator.sampleCount > 0 else { return }
+        guard let clock = peers.removeValue(forKey: peer) else { return }
+        if nextWake == clock.nextProbeAt { refreshNextWake() }
+        guard clock.estimator.sampleCount > 0 else { return }
         retired[peer] = clock.estimator
         retiredOrder.removeAll { $0 == peer }
         retiredOrder.append(peer)
@@ -68,12 +71,15 @@ struct ClockSync: Sendable {
     /// Left the session: live peers are forgotten (their estimators retired).
     mutating func stop() {
         for peer in peers.keys.sorted() { onPeerLeft(peer) }
+        nextWake = nil
     }
 
     /// The peer went quiet: probe it now, then every `suspectProbeInterval`.
     mutating func onSuspected(_ peer: PeerID, now: MonotonicInstant) {
+        guard peers[peer] != nil else { return }
         peers[peer]?.isSuspected = true
         peers[peer]?.nextProbeAt = now
+        nextWake = min(nextWake ?? now, now)
     }
 
     /// The peer was heard again: back to its cadence, soon.
@@ -82,6 +88,7 @@ struct ClockSync: Sendable {
         clock.isSuspected = false
         clock.nextProbeAt = min(clock.nextProbeAt, heardAt + settings.probeWarmupInterval)
         peers[peer] = clock
+        nextWake = min(nextWake ?? clock.nextProbeAt, clock.nextProbeAt)
     }
 
     /// Answers a probe with this agent's receive and transmit times.
@@ -120,16 +127,49 @@ struct ClockSync: Sendable {
     mutating func tick(now: Timestamp, random: inout SplitMix64) -> [Output] {
         var out: [Output] = []
         let expiry = now.monotonic - settings.probeTimeout
-        for id in peers.keys.sorted() {
+        // Only the peers with a probe due or one to forget, in a fixed order (replayable runs).
+        let due = peers.compactMap { id, clock in
+            clock.nextProbeAt <= now.monotonic || clock.outstanding.values.contains { $0 <= expiry } ? id : nil
+        }
+        var routine = 0
+        for id in due.sorted() {
             guard var clock = peers[id] else { continue }
             clock.outstanding = clock.outstanding.filter { $0.value > expiry }
-            if clock.nextProbeAt <= now.monotonic { out.append(sendProbe(to: &clock, now: now, random: &random)) }
+            if clock.nextProbeAt <= now.monotonic {
+                // Warm-up and steady probes come a few at a time: many due at once means this
+                // agent was stalled (or its ticks late), and they are spread over their interval
+                // rather than sent in a burst (256 agents: one woken from a 10 s pause sent 255
+                // probes at once). Bursts to new peers and probes of suspects are not held back.
+                if !clock.isSuspected, clock.probesSent >= burstCount {
+                    routine += 1
+                    if routine > settings.routineProbesPerTickMax {
+                        let interval = nextInterval(for: clock, random: &random)
+                        clock.nextProbeAt =
+                            now.monotonic + .nanoseconds(Int64(random.nextUnit() * Double(interval.nanoseconds)))
+                        peers[id] = clock
+                        continue
+                    }
+                }
+                out.append(sendProbe(to: &clock, now: now, random: &random))
+            }
             peers[id] = clock
         }
+        if !due.isEmpty { refreshNextWake() }
         return out
     }
 
-    var nextWake: MonotonicInstant? { peers.values.map(\.nextProbeAt).min() }
+    /// The earliest probe due: kept up to date by every change to a peer's `nextProbeAt` (it is
+    /// asked after every input; a pass over the peers each time made a heartbeat's cost grow
+    /// with the group).
+    private(set) var nextWake: MonotonicInstant?
+
+    private mutating func refreshNextWake() {
+        var earliest: MonotonicInstant?
+        for clock in peers.values where earliest.map({ clock.nextProbeAt < $0 }) ?? true {
+            earliest = clock.nextProbeAt
+        }
+        nextWake = earliest
+    }
 
     /// Probes in the burst to a new peer: `probeBurstCount` in a small group, fewer in a larger
     /// one (in proportion past `heartbeatFullRateGroupMax`), never fewer than a sync needs. When
@@ -146,6 +186,19 @@ struct ClockSync: Sendable {
         peers.count + 1 > settings.heartbeatFullRateGroupMax
             ? min(settings.offsetSamplesForSync, settings.offsetSamplesForSyncLargeGroup)
             : settings.offsetSamplesForSync
+    }
+
+    /// The spacing of the probes to a suspected peer: `suspectProbeInterval` up to
+    /// `heartbeatFullRateGroupMax` participants; beyond, longer by the square of the group's
+    /// scale but never so long that fewer than three fit between suspicion and departure. Every
+    /// member probes a suspect, so at 50 ms a starved agent that 95 others suspected received
+    /// 1,900 probes a second and could never catch up (the scale simulation's 96 agents); now a
+    /// suspect receives at most about 150 a second from the whole group, whatever its size.
+    private var suspectProbeInterval: Duration {
+        let scale = max(1, Double(peers.count + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
+        guard scale > 1 else { return settings.suspectProbeInterval }
+        let threeChances = (settings.deadAfter - settings.suspectAfter) * (scale / 3)
+        return max(settings.suspectProbeInterval, min(settings.suspectProbeInterval * (scale * scale), threeChances))
     }
 
     private mutating func sendProbe(to clock: inout PeerClock, now: Timestamp, random: inout SplitMix64) -> Output {
@@ -167,10 +220,19 @@ struct ClockSync: Sendable {
     /// warm-up rather than leaving the estimate thin), then the steady cadence, stretched so that
     /// this agent starts at most `probeExchangesPerSecondMax` exchanges a second over all peers.
     private func nextInterval(for clock: PeerClock, random: inout SplitMix64) -> Duration {
-        if clock.isSuspected { return settings.suspectProbeInterval }
+        if clock.isSuspected { return suspectProbeInterval }
         if clock.probesSent < burstCount { return settings.probeBurstSpacing }
         if clock.estimator.sampleCount < burstCount + settings.probeWarmupCount {
-            return random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
+            // Within a budget over all peers that shrinks as the group grows (RTCP's rule again):
+            // 255 peers each warmed up every 500 ms were 510 probes a second from every agent of
+            // 256, for as long as the warm-ups lasted.
+            let full = Double(max(1, settings.heartbeatFullRateGroupMax))
+            let budget = max(
+                settings.probeExchangesPerSecondMax,
+                settings.probeWarmupExchangesPerSecondMax * min(1, full / Double(peers.count + 1)))
+            let budgeted = Duration.nanoseconds(Int64(Double(max(peers.count, 1)) / budget * 1e9))
+            return random.jittered(
+                max(settings.probeWarmupInterval, budgeted), fraction: settings.probeJitterFraction)
         }
         let budgeted = Duration.nanoseconds(
             Int64(Double(max(peers.count, 1)) / settings.probeExchangesPerSecondMax * 1e9))

@@ -24,8 +24,9 @@ struct Membership: Sendable {
     /// When the remaining hellos of the announce burst are due, earliest first.
     private var announcesDue: [MonotonicInstant] = []
     private var nextHeartbeatAt: MonotonicInstant?
-    /// When this membership joined (its first seconds go at the full heartbeat rate).
-    private var joinedAt: MonotonicInstant?
+    /// Until when heartbeats go at the full rate whatever the group's size: the first seconds
+    /// after joining, and after a stall.
+    private var fullRateUntil: MonotonicInstant?
     /// Memberships that ended gracefully or were replaced, with when to forget them. At most
     /// `Settings.departedMax`; the one forgotten soonest goes first.
     private var departed: [Member: MonotonicInstant] = [:]
@@ -41,7 +42,7 @@ struct Membership: Sendable {
     /// Joined: the announce burst and the heartbeat begin.
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {
         lastTickAt = now
-        joinedAt = now
+        fullRateUntil = now + settings.heartbeatFullRateAfterJoin
         scaleAtLastTick = 1
         announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
         nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
@@ -50,6 +51,8 @@ struct Membership: Sendable {
     /// Left: no more announcements; the table is emptied (the departures are not reported).
     mutating func stop() {
         lastTickAt = nil
+        silenceDeadline = nil
+        establishedCount = 0
         peers.removeAll()
         announcesDue.removeAll()
         nextHeartbeatAt = nil
@@ -103,11 +106,14 @@ struct Membership: Sendable {
     /// Anything from a known membership proves it alive.
     mutating func heard(_ sender: Member, at heardAt: MonotonicInstant) -> [Output] {
         guard var record = peers[sender.id], record.member == sender else { return [] }
+        let wasEstablished = record.isEstablished
         record.lastHeard = max(record.lastHeard, heardAt)
+        if !wasEstablished, record.isEstablished { establishedCount += 1 }
         var out: [Output] = []
         if record.liveness == .suspected {
             record.liveness = .alive
             out.append(.responsive(record))
+            lowerSilenceDeadline(for: record)
         }
         peers[sender.id] = record
         return out
@@ -120,6 +126,13 @@ struct Membership: Sendable {
         if let last = lastTickAt, now - last > settings.localStallThreshold * groupScale {
             forgiveSilence(during: now - last, now: now)
         }
+        // This agent's own heartbeat is late by more than the stall threshold: it was stalled
+        // (paused, starved). Peers may have given it up meanwhile — in a large group heartbeats
+        // are seconds apart, and one lost just before or after the stall is enough — so a few
+        // heartbeats at the full rate find them at once, not at the next one seconds later.
+        if let due = nextHeartbeatAt, now - due > settings.localStallThreshold {
+            fullRateUntil = max(fullRateUntil ?? now, now + settings.heartbeatFullRateAfterStall)
+        }
         lastTickAt = now
         while let due = announcesDue.first, due <= now {
             announcesDue.removeFirst()
@@ -129,26 +142,51 @@ struct Membership: Sendable {
             out.append(.announce(isHello: false))
             // Newly joined, at the full rate: a hello lost in a crowded start is made up for in
             // half a second, not in the large group's interval.
-            let isNew = joinedAt.map { now - $0 < settings.heartbeatFullRateAfterJoin } ?? false
-            let interval = isNew ? settings.heartbeatInterval : heartbeatInterval
+            let isFullRate = fullRateUntil.map { now < $0 } ?? false
+            let interval = isFullRate ? settings.heartbeatInterval : heartbeatInterval
             nextHeartbeatAt = now + random.jittered(interval, fraction: settings.heartbeatJitterFraction)
         }
-        scaleAtLastTick = groupScale
+        let scale = groupScale
+        // A pass over the peers only when a silence may have come to its limit: the cached
+        // deadline is due, or the group shrank (and its silences with it).
+        if scale < scaleAtLastTick || silenceDeadline.map({ $0 <= now }) ?? false {
+            scaleAtLastTick = scale
+            judgeSilences(now: now, into: &out)
+        }
+        scaleAtLastTick = scale
+        departed = departed.filter { $0.value > now }
+        return out
+    }
+
+    /// Suspects the peers silent for their suspicion limit, removes those silent for their
+    /// departure limit (in a fixed order, for replayable runs), and finds the next deadline.
+    private mutating func judgeSilences(now: MonotonicInstant, into out: inout [Output]) {
         let silences = silences(scale: scaleAtLastTick)
-        for id in peers.keys.sorted() {
+        silenceDeadline = nil
+        var due: [PeerID] = []
+        for (id, record) in peers {
+            let deadline = Self.deadline(of: record, silences)
+            if deadline <= now {
+                due.append(id)
+            } else {
+                silenceDeadline = min(silenceDeadline ?? deadline, deadline)
+            }
+        }
+        for id in due.sorted() {
             guard var record = peers[id] else { continue }
             let silence = now - record.lastHeard
             let limits = silences.of(record)
             if silence >= limits.dead {
                 remove(record, because: .timeout, now: now, into: &out)
+                continue
             } else if silence >= limits.suspect, record.liveness == .alive {
                 record.liveness = .suspected
                 peers[id] = record
                 out.append(.unresponsive(record))
             }
+            let deadline = Self.deadline(of: record, silences)
+            silenceDeadline = min(silenceDeadline ?? deadline, deadline)
         }
-        departed = departed.filter { $0.value > now }
-        return out
     }
 
     /// This agent did not run for `stall` (SIGSTOP, a starved machine, a suspended laptop): its
@@ -162,6 +200,8 @@ struct Membership: Sendable {
             forgiven.lastHeard = min(now, record.lastHeard + stall)
             peers[id] = forgiven
         }
+        establishedCount = peers.values.filter(\.isEstablished).count
+        silenceDeadline = now  // looked at again in this tick
     }
 
     /// How much longer than in a small group the heartbeat interval and the silences are: 1 up
@@ -169,8 +209,7 @@ struct Membership: Sendable {
     /// Only peers heard more than once count: a flood of hellos of invented peers (each heard
     /// once) must not slow this agent's heartbeats, nor keep the inventions in the table longer.
     var groupScale: Double {
-        let established = peers.values.filter(\.isEstablished).count
-        return max(1, Double(established + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
+        max(1, Double(establishedCount + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
     }
     var heartbeatInterval: Duration { settings.heartbeatInterval * groupScale }
     /// The silences after which a peer is suspected and declared gone: scaled for an established
@@ -194,16 +233,31 @@ struct Membership: Sendable {
             heardOnce: (settings.suspectAfter, settings.deadAfter))
     }
 
-    /// The earliest instant at which `tick` has something to do.
+    /// The earliest instant at which `tick` has something to do. Worked out without a pass over
+    /// the peers (it is asked after every input, and the pass made a heartbeat's cost grow with
+    /// the group): `silenceDeadline` may be early, never late.
     var nextWake: MonotonicInstant? {
-        var earliest = [announcesDue.first, nextHeartbeatAt].compactMap { $0 }.min()
-        let silences = silences(scale: scaleAtLastTick)
-        for record in peers.values {
-            let limits = silences.of(record)
-            let due = record.lastHeard + (record.liveness == .alive ? limits.suspect : limits.dead)
-            if earliest.map({ due < $0 }) ?? true { earliest = due }
-        }
-        return earliest
+        [announcesDue.first, nextHeartbeatAt, silenceDeadline].compactMap { $0 }.min()
+    }
+
+    /// When a peer's silence comes to its next limit: suspicion for a peer alive, departure for
+    /// one suspected.
+    private static func deadline(of record: PeerRecord, _ silences: Silences) -> MonotonicInstant {
+        let limits = silences.of(record)
+        return record.lastHeard + (record.liveness == .alive ? limits.suspect : limits.dead)
+    }
+
+    /// The earliest `deadline` of any peer as the last tick found it, lowered since by each
+    /// record whose deadline may have moved earlier (a newcomer, a suspected peer heard again;
+    /// a peer heard moves its own later). So it is never later than the true earliest: the
+    /// agent may be woken early, and that tick finds the exact one.
+    private var silenceDeadline: MonotonicInstant?
+    /// The peers heard more than once (`PeerRecord.isEstablished`), counted as they change.
+    private var establishedCount = 0
+
+    private mutating func lowerSilenceDeadline(for record: PeerRecord) {
+        let due = Self.deadline(of: record, silences(scale: scaleAtLastTick))
+        silenceDeadline = min(silenceDeadline ?? due, due)
     }
 
     /// The name to show for a member: its own, a peer's, or the start of its id.
@@ -239,6 +293,7 @@ struct Membership: Sendable {
         }
         let record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt)
         peers[sender.id] = record
+        lowerSilenceDeadline(for: record)
         if admitted.insert(sender).inserted {
             admittedOrder.append(sender)
             if admittedOrder.count > settings.membersRememberedMax { admitted.remove(admittedOrder.removeFirst()) }
@@ -250,7 +305,7 @@ struct Membership: Sendable {
     private mutating func remove(
         _ record: PeerRecord, because reason: PeerDeparture, now: MonotonicInstant, into out: inout [Output]
     ) {
-        peers[record.member.id] = nil
+        if peers.removeValue(forKey: record.member.id)?.isEstablished == true { establishedCount -= 1 }
         // A membership that ended for sure is remembered, so that its reordered datagrams cannot
         // bring it back. One that merely went silent is not: if it is heard again (a partition
         // healed), it is alive and rejoins the table.
