@@ -222,6 +222,13 @@ struct ClockSync: Sendable {
     private func nextInterval(for clock: PeerClock, random: inout SplitMix64) -> Duration {
         if clock.isSuspected { return suspectProbeInterval }
         if clock.probesSent < burstCount { return settings.probeBurstSpacing }
+        // Not synchronised yet (a probe or reply of the burst was lost): every
+        // `probeWarmupInterval`, outside the budget, which is for refining estimates (among 64,
+        // a peer whose burst lost one probe waited up to 8 s for its first offset). For 8 more
+        // probes at most: a peer that answers none (unicast blocked) falls back to the budget.
+        if !clock.isSynced, clock.probesSent < burstCount + settings.probeBurstCount {
+            return random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
+        }
         if clock.estimator.sampleCount < burstCount + settings.probeWarmupCount {
             // Within a budget over all peers that shrinks as the group grows (RTCP's rule again):
             // 255 peers each warmed up every 500 ms were 510 probes a second from every agent of
