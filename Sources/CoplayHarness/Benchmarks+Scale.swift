@@ -21,6 +21,8 @@ extension Benchmarks {
         var idleCPU = 0.0
         var busyCPU = 0.0
         var receivedPerAgent = Distribution([])
+        /// Bytes a second each agent sent in the idle window.
+        var sentBytesPerAgent = Distribution([])
         var residentMiB = Distribution([])
     }
 
@@ -35,7 +37,8 @@ extension Benchmarks {
         defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
         try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
         print(
-            "scale: N agents started at once in namespace \(namespace) (one host, loopback), \(options.seconds) s idle")
+            "scale: N agents started at once in namespace \(namespace) (one host, loopback), \(options.seconds) s idle from \(options.settleSeconds) s after the group formed"
+        )
         var rows: [ScaleRow] = []
         for (index, count) in sizes.enumerated() {
             let row = try scaleRow(count, port: 47_800 + index, namespace: namespace, options: options)
@@ -78,6 +81,7 @@ extension Benchmarks {
             "    CPU, whole group: idle \(String(format: "%.1f", row.idleCPU))% of a core, while pausing \(String(format: "%.1f", row.busyCPU))%"
         )
         print("    datagrams received per agent: \(row.receivedPerAgent.summary(unit: "/s", decimals: 0))")
+        print("    bytes sent per agent: \(row.sentBytesPerAgent.summary(unit: "B/s", decimals: 0))")
         // Idle, every agent's CPU goes to what it receives (it sends a few datagrams a second).
         let received = row.receivedPerAgent.sorted.reduce(0, +)
         if received > 0 {
@@ -130,15 +134,16 @@ extension Benchmarks {
                 .atUnixNanos
         }.max()
         if formed, let lastJoined { row.allSeeAllAfterLastJoined = millis(lastJoined, latest) }
-        sleep(8)  // past the announce bursts and the clock warm-up (8 probes, then 10 samples 0.5 s apart)
+        sleep(UInt32(options.settleSeconds))  // past the announce bursts and full-rate heartbeats (`--settle`)
 
-        // Idle: CPU and datagrams received over `seconds`.
-        func counters(_ agent: AgentProcess) -> Int64 {
-            ((agent.status(timeout: .seconds(3))?["counters"] as? [String: Any])?["datagramsReceived"] as? NSNumber)?
-                .int64Value ?? 0
+        // Idle: CPU, datagrams received and bytes sent over `seconds`.
+        func counters(_ agent: AgentProcess) -> (received: Int64, sentBytes: Int64) {
+            let counters = agent.status(timeout: .seconds(3))?["counters"] as? [String: Any]
+            func value(_ key: String) -> Int64 { (counters?[key] as? NSNumber)?.int64Value ?? 0 }
+            return (value("datagramsReceived"), value("bytesSent"))
         }
         let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
-        let received = agents.map(counters)
+        let idleCounters = agents.map(counters)
         let ticks = agents.map { cpuTicks($0.pid) }
         let idleFrom = Date()
         sleep(UInt32(options.seconds))
@@ -146,8 +151,11 @@ extension Benchmarks {
         row.idleCPU =
             Double(zip(agents.map { cpuTicks($0.pid) }, ticks).map { $0 - $1 }.reduce(0, +)) / ticksPerSecond
             / idleSeconds * 100
+        let idleEnd = agents.map(counters)
         row.receivedPerAgent = Distribution(
-            zip(agents.map(counters), received).map { Double($0 - $1) / idleSeconds })
+            zip(idleEnd, idleCounters).map { Double($0.received - $1.received) / idleSeconds })
+        row.sentBytesPerAgent = Distribution(
+            zip(idleEnd, idleCounters).map { Double($0.sentBytes - $1.sentBytes) / idleSeconds })
         row.residentMiB = Distribution(agents.map { Double(residentKiB($0.pid)) / 1024 })
 
         // First offset (read now: the last ones come after the group formed): per agent, each

@@ -9,6 +9,7 @@ let usage = """
 
     Usage: coplay-bench membership|clock|overhead|sync|players|flood|plots|all [--agents N] [--rounds N] [--seconds N]
                         [--coplay PATH] [--svg DIR]
+           coplay-bench scale [--sizes N,…] [--seconds S] [--settle S] [--svg DIR]
            coplay-bench latejoin [--histories H,…]
            coplay-bench session [--seconds S] [--per-second N]
            coplay-bench burst [--commands N]
@@ -25,8 +26,9 @@ let usage = """
       flood       3 agents in a private network namespace (root) flooded with --rate N datagrams/s (default 20000;
                   junk and hellos of invented peers) for S seconds: honest pause delays, memory against idle, counters
       scale       N agents started at once in a private network namespace (root), for N in --sizes (default
-                  8,16,32,64): all see all, first clock offset, pause propagation, group CPU idle and busy (S s idle),
-                  datagrams received per agent, memory; with --svg DIR also scale-cost.svg
+                  8,16,32,64): all see all, first clock offset, pause propagation, group CPU idle and busy (S s idle,
+                  from --settle s after the group formed, default 8), datagrams received and bytes sent per agent,
+                  memory; with --svg DIR also scale-cost.svg
       latejoin    2 agents build a history of H commands for H in --histories (default 10,1000,100000), then a
                   third joins: time until it is on the group's state (bounded: 25 s); with --svg DIR also late-join.svg
       session     a long session: 3 agents issue --per-second N commands a second (default 1; pauses, seeks,
@@ -222,6 +224,11 @@ while let flag = arguments.popFirst() {
             fail("--rate takes datagrams a second from 1 to 200000")
         }
         options.rate = number
+    case "--settle":
+        guard let number = Int(value), (0...600).contains(number) else {
+            fail("--settle takes seconds from 0 to 600")
+        }
+        options.settleSeconds = number
     case "--agents", "--rounds", "--seconds":
         let limit = flag == "--seconds" ? 86_400 : 1000  // a day: the long session
         guard let number = Int(value), (1...limit).contains(number) else {
