@@ -25,8 +25,9 @@ public struct ScaleScenario: Sendable {
         public var wakeTrafficRatio = 0.0
         /// The agent that received the most in the idle window, and the median agent's rate.
         public var busiest = ""
-        /// The idle window's datagrams by type, most first.
+        /// The idle window's datagrams by type, most first, and the wake-up window's.
         public var idleByType: [String] = []
+        public var wakeByType: [String] = []
         public var summary = ""
     }
 
@@ -45,6 +46,13 @@ public struct ScaleScenario: Sendable {
     public init(seed: UInt64, agents: Int) {
         self.seed = seed
         self.agents = max(3, agents)
+    }
+
+    /// The datagrams received since `before`, by type, most first.
+    static func byType(_ now: [UInt8: Int], since before: [UInt8: Int]) -> [String] {
+        now.map { ($0.key, $0.value - (before[$0.key] ?? 0)) }.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 }.map {
+            "\(MessageType(rawValue: $0.0).map { "\($0)" } ?? "?\($0.0)") \($0.1)"
+        }
     }
 
     public func run() -> Outcome {
@@ -91,10 +99,9 @@ public struct ScaleScenario: Sendable {
         // The idle window.
         simulation.run(until: idleFrom)
         let idleBefore = simulation.nodes.map(\.datagramsReceived)
-        let typesBefore = simulation.receivedByType
+        var typesBefore = simulation.receivedByType
         simulation.run(until: pauseAt)
-        outcome.idleByType = simulation.receivedByType.map { ($0.key, $0.value - (typesBefore[$0.key] ?? 0)) }
-            .sorted { $0.1 > $1.1 }.map { "\(MessageType(rawValue: $0.0).map { "\($0)" } ?? "?\($0.0)") \($0.1)" }
+        outcome.idleByType = Self.byType(simulation.receivedByType, since: typesBefore)
         let idle = zip(simulation.nodes.map(\.datagramsReceived), idleBefore).map { $0 - $1 }
         outcome.receivedPerSecondMax = Double(idle.max() ?? 0) / Double(idleSeconds)
         if let busiest = idle.indices.max(by: { idle[$0] < idle[$1] }) {
@@ -112,7 +119,9 @@ public struct ScaleScenario: Sendable {
         simulation.run(until: wokeAt - 1)  // not past the wake-up itself
         let eventsBefore = simulation.nodes[paused].events.count
         let wakeBefore = simulation.nodes.map(\.datagramsReceived)
+        typesBefore = simulation.receivedByType
         simulation.run(until: wokeAt + 3 * second)
+        outcome.wakeByType = Self.byType(simulation.receivedByType, since: typesBefore)
         let wake = zip(simulation.nodes.map(\.datagramsReceived), wakeBefore).map { $0 - $1 }
         outcome.wakeTrafficRatio =
             Double(wake.reduce(0, +)) / 3 / (Double(max(1, idle.reduce(0, +))) / Double(idleSeconds))
@@ -160,7 +169,7 @@ public struct ScaleScenario: Sendable {
         }
         let drops = starved.map { simulation.nodes[$0].receiveBufferDrops }.reduce(0, +)
         outcome.summary =
-            "\(agents) agents (idle: \(outcome.idleByType.prefix(4).joined(separator: ", "))): formed in \(outcome.formationNanos.map { "\($0 / 1_000_000) ms" } ?? "never"), idle \(String(format: "%.1f", outcome.receivedPerSecondMax)) received/s at most (\(outcome.busiest)), wake traffic ×\(String(format: "%.2f", outcome.wakeTrafficRatio)), \(drops) datagrams lost by the \(starved.count) starved agents' buffers"
+            "\(agents) agents (idle: \(outcome.idleByType.prefix(4).joined(separator: ", "))): formed in \(outcome.formationNanos.map { "\($0 / 1_000_000) ms" } ?? "never"), idle \(String(format: "%.1f", outcome.receivedPerSecondMax)) received/s at most (\(outcome.busiest)), wake traffic ×\(String(format: "%.2f", outcome.wakeTrafficRatio)) (\(outcome.wakeByType.prefix(5).joined(separator: ", "))), \(drops) datagrams lost by the \(starved.count) starved agents' buffers"
         return outcome
     }
 }
