@@ -17,12 +17,7 @@ import Testing
             #expect(both != nil, "\(agent.name) did not see both others")
         }
         let sleeper = agents[0]
-        let mark = sleeper.allEvents.count
-        sleeper.signal(SIGSTOP)
-        usleep(4_000_000)
-        sleeper.signal(SIGCONT)
-        usleep(2_000_000)
-        let left = sleeper.allEvents[mark...].filter { $0.name == "peer-left" }
+        let left = sleeper.stall(seconds: 4, settle: 2)
         #expect(left.isEmpty, "the woken agent blamed its peers: \(left.map(\.line))")
         #expect(sleeper.peers()?.count == 2)
         for agent in agents[1...] {

@@ -179,6 +179,17 @@ extension AgentProcess {
         return (value as? NSNumber)?.intValue ?? 0
     }
 
+    /// Stops the agent (SIGSTOP) for `seconds`, lets it go (SIGCONT) and waits `settle` seconds;
+    /// returns the `peer-left` events it printed meanwhile.
+    func stall(seconds: Double, settle: Double) -> [AgentEvent] {
+        let mark = allEvents.count
+        signal(SIGSTOP)
+        usleep(UInt32(seconds * 1e6))
+        signal(SIGCONT)
+        usleep(UInt32(settle * 1e6))
+        return allEvents[mark...].filter { $0.name == "peer-left" }
+    }
+
     /// The member (id and incarnation) an agent's `status` or `session` event names.
     func member(of event: AgentEvent?) -> Member? {
         guard let id = (event?["peer"] as? String).flatMap({ PeerID(hex: $0) }),

@@ -158,7 +158,12 @@ final class EventLoop: SerialExecutor, @unchecked Sendable {
             descriptors.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
             for source in sources { descriptors.append(pollfd(fd: source.fd, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMillis)
-            if ready < 0, errno != EINTR { break }
+            if ready < 0, errno != EINTR {
+                // Never seen (EINVAL, ENOMEM): the loop must not end while the agent runs, nor
+                // spin; it tries again a millisecond later.
+                usleep(1_000)
+                continue
+            }
             if ready > 0 {
                 if descriptors[0].revents != 0 { _ = read(wakeRead, &drain, drain.count) }
                 // Sources are looked up again by descriptor: a callback may have stopped the loop.
