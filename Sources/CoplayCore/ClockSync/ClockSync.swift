@@ -245,13 +245,18 @@ struct ClockSync: Sendable {
         return spaced(floor: settings.probeInterval, budgeted: budgeted, random: &random)
     }
 
-    /// `floor` with the usual jitter; or, where the budget makes the interval longer, the budgeted
+    /// The longer of `floor` and `budgeted`, with the usual jitter; in a group larger than
+    /// `heartbeatFullRateGroupMax` where the budget makes the interval longer, the budgeted
     /// interval times a random number between 0.5 and 1.5 (RTCP's randomisation, RFC 3550
     /// §6.3.1). With the usual ±10%, the peers whose clocks all synchronised in the same second
     /// of a large group's start came due together again, 32 s later among 128: each agent probed
-    /// all its peers within 6 s, 20 a second against a budget of 4.
+    /// all its peers within 6 s, 20 a second against a budget of 4. (A small group keeps the
+    /// steadier cadence: its few peers do not bunch up, and a long gap leaves an estimate to the
+    /// drift for longer.)
     private func spaced(floor: Duration, budgeted: Duration, random: inout SplitMix64) -> Duration {
-        guard budgeted > floor else { return random.jittered(floor, fraction: settings.probeJitterFraction) }
+        guard budgeted > floor, peers.count + 1 > settings.heartbeatFullRateGroupMax else {
+            return random.jittered(max(floor, budgeted), fraction: settings.probeJitterFraction)
+        }
         return .nanoseconds(Int64(Double(budgeted.nanoseconds) * (0.5 + random.nextUnit())))
     }
 }
