@@ -20,8 +20,8 @@ public enum WireFormat {
     public static let magic: [UInt8] = [0x43, 0x50, 0x4C, 0x59]
 
     /// The sender's peer id from a datagram's header, read without decoding anything else (the
-    /// receive threads use it to let known members through first when the queue fills); nil
-    /// if the bytes are too short or lack the magic. It is only a claim until decoded and checked.
+    /// shell's event loop uses it to let known members through first under a flood); nil if
+    /// the bytes are too short or lack the magic. It is only a claim until decoded and checked.
     public static func claimedSender(of bytes: [UInt8]) -> UInt64? {
         guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
         var id: UInt64 = 0

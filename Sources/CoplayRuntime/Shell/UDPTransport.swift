@@ -2,7 +2,7 @@ import CoplayCore
 import Glibc
 import Synchronization
 
-/// An integer shared between a receive thread and the shell.
+/// An integer shared between threads (the event loop, and whoever closes the transport).
 final class SharedCounter: Sendable {
     private let storage = Atomic<Int>(0)
     var value: Int {
