@@ -57,6 +57,10 @@ public struct Settings: Sendable, Equatable {
     /// receives about as many probes as it sends, and joining a group of 256 must not cost
     /// anybody 500 probes a second.
     public var probeWarmupExchangesPerSecondMax = 32.0
+    /// Probes after the burst, `probeWarmupInterval` apart, to a peer whose clock is not
+    /// synchronised yet (a probe or reply of the burst lost); a peer that answers none of them
+    /// (its unicast blocked) is probed within the warm-up budget from then on.
+    public var probesUntilSyncMax = 8
     /// Warm-up and steady probes sent in one tick; more due at once (after a stall) are spread
     /// over their interval instead.
     public var routineProbesPerTickMax = 4
@@ -266,8 +270,9 @@ public struct Settings: Sendable, Equatable {
     /// datagram whose header does not name a known member as the sender is dropped unread
     /// (counted as `receiveQueueDrops`): the loop keeps up with a flood of junk or invented peers
     /// by reading it without handling it, and an honest command waits behind at most that many
-    /// strangers (at 50% its p99 under a 20,000/s flood
-    /// was 94 ms; at 12%, 25 ms: `coplay-bench flood --seconds 20`).
+    /// strangers. (Under the 20,000/s flood of `coplay-bench flood --seconds 20`, the honest
+    /// pause's p99 was 94 ms at 50% and 25 ms at 12% with the receive threads of old; 4.3 ms at
+    /// 12% with the event loop.)
     public var receiveQueueStrangersPercent = 12
     /// Standard-input lines read and not yet processed: the reader waits at this many, so a fast
     /// writer is slowed down rather than losing lines.

@@ -33,8 +33,8 @@ public struct ScaleScenario: Sendable {
 
     public static let formationBound: Int64 = 3_000_000_000
     /// 500 ms heartbeats from 16 peers are 32 a second, and a larger group's heartbeats stay
-    /// near that (RTCP's rule); so do the clock probes and their replies, at most 16 of each a
-    /// second while the warm-ups last (32 agents), fewer in larger groups.
+    /// near that (RTCP's rule); the clock probes and their replies add at most 32 × 16 / N of
+    /// each a second while the warm-ups last (21 among 24, 16 among 32, fewer in larger groups).
     public static let receivedPerSecondMax = 80.0
     public static let wakeTrafficRatioMax = 2.0
 

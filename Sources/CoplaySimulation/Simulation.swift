@@ -308,12 +308,7 @@ public struct Simulation {
             nodes[index].instance = instance
             carryOut(directives, for: index)
         case .crash(let index):
-            nodes[index].instance = nil
-            (nodes[index].inbox, nodes[index].inboxHead, nodes[index].wakeAfter) = ([], 0, nil)
-            nodes[index].pausedUntil = nil
-            nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
-            nodes[index].wakeGeneration += 1
-            nodes[index].playerWakeGeneration += 1
+            stop(index)
         case .command(let index, let command):
             let now = nodes[index].clock.timestamp(atTrue: nowNanos)
             guard let directives = nodes[index].instance?.onCommand(command, now: now) else { return }
@@ -370,10 +365,7 @@ public struct Simulation {
                 playerTouched = true
                 reports += nodes[index].player.perform(command, now: now)
             case .exit:
-                nodes[index].instance = nil
-                nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
-                nodes[index].wakeGeneration += 1
-                nodes[index].playerWakeGeneration += 1
+                stop(index)
                 return
             }
         }
@@ -381,6 +373,17 @@ public struct Simulation {
         guard playerTouched else { return }
         feed(reports, to: index, now: now)
         schedulePlayerWake(for: index)
+    }
+
+    /// The node's process ends (a crash, an exit): its instance, player, timers and what waited
+    /// in its receive buffer are gone; a restart begins afresh.
+    private mutating func stop(_ index: Int) {
+        nodes[index].instance = nil
+        (nodes[index].inbox, nodes[index].inboxHead, nodes[index].wakeAfter) = ([], 0, nil)
+        nodes[index].pausedUntil = nil
+        nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
+        nodes[index].wakeGeneration += 1
+        nodes[index].playerWakeGeneration += 1
     }
 
     /// Hands the player's reports to the node's instance, as the shell does.

@@ -224,9 +224,9 @@ struct ClockSync: Sendable {
         if clock.probesSent < burstCount { return settings.probeBurstSpacing }
         // Not synchronised yet (a probe or reply of the burst was lost): every
         // `probeWarmupInterval`, outside the budget, which is for refining estimates (among 64,
-        // a peer whose burst lost one probe waited up to 8 s for its first offset). For 8 more
-        // probes at most: a peer that answers none (unicast blocked) falls back to the budget.
-        if !clock.isSynced, clock.probesSent < burstCount + settings.probeBurstCount {
+        // a peer whose burst lost one probe waited up to 8 s for its first offset), at most
+        // `probesUntilSyncMax` times.
+        if !clock.isSynced, clock.probesSent < burstCount + settings.probesUntilSyncMax {
             return random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
         }
         if clock.estimator.sampleCount < burstCount + settings.probeWarmupCount {

@@ -146,14 +146,11 @@ struct Membership: Sendable {
             let interval = isFullRate ? settings.heartbeatInterval : heartbeatInterval
             nextHeartbeatAt = now + random.jittered(interval, fraction: settings.heartbeatJitterFraction)
         }
-        let scale = groupScale
+        let shrank = groupScale < scaleAtLastTick
+        scaleAtLastTick = groupScale
         // A pass over the peers only when a silence may have come to its limit: the cached
         // deadline is due, or the group shrank (and its silences with it).
-        if scale < scaleAtLastTick || silenceDeadline.map({ $0 <= now }) ?? false {
-            scaleAtLastTick = scale
-            judgeSilences(now: now, into: &out)
-        }
-        scaleAtLastTick = scale
+        if shrank || silenceDeadline.map({ $0 <= now }) ?? false { judgeSilences(now: now, into: &out) }
         departed = departed.filter { $0.value > now }
         return out
     }
@@ -214,7 +211,7 @@ struct Membership: Sendable {
     var heartbeatInterval: Duration { settings.heartbeatInterval * groupScale }
     /// The silences after which a peer is suspected and declared gone: scaled for an established
     /// peer, the small group's for one heard only once. Worked out once per pass over the table
-    /// (a `Duration` times a `Double` is not cheap, and `nextWake` runs after every input).
+    /// (a `Duration` times a `Double` is not cheap).
     struct Silences {
         var established: (suspect: Duration, dead: Duration)
         var heardOnce: (suspect: Duration, dead: Duration)
@@ -223,8 +220,8 @@ struct Membership: Sendable {
         }
     }
 
-    /// The silences by the group's size as the last tick found it (`nextWake` runs after every
-    /// input: counting the established peers each time was a tenth of an agent's time in a flood).
+    /// The group's size as the last tick found it: the silences hold still between ticks, so
+    /// that `silenceDeadline` stays valid until the next one.
     private var scaleAtLastTick = 1.0
 
     func silences(scale: Double) -> Silences {

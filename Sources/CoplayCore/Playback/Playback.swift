@@ -393,13 +393,14 @@ struct Playback: Sendable {
         return group.timeline.shifted(by: -(estimate.offsetNanos &- source.offsetNanos))
     }
 
+    /// Whether some item's timeline is read through `peer`'s clock.
+    func followsClock(of peer: PeerID) -> Bool { items.values.contains { $0.clockSource?.peer == peer } }
+
     /// Peer `departed` left: the timelines read through its clock follow a live clock from now
     /// on — `anchor`'s (nil: this agent's own), taken as they stand now. A departed clock is only
     /// extrapolated from its last samples, and two agents' extrapolations part at the difference
     /// of their drift estimates (tens of ppm after a short acquaintance: milliseconds within a
     /// minute); a live clock keeps being sampled, so agents that follow the same one stay together.
-    func followsClock(of peer: PeerID) -> Bool { items.values.contains { $0.clockSource?.peer == peer } }
-
     mutating func reanchor(departed: PeerID, to anchor: ClockSource?, _ context: PlaybackContext) {
         for (item, group) in items where group.clockSource?.peer == departed {
             var moved = group

@@ -22,11 +22,10 @@ public enum WireFormat {
     /// The sender's peer id from a datagram's header, read without decoding anything else (the
     /// shell's event loop uses it to let known members through first under a flood); nil if
     /// the bytes are too short or lack the magic. It is only a claim until decoded and checked.
-    public static func claimedSender(of bytes: [UInt8]) -> UInt64? {
+    @inlinable
+    public static func claimedSender(of bytes: some Collection<UInt8>) -> UInt64? {
         guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
-        var id: UInt64 = 0
-        for index in 16..<24 { id = id << 8 | UInt64(bytes[index]) }
-        return id
+        return bytes.dropFirst(16).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
     public static let version: UInt8 = 1
     public static let headerBytes = 34

@@ -284,8 +284,8 @@ public actor AgentShell {
                 on: socket, into: &receiveBuffer, control: &receiveControl, clock: clock)
         {
             read += 1
-            let bytes = Array(receiveBuffer[0..<received.count])
-            if WireFormat.claimedSender(of: bytes).map({ instance.peers[PeerID($0)] == nil }) ?? true {
+            let claim = WireFormat.claimedSender(of: receiveBuffer[0..<received.count])
+            if claim.map({ instance.peers[PeerID($0)] == nil }) ?? true {
                 strangers += 1
                 if strangers > strangersMax {
                     strangersDropped += 1
@@ -293,7 +293,8 @@ public actor AgentShell {
                 }
             }
             let directives = instance.onDatagram(
-                bytes, from: received.source, receivedAt: received.stamp, now: clock.now(), viaGroup: viaGroup)
+                Array(receiveBuffer[0..<received.count]), from: received.source, receivedAt: received.stamp,
+                now: clock.now(), viaGroup: viaGroup)
             finishIf(carryOut(directives))
         }
     }

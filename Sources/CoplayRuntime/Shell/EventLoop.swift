@@ -150,8 +150,10 @@ final class EventLoop: SerialExecutor, @unchecked Sendable {
             var timeoutMillis: Int32 = -1
             for timer in timers {
                 guard let due = timer.due?.nanos else { continue }
-                // Rounded up: a timer never fires early (and so never spins).
-                let millis = due <= now ? 0 : min(Int64(Int32.max), (due - now + 999_999) / 1_000_000)
+                // Rounded up: a timer never fires early (and so never spins). No sum that could
+                // overflow, however far off an instant the core asks for.
+                let remaining = due <= now ? 0 : due - now
+                let millis = min(Int64(Int32.max), remaining / 1_000_000 + (remaining % 1_000_000 == 0 ? 0 : 1))
                 timeoutMillis = timeoutMillis < 0 ? Int32(millis) : min(timeoutMillis, Int32(millis))
             }
             descriptors.removeAll(keepingCapacity: true)
