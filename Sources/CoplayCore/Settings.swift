@@ -274,6 +274,14 @@ public struct Settings: Sendable, Equatable {
     /// pause's p99 was 94 ms at 50% and 25 ms at 12% with the receive threads of old; 4.3 ms at
     /// 12% with the event loop.)
     public var receiveQueueStrangersPercent = 12
+    /// Strangers' hellos past that share are set aside, up to this many, and handled at the end
+    /// of the turn if the socket emptied before the turn's reads ran out (nothing honest waited
+    /// behind them); only under real pressure are they dropped. Agents starting together are
+    /// strangers to each other: among 64, up to 63 answers to an agent's hello and 126 clock
+    /// probes can wait on its unicast socket at once, and in 2 of 11 runs of `coplay-bench scale`
+    /// a hello dropped for the share left an agent without a peer for 0.6–0.9 s. Other
+    /// strangers' datagrams past the share are dropped as before (a lost probe is sent again).
+    public var receiveQueueStrangersDeferredMax = 128
     /// Standard-input lines read and not yet processed: the reader waits at this many, so a fast
     /// writer is slowed down rather than losing lines.
     public var inputLinesQueuedMax = 256

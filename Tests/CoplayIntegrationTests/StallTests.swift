@@ -1,3 +1,4 @@
+import CoplayCore
 import CoplayHarness
 import Foundation
 import Testing
@@ -25,5 +26,47 @@ import Testing
         }
         for agent in agents { agent.closeInput() }
         for agent in agents { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
+    /// An agent wakes to more strangers' datagrams than a turn lets through for strangers — as
+    /// when a crowd starts together, and every newcomer is a stranger. A hello behind them is set
+    /// aside and handled once the socket is empty, not dropped: dropped, the crowd's answers to a
+    /// newcomer's hello left it without those peers until their next heartbeats.
+    @Test func anAgentWakingToACrowdOfStrangers_stillAdmitsTheHelloBehindThem() throws {
+        let port = privatePort(13)
+        let session = "crowd-it"
+        let agent = try AgentProcess(
+            executable: coplay, name: "a",
+            arguments: ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", session])
+        #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
+        let sender = try GroupSender(port: UInt16(port)!)
+        func datagram(from id: UInt64, _ payload: Payload) -> [UInt8] {
+            WireFormat.encode(
+                Datagram(
+                    session: SessionID(name: session), sender: Member(id: PeerID(id), incarnation: Incarnation(1)),
+                    sequence: 1, payload: payload))
+        }
+        agent.signal(SIGSTOP)
+        // 200 invented members' clock probes (past the strangers' share of a turn, 122), then a
+        // newcomer's hello, all waiting for the agent when it wakes.
+        for index in 0..<200 {
+            sender.send(
+                datagram(
+                    from: 0xC000 + UInt64(index), .probe(ClockProbe(token: 1, originWall: WallInstant(unixNanos: 1)))))
+        }
+        sender.send(datagram(from: 0xBEEF, .hello(Announcement(unicastPort: 9, name: "newcomer"))))
+        usleep(200_000)
+        agent.signal(SIGCONT)
+        let joined = agent.waitForEvent(timeout: .seconds(2)) {
+            $0.name == "peer-joined" && $0.peer("name") as? String == "newcomer"
+        }
+        #expect(joined != nil, "the hello behind 200 strangers was dropped")
+        // The strangers' probes past the share are dropped unread (with perhaps an echo of the
+        // agent's own last heartbeat, which counts as a stranger's).
+        let unread = agent.counter("receiveQueueDrops")
+        #expect((200 - 122...200 - 122 + 2).contains(unread), "\(unread) dropped unread")
+        #expect(agent.counter("kernelDrops") == 0)
+        agent.closeInput()
+        #expect(agent.waitForExit(timeout: .seconds(5)) == 0)
     }
 }

@@ -27,6 +27,13 @@ public enum WireFormat {
         guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
         return bytes.dropFirst(16).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
+    /// The message type the header claims (the shell's event loop sets strangers' hellos aside
+    /// rather than dropping them); nil where `claimedSender` is.
+    @inlinable
+    public static func claimedType(of bytes: some Collection<UInt8>) -> MessageType? {
+        guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
+        return MessageType(rawValue: bytes.dropFirst(5).first ?? 0)
+    }
     public static let version: UInt8 = 1
     public static let headerBytes = 34
     public static let authTagBytesMax = 32

@@ -278,7 +278,9 @@ public actor AgentShell {
     private func readDatagrams(from socket: Int32, viaGroup: Bool) {
         let turnMax = instance.settings.receiveQueueDatagramsMax
         let strangersMax = turnMax * instance.settings.receiveQueueStrangersPercent / 100
+        let deferredMax = instance.settings.receiveQueueStrangersDeferredMax
         var (read, strangers) = (0, 0)
+        var deferred: [(bytes: [UInt8], received: UDPTransport.Received)] = []
         while exitStatus == nil, read < turnMax,
             let received = transport.receive(
                 on: socket, into: &receiveBuffer, control: &receiveControl, clock: clock)
@@ -288,15 +290,30 @@ public actor AgentShell {
             if claim.map({ instance.peers[PeerID($0)] == nil }) ?? true {
                 strangers += 1
                 if strangers > strangersMax {
-                    strangersDropped += 1
+                    if deferred.count < deferredMax,
+                        WireFormat.claimedType(of: receiveBuffer[0..<received.count]) == .hello
+                    {
+                        deferred.append((Array(receiveBuffer[0..<received.count]), received))
+                    } else {
+                        strangersDropped += 1
+                    }
                     continue
                 }
             }
-            let directives = instance.onDatagram(
-                Array(receiveBuffer[0..<received.count]), from: received.source, receivedAt: received.stamp,
-                now: clock.now(), viaGroup: viaGroup)
-            finishIf(carryOut(directives))
+            handle(Array(receiveBuffer[0..<received.count]), received, viaGroup: viaGroup)
         }
+        // The socket emptied within the turn: the strangers' hellos set aside held nothing back.
+        guard read < turnMax else {
+            strangersDropped += deferred.count
+            return
+        }
+        for (bytes, received) in deferred where exitStatus == nil { handle(bytes, received, viaGroup: viaGroup) }
+    }
+
+    private func handle(_ bytes: [UInt8], _ received: UDPTransport.Received, viaGroup: Bool) {
+        let directives = instance.onDatagram(
+            bytes, from: received.source, receivedAt: received.stamp, now: clock.now(), viaGroup: viaGroup)
+        finishIf(carryOut(directives))
     }
 
     /// The wake-up timer fired.
