@@ -13,6 +13,8 @@ extension Benchmarks {
         /// other through `ip netns exec` takes a while of its own).
         var allSeeAllAfterLastJoined: Double?
         var seenLeast: Int
+        /// Which agent saw all the others last, and the peer it saw last.
+        var lastToSeeAll = ""
         /// peer-joined → clock-synced, every agent and peer.
         var firstOffset = Distribution([])
         var pause = Distribution([])
@@ -24,6 +26,16 @@ extension Benchmarks {
         /// Bytes a second each agent sent in the idle window.
         var sentBytesPerAgent = Distribution([])
         var residentMiB = Distribution([])
+        /// Per agent, from its start to 1 s after all saw all: the datagrams of each type it
+        /// built and received (from `status`), in the protocol's order of types.
+        var formationBuilt: [(type: String, perAgent: Distribution)] = []
+        var formationReceived: [(type: String, perAgent: Distribution)] = []
+        /// The whole group's CPU from the first start to then, in seconds of one core.
+        /// Datagrams dropped unread by the whole group meanwhile: strangers past their share of a
+        /// turn, and the kernel's (a full receive buffer).
+        var formationDrops = (receiveQueue: 0, kernel: 0)
+        var formationCPUSeconds = 0.0
+        var formationSeconds = 0.0
     }
 
     /// N agents started at once in one network namespace of this run's own, for N in `sizes`:
@@ -73,7 +85,19 @@ extension Benchmarks {
                     " after the first agent started, \(ms($0)) after the last one joined"
                 }
                     ?? ""))
+        print("    the last to see all: \(row.lastToSeeAll)")
         print("    first clock offset after join: \(row.firstOffset.summary(unit: "ms", decimals: 1))")
+        func census(_ counts: [(type: String, perAgent: Distribution)]) -> String {
+            let total = counts.map { $0.perAgent.percentile(0.5) }.reduce(0, +)
+            return String(format: "%.0f", total) + " ("
+                + counts.map { "\($0.type) " + String(format: "%.0f", $0.perAgent.percentile(0.5)) }.joined(
+                    separator: ", ") + ")"
+        }
+        print(
+            "    formation, per agent until 1 s after all saw all (p50 of each type): built \(census(row.formationBuilt)); received \(census(row.formationReceived)); the group's CPU: "
+                + String(format: "%.2f s in %.2f s", row.formationCPUSeconds, row.formationSeconds)
+                + "; dropped unread by the group: \(row.formationDrops.receiveQueue) (receive queue), \(row.formationDrops.kernel) (kernel)"
+        )
         print(
             "    pause → each other agent paused: \(row.pause.summary(unit: "ms", decimals: 2)); not arrived within 5 s: \(row.pausesLost)"
         )
@@ -125,7 +149,18 @@ extension Benchmarks {
                 if event.name == "peer-joined", let name = event.peer("name") as? String { names.insert(name) }
                 return names.count >= count - 1
             }
-            if let whole { latest = max(latest, whole.atUnixNanos) } else { formed = false }
+            if let whole, whole.atUnixNanos > latest {
+                latest = whole.atUnixNanos
+                func joinedAt(_ agent: AgentProcess?) -> Int64? {
+                    agent?.allEvents.first { $0.name == "session" }?.atUnixNanos
+                }
+                let peer = whole.peer("name") as? String ?? "?"
+                let peerJoined = joinedAt(agents.first { $0.name == peer })
+                row.lastToSeeAll =
+                    "\(agent.name), \(String(format: "%.0f", millis(joinedAt(agent) ?? latest, latest))) ms after it joined; the last peer it saw, \(peer), had joined "
+                    + (peerJoined.map { String(format: "%.0f ms before", millis($0, latest)) } ?? "?")
+            }
+            if whole == nil { formed = false }
             row.seenLeast = min(row.seenLeast, names.count)
         }
         row.allSeeAll = formed ? millis(started, latest) : nil
@@ -134,7 +169,29 @@ extension Benchmarks {
                 .atUnixNanos
         }.max()
         if formed, let lastJoined { row.allSeeAllAfterLastJoined = millis(lastJoined, latest) }
-        sleep(UInt32(options.settleSeconds))  // past the announce bursts and full-rate heartbeats (`--settle`)
+        // What the formation was made of: each agent's datagrams by type, 1 s after all saw all.
+        usleep(1_000_000)
+        row.formationCPUSeconds =
+            Double(agents.map { cpuTicks($0.pid) }.reduce(0, +)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        row.formationSeconds = Date().timeIntervalSince1970 - Double(started) / 1e9
+        let formation = agents.map { $0.status(timeout: .seconds(3))?["counters"] as? [String: Any] }
+        func byType(_ key: String) -> [(type: String, perAgent: Distribution)] {
+            let counts = formation.map { ($0?[key] as? [String: Any]) ?? [:] }
+            let types = Array(Set(counts.flatMap(\.keys)))
+            let order = [
+                "hello", "heartbeat", "leave", "probe", "probe-reply", "peer-list", "command", "nack", "ready",
+            ]
+            return types.sorted { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }.map {
+                type in
+                (type, Distribution(counts.map { Double(($0[type] as? NSNumber)?.intValue ?? 0) }))
+            }
+        }
+        func total(_ key: String) -> Int { formation.map { ($0?[key] as? NSNumber)?.intValue ?? 0 }.reduce(0, +) }
+        row.formationDrops = (total("receiveQueueDrops"), total("kernelDrops"))
+        row.formationBuilt = byType("builtByType")
+        row.formationReceived = byType("receivedByType")
+        // Past the announce bursts and joining heartbeats (`--settle`, counted from all seeing all).
+        sleep(UInt32(max(0, options.settleSeconds - 1)))
 
         // Idle: CPU, datagrams received and bytes sent over `seconds`.
         func counters(_ agent: AgentProcess) -> (received: Int64, sentBytes: Int64) {

@@ -327,6 +327,10 @@ import Testing
         #expect(report.member == alice.member && report.name == "alice" && report.sessionName == "test")
         #expect(report.state.name == "joined" && report.peerCount == 1 && report.item == nil)
         #expect(report.sampledAt == at(20))
+        // What the traffic was made of: bob's heartbeat in; alice's hello and her first probe to
+        // bob out.
+        #expect(report.counters.receivedByType == [.heartbeat: 1])
+        #expect(report.counters.builtByType[.hello] == 1 && report.counters.builtByType[.probe] == 1)
     }
 }
 

@@ -78,6 +78,11 @@ public struct Counters: Hashable, Sendable {
     /// Own multicast datagrams looped back by the kernel (expected, not an error).
     public var ownEchoes = 0
     public var drops: [DropReason: Int] = [:]
+    /// Datagrams decoded, and datagrams built here, by type (a multicast is built once, whoever
+    /// receives it): what the traffic is made of, which the totals do not say. At most one key
+    /// per `MessageType`.
+    public var receivedByType: [MessageType: Int] = [:]
+    public var builtByType: [MessageType: Int] = [:]
     public var commandErrors = 0
     /// Commands delivered (each exactly once), applied to the player, or outranked by a
     /// concurrent command already in force; commands received again; nacks sent.

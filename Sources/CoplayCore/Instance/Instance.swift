@@ -181,6 +181,7 @@ public struct Instance: Sendable {
         do {
             let datagram = try WireFormat.decode(
                 bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
+            counters.receivedByType[datagram.payload.type, default: 0] += 1
             receive(
                 datagram, bytes: bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, into: &out)
             settle(now: now, into: &out)
@@ -561,6 +562,7 @@ public struct Instance: Sendable {
 
     mutating func stamp(_ payload: Payload) -> Datagram {
         counters.datagramsSent += 1
+        counters.builtByType[payload.type, default: 0] += 1
         return lifecycle.stamp(payload)
     }
 

@@ -219,6 +219,11 @@ public struct EventFormatter: Sendable {
         return .object(members)
     }
 
+    /// Counts by message type, in the protocol's order of types, by their names on the wire.
+    private func byType(_ counts: [MessageType: Int]) -> JSONValue {
+        .object(MessageType.allCases.compactMap { type in counts[type].map { (type.description, .int(Int64($0))) } })
+    }
+
     private func countersObject(_ counters: Counters, wire: WireStatistics) -> JSONValue {
         let drops = DropReason.allCases.compactMap { reason in
             counters.drops[reason].map { (reason.rawValue, JSONValue.int(Int64($0))) }
@@ -229,7 +234,8 @@ public struct EventFormatter: Sendable {
             ("bytesSent", .int(Int64(wire.bytesSent))), ("sendErrors", .int(Int64(wire.sendErrors))),
             ("receiveQueueDrops", .int(Int64(wire.receiveQueueDrops))), ("kernelDrops", .int(Int64(wire.kernelDrops))),
             ("ownEchoes", .int(Int64(counters.ownEchoes))), ("dropped", .int(Int64(counters.dropsTotal))),
-            ("drops", .object(drops)), ("commandErrors", .int(Int64(counters.commandErrors))),
+            ("drops", .object(drops)), ("receivedByType", byType(counters.receivedByType)),
+            ("builtByType", byType(counters.builtByType)), ("commandErrors", .int(Int64(counters.commandErrors))),
             ("commandsDelivered", .int(Int64(counters.commandsDelivered))),
             ("commandsApplied", .int(Int64(counters.commandsApplied))),
             ("commandsSuperseded", .int(Int64(counters.commandsSuperseded))),
