@@ -26,9 +26,10 @@ public struct Settings: Sendable, Equatable {
     /// so a group's idle cost grows with N rather than N². The price: a crash in a group of 64
     /// is found in 5 s rather than 1.25 s.
     public var heartbeatFullRateGroupMax = 16
-    /// For this long after joining, an agent heartbeats at the full rate whatever the group's
-    /// size: when many start together, hellos are lost in the crowd, and a heartbeat half a
-    /// second later (not 2 s, among 64) finds whoever missed them.
+    /// For this long after joining, an agent heartbeats faster than a large group's interval:
+    /// when many start together, hellos are lost in the crowd, and a heartbeat a second later
+    /// (not 2 s, among 64) finds whoever missed them. The interval is `heartbeatInterval` times
+    /// the square root of the group's scale (`Membership.tick`).
     public var heartbeatFullRateAfterJoin: Duration = .seconds(5)
     /// The same after this agent was stalled (`localStallThreshold`): a peer that gave it up
     /// meanwhile hears it within half a second, not at its next heartbeat seconds later.

@@ -66,6 +66,34 @@ import Testing
         #expect(alice.peers[bobID] != nil)
     }
 
+    /// A hello of bob's announce burst is answered until bob probes alice: he probes every peer
+    /// he admits, so by then he knows her and the answer would be wasted (among 64 starting
+    /// together, every hello of every burst was answered by all the others).
+    @Test func helloBurst_isAnsweredUntilThePeerHasProbedUs() {
+        func answers(probedAt probeMillis: Double?) -> Int {
+            var alice = makeInstance()
+            _ = alice.start(now: at(0))
+            var answers = 0
+            for (sequence, millis) in [(UInt32(1), 5.0), (2, 105), (4, 305)] {
+                if let probeMillis, probeMillis < millis, probeMillis > millis - 200 {
+                    let probe = ClockProbe(token: 7, originWall: at(probeMillis).wall)
+                    _ = alice.onDatagram(
+                        bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(probeMillis),
+                        now: at(probeMillis))
+                }
+                let out = alice.onDatagram(
+                    bytes(bobHello, from: bob, sequence: sequence), from: bobEndpoint, receivedAt: at(millis),
+                    now: at(millis))
+                answers +=
+                    out.unicasts.filter { if case .hello = $0.0.payload { $0.1 == bobEndpoint } else { false } }
+                    .count
+            }
+            return answers
+        }
+        #expect(answers(probedAt: nil) == 3, "every hello of the burst, 100 ms or more apart")
+        #expect(answers(probedAt: 110) == 2, "not the one after bob's probe")
+    }
+
     @Test func silentPeer_isSuspectedThenProbedThenDeclaredGone() throws {
         var alice = aliceKnowingBob()
         var suspectedAt: Double?
@@ -354,7 +382,7 @@ import Testing
     /// one-off hello); then ticks until `until`.
     func alice(withPeers count: Int, until millis: Double, settings: Settings = Settings(), heardTwice: Bool = true)
         -> (
-            heartbeats: Int, suspected: Int, left: Int
+            heartbeats: Int, suspected: Int, left: Int, firstHeartbeatAt: Double?
         )
     {
         var alice = makeInstance(settings: settings)
@@ -365,13 +393,16 @@ import Testing
             }
         }
         var (heartbeats, suspected, left) = (0, 0, 0)
-        for step in stride(from: 500.0, through: millis, by: 10) {
+        var firstHeartbeatAt: Double?
+        for step in stride(from: 30.0, through: millis, by: 10) {
             let out = alice.onTick(now: at(step))
-            heartbeats += out.multicasts.filter { if case .heartbeat = $0.payload { true } else { false } }.count
+            let sent = out.multicasts.filter { if case .heartbeat = $0.payload { true } else { false } }.count
+            if sent > 0, firstHeartbeatAt == nil { firstHeartbeatAt = step }
+            heartbeats += sent
             suspected += out.events.filter { if case .peerUnresponsive = $0 { true } else { false } }.count
             left += out.events.filter { if case .peerLeft = $0 { true } else { false } }.count
         }
-        return (heartbeats, suspected, left)
+        return (heartbeats, suspected, left, firstHeartbeatAt)
     }
 
     @Test func inAGroupOf64_heartbeatsAndSuspicionSlowDown_inAGroupOf4_not() {
@@ -379,13 +410,19 @@ import Testing
         settled.heartbeatFullRateAfterJoin = .zero  // as long after joining
         let small = alice(withPeers: 3, until: 1_900, settings: settled)
         let large = alice(withPeers: 63, until: 1_900, settings: settled)
-        let newlyJoined = alice(withPeers: 63, until: 1_900)
+        let newlyJoined = alice(withPeers: 63, until: 3_900)
         #expect(small.suspected == 3 && small.left == 3, "3 silent peers: suspected at 0.76 s, gone at 1.26 s")
         #expect(small.heartbeats >= 3)
         #expect(large.suspected == 0 && large.left == 0, "64 participants: suspicion after 3 s, not 0.75 s")
         #expect(large.heartbeats <= 1, "64 participants: a heartbeat every 2 s, not every 0.5 s")
-        #expect(newlyJoined.heartbeats >= 3, "in its first 5 s an agent heartbeats at the full rate")
-        #expect(newlyJoined.suspected == 0)
+        #expect(
+            (3...4).contains(newlyJoined.heartbeats),
+            "in its first 5 s an agent among 64 heartbeats every second (not every 2 s, nor every 0.5 s: 7 in 3.9 s)")
+        // RTCP's reconsideration: the first heartbeat, set for a group of one at joining, waits
+        // for the interval of the group the agent found (a second among 64).
+        #expect((900...1_100).contains(newlyJoined.firstHeartbeatAt ?? 0), "\(String(describing: newlyJoined))")
+        #expect((450...550).contains(small.firstHeartbeatAt ?? 0), "\(String(describing: small))")
+        #expect(newlyJoined.left == 0, "the large group's silences hold while joining: gone after 5 s, not 1.25 s")
         let heardOnce = alice(withPeers: 63, until: 1_900, settings: settled, heardTwice: false)
         #expect(heardOnce.heartbeats >= 3, "63 one-off hellos (a flood of invented peers) do not slow heartbeats")
         #expect(heardOnce.left == 63, "nor keep the inventions in the table past 1.25 s")
@@ -421,15 +458,18 @@ import Testing
         #expect(heartbeats(from: 20_000, to: 25_990) <= 4, "then every 2 s again (at 500 ms: 12)")
     }
 
-    /// Probe replies alice needs from one peer, answering every probe to it at once, before she
-    /// reports its clock synchronised, in a group of `count` participants.
-    func repliesUntilSynced(inAGroupOf count: Int) -> Int? {
+    /// Alice in a group of `count` participants, answering every probe she sends to one peer at
+    /// once, for 3 s: the replies she needed from it before she reported its clock synchronised,
+    /// and the probes she sent it in all.
+    func watchOnePeersClock(inAGroupOf count: Int) -> (repliesUntilSynced: Int?, probes: Int) {
         var alice = makeInstance()
         _ = alice.start(now: at(0))
-        var replies = 0
-        func answer(_ out: [Directive], at millis: Double) -> Bool {
+        var (replies, probes) = (0, 0)
+        var repliesUntilSynced: Int?
+        func answer(_ out: [Directive], at millis: Double) {
             for (datagram, destination) in out.unicasts where destination == Self.endpoint(0) {
                 guard case .probe(let probe) = datagram.payload else { continue }
+                probes += 1
                 let peerReceives = at(millis + 0.04, wallSkewMillis: 50)
                 let reply = ClockProbeReply(
                     token: probe.token, originWall: probe.originWall, receiveWall: peerReceives.wall,
@@ -438,28 +478,42 @@ import Testing
                 let replyOut = alice.onDatagram(
                     bytes(.probeReply(reply), from: Self.peer(0), sequence: UInt32(10 + replies)),
                     from: Self.endpoint(0), receivedAt: at(millis + 0.08), now: at(millis + 0.08))
-                if replyOut.events.contains(where: { if case .clockSynced = $0 { true } else { false } }) {
-                    return true
+                if repliesUntilSynced == nil,
+                    replyOut.events.contains(where: { if case .clockSynced = $0 { true } else { false } })
+                {
+                    repliesUntilSynced = replies
                 }
             }
-            return false
         }
-        // Every other participant first (heard twice), the peer whose clock is watched last.
+        // Every other participant first (heard twice), the peer whose clock is watched last;
+        // all of them heard every 400 ms, so that none is suspected.
         for index in (0..<count - 1).reversed() {
             for (sequence, millis) in [(UInt32(1), 10.0), (2, 20)] {
-                let out = Self.heartbeat(index, sequence: sequence, at: millis, to: &alice)
-                if index == 0, answer(out, at: millis) { return replies }
+                answer(Self.heartbeat(index, sequence: sequence, at: millis, to: &alice), at: millis)
             }
         }
-        for step in stride(from: 21.0, through: 3_000, by: 1) where answer(alice.onTick(now: at(step)), at: step) {
-            return replies
+        var sequence: UInt32 = 2
+        for step in stride(from: 21.0, through: 3_000, by: 1) {
+            if step.truncatingRemainder(dividingBy: 400) == 0 {
+                sequence += 1
+                for index in 0..<count - 1 { Self.heartbeat(index, sequence: sequence, at: step, to: &alice) }
+            }
+            answer(alice.onTick(now: at(step)), at: step)
         }
-        return nil
+        return (repliesUntilSynced, probes)
     }
 
     @Test func inAGroupOf64_aClockIsSyncedOnTwoSamples_inAGroupOf4_onFour() {
-        #expect(repliesUntilSynced(inAGroupOf: 4) == 4)
-        #expect(repliesUntilSynced(inAGroupOf: 17) == 2, "past 16 participants, two round trips")
-        #expect(repliesUntilSynced(inAGroupOf: 64) == 2)
+        #expect(watchOnePeersClock(inAGroupOf: 4).repliesUntilSynced == 4)
+        #expect(watchOnePeersClock(inAGroupOf: 17).repliesUntilSynced == 2, "past 16 participants, two round trips")
+        #expect(watchOnePeersClock(inAGroupOf: 64).repliesUntilSynced == 2)
+    }
+
+    /// The probe kept in hand after the burst in case it lost one is not sent once the burst's
+    /// replies have synchronised the clock: the next comes at the large group's warm-up budget
+    /// (about 8 s among 64), not 500 ms after the burst. Among 64 agents started together that
+    /// probe went to almost every peer: a third of the start's probes.
+    @Test func inAGroupOf64_aClockSyncedByItsBurst_isNotProbedAgainHalfASecondLater() {
+        #expect(watchOnePeersClock(inAGroupOf: 64).probes == 2, "the burst of two, nothing more within 3 s")
     }
 }

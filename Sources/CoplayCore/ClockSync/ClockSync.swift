@@ -98,8 +98,9 @@ struct ClockSync: Sendable {
     }
 
     /// A reply to one of our probes.
-    mutating func onProbeReply(_ reply: ClockProbeReply, from sender: Member, receivedAt: MonotonicInstant) -> [Output]
-    {
+    mutating func onProbeReply(
+        _ reply: ClockProbeReply, from sender: Member, receivedAt: MonotonicInstant, random: inout SplitMix64
+    ) -> [Output] {
         guard var clock = peers[sender.id], clock.member == sender else {
             return [.drop(.unknownSender, "probe reply from \(sender)")]
         }
@@ -116,6 +117,9 @@ struct ClockSync: Sendable {
             if !clock.isSynced, clock.estimator.sampleCount >= samplesForSync {
                 clock.isSynced = true
                 out.append(.synced(sender.id))
+                if !clock.isSuspected, clock.probesSent >= burstCount {
+                    resumeWarmup(of: &clock, at: receivedAt, random: &random)
+                }
             }
             out.append(.sampled(sender.id))
             return out
@@ -156,6 +160,20 @@ struct ClockSync: Sendable {
         }
         if !due.isEmpty { refreshNextWake() }
         return out
+    }
+
+    /// The burst is over and its replies made the estimate usable: the probe set for
+    /// `probeWarmupInterval` after the burst, in case the burst lost one, is not needed, and the
+    /// warm-up cadence takes over from here (it only moves the probe later). Among 64 agents
+    /// started together the replies took longer than that interval to come back, and the unneeded
+    /// probe went to almost every peer: a third of the start's probes and replies.
+    private mutating func resumeWarmup(of clock: inout PeerClock, at now: MonotonicInstant, random: inout SplitMix64) {
+        let previous = clock.nextProbeAt
+        clock.nextProbeAt = max(previous, now + nextInterval(for: clock, random: &random))
+        if nextWake == previous, clock.nextProbeAt != previous {
+            peers[clock.member.id] = clock
+            refreshNextWake()
+        }
     }
 
     /// The earliest probe due: kept up to date by every change to a peer's `nextProbeAt` (it is

@@ -343,11 +343,12 @@ public struct Instance: Sendable {
                 membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source, now: now, into: &out
             )
         case .probe(let probe):
+            membership.admittedUs(sender)
             heard(sender, at: heardAt, now: now, into: &out)
             out.append(
                 .unicast(stamp(.probeReply(clocks.reply(to: probe, receivedAt: receivedAt, now: now))), to: source))
         case .probeReply(let reply):
-            let outputs = clocks.onProbeReply(reply, from: sender, receivedAt: heardAt)
+            let outputs = clocks.onProbeReply(reply, from: sender, receivedAt: heardAt, random: &random)
             if outputs.contains(.sampled(sender.id)) { heard(sender, at: heardAt, now: now, into: &out) }
             route(outputs, source: source, now: now, into: &out)
         case .command(let envelope, _):

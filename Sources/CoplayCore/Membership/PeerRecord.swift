@@ -19,6 +19,9 @@ public struct PeerRecord: Hashable, Sendable {
     public var lastHeard: MonotonicInstant
     public var liveness: Liveness = .alive
     var lastHelloReplyAt: MonotonicInstant?
+    /// It sent this agent a clock probe, so it has admitted this agent: the later hellos of its
+    /// announce burst need no answer.
+    var hasAdmittedUs = false
     /// Its current item, waiting and ready flags and suspensions, from its last announcement.
     public var item: String?
     public var isWaiting = false
