@@ -3,13 +3,13 @@ import CoplaySimulation
 import Testing
 
 @Suite struct MembershipSimulationTests {
-    /// 120 seeded runs (thousands in `coplay-bench soak`) of 2–8 agents with clocks up to ±500 ms off and ±50 ppm drift, up to 20%
+    /// 80 seeded runs (thousands in `coplay-bench soak`) of 2–8 agents with clocks up to ±500 ms off and ±50 ppm drift, up to 20%
     /// loss and 10% duplication, reordering jitter, a partition, a crash (and restart) and a leave
     /// (and rejoin). Each run must converge: every live agent lists exactly the live others, no
     /// estimate is grossly off, crashes are detected within 1.5 s, leaves seen within 100 ms when
     /// they arrive, newcomers seen within 300 ms on a lossless network.
     @Test func seededScenarios_membershipAndClockEstimatesConverge() async {
-        let seeds = ScenarioRunner.seeds(count: 120, salt: ScenarioRunner.membershipSalt)
+        let seeds = ScenarioRunner.seeds(count: 80, salt: ScenarioRunner.membershipSalt)
         let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) { MembershipScenario(seed: $0).run() }
         for outcome in outcomes {
             #expect(

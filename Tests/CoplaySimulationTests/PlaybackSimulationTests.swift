@@ -3,10 +3,10 @@ import CoplaySimulation
 import Testing
 
 @Suite struct PlaybackSimulationTests {
-    /// 130 seeded runs (see `PlaybackScenario`) in the quick tier; `coplay-bench soak` runs
+    /// 80 seeded runs (see `PlaybackScenario`) in the quick tier; `coplay-bench soak` runs
     /// thousands in release. A failure names the seed that replays it.
     @Test func seededScenarios_convergeCausallyAndExactlyOnce() async {
-        let seeds = ScenarioRunner.seeds(count: 130, salt: ScenarioRunner.playbackSalt)
+        let seeds = ScenarioRunner.seeds(count: 80, salt: ScenarioRunner.playbackSalt)
         let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) { PlaybackScenario(seed: $0).run() }
         #expect(outcomes.count == seeds.count)
         for outcome in outcomes {

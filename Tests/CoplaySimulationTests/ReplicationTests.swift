@@ -158,10 +158,10 @@ import Testing
         #expect(delays.sorted()[delays.count / 2] < 0.3, "median \(delays.sorted()[delays.count / 2]) s")
     }
 
-    /// 24 seeded runs (see `ReplicationScenario`) with histories of up to 400 commands; the soak
+    /// 16 seeded runs (see `ReplicationScenario`) with histories of up to 400 commands; the soak
     /// tier runs a thousand with up to 3,000. A failure names the seed that replays it.
     @Test func seededReplicationScenarios_converge() async {
-        let seeds = ScenarioRunner.seeds(count: 24, salt: ScenarioRunner.replicationSalt)
+        let seeds = ScenarioRunner.seeds(count: 16, salt: ScenarioRunner.replicationSalt)
         let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) {
             ReplicationScenario(seed: $0, historyMax: 400).run()
         }
