@@ -30,7 +30,7 @@ public struct Settings: Sendable, Equatable {
     /// when many start together, hellos are lost in the crowd, and a heartbeat a second later
     /// (not 2 s, among 64) finds whoever missed them. The interval is `heartbeatInterval` times
     /// the square root of the group's scale (`Membership.tick`).
-    public var heartbeatFullRateAfterJoin: Duration = .seconds(5)
+    public var heartbeatJoiningPeriod: Duration = .seconds(5)
     /// The same after this agent was stalled (`localStallThreshold`): a peer that gave it up
     /// meanwhile hears it within half a second, not at its next heartbeat seconds later.
     public var heartbeatFullRateAfterStall: Duration = .seconds(2)

@@ -30,10 +30,11 @@ extension Benchmarks {
         /// built and received (from `status`), in the protocol's order of types.
         var formationBuilt: [(type: String, perAgent: Distribution)] = []
         var formationReceived: [(type: String, perAgent: Distribution)] = []
-        /// The whole group's CPU from the first start to then, in seconds of one core.
         /// Datagrams dropped unread by the whole group meanwhile: strangers past their share of a
         /// turn, and the kernel's (a full receive buffer).
         var formationDrops = (receiveQueue: 0, kernel: 0)
+        /// The whole group's CPU from the first start to then, in seconds of one core, and how
+        /// long that was.
         var formationCPUSeconds = 0.0
         var formationSeconds = 0.0
     }
@@ -178,6 +179,7 @@ extension Benchmarks {
         func byType(_ key: String) -> [(type: String, perAgent: Distribution)] {
             let counts = formation.map { ($0?[key] as? [String: Any]) ?? [:] }
             let types = Array(Set(counts.flatMap(\.keys)))
+            // The wire's names in the protocol's order (the harness does not link the core).
             let order = [
                 "hello", "heartbeat", "leave", "probe", "probe-reply", "peer-list", "command", "nack", "ready",
             ]

@@ -17,7 +17,7 @@ public enum Benchmarks {
         /// Group sizes of the `scale` benchmark (`--sizes`).
         public var scaleSizes = [8, 16, 32, 64]
         /// Seconds the `scale` benchmark waits after the group formed before its idle window
-        /// (`--settle`): the full-rate heartbeats of the first 5 s are over by 8; the clock
+        /// (`--settle`): the joining heartbeats of the first 5 s are over by 8; the clock
         /// warm-ups of a large group last longer (about 20 s among 32, 80 s among 64).
         public var settleSeconds = 8
         /// History lengths of the `latejoin` benchmark (`--histories`).

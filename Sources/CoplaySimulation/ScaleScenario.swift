@@ -89,11 +89,15 @@ public struct ScaleScenario: Sendable {
             if keepingUp.allSatisfy({ simulation.view(of: $0) == simulation.expectedView(of: $0) }) {
                 outcome.formationNanos = at
             } else if at == Self.formationBound {
+                var nodeOf: [Member: Int] = [:]
+                for node in 0..<agents {
+                    if let member = simulation.nodes[node].instance?.member { nodeOf[member] = node }
+                }
                 missingAtBound = keepingUp.sorted().flatMap { node in
                     let missing = simulation.expectedView(of: node).subtracting(simulation.view(of: node))
                     return missing.map { member in
-                        let peer = (0..<agents).first { simulation.nodes[$0].instance?.member == member }
-                        let peerName = peer.map { "node\($0)\(starved.contains($0) ? " (starved)" : "")" } ?? "?"
+                        let peerName =
+                            nodeOf[member].map { "node\($0)\(starved.contains($0) ? " (starved)" : "")" } ?? "?"
                         return "node\(node) lacked \(peerName)"
                     }.sorted()
                 }

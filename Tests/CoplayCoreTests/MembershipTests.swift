@@ -407,7 +407,7 @@ import Testing
 
     @Test func inAGroupOf64_heartbeatsAndSuspicionSlowDown_inAGroupOf4_not() {
         var settled = Settings()
-        settled.heartbeatFullRateAfterJoin = .zero  // as long after joining
+        settled.heartbeatJoiningPeriod = .zero  // as long after joining
         let small = alice(withPeers: 3, until: 1_900, settings: settled)
         let large = alice(withPeers: 63, until: 1_900, settings: settled)
         let newlyJoined = alice(withPeers: 63, until: 3_900)
@@ -430,7 +430,7 @@ import Testing
 
     @Test func inAGroupOf64_anAgentWokenFromAStall_heartbeatsAtTheFullRateForAWhile() {
         var settled = Settings()
-        settled.heartbeatFullRateAfterJoin = .zero  // as long after joining
+        settled.heartbeatJoiningPeriod = .zero  // as long after joining
         var alice = makeInstance(settings: settled)
         _ = alice.start(now: at(0))
         for index in 0..<63 {

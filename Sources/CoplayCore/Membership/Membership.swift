@@ -46,7 +46,7 @@ struct Membership: Sendable {
     /// Joined: the announce burst and the heartbeat begin.
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {
         lastTickAt = now
-        joiningUntil = now + settings.heartbeatFullRateAfterJoin
+        joiningUntil = now + settings.heartbeatJoiningPeriod
         fullRateUntil = nil
         scaleAtLastTick = 1
         announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
@@ -115,7 +115,8 @@ struct Membership: Sendable {
     /// together every hello of every burst was answered by all the others: each agent sent some
     /// 130 hellos while the group formed, and now some 55 (`coplay-bench scale`).
     mutating func admittedUs(_ sender: Member) {
-        guard peers[sender.id]?.member == sender else { return }
+        // Written once: this runs for every probe, and most come from peers long admitted.
+        guard let record = peers[sender.id], record.member == sender, !record.hasAdmittedUs else { return }
         peers[sender.id]?.hasAdmittedUs = true
     }
 

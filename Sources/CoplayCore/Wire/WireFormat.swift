@@ -24,14 +24,14 @@ public enum WireFormat {
     /// the bytes are too short or lack the magic. It is only a claim until decoded and checked.
     @inlinable
     public static func claimedSender(of bytes: some Collection<UInt8>) -> UInt64? {
-        guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
+        guard bytes.count >= headerBytes, bytes.starts(with: magic) else { return nil }
         return bytes.dropFirst(16).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
     /// The message type the header claims (the shell's event loop sets strangers' hellos aside
     /// rather than dropping them); nil where `claimedSender` is.
     @inlinable
     public static func claimedType(of bytes: some Collection<UInt8>) -> MessageType? {
-        guard bytes.count >= 34, bytes.starts(with: magic) else { return nil }
+        guard bytes.count >= headerBytes, bytes.starts(with: magic) else { return nil }
         return MessageType(rawValue: bytes.dropFirst(5).first ?? 0)
     }
     public static let version: UInt8 = 1
