@@ -41,9 +41,10 @@ public enum ScenarioRunner {
         return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
     }
 
-    /// Both kinds of scenario over `seedCount` seeds each: the soak tier. Returns one line per
-    /// failing seed (with the command that replays it) and a summary line.
-    public static func soak(seedCount: Int) async -> (failures: [String], summary: String) {
+    /// Both kinds of scenario over `seedCount` seeds each: the soak tier, with `largeGroups` runs
+    /// of 64 to 256 agents (one per 1,000 seeds, at least five, unless given). Returns one line
+    /// per failing seed (with the command that replays it) and a summary line.
+    public static func soak(seedCount: Int, largeGroups: Int? = nil) async -> (failures: [String], summary: String) {
         let started = ContinuousClock.now
         let membership = await run(
             derivedSeeds(count: seedCount, salt: membershipSalt), seedOf: \MembershipScenario.Outcome.seed
@@ -68,7 +69,7 @@ public enum ScenarioRunner {
         }
         // Large groups: 64 to 256 agents with starved and paused ones, five sizes in turn, one
         // run per 1,000 seeds (at least one of each size).
-        let scaleSeeds = derivedSeeds(count: max(5, seedCount / 1000), salt: scaleSalt)
+        let scaleSeeds = derivedSeeds(count: largeGroups ?? max(5, seedCount / 1000), salt: scaleSalt)
         let scale = await run(Array(scaleSeeds.enumerated()), seedOf: \ScaleScenario.Outcome.seed) { index, seed in
             ScaleScenario(seed: seed, agents: ScaleScenario.sizes[index % ScaleScenario.sizes.count]).run()
         }

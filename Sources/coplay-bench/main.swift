@@ -13,7 +13,7 @@ let usage = """
            coplay-bench latejoin [--histories H,…]
            coplay-bench session [--seconds S] [--per-second N]
            coplay-bench burst [--commands N]
-           coplay-bench soak [--seeds N]
+           coplay-bench soak [--seeds N] [--large-groups N]
            coplay-bench tag
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
@@ -39,8 +39,9 @@ let usage = """
                   pause-propagation.svg, sync-error.svg (beside Syncplay's when measured), players-pause.svg,
                   late-join.svg and scale-cost.svg
       soak        the soak tier: N seeded membership and N seeded playback simulations (default 2000 each), N/10
-                  replication simulations (histories up to 3,000 commands, late joiners, crashes) and N/10 fuzz runs;
-                  prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
+                  replication simulations (histories up to 3,000 commands, late joiners, crashes), N/10 fuzz runs
+                  and --large-groups runs of 64 to 256 agents, starved and paused ones among them (default N/1000,
+                  at least 5); prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
       startloss   coordinated starts of 3 simulated agents losing --loss PERCENT (default 30) of datagrams, 10 per
@@ -167,6 +168,7 @@ if kind == "flood-sender" {
 }
 if kind == "soak" {
     var seedCount = 2000
+    var largeGroups: Int?
     while let flag = arguments.popFirst() {
         switch flag {
         case "--seeds":
@@ -174,6 +176,11 @@ if kind == "soak" {
                 fail("--seeds takes a whole number from 1 to 1000000")
             }
             seedCount = number
+        case "--large-groups":
+            guard let value = arguments.popFirst(), let number = Int(value), (0...10_000).contains(number) else {
+                fail("--large-groups takes a whole number from 0 to 10000")
+            }
+            largeGroups = number
         case "--trace":
             // One playback seed, with one node's deliveries and events printed: to study a failure.
             guard let value = arguments.popFirst(), let seed = UInt64(value),
@@ -185,7 +192,7 @@ if kind == "soak" {
         default: fail("unknown option '\(flag)' for soak")
         }
     }
-    let result = await ScenarioRunner.soak(seedCount: seedCount)
+    let result = await ScenarioRunner.soak(seedCount: seedCount, largeGroups: largeGroups)
     for line in result.failures { print(line) }
     print(result.summary)
     exit(result.failures.isEmpty ? 0 : 1)
