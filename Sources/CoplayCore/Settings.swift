@@ -83,6 +83,15 @@ public struct Settings: Sendable, Equatable {
     /// p99 at 440 ms; with 2, 250–280 ms. The best of two round trips on a LAN is within a
     /// fraction of a millisecond, and the warm-up's samples refine it within seconds.
     public var offsetSamplesForSyncLargeGroup = 2
+    /// In a group of at least this many participants the burst to a new peer is one probe, and
+    /// its sample alone synchronises the clock if its round trip took at most
+    /// `offsetSingleSampleDelayMax` (the offset's error is at most half of it: receive times are
+    /// the kernel's, so a crowded receiver's queue does not count); a slower one is followed at
+    /// once by a second probe, and two samples synchronise it as above. When 64 agents start
+    /// together, the second probe of every pair's burst was a quarter of all they sent and
+    /// received, and its reply, queued behind the others, set the first offset's p99.
+    public var offsetSingleSampleGroupMin = 33
+    public var offsetSingleSampleDelayMax: Duration = .milliseconds(2)
     /// Drift is fitted over at most this long a history of samples.
     public var driftWindow: Duration = .seconds(120)
     /// Drift is estimated only once the history spans this long.

@@ -135,7 +135,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
             }
             #expect(peer == carolID)
             let out = clocks.onProbeReply(
-                reply(to: probe, offsetMillis: 250), from: carol, receivedAt: at(now + 0.2).monotonic, random: &random)
+                reply(to: probe, offsetMillis: 250), from: carol, receivedAt: at(now + 0.2).monotonic,
+                now: at(now + 0.2), random: &random)
             #expect(out.contains(.sampled(carolID)))
             synced = synced || out.contains(.synced(carolID))
             now += 10
@@ -152,14 +153,16 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         let first = clocks.onPeerJoined(carol, now: at(0), random: &random)
         let forged = ClockProbeReply(
             token: 999, originWall: at(0).wall, receiveWall: at(0).wall, transmitWall: at(0).wall)
-        let dropped = clocks.onProbeReply(forged, from: carol, receivedAt: at(1).monotonic, random: &random)
+        let dropped = clocks.onProbeReply(
+            forged, from: carol, receivedAt: at(1).monotonic, now: at(1), random: &random)
         #expect(dropped.contains { if case .drop(.unexpectedProbeReply, _) = $0 { true } else { false } })
         guard case .probe(_, let probe)? = first.first else {
             Issue.record("no probe")
             return
         }
         _ = clocks.onProbeReply(
-            reply(to: probe, offsetMillis: 40), from: carol, receivedAt: at(0.2).monotonic, random: &random)
+            reply(to: probe, offsetMillis: 40), from: carol, receivedAt: at(0.2).monotonic, now: at(0.2),
+            random: &random)
         clocks.onPeerLeft(carolID)
         #expect(clocks.peers[carolID] == nil)
         #expect(

@@ -99,7 +99,8 @@ struct ClockSync: Sendable {
 
     /// A reply to one of our probes.
     mutating func onProbeReply(
-        _ reply: ClockProbeReply, from sender: Member, receivedAt: MonotonicInstant, random: inout SplitMix64
+        _ reply: ClockProbeReply, from sender: Member, receivedAt: MonotonicInstant, now: Timestamp,
+        random: inout SplitMix64
     ) -> [Output] {
         guard var clock = peers[sender.id], clock.member == sender else {
             return [.drop(.unknownSender, "probe reply from \(sender)")]
@@ -114,11 +115,21 @@ struct ClockSync: Sendable {
         case .success(let sample):
             clock.estimator.add(sample)
             var out: [Output] = []
-            if !clock.isSynced, clock.estimator.sampleCount >= samplesForSync {
+            if !clock.isSynced, isUsable(clock.estimator) {
                 clock.isSynced = true
                 out.append(.synced(sender.id))
                 if !clock.isSuspected, clock.probesSent >= burstCount {
                     resumeWarmup(of: &clock, at: receivedAt, random: &random)
+                }
+            } else if isCrowded, !clock.isSynced, !clock.isSuspected, clock.outstanding.isEmpty {
+                // A crowd's single-probe burst whose round trip was too slow to trust alone: a
+                // second probe at once, as a burst of two would have sent it (not through the
+                // tick, whose routine probes are rationed).
+                let previous = clock.nextProbeAt
+                out.append(sendProbe(to: &clock, now: now, random: &random))
+                if nextWake == previous || clock.nextProbeAt < nextWake ?? clock.nextProbeAt {
+                    peers[sender.id] = clock
+                    refreshNextWake()
                 }
             }
             out.append(.sampled(sender.id))
@@ -143,8 +154,11 @@ struct ClockSync: Sendable {
                 // Warm-up and steady probes come a few at a time: many due at once means this
                 // agent was stalled (or its ticks late), and they are spread over their interval
                 // rather than sent in a burst (256 agents: one woken from a 10 s pause sent 255
-                // probes at once). Bursts to new peers and probes of suspects are not held back.
-                if !clock.isSuspected, clock.probesSent >= burstCount {
+                // probes at once). Probes to clocks not yet synchronised (the burst to a new peer)
+                // and to suspects are not held back: a group that grew past
+                // `offsetSingleSampleGroupMin` during a burst of two made its second probe routine,
+                // and among 64 started together the rationed ones waited up to 500 ms.
+                if !clock.isSuspected, clock.isSynced {
                     routine += 1
                     if routine > settings.routineProbesPerTickMax {
                         let interval = nextInterval(for: clock, random: &random)
@@ -193,6 +207,7 @@ struct ClockSync: Sendable {
     /// one (in proportion past `heartbeatFullRateGroupMax`), never fewer than a sync needs. When
     /// 64 agents start together, 8 probes from each to each made most of the join's storm.
     private var burstCount: Int {
+        if isCrowded { return 1 }
         let full = max(1, settings.heartbeatFullRateGroupMax)
         return max(samplesForSync, settings.probeBurstCount * full / max(full, peers.count + 1))
     }
@@ -204,6 +219,18 @@ struct ClockSync: Sendable {
         peers.count + 1 > settings.heartbeatFullRateGroupMax
             ? min(settings.offsetSamplesForSync, settings.offsetSamplesForSyncLargeGroup)
             : settings.offsetSamplesForSync
+    }
+
+    /// A group of at least `offsetSingleSampleGroupMin` participants, where one fast round trip
+    /// is enough to report a clock synchronised.
+    private var isCrowded: Bool { peers.count + 1 >= settings.offsetSingleSampleGroupMin }
+
+    /// Whether an estimate is good enough to report synchronised: `samplesForSync` samples, or in
+    /// a crowd, one whose round trip took at most `offsetSingleSampleDelayMax`.
+    private func isUsable(_ estimator: OffsetEstimator) -> Bool {
+        if estimator.sampleCount >= samplesForSync { return true }
+        guard isCrowded, let fastest = estimator.samples.map(\.delayNanos).min() else { return false }
+        return fastest <= settings.offsetSingleSampleDelayMax.nanoseconds
     }
 
     /// The spacing of the probes to a suspected peer: `suspectProbeInterval` up to

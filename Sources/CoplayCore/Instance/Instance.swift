@@ -348,7 +348,7 @@ public struct Instance: Sendable {
             out.append(
                 .unicast(stamp(.probeReply(clocks.reply(to: probe, receivedAt: receivedAt, now: now))), to: source))
         case .probeReply(let reply):
-            let outputs = clocks.onProbeReply(reply, from: sender, receivedAt: heardAt, random: &random)
+            let outputs = clocks.onProbeReply(reply, from: sender, receivedAt: heardAt, now: now, random: &random)
             if outputs.contains(.sampled(sender.id)) { heard(sender, at: heardAt, now: now, into: &out) }
             route(outputs, source: source, now: now, into: &out)
         case .command(let envelope, _):
