@@ -37,6 +37,10 @@ extension Benchmarks {
         /// long that was.
         var formationCPUSeconds = 0.0
         var formationSeconds = 0.0
+        /// The floor in the same idle window: a process joined to the group that only waits in
+        /// `poll` and reads each datagram (`coplay-bench bare-receiver`): datagrams a second and
+        /// CPU per datagram in µs.
+        var bareReceiver: (perSecond: Double, micros: Double)?
     }
 
     /// N agents started at once in one network namespace of this run's own, for N in `sizes`:
@@ -112,6 +116,11 @@ extension Benchmarks {
         if received > 0 {
             print(
                 "    whole-agent CPU per received datagram, idle: \(String(format: "%.0f", row.idleCPU / 100 / received * 1e6)) µs"
+            )
+        }
+        if let bare = row.bareReceiver {
+            print(
+                "    the floor, a bare receiver in the group (poll and recvmsg, nothing else): \(String(format: "%.0f", bare.perSecond)) datagrams/s, \(String(format: "%.0f", bare.micros)) µs of CPU per datagram"
             )
         }
         print("    resident memory per agent: \(row.residentMiB.summary(unit: "MiB", decimals: 1))")
@@ -202,6 +211,16 @@ extension Benchmarks {
             return (value("datagramsReceived"), value("bytesSent"))
         }
         let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let bare = Process()
+        bare.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        bare.arguments = [
+            "netns", "exec", namespace,
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0],
+            "bare-receiver", String(port), String(options.seconds),
+        ]
+        let bareOutput = Pipe()
+        bare.standardOutput = bareOutput
+        try bare.run()
         let idleCounters = agents.map(counters)
         let ticks = agents.map { cpuTicks($0.pid) }
         let idleFrom = Date()
@@ -216,6 +235,15 @@ extension Benchmarks {
         row.sentBytesPerAgent = Distribution(
             zip(idleEnd, idleCounters).map { Double($0.sentBytes - $1.sentBytes) / idleSeconds })
         row.residentMiB = Distribution(agents.map { Double(residentKiB($0.pid)) / 1024 })
+        // It stops by itself at the end of the same window.
+        bare.waitUntilExit()
+        let bareWords = String(decoding: bareOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        if bareWords.count == 3, bareWords[0] == "bare-receiver", let datagrams = Double(bareWords[1]),
+            let nanos = Double(bareWords[2]), datagrams > 0
+        {
+            row.bareReceiver = (datagrams / Double(options.seconds), nanos / datagrams / 1_000)
+        }
 
         // First offset (read now: the last ones come after the group formed): per agent, each
         // peer's clock-synced after its peer-joined.

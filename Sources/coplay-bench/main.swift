@@ -28,7 +28,8 @@ let usage = """
       scale       N agents started at once in a private network namespace (root), for N in --sizes (default
                   8,16,32,64): all see all, first clock offset, pause propagation, group CPU idle and busy (S s idle,
                   from --settle s after the group formed, default 8), datagrams received and bytes sent per agent,
-                  memory; with --svg DIR also scale-cost.svg
+                  CPU per received datagram beside the floor (a bare poll-and-recvmsg receiver joined to the group
+                  in the same window), memory; with --svg DIR also scale-cost.svg
       latejoin    2 agents build a history of H commands for H in --histories (default 10,1000,100000), then a
                   third joins: time until it is on the group's state (bounded: 25 s); with --svg DIR also late-join.svg
       session     a long session: 3 agents issue --per-second N commands a second (default 1; pauses, seeks,
@@ -165,6 +166,13 @@ if kind == "flood-sender" {
         let seconds = Int(arguments[arguments.startIndex + 2]), (1...120).contains(seconds)
     else { fail("flood-sender takes PORT RATE SECONDS SESSION") }
     FloodSender.run(port: port, rate: rate, seconds: seconds, session: arguments[arguments.startIndex + 3])
+}
+if kind == "bare-receiver" {
+    // The floor under an agent's cost per datagram, started by `scale` inside its namespace.
+    guard arguments.count == 2, let port = UInt16(arguments[arguments.startIndex]),
+        let seconds = Int(arguments[arguments.startIndex + 1]), (1...600).contains(seconds)
+    else { fail("bare-receiver takes PORT SECONDS") }
+    BareReceiver.run(port: port, seconds: seconds)
 }
 if kind == "soak" {
     var seedCount = 2000
