@@ -276,6 +276,15 @@ public struct Settings: Sendable, Equatable {
     /// are never dropped. (What waits beyond it waits in the kernel's receive buffer, whose
     /// overflows are counted as `kernelDrops`.)
     public var receiveQueueDatagramsMax = 1024
+    /// A turn of reading also ends after this long, with datagrams still waiting: an agent starved
+    /// of CPU (1–3 ms an input) took 1–3 s over a turn of 1,024, and its timers — its heartbeats
+    /// — went out that late; among 256 in simulation, agents whose hellos its full buffer had
+    /// dropped learned of it only 3.25–3.5 s after the start. Not much shorter: a tick costs a
+    /// starved agent as much as an input, and at 20 ms its ticks crowded out its reading (its
+    /// buffer lost 3.7 times as many datagrams, and one such group never formed). (An agent that
+    /// keeps up reads a turn in a few milliseconds; one woken from a stall forgives its peers'
+    /// silence at its first tick, whatever it has not read yet.)
+    public var receiveTurnDurationMax: Duration = .milliseconds(200)
     /// Beyond this share of `receiveQueueDatagramsMax` read in one turn (12%: 122 datagrams), a
     /// datagram whose header does not name a known member as the sender is dropped unread
     /// (counted as `receiveQueueDrops`): the loop keeps up with a flood of junk or invented peers

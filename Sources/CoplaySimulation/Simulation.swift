@@ -159,13 +159,15 @@ public struct Simulation {
             case .resume(let index):
                 guard let until = nodes[index].pausedUntil, until <= at else { continue }
                 nodes[index].pausedUntil = nil
-                // Awake, the loop reads everything that waited before its timers fire.
-                if nodes[index].wakeAfter != nil { nodes[index].wakeAfter = nodes[index].inbox.count }
+                // Awake, the loop reads what waited (a turn's worth) before its timers fire.
+                if nodes[index].wakeAfter != nil { nodes[index].wakeAfter = turnEnd(of: index) }
                 serve(index)
             case .wake(let index, let generation):
                 guard generation == nodes[index].wakeGeneration, nodes[index].instance != nil else { continue }
-                if nodes[index].pausedUntil != nil || nodes[index].waiting > 0 {
+                if nodes[index].pausedUntil != nil {
                     if nodes[index].wakeAfter == nil { nodes[index].wakeAfter = nodes[index].inbox.count }
+                } else if nodes[index].waiting > 0 {
+                    if nodes[index].wakeAfter == nil { nodes[index].wakeAfter = turnEnd(of: index) }
                 } else if nodes[index].busyUntil > at {
                     queue.push(.wake(node: index, generation: generation), at: nodes[index].busyUntil)
                 } else {
@@ -208,6 +210,17 @@ public struct Simulation {
         }
         nodes[index].inbox.append((bytes, source, arrival))
         if nodes[index].pausedUntil == nil { scheduleServe(index, at: max(nowNanos, nodes[index].busyUntil)) }
+    }
+
+    /// Where in the receive buffer the turn of reading under way ends, and a timer that came due
+    /// fires: after what waits now, or after `Settings.receiveTurnDurationMax` of reading, as the
+    /// shell's event loop does (a starved node reads a few inputs in that time; one that keeps
+    /// up, everything).
+    private func turnEnd(of index: Int) -> Int {
+        let perInput = nodes[index].perInputNanos
+        guard perInput > 0 else { return nodes[index].inbox.count }
+        let turn = (settingsOfNode[index] ?? settings).receiveTurnDurationMax.nanoseconds
+        return min(nodes[index].inbox.count, nodes[index].inboxHead + max(1, Int(turn / perInput)))
     }
 
     private mutating func scheduleServe(_ index: Int, at time: Int64) {

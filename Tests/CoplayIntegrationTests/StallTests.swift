@@ -61,10 +61,13 @@ import Testing
             $0.name == "peer-joined" && $0.peer("name") as? String == "newcomer"
         }
         #expect(joined != nil, "the hello behind 200 strangers was dropped")
-        // The strangers' probes past the share are dropped unread (with perhaps an echo of the
-        // agent's own last heartbeat, which counts as a stranger's).
+        // The strangers' probes past the share of a turn are dropped unread (with perhaps an echo
+        // of the agent's own last heartbeat, which counts as a stranger's): 78 if one turn reads
+        // them all, fewer if the turn's time (`receiveTurnDurationMax`) ran out first — in this
+        // debug build each admitted stranger costs a millisecond or more — and the next turn
+        // gave strangers a share again.
         let unread = agent.counter("receiveQueueDrops")
-        #expect((200 - 122...200 - 122 + 2).contains(unread), "\(unread) dropped unread")
+        #expect((1...200 - 122 + 2).contains(unread), "\(unread) dropped unread")
         #expect(agent.counter("kernelDrops") == 0)
         agent.closeInput()
         #expect(agent.waitForExit(timeout: .seconds(5)) == 0)

@@ -270,8 +270,9 @@ public actor AgentShell {
     }
 
     /// Reads and handles the datagrams waiting on one socket: at most
-    /// `Settings.receiveQueueDatagramsMax` in one turn, so that the loop's other inputs and
-    /// timers are not held back by a flood. Honest traffic first: past
+    /// `Settings.receiveQueueDatagramsMax` in one turn, and for at most
+    /// `receiveTurnDurationMax`, so that the loop's other inputs and timers are not held back by
+    /// a flood or by the agent's own slowness. Honest traffic first: past
     /// `receiveQueueStrangersPercent` of that many in one turn, a datagram whose header does not
     /// claim a known member as its sender is dropped unread (a flood of junk and invented peers
     /// cannot crowd out the group's own commands; a forged claim is still checked when decoded).
@@ -279,12 +280,18 @@ public actor AgentShell {
         let turnMax = instance.settings.receiveQueueDatagramsMax
         let strangersMax = turnMax * instance.settings.receiveQueueStrangersPercent / 100
         let deferredMax = instance.settings.receiveQueueStrangersDeferredMax
-        var (read, strangers) = (0, 0)
+        let turnEnds = clock.now().monotonic + instance.settings.receiveTurnDurationMax
+        var (read, strangers, drained) = (0, 0, false)
         var deferred: [(bytes: [UInt8], received: UDPTransport.Received)] = []
-        while exitStatus == nil, read < turnMax,
-            let received = transport.receive(
-                on: socket, into: &receiveBuffer, control: &receiveControl, clock: clock)
-        {
+        while exitStatus == nil, read < turnMax {
+            if read > 0, clock.now().monotonic > turnEnds { break }
+            guard
+                let received = transport.receive(
+                    on: socket, into: &receiveBuffer, control: &receiveControl, clock: clock)
+            else {
+                drained = true
+                break
+            }
             read += 1
             let claim = WireFormat.claimedSender(of: receiveBuffer[0..<received.count])
             if claim.map({ instance.peers[PeerID($0)] == nil }) ?? true {
@@ -303,7 +310,7 @@ public actor AgentShell {
             handle(Array(receiveBuffer[0..<received.count]), received, viaGroup: viaGroup)
         }
         // The socket emptied within the turn: the strangers' hellos set aside held nothing back.
-        guard read < turnMax else {
+        guard drained else {
             strangersDropped += deferred.count
             return
         }
