@@ -17,6 +17,9 @@ extension Benchmarks {
         var lastToSeeAll = ""
         /// peer-joined → clock-synced, every agent and peer.
         var firstOffset = Distribution([])
+        /// The size of that first offset, in µs: its error, since on one host's loopback every
+        /// agent reads the same clock.
+        var firstOffsetError = Distribution([])
         var pause = Distribution([])
         var pausesLost = 0
         /// % of one core for the whole group, idle and while pausing.
@@ -92,6 +95,9 @@ extension Benchmarks {
                     ?? ""))
         print("    the last to see all: \(row.lastToSeeAll)")
         print("    first clock offset after join: \(row.firstOffset.summary(unit: "ms", decimals: 1))")
+        print(
+            "    its error (one host: every agent reads the same clock): \(row.firstOffsetError.summary(unit: "µs", decimals: 1))"
+        )
         func census(_ counts: [(type: String, perAgent: Distribution)]) -> String {
             let total = counts.map { $0.perAgent.percentile(0.5) }.reduce(0, +)
             return String(format: "%.0f", total) + " ("
@@ -248,6 +254,7 @@ extension Benchmarks {
         // First offset (read now: the last ones come after the group formed): per agent, each
         // peer's clock-synced after its peer-joined.
         var firstOffsets: [Double] = []
+        var firstErrors: [Double] = []
         for agent in agents {
             var joinedAt: [String: Int64] = [:]
             for event in agent.allEvents {
@@ -255,10 +262,14 @@ extension Benchmarks {
                 if event.name == "peer-joined", joinedAt[id] == nil { joinedAt[id] = event.atUnixNanos }
                 if event.name == "clock-synced", let joined = joinedAt.removeValue(forKey: id) {
                     firstOffsets.append(millis(joined, event.atUnixNanos))
+                    if let offset = event.peer("offsetNanos") as? NSNumber {
+                        firstErrors.append(abs(offset.doubleValue) / 1_000)
+                    }
                 }
             }
         }
         row.firstOffset = Distribution(firstOffsets)
+        row.firstOffsetError = Distribution(firstErrors)
 
         // Busy: an item, then five pauses from different agents, each resumed.
         agents[0].send("share https://example.com/scale.mp4 id=scale")
