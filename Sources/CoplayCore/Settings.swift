@@ -87,7 +87,8 @@ public struct Settings: Sendable, Equatable {
     /// its sample alone synchronises the clock if its round trip took at most
     /// `offsetSingleSampleDelayMax` (the offset's error is at most half of it: receive times are
     /// the kernel's, so a crowded receiver's queue does not count); a slower one is followed at
-    /// once by a second probe, and two samples synchronise it as above. When 64 agents start
+    /// once by another probe, until one is fast enough or `offsetSamplesForSync` samples have
+    /// arrived, which then synchronise it whatever their round trips. When 64 agents start
     /// together, the second probe of every pair's burst was a quarter of all they sent and
     /// received, and its reply, queued behind the others, set the first offset's p99.
     public var offsetSingleSampleGroupMin = 33

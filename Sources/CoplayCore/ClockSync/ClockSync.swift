@@ -121,10 +121,13 @@ struct ClockSync: Sendable {
                 if !clock.isSuspected, clock.probesSent >= burstCount {
                     resumeWarmup(of: &clock, at: receivedAt, random: &random)
                 }
-            } else if isCrowded, !clock.isSynced, !clock.isSuspected, clock.outstanding.isEmpty {
-                // A crowd's single-probe burst whose round trip was too slow to trust alone: a
-                // second probe at once, as a burst of two would have sent it (not through the
-                // tick, whose routine probes are rationed).
+            } else if isCrowded, !clock.isSynced, !clock.isSuspected,
+                !clock.outstanding.values.contains(where: { $0 > sentAt })
+            {
+                // In a crowd, a round trip too slow to trust, and no later probe on its way:
+                // another probe at once, as a burst would have sent it (not through the tick,
+                // whose routine probes are rationed), until one is fast enough or
+                // `offsetSamplesForSync` have arrived. (An older probe lost does not hold it up.)
                 let previous = clock.nextProbeAt
                 out.append(sendProbe(to: &clock, now: now, random: &random))
                 if nextWake == previous || clock.nextProbeAt < nextWake ?? clock.nextProbeAt {
@@ -225,11 +228,15 @@ struct ClockSync: Sendable {
     /// is enough to report a clock synchronised.
     private var isCrowded: Bool { peers.count + 1 >= settings.offsetSingleSampleGroupMin }
 
-    /// Whether an estimate is good enough to report synchronised: `samplesForSync` samples, or in
-    /// a crowd, one whose round trip took at most `offsetSingleSampleDelayMax`.
+    /// Whether an estimate is good enough to report synchronised: `samplesForSync` samples; in a
+    /// crowd, the first sample whose round trip took at most `offsetSingleSampleDelayMax`, or
+    /// failing that `offsetSamplesForSync` samples whatever their round trips (a slow network).
+    /// Among 64 started together, two samples whatever their delay left one clock 10.7 ms off
+    /// (a round trip of 21 ms, both times).
     private func isUsable(_ estimator: OffsetEstimator) -> Bool {
-        if estimator.sampleCount >= samplesForSync { return true }
-        guard isCrowded, let fastest = estimator.samples.map(\.delayNanos).min() else { return false }
+        guard isCrowded else { return estimator.sampleCount >= samplesForSync }
+        if estimator.sampleCount >= settings.offsetSamplesForSync { return true }
+        guard let fastest = estimator.samples.map(\.delayNanos).min() else { return false }
         return fastest <= settings.offsetSingleSampleDelayMax.nanoseconds
     }
 
