@@ -147,6 +147,24 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(abs(estimate.offsetNanos - 250_000_000) < 10_000)
     }
 
+    /// The tick rations routine probes (4 a tick), not a new peer's burst: 32 peers joined at
+    /// once get bursts of 4, then 8 more take the group past 32, where a burst is one probe; the
+    /// first 32 bursts' second probes still go out together. The probes that make good a burst
+    /// that got no reply are routine: they come due together 500 ms later, and are spread.
+    @Test func theTickRationsProbesAfterTheBurst_notTheBurstPlannedBeforeTheGroupGrew() {
+        var clocks = ClockSync(settings: Settings())
+        var random = SplitMix64(seed: 5)
+        func peer(_ index: Int) -> Member { Member(id: PeerID(0x5000 + UInt64(index)), incarnation: Incarnation(1)) }
+        for index in 0..<32 { _ = clocks.onPeerJoined(peer(index), now: at(0), random: &random) }
+        for index in 32..<40 { _ = clocks.onPeerJoined(peer(index), now: at(1), random: &random) }
+        func probes(at millis: Double) -> Int {
+            clocks.tick(now: at(millis), random: &random).filter { if case .probe = $0 { true } else { false } }.count
+        }
+        #expect(probes(at: 5) == 32, "the bursts' second probes, planned among at most 32")
+        for millis in stride(from: 6.0, through: 20, by: 1) { _ = probes(at: millis) }
+        #expect(probes(at: 700) == Settings().routineProbesPerTickMax, "40 unanswered peers' next probes, spread")
+    }
+
     @Test func replyToNoProbe_isDropped_andARetiredClockComesBack() {
         var clocks = ClockSync(settings: Settings())
         var random = SplitMix64(seed: 3)

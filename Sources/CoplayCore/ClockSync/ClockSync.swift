@@ -13,6 +13,9 @@ struct ClockSync: Sendable {
         var isSuspected = false
         /// Probes sent so far, which sets the spacing of the next.
         var probesSent = 0
+        /// The next probe is one of the burst to a new peer (set `probeBurstSpacing` after the
+        /// last): the tick does not ration it, even if the group grew meanwhile.
+        var isBurstProbeNext = false
         var nextProbeAt: MonotonicInstant
         /// Probes awaiting a reply: token → our monotonic send time. At most
         /// `Settings.outstandingProbesPerPeerMax`; the oldest are forgotten first.
@@ -157,11 +160,12 @@ struct ClockSync: Sendable {
                 // Warm-up and steady probes come a few at a time: many due at once means this
                 // agent was stalled (or its ticks late), and they are spread over their interval
                 // rather than sent in a burst (256 agents: one woken from a 10 s pause sent 255
-                // probes at once). Probes to clocks not yet synchronised (the burst to a new peer)
-                // and to suspects are not held back: a group that grew past
-                // `offsetSingleSampleGroupMin` during a burst of two made its second probe routine,
-                // and among 64 started together the rationed ones waited up to 500 ms.
-                if !clock.isSuspected, clock.isSynced {
+                // probes at once). The burst to a new peer and probes to suspects are not held
+                // back; the burst is the one planned when its previous probe went out: a group
+                // that grew past `offsetSingleSampleGroupMin` during a burst of two made its
+                // second probe routine, and among 64 started together the rationed ones waited
+                // up to 500 ms.
+                if !clock.isSuspected, !clock.isBurstProbeNext {
                     routine += 1
                     if routine > settings.routineProbesPerTickMax {
                         let interval = nextInterval(for: clock, random: &random)
@@ -263,6 +267,7 @@ struct ClockSync: Sendable {
         }
         clock.outstanding[token] = now.monotonic
         clock.probesSent += 1
+        clock.isBurstProbeNext = !clock.isSuspected && clock.probesSent < burstCount
         clock.nextProbeAt = now.monotonic + nextInterval(for: clock, random: &random)
         return .probe(clock.member.id, ClockProbe(token: token, originWall: now.wall))
     }
