@@ -133,10 +133,7 @@ struct ClockSync: Sendable {
                 // `offsetSamplesForSync` have arrived. (An older probe lost does not hold it up.)
                 let previous = clock.nextProbeAt
                 out.append(sendProbe(to: &clock, now: now, random: &random))
-                if nextWake == previous || clock.nextProbeAt < nextWake ?? clock.nextProbeAt {
-                    peers[sender.id] = clock
-                    refreshNextWake()
-                }
+                moved(clock, from: previous)
             }
             out.append(.sampled(sender.id))
             return out
@@ -191,7 +188,15 @@ struct ClockSync: Sendable {
     private mutating func resumeWarmup(of clock: inout PeerClock, at now: MonotonicInstant, random: inout SplitMix64) {
         let previous = clock.nextProbeAt
         clock.nextProbeAt = max(previous, now + nextInterval(for: clock, random: &random))
-        if nextWake == previous, clock.nextProbeAt != previous {
+        moved(clock, from: previous)
+    }
+
+    /// `clock`'s next probe moved from `previous`, outside the tick: `nextWake` follows it
+    /// (searched again over the peers only when it was this probe and moved later).
+    private mutating func moved(_ clock: PeerClock, from previous: MonotonicInstant) {
+        if nextWake.map({ clock.nextProbeAt < $0 }) ?? true {
+            nextWake = clock.nextProbeAt
+        } else if nextWake == previous, clock.nextProbeAt != previous {
             peers[clock.member.id] = clock
             refreshNextWake()
         }
