@@ -40,6 +40,9 @@ extension Benchmarks {
         /// long that was.
         var formationCPUSeconds = 0.0
         var formationSeconds = 0.0
+        /// This harness's own CPU meanwhile (starting the processes, reading their events), in
+        /// seconds: it runs on the same cores as the group it measures.
+        var harnessCPUSeconds = 0.0
         /// The floor in the same idle window: a process joined to the group that only waits in
         /// `poll` and reads each datagram (`coplay-bench bare-receiver`): datagrams a second and
         /// CPU per datagram in µs.
@@ -107,6 +110,7 @@ extension Benchmarks {
         print(
             "    formation, per agent until 1 s after all saw all (p50 of each type): built \(census(row.formationBuilt)); received \(census(row.formationReceived)); the group's CPU: "
                 + String(format: "%.2f s in %.2f s", row.formationCPUSeconds, row.formationSeconds)
+                + String(format: " (this harness's own: %.2f s)", row.harnessCPUSeconds)
                 + "; dropped unread by the group: \(row.formationDrops.receiveQueue) (receive queue), \(row.formationDrops.kernel) (kernel)"
         )
         print(
@@ -137,6 +141,7 @@ extension Benchmarks {
         // Started at once: from a few threads, since starting one process (its pipes and reader
         // threads) takes the harness several milliseconds, and 64 in turn took a second.
         let started = Int64(Date().timeIntervalSince1970 * 1e9)
+        let harnessCPUAtStart = ownCPUSeconds()
         let slots = Mutex<[Result<AgentProcess, any Error>?]>(Array(repeating: nil, count: count))
         DispatchQueue.concurrentPerform(iterations: count) { index in
             let agent = Result {
@@ -190,6 +195,7 @@ extension Benchmarks {
         row.formationCPUSeconds =
             Double(agents.map { cpuTicks($0.pid) }.reduce(0, +)) / Double(sysconf(Int32(_SC_CLK_TCK)))
         row.formationSeconds = Date().timeIntervalSince1970 - Double(started) / 1e9
+        row.harnessCPUSeconds = ownCPUSeconds() - harnessCPUAtStart
         let formation = agents.map { $0.status(timeout: .seconds(3))?["counters"] as? [String: Any] }
         func byType(_ key: String) -> [(type: String, perAgent: Distribution)] {
             let counts = formation.map { ($0?[key] as? [String: Any]) ?? [:] }
