@@ -54,6 +54,13 @@ public enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral, Expressi
 
     private static func writeString(_ value: String, into text: inout String) {
         text += "\""
+        // Most strings (names, event and state words, hex ids) need no escape: appended whole,
+        // not scalar by scalar, which had been most of the cost of writing an event.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            text += value
+            text += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": text += "\\\""
