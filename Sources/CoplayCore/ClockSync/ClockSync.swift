@@ -32,13 +32,14 @@ struct ClockSync: Sendable {
         case drop(DropReason, String)
     }
 
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     private(set) var peers: [PeerID: PeerClock] = [:]
     /// Estimators of peers that left, by id, restored if they come back. At most
     /// `Settings.retiredClocksMax`; the longest retired goes first.
     private var retired: [PeerID: OffsetEstimator] = [:]
     private var retiredOrder: [PeerID] = []
-    init(settings: Settings) { self.settings = settings }
+    init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
     /// The offset estimate for a peer's clock at `now`, live or departed.
     func estimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {

@@ -31,7 +31,8 @@ public struct LocalIdentity: Hashable, Sendable {
 /// Randomness (timer jitter, probe tokens) comes from a generator seeded by the caller, so the
 /// simulation replays a run exactly from its seed.
 public struct Instance: Sendable {
-    public let settings: Settings
+    public var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     public let identity: LocalIdentity
     public let session: SessionID
     public internal(set) var counters = Counters()
@@ -63,7 +64,7 @@ public struct Instance: Sendable {
         precondition(
             identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
         self.identity = identity
-        self.settings = settings
+        self.sharedSettings = SharedSettings(settings)
         session = SessionID(name: identity.sessionName)
         random = SplitMix64(seed: seed)
         lifecycle = SessionLifecycle(
@@ -90,6 +91,8 @@ public struct Instance: Sendable {
     public var member: Member { lifecycle.member }
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     public var peers: [PeerID: PeerRecord] { membership.peers }
+    /// Whether `id` is a live peer's.
+    public func isPeer(_ id: PeerID) -> Bool { membership.peers[id] != nil }
     public var log: CausalLog { ordering.log }
     /// Endpoints named in members' peer lists and reached by unicast for now (at most
     /// `Settings.gossipedEndpointsMax`).

@@ -18,7 +18,8 @@ struct Membership: Sendable {
         case drop(DropReason, String)
     }
 
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     private(set) var peers: [PeerID: PeerRecord] = [:]
     /// When the remaining hellos of the announce burst are due, earliest first.
@@ -41,7 +42,7 @@ struct Membership: Sendable {
     /// When `tick` last ran: one far later than that means this agent was stalled.
     private var lastTickAt: MonotonicInstant?
 
-    init(settings: Settings) { self.settings = settings }
+    init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
     /// Joined: the announce burst and the heartbeat begin.
     mutating func start(now: MonotonicInstant, random: inout SplitMix64) {

@@ -46,7 +46,8 @@ struct Messaging: Sendable {
         case emit(Event)
     }
 
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     private var nextMessageID: UInt32 = 1
     /// Messages being reassembled, by sender and number. At most `Settings.partialMessagesMax`;
     /// the oldest is given up first.
@@ -55,7 +56,7 @@ struct Messaging: Sendable {
     /// duplicated part does not deliver one twice.
     private var completedUnreliable: [MessageKey] = []
 
-    init(settings: Settings) { self.settings = settings }
+    init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
     // MARK: Sending
 

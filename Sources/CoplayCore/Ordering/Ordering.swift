@@ -23,7 +23,8 @@ struct Ordering: Sendable {
         var wasUnrepairable = false
     }
 
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     private(set) var log: CausalLog
     /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.
     private(set) var deliveries: [CommandEnvelope] = []
@@ -83,7 +84,7 @@ struct Ordering: Sendable {
     }
 
     init(settings: Settings) {
-        self.settings = settings
+        self.sharedSettings = SharedSettings(settings)
         log = CausalLog(settings: settings)
         transfer = StateTransfer(settings: settings)
     }

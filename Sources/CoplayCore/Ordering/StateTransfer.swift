@@ -49,7 +49,8 @@ struct StateTransfer: Sendable {
         }
     }
 
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     private var assembly: Assembly?
     /// The last request this agent sent: to whom, and when.
     private var requested: (peer: Member, at: MonotonicInstant)?
@@ -57,7 +58,7 @@ struct StateTransfer: Sendable {
     /// stored). At most `Settings.peersMax` entries; the longest-quiet is evicted first.
     private var sentUnaskedAt: [PeerID: MonotonicInstant] = [:]
 
-    init(settings: Settings) { self.settings = settings }
+    init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
     var isAssembling: Bool { assembly != nil }
 

@@ -35,7 +35,8 @@ struct Playback: Sendable {
         case catchingUp(since: MonotonicInstant)
     }
 
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     /// What the core believes the local player is doing.
     var player = PlayerModel()
     /// The winning `share`: the group's activity.
@@ -50,7 +51,7 @@ struct Playback: Sendable {
     var history: History = .current
     var correction = Correction()
 
-    init(settings: Settings) { self.settings = settings }
+    init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
     /// A new membership: the group's state is learned afresh (the player keeps what it has).
     mutating func reset() {

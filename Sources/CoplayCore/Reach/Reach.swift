@@ -14,7 +14,8 @@
 /// unless it becomes a member; peer lists are accepted only from members (with a group key,
 /// authentic ones), so a stranger cannot point this agent's traffic at anyone.
 struct Reach: Sendable {
-    let settings: Settings
+    var settings: Settings { sharedSettings.value }
+    private let sharedSettings: SharedSettings
     /// `--peer` endpoints, as given.
     let seeds: [Endpoint]
     /// Whether unicast reach is in use (seeds, or another agent reached this one by unicast).
@@ -29,7 +30,7 @@ struct Reach: Sendable {
     private(set) var farewell: [Endpoint] = []
 
     init(settings: Settings, seeds: [Endpoint]) {
-        self.settings = settings
+        self.sharedSettings = SharedSettings(settings)
         self.seeds = seeds
         isActive = !seeds.isEmpty
     }

@@ -50,6 +50,9 @@ public actor AgentShell {
     /// Where a datagram is read (one byte past the longest accepted, so a longer one is seen
     /// and rejected) and the kernel's ancillary data with it.
     private var receiveBuffer: [UInt8]
+    /// The bounds of one turn of reading a socket, from `Settings` (read once: a value read
+    /// through this class's `instance` is a copy of the whole instance).
+    private let turn: (datagramsMax: Int, strangersMax: Int, strangersDeferredMax: Int, durationMax: Duration)
     private var receiveControl = [UInt8](repeating: 0, count: 64)
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
@@ -119,6 +122,12 @@ public actor AgentShell {
         controlFormatter = EventFormatter(json: true, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
+        let settings = configuration.settings
+        turn = (
+            settings.receiveQueueDatagramsMax,
+            settings.receiveQueueDatagramsMax * settings.receiveQueueStrangersPercent / 100,
+            settings.receiveQueueStrangersDeferredMax, settings.receiveTurnDurationMax
+        )
         do {
             loop = try EventLoop()
         } catch {
@@ -277,10 +286,8 @@ public actor AgentShell {
     /// claim a known member as its sender is dropped unread (a flood of junk and invented peers
     /// cannot crowd out the group's own commands; a forged claim is still checked when decoded).
     private func readDatagrams(from socket: Int32, viaGroup: Bool) {
-        let turnMax = instance.settings.receiveQueueDatagramsMax
-        let strangersMax = turnMax * instance.settings.receiveQueueStrangersPercent / 100
-        let deferredMax = instance.settings.receiveQueueStrangersDeferredMax
-        let turnEnds = clock.now().monotonic + instance.settings.receiveTurnDurationMax
+        let (turnMax, strangersMax, deferredMax) = (turn.datagramsMax, turn.strangersMax, turn.strangersDeferredMax)
+        let turnEnds = clock.now().monotonic + turn.durationMax
         var (read, strangers, drained) = (0, 0, false)
         var deferred: [(bytes: [UInt8], received: UDPTransport.Received)] = []
         while exitStatus == nil, read < turnMax {
@@ -294,7 +301,7 @@ public actor AgentShell {
             }
             read += 1
             let claim = WireFormat.claimedSender(of: receiveBuffer[0..<received.count])
-            if claim.map({ instance.peers[PeerID($0)] == nil }) ?? true {
+            if claim.map({ !instance.isPeer(PeerID($0)) }) ?? true {
                 strangers += 1
                 if strangers > strangersMax {
                     if deferred.count < deferredMax,
