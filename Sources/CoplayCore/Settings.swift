@@ -81,7 +81,9 @@ public struct Settings: Sendable, Equatable {
     /// this many too: when 64 agents start together, each sends and answers about 500 probes and
     /// replies in the first half second, and with 4 the queues they built put the first offset's
     /// p99 at 440 ms; with 2, 250–280 ms. The best of two round trips on a LAN is within a
-    /// fraction of a millisecond, and the warm-up's samples refine it within seconds.
+    /// fraction of a millisecond, and the warm-up's samples refine it within seconds. Two
+    /// synchronise only if one of them took at most `offsetSingleSampleDelayMax`; otherwise the
+    /// burst's later replies are awaited, up to `offsetSamplesForSync`.
     public var offsetSamplesForSyncLargeGroup = 2
     /// In a group of at least this many participants the burst to a new peer is one probe, and
     /// its sample alone synchronises the clock if its round trip took at most

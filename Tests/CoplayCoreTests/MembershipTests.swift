@@ -532,6 +532,21 @@ import Testing
         #expect(try (400...700).contains(#require(lost.syncedAtMillis)), "\(lost)")
     }
 
+    /// Past 16 participants two samples synchronise a clock only if one took at most
+    /// `offsetSingleSampleDelayMax`: two slow ones wait for the burst's later replies, up to four,
+    /// without a probe more (among 32 started together, two round trips of some 10 ms had left a
+    /// clock 5.2 ms off).
+    @Test func inAGroupOf17To32_twoSlowRoundTrips_waitForTheBurstsLaterReplies() throws {
+        for count in [17, 24, 32] {
+            let slow = watchOnePeersClock(inAGroupOf: count, roundTripMillis: 5)
+            #expect(slow.repliesUntilSynced == 4, "\(count) participants")
+            #expect(try #require(slow.syncedAtMillis) < 50, "the burst's probes are 4 ms apart")
+            let fast = watchOnePeersClock(inAGroupOf: count, roundTripMillis: 1.5)
+            #expect(fast.repliesUntilSynced == 2, "\(count) participants, round trips within 2 ms")
+            #expect(slow.probes == fast.probes, "no probe more than the burst and warm-up send anyway")
+        }
+    }
+
     /// In a crowd, a lost single-probe burst is made good by the warm-up's probe, 500 ms later.
     @Test func inAGroupOf64_aLostFirstProbe_isFollowedByAnotherHalfASecondLater() throws {
         let lost = watchOnePeersClock(inAGroupOf: 64, losing: [1])

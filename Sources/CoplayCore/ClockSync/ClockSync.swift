@@ -238,15 +238,18 @@ struct ClockSync: Sendable {
     /// is enough to report a clock synchronised.
     private var isCrowded: Bool { peers.count + 1 >= settings.offsetSingleSampleGroupMin }
 
-    /// Whether an estimate is good enough to report synchronised: `samplesForSync` samples; in a
-    /// crowd, the first sample whose round trip took at most `offsetSingleSampleDelayMax`, or
-    /// failing that `offsetSamplesForSync` samples whatever their round trips (a slow network).
-    /// Among 64 started together, two samples whatever their delay left one clock 10.7 ms off
-    /// (a round trip of 21 ms, both times).
+    /// Whether an estimate is good enough to report synchronised: `offsetSamplesForSync` samples
+    /// whatever their round trips, or fewer — one in a crowd, `samplesForSync` in a large group —
+    /// if one of them took at most `offsetSingleSampleDelayMax` (the offset's error is at most
+    /// half its round trip). Among 64 started together, two samples whatever their delay left one
+    /// clock 10.7 ms off (a round trip of 21 ms, both times), and among 32 one 5.2 ms off. Past
+    /// `heartbeatFullRateGroupMax` the burst still holds `offsetSamplesForSync` probes up to 32
+    /// participants, so the slow case waits for the burst's later replies, not for more probes.
     private func isUsable(_ estimator: OffsetEstimator) -> Bool {
-        guard isCrowded else { return estimator.sampleCount >= samplesForSync }
         if estimator.sampleCount >= settings.offsetSamplesForSync { return true }
-        guard let fastest = estimator.samples.map(\.delayNanos).min() else { return false }
+        guard estimator.sampleCount >= (isCrowded ? 1 : samplesForSync),
+            let fastest = estimator.samples.map(\.delayNanos).min()
+        else { return false }
         return fastest <= settings.offsetSingleSampleDelayMax.nanoseconds
     }
 
