@@ -301,7 +301,7 @@ public actor AgentShell {
             }
             read += 1
             let claim = WireFormat.claimedSender(of: receiveBuffer[0..<received.count])
-            if claim.map({ !instance.isPeer(PeerID($0)) }) ?? true {
+            if Self.isStranger(claim, to: &instance) {
                 strangers += 1
                 if strangers > strangersMax {
                     if deferred.count < deferredMax,
@@ -322,6 +322,13 @@ public actor AgentShell {
             return
         }
         for (bytes, received) in deferred where exitStatus == nil { handle(bytes, received, viaGroup: viaGroup) }
+    }
+
+    /// Whether a datagram's claimed sender is no live peer of `instance`. Asked through `inout`:
+    /// a non-mutating call on `instance` through this class's property copies the whole instance
+    /// first, a retain and a release of each of its tables, and this runs for every datagram.
+    private static func isStranger(_ claim: UInt64?, to instance: inout Instance) -> Bool {
+        claim.map { !instance.isPeer(PeerID($0)) } ?? true
     }
 
     private func handle(_ bytes: [UInt8], _ received: UDPTransport.Received, viaGroup: Bool) {
