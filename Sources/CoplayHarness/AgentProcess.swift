@@ -1,18 +1,45 @@
 import Foundation
 import Glibc
 
-/// One JSON event line printed by an agent (immutable once parsed).
+/// One JSON event line printed by an agent. Parsed when a field is first asked for, not when
+/// read: the harness reads every agent's events while the group it measures forms, on the same
+/// cores, and parsing each as it came had been most of the harness's CPU then.
 public struct AgentEvent: @unchecked Sendable, CustomStringConvertible {
-    public let fields: [String: Any]
     public let line: String
+    private let parsed = Parsed()
 
-    public var name: String { fields["event"] as? String ?? "" }
+    init(line: String) { self.line = line }
+
+    public var fields: [String: Any] { parsed.fields(of: line) }
+    /// Read from the line's start without parsing it (every event line begins `{"event":"NAME"`).
+    public var name: String {
+        let prefix = #"{"event":""#
+        guard line.hasPrefix(prefix) else { return fields["event"] as? String ?? "" }
+        let rest = line.utf8.dropFirst(prefix.utf8.count)
+        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return "" }
+        return String(decoding: rest[..<end], as: UTF8.self)
+    }
     /// The true time the agent printed it.
     public var atUnixNanos: Int64 { (fields["atUnixNanos"] as? NSNumber)?.int64Value ?? 0 }
     public subscript(key: String) -> Any? { fields[key] }
     /// A field of the nested `peer` object of peer events.
     public func peer(_ key: String) -> Any? { (fields["peer"] as? [String: Any])?[key] }
     public var description: String { line }
+
+    /// The parsed object, made once, by whichever thread first asks.
+    private final class Parsed: @unchecked Sendable {
+        private let lock = NSLock()
+        private var fields: [String: Any]?
+
+        func fields(of line: String) -> [String: Any] {
+            lock.lock()
+            defer { lock.unlock() }
+            if let fields { return fields }
+            let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
+            fields = object
+            return object
+        }
+    }
 }
 
 /// A `coplay` process started with `--json`, optionally inside a network namespace, whose
@@ -125,7 +152,7 @@ public final class AgentProcess: @unchecked Sendable {
         return waitForEvent(from: mark, timeout: timeout) { $0.name == "peers" }?["peers"] as? [[String: Any]]
     }
 
-    /// One thread per pipe. A chunk's lines are split and parsed outside the lock, then appended
+    /// One thread per pipe. A chunk's lines are split outside the lock, then appended
     /// under it with one broadcast: the waiters' predicates run once per chunk, not per line. In a
     /// 64-agent `scale` run, reading line by line under the lock had been a tenth of all the CPU
     /// spent (`perf`), on the cores the agents it measures run on.
@@ -147,16 +174,11 @@ public final class AgentProcess: @unchecked Sendable {
                 let lines = pending[..<last].split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
                     .map { String(decoding: $0, as: UTF8.self) }
                 pending.removeSubrange(...last)
-                let parsed: [AgentEvent] =
-                    isOutput
-                    ? lines.compactMap { line in
-                        (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).map {
-                            AgentEvent(fields: $0, line: line)
-                        }
-                    } : []
+                // Every event is one JSON object on a line of its own.
+                let arrived = isOutput ? lines.filter { $0.hasPrefix("{") }.map(AgentEvent.init(line:)) : []
                 self.condition.lock()
                 if isOutput {
-                    for event in parsed
+                    for event in arrived
                     where self.events.count < Self.eventsMax
                         || (self.events.count < 2 * Self.eventsMax && !Self.perCommandEvents.contains(event.name))
                     {
