@@ -21,15 +21,22 @@ let package = Package(
         .target(name: "CoplaySimulation", dependencies: ["CoplayCore", "CoplayPlayers"]),
         // Drives real `coplay` processes (benchmarks, integration tests); may use Foundation.
         .target(name: "CoplayHarness"),
-        // The agent. It links no Foundation, which would add ~8 MB of resident memory.
-        .executableTarget(name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"]),
+        // The agent. It links no Foundation, which would add ~8 MB of resident memory, and on Linux
+        // the Swift runtime statically: one binary that needs only the C libraries, and a process
+        // start of 3 ms of CPU rather than 7 (64 agents started together form ~130 ms sooner).
+        .executableTarget(
+            name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux]))]),
         .executableTarget(name: "coplay-bench", dependencies: ["CoplayCore", "CoplayHarness", "CoplaySimulation"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplayPlayers", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
+        // Runs the `coplay` and `coplay-bench` binaries, which `swift test` builds with everything
+        // else. It does not depend on their targets: a test bundle that links an executable target
+        // takes its linker settings, and no static Testing or XCTest library exists.
         .testTarget(
             name: "CoplayIntegrationTests",
-            dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness", "coplay", "coplay-bench"]),
+            dependencies: ["CoplayCore", "CoplayRuntime", "CoplayHarness"]),
     ],
     swiftLanguageModes: [.v6]
 )
