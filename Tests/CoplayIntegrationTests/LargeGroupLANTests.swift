@@ -9,19 +9,24 @@ import Testing
 /// declaring any peer gone and is listed by all again, and idle traffic per agent stays bounded.
 ///
 /// It takes about 30 s and 32 processes, so it is its own tier: `.ci/run` runs it after the
-/// fast tier with `COPLAY_LARGE_GROUP=1 swift test --filter LargeGroupLANTests`.
+/// fast tier with `COPLAY_LARGE_GROUP=1 swift test --filter LargeGroupLANTests`. With
+/// `COPLAY_LARGE_GROUP_AGENTS=64` (18 to 128) it starts that many, best in release
+/// (`swift test -c release`).
 @Suite(.serialized) struct LargeGroupLANTests {
-    static let enabled = isRoot && ProcessInfo.processInfo.environment["COPLAY_LARGE_GROUP"] == "1"
-    static let agentCount = 32
+    static let environment = ProcessInfo.processInfo.environment
+    static let enabled = isRoot && environment["COPLAY_LARGE_GROUP"] == "1"
+    /// nil when `COPLAY_LARGE_GROUP_AGENTS` is set to anything but a count from 18 to 128.
+    static let agentCount: Int? =
+        environment["COPLAY_LARGE_GROUP_AGENTS"].map { Int($0).flatMap { (18...128).contains($0) ? $0 : nil } } ?? 32
 
     @Test(.enabled(if: enabled, "needs root and COPLAY_LARGE_GROUP=1 (a tier of its own)"))
-    func thirtyTwoAgents_formPauseTogetherStayQuietAndForgiveAStall() throws {
+    func agentsStartedAtOnce_formPauseTogetherStayQuietAndForgiveAStall() throws {
         let namespace = "\(newLANPrefix())-big"
         try Locations.run("/usr/sbin/ip", ["netns", "add", namespace])
         defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
         try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(13))", "--session", "big"]
-        let count = Self.agentCount
+        let count = try #require(Self.agentCount, "COPLAY_LARGE_GROUP_AGENTS: a count from 18 to 128")
         // Started at once, from several threads.
         let slots = Mutex<[AgentProcess?]>(Array(repeating: nil, count: count))
         DispatchQueue.concurrentPerform(iterations: count) { index in
@@ -75,16 +80,18 @@ import Testing
         #expect(missing.isEmpty, "listing the woken agent 3 s later: all but \(missing.map(\.name))")
 
         // Idle traffic per agent, from its own counters, over 4 s, past the full-rate heartbeats
-        // of the first seconds: heartbeats every second from each of 31 peers, and clock probes
-        // and replies, at most 16 of each a second while the warm-ups last (about 20 s among 32),
-        // 1.5 after. The bound is the simulation's (`ScaleScenario.receivedPerSecondMax`).
+        // of the first seconds: among 32, heartbeats every second from each of 31 peers (about 32
+        // a second whatever the size), and clock probes and replies, at most 16 of each a second
+        // while the warm-ups last (about 20 s among 32), 1.5 after. The bound is the simulation's
+        // (`ScaleScenario.receivedPerSecondMax`).
         func received(_ agent: AgentProcess) -> Int { agent.counter("datagramsReceived") }
         let before = agents.map(received)
         let from = Date()
         usleep(4_000_000)
         let seconds = Date().timeIntervalSince(from)
         let rates = zip(agents.map(received), before).map { Double($0 - $1) / seconds }
-        print("32 agents idle: received per agent p50 \(rates.sorted()[count / 2]) /s, max \(rates.max() ?? 0) /s")
+        print(
+            "\(count) agents idle: received per agent p50 \(rates.sorted()[count / 2]) /s, max \(rates.max() ?? 0) /s")
         #expect(rates.allSatisfy { $0 > 0 && $0 <= 80 }, "idle receive rates per agent: \(rates)")
     }
 }
