@@ -51,7 +51,7 @@ public actor AgentShell {
     /// and rejected) and the kernel's ancillary data with it.
     private var receiveBuffer: [UInt8]
     /// The bounds of one turn of reading a socket, from `Settings` (read once: a value read
-    /// through this class's `instance` is a copy of the whole instance).
+    /// through this actor's `instance` is a copy of the whole instance).
     private let turn: (datagramsMax: Int, strangersMax: Int, strangersDeferredMax: Int, durationMax: Duration)
     private var receiveControl = [UInt8](repeating: 0, count: 64)
     private let signalSources: [DispatchSourceSignal]
@@ -325,7 +325,7 @@ public actor AgentShell {
     }
 
     /// Whether a datagram's claimed sender is no live peer of `instance`. Asked through `inout`:
-    /// a non-mutating call on `instance` through this class's property copies the whole instance
+    /// a non-mutating call on `instance` through this actor's property copies the whole instance
     /// first, a retain and a release of each of its tables, and this runs for every datagram.
     private static func isStranger(_ claim: UInt64?, to instance: inout Instance) -> Bool {
         claim.map { !instance.isPeer(PeerID($0)) } ?? true
