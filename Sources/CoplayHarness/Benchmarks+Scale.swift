@@ -136,8 +136,11 @@ extension Benchmarks {
         print("    resident memory per agent: \(row.residentMiB.summary(unit: "MiB", decimals: 1))")
     }
 
+    /// The multicast address `scale`'s groups use (a port each), which its bare receiver joins too.
+    static let scaleGroupAddress = "239.255.77.1"
+
     private static func scaleRow(_ count: Int, port: Int, namespace: String, options: Options) throws -> ScaleRow {
-        let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "scale-\(count)"]
+        let common = ["--interface", "lo", "--group", "\(scaleGroupAddress):\(port)", "--session", "scale-\(count)"]
         // Started at once: from a few threads, since starting one process (its pipes and reader
         // threads) takes the harness several milliseconds, and 64 in turn took a second.
         let started = Int64(Date().timeIntervalSince1970 * 1e9)
@@ -228,7 +231,7 @@ extension Benchmarks {
         bare.arguments = [
             "netns", "exec", namespace,
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0],
-            "bare-receiver", String(port), String(options.seconds),
+            "bare-receiver", scaleGroupAddress, String(port), String(options.seconds),
         ]
         let bareOutput = Pipe()
         bare.standardOutput = bareOutput

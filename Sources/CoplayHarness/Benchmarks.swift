@@ -390,7 +390,7 @@ public enum Benchmarks {
     }
 
     /// This process's CPU so far, user and system, in seconds.
-    static func ownCPUSeconds() -> Double {
+    public static func ownCPUSeconds() -> Double {
         var usage = rusage()
         guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }

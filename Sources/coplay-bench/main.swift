@@ -169,10 +169,12 @@ if kind == "flood-sender" {
 }
 if kind == "bare-receiver" {
     // The floor under an agent's cost per datagram, started by `scale` inside its namespace.
-    guard arguments.count == 2, let port = UInt16(arguments[arguments.startIndex]),
-        let seconds = Int(arguments[arguments.startIndex + 1]), (1...600).contains(seconds)
-    else { fail("bare-receiver takes PORT SECONDS") }
-    BareReceiver.run(port: port, seconds: seconds)
+    var group = in_addr()
+    guard arguments.count == 3, inet_pton(AF_INET, arguments[arguments.startIndex], &group) == 1,
+        let port = UInt16(arguments[arguments.startIndex + 1]),
+        let seconds = Int(arguments[arguments.startIndex + 2]), (1...600).contains(seconds)
+    else { fail("bare-receiver takes GROUP PORT SECONDS (an IPv4 multicast address)") }
+    BareReceiver.run(group: group, port: port, seconds: seconds)
 }
 if kind == "soak" {
     var seedCount = 2000

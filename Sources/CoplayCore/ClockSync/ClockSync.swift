@@ -248,7 +248,7 @@ struct ClockSync: Sendable {
     private func isUsable(_ estimator: OffsetEstimator) -> Bool {
         if estimator.sampleCount >= settings.offsetSamplesForSync { return true }
         guard estimator.sampleCount >= (isCrowded ? 1 : samplesForSync),
-            let fastest = estimator.samples.map(\.delayNanos).min()
+            let fastest = estimator.samples.lazy.map(\.delayNanos).min()
         else { return false }
         return fastest <= settings.offsetSingleSampleDelayMax.nanoseconds
     }
