@@ -13,12 +13,13 @@ let package = Package(
     targets: [
         // The protocol as pure value types: no sockets, no threads, no clocks.
         .target(name: "CoplayCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
-        // Players on the far side of the core's player boundary (PlayerCommand in, PlayerReport out).
-        .target(name: "CoplayPlayers", dependencies: ["CoplayCore"]),
+        // The simulated player, on the far side of the core's player boundary (PlayerCommand in,
+        // PlayerReport out); mpv and the delegating socket player are in CoplayRuntime/Players.
+        .target(name: "CoplaySimulatedPlayer", dependencies: ["CoplayCore"]),
         // The shell: sockets, timers, stdin/stdout; the only code that reads real time.
-        .target(name: "CoplayRuntime", dependencies: ["CoplayCore", "CoplayPlayers"]),
+        .target(name: "CoplayRuntime", dependencies: ["CoplayCore", "CoplaySimulatedPlayer"]),
         // Seeded network and clock simulation driving many core instances.
-        .target(name: "CoplaySimulation", dependencies: ["CoplayCore", "CoplayPlayers"]),
+        .target(name: "CoplaySimulation", dependencies: ["CoplayCore", "CoplaySimulatedPlayer"]),
         // Drives real `coplay` processes (benchmarks, integration tests); may use Foundation.
         .target(name: "CoplayHarness"),
         // The agent. It links no Foundation, which would add ~8 MB of resident memory, and on Linux
@@ -29,7 +30,7 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux]))]),
         .executableTarget(name: "coplay-bench", dependencies: ["CoplayCore", "CoplayHarness", "CoplaySimulation"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
-        .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplayPlayers", "CoplaySimulation"]),
+        .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulatedPlayer", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
         // Runs the `coplay` and `coplay-bench` binaries, which `swift test` builds with everything
         // else. It does not depend on their targets: a test bundle that links an executable target

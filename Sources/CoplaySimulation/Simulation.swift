@@ -1,5 +1,5 @@
 import CoplayCore
-import CoplayPlayers
+import CoplaySimulatedPlayer
 import Foundation
 
 /// N core instances on a simulated network with simulated clocks, stepped deterministically:
@@ -352,13 +352,13 @@ public struct Simulation {
         for directive in directives {
             switch directive {
             case .multicast(let datagram):
-                let bytes = WireFormat.encode(datagram)
+                guard let bytes = nodes[index].instance?.encode(datagram) else { continue }
                 datagramsSent += 1
                 for receiver in nodes.indices where receiver != index {
                     transmit(bytes, from: index, to: receiver)
                 }
             case .unicast(let datagram, let endpoint):
-                let bytes = WireFormat.encode(datagram)
+                guard let bytes = nodes[index].instance?.encode(datagram) else { continue }
                 datagramsSent += 1
                 if let address = endpoint.address.ipv4, let receiver = nodeAt[address],
                     endpoint.port == nodes[receiver].endpoint.port

@@ -1,5 +1,5 @@
 import CoplayCore
-import CoplayPlayers
+import CoplaySimulatedPlayer
 import CoplaySimulation
 import Testing
 

@@ -46,6 +46,14 @@ struct ClockSync: Sendable {
         (peers[peer]?.estimator ?? retired[peer])?.estimate(at: now)
     }
 
+    /// The estimate of a live peer's clock (not a departed one's): what a command's times are read by.
+    func liveEstimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {
+        peers[peer]?.estimator.estimate(at: now)
+    }
+
+    /// How many samples of a live peer's clock have arrived.
+    func sampleCount(of peer: PeerID) -> Int { peers[peer]?.estimator.sampleCount ?? 0 }
+
     func isSynced(_ peer: PeerID) -> Bool { peers[peer]?.isSynced ?? false }
 
     /// A peer joined: its clock-sync burst starts at once.

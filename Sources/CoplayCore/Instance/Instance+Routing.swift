@@ -1,10 +1,13 @@
-/// The router's other half: each machine's outputs become directives or inputs of another machine.
+/// The router's other half: one handler per machine, each turning that machine's outputs into
+/// directives, or into inputs of the machine they are for (a delivered command from `Ordering`
+/// becomes an input of `Playback`). No handler decides what a machine could decide itself.
 extension Instance {
-    /// What playback needs of the rest of the agent, now.
+    /// What playback needs of the rest of the agent, now: scalars and lookups, not machines.
     func context(_ now: Timestamp) -> PlaybackContext {
-        PlaybackContext(
-            now: now, member: member, name: identity.name, state: state, membership: membership,
-            clocks: clocks)
+        let clocks = self.clocks
+        return PlaybackContext(
+            now: now, member: member, name: identity.name, state: state, peers: membership.peers,
+            offset: { clocks.estimate(of: $0, at: now.monotonic) })
     }
 
     // MARK: Membership and clock sync
@@ -14,50 +17,25 @@ extension Instance {
         _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?, now: Timestamp,
         into out: inout [Directive]
     ) {
-        defer {
-            // Whom this agent's waiting policy waits out depends on the peers' suspensions and
-            // items: say so at once when that changes, as for any other change of participant state.
-            let peersChanged = outputs.contains {
-                switch $0 {
-                case .joined, .left, .changed: true
-                case .unresponsive, .responsive, .announce, .replyHello, .drop: false
-                }
-            }
-            let waitsOut = peersChanged ? playback.waitsOutSuspensions(among: membership) : announcedWaitsOut
-            if waitsOut != announcedWaitsOut, state.isJoined {
-                announcedWaitsOut = waitsOut
-                out.append(.multicast(stamp(.heartbeat(announcement(isReply: false)))))
-            }
-        }
+        var peersChanged = false
         for output in outputs {
             switch output {
             case .joined(let record):
+                peersChanged = true
                 reach.onPeerJoined(at: now.monotonic)
                 out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
                 route(
                     clocks.onPeerJoined(record.member, now: now, random: &random), source: source, now: now, into: &out)
             case .left(let record, let reason):
+                peersChanged = true
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
-                // Timelines on its clock follow the lowest-id live participant's clock instead (the
-                // same one on every agent that sees the same group; this agent's own when lowest).
-                // Looked for only when some timeline is on its clock: a flood of invented peers
-                // leaving must cost nothing here.
-                if playback.followsClock(of: record.member.id) {
-                    let candidates = membership.peers.keys.filter { $0 != record.member.id }.sorted()
-                    var anchor: ClockSource?
-                    for peer in candidates {
-                        guard let estimate = clocks.estimate(of: peer, at: now.monotonic) else { continue }
-                        anchor = ClockSource(peer: peer, offsetNanos: estimate.offsetNanos)
-                        break
-                    }
-                    playback.reanchor(
-                        departed: record.member.id, to: anchor.flatMap { $0.peer < member.id ? $0 : nil },
-                        context(now))
-                }
+                playback.onPeerLeft(record.member.id, context(now))
                 clocks.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
+                transfer.onPeerLeft(record.member.id)
                 reach.onPeerLeft(record.member.id)
             case .changed(let record):
+                peersChanged = true
                 out.append(.emit(.peerChanged(peerInfo(record, now: heardAt))))
             case .unresponsive(let record):
                 clocks.onSuspected(record.member.id, now: heardAt)
@@ -74,22 +52,20 @@ extension Instance {
                 reportDrop(reason, detail: detail, from: source, into: &out)
             }
         }
+        if peersChanged { route(playback.onPeersChanged(context(now)), now: now, into: &out) }
     }
 
-    mutating func route(
-        _ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
-    ) {
+    mutating func route(_ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]) {
         for output in outputs {
             switch output {
             case .probe(let peer, let probe):
                 guard let endpoint = membership.peers[peer]?.endpoint else { continue }
                 out.append(.unicast(stamp(.probe(probe)), to: endpoint))
             case .sampled(let peer):
-                for held in ordering.releaseAwaitingClock(of: peer) {
-                    receiveCommand(held.envelope, from: held.sender, now: now, into: &out)
-                }
+                let offset = clocks.liveEstimate(of: peer, at: now.monotonic)?.offsetNanos
+                route(ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
                 // Its state can be read now: a joiner far behind asks at once, not at the next digest.
-                if let record = membership.peers[peer], transferWaitsForClock(of: peer) {
+                if let record = membership.peers[peer], clocks.sampleCount(of: peer) == 1, !transfer.isAssembling {
                     catchUp(with: record.digest, of: record.member, now: now, into: &out)
                 }
             case .synced(let peer):
@@ -102,17 +78,117 @@ extension Instance {
         }
     }
 
-    // MARK: Ordering, playback and messaging
+    // MARK: Ordering and state transfer
+
+    /// A command from `sender`. Times in it are on the sender's clock: they are read once its
+    /// offset is known (until then it waits in `Ordering`).
+    mutating func onCommand(
+        _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
+    ) {
+        let offset = clocks.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
+        route(ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
+    }
+
+    /// A peer's digest: asks it for what this agent lacks (commands, or its state).
+    mutating func catchUp(with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]) {
+        let clockKnown = clocks.estimate(of: peer.id, at: now.monotonic) != nil
+        route(
+            ordering.onDigest(
+                digest, of: peer, clockKnown: clockKnown, transferUnderWay: transfer.isAssembling, now: now.monotonic),
+            now: now, into: &out)
+    }
+
+    mutating func route(_ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]) {
+        for output in outputs {
+            switch output {
+            case .deliver(let batch):
+                deliver(batch, isHistory: isBehindPeers, now: now, into: &out)
+            case .nack(let ranges, let peer):
+                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
+                counters.nacksSent += 1
+                out.append(.unicast(stamp(.nack(ranges)), to: endpoint))
+            case .repair(let envelope, let peer):
+                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
+                out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: endpoint))
+            case .received:
+                let (ordering, membership) = (self.ordering, self.membership)
+                let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
+                route(
+                    playback.onHistoryProgress(isBehind: isBehind, context(now), counters: &counters), now: now,
+                    into: &out)
+            case .behind(let peer):
+                route(transfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
+            case .adopted(let adoption):
+                counters.statesAdopted += 1
+                counters.commandsCoveredByState += adoption.covered
+                let from = membership.originator(adoption.from, local: member, localName: identity.name)
+                out.append(
+                    .emit(
+                        .stateAdopted(
+                            StateAdoptedReport(
+                                from: from, snapshot: adoption.snapshot, winners: adoption.winners.count,
+                                commandsCovered: adoption.covered))))
+                // The winners are history: the player follows the final state once it is all here.
+                route(
+                    playback.apply(adoption.winners, isHistory: true, context(now), counters: &counters), now: now,
+                    into: &out)
+                // Counted among the commands the snapshot stood for, not again as delivered.
+                for message in adoption.messages {
+                    guard case .message(let part) = message.envelope.command.operation else { continue }
+                    onMessagePart(part, from: message.envelope.dot.origin, isReliable: true, now: now, into: &out)
+                }
+            case .duplicate:
+                counters.duplicateCommands += 1
+            case .dropped(let reason):
+                counters.drop(reason)
+            }
+        }
+    }
+
+    mutating func route(
+        _ outputs: [StateTransfer.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
+    ) {
+        for output in outputs {
+            switch output {
+            case .send(let parts, let peer):
+                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
+                for part in parts { out.append(.unicast(stamp(.state(part)), to: endpoint)) }
+                counters.statesSent += 1
+            case .request(let request, let peer):
+                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
+                counters.stateRequestsSent += 1
+                out.append(.unicast(stamp(.stateRequest(request)), to: endpoint))
+            case .adopt(let snapshot, let clock):
+                route(ordering.adopt(snapshot, clock: clock), now: now, into: &out)
+                let behind = isBehindPeers
+                route(
+                    playback.followAfterHistory(isBehind: behind, context(now), counters: &counters), now: now,
+                    into: &out)
+            case .drop(let reason, let detail):
+                reportDrop(reason, detail: detail, from: source, into: &out)
+            }
+        }
+    }
+
+    /// What this agent's snapshot for a peer whose digest is `digest` is made of (the router
+    /// supplies it to `StateTransfer`, as raft's application supplies its Storage snapshot).
+    func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
+        let winners = playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? [])
+        return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)
+    }
+
+    /// Whether some live peer's last digest shows commands this agent has not delivered.
+    var isBehindPeers: Bool { ordering.isBehind(membership.peers.values.map(\.digest)) }
+
+    // MARK: Playback and messaging
 
     /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
-    mutating func deliver(
-        _ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]
-    ) {
+    mutating func deliver(_ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]) {
         counters.commandsDelivered += batch.count
         var forPlayback: [Ordering.Delivered] = []
         for delivered in batch {
             if case .message(let part) = delivered.envelope.command.operation {
-                receiveMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true, now: now, into: &out)
+                onMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true, now: now, into: &out)
             } else {
                 forPlayback.append(delivered)
             }
@@ -125,14 +201,13 @@ extension Instance {
     /// Issues a group command: checks it fits a datagram, delivers it here, multicasts it.
     mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
         let envelope = ordering.next(command, by: member, dependsOn: dependsOn)
-        let trial = Datagram(
-            session: session, sender: member, sequence: 1, payload: .command(envelope, isRepair: false))
         // A share leaves room to travel, as the activity, in a state part with a tag (the other
         // winners are small whatever their text, once their dependencies are left out).
         var room = 0
         if case .share = command.operation { room = WireFormat.commandRoomForStateBytes }
         guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
-            WireFormat.encodedSize(trial) + room <= settings.datagramBytesMax
+            framing.bytes(.command(envelope, isRepair: false)) - authentication.tagBytes + room
+                <= settings.datagramBytesMax
         else {
             return out.append(
                 commandError(
@@ -173,25 +248,23 @@ extension Instance {
         return { $0.id == lifecycle.id || membership.wasAdmitted($0) }
     }
 
+    /// What this agent's datagrams cost on the wire.
+    var framing: Framing { Framing(session: session, sender: member, tagBytes: authentication.tagBytes) }
+
     mutating func sendMessage(
         to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
     ) {
         let usage = "msg [to=<name|id>,…] [unreliable] <text>"
         guard state.isJoined else { return out.append(commandError("not joined (state \(state.name))", usage: usage)) }
-        let (ordering, session, member, dependsOn) = (self.ordering, self.session, self.member, self.dependsOn)
+        let (ordering, framing, member, dependsOn) = (self.ordering, self.framing, self.member, self.dependsOn)
+        // A reliable part leaves room to travel in a state part too (a snapshot carries the
+        // messages its receiver has not delivered).
         func overhead(_ part: MessagePart) -> Int {
-            let payload: Payload =
-                unreliable
-                ? .unreliableMessage(part)
-                : .command(
-                    ordering.next(
-                        Command(item: MessagePart.itemMarker, operation: .message(part)), by: member,
-                        dependsOn: dependsOn),
-                    isRepair: false)
-            // A reliable part leaves room to travel in a state part too (a snapshot carries the
-            // messages its receiver has not delivered).
-            return WireFormat.encodedSize(Datagram(session: session, sender: member, sequence: 1, payload: payload))
-                + (unreliable ? 0 : WireFormat.commandRoomForStateBytes)
+            guard !unreliable else { return framing.bytes(.unreliableMessage(part)) - framing.tagBytes }
+            let command = Command(item: MessagePart.itemMarker, operation: .message(part))
+            let envelope = ordering.next(command, by: member, dependsOn: dependsOn)
+            return framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes
+                + WireFormat.commandRoomForStateBytes
         }
         let peers = membership.peers.values.sorted { $0.member.id < $1.member.id }
         switch messaging.send(
@@ -211,7 +284,7 @@ extension Instance {
         }
     }
 
-    mutating func receiveMessagePart(
+    mutating func onMessagePart(
         _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
     ) {
         let originator = membership.originator(origin, local: member, localName: identity.name)
@@ -227,26 +300,12 @@ extension Instance {
 
     /// Appends the wake-up for the earliest instant at which some machine has something to do.
     func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
-        let directives = withUnicastCopies(directives, now: now)
+        let directives = reach.withUnicastCopies(
+            directives, members: membership.peers, isJoined: state.isJoined, now: now.monotonic)
         if case .exit = directives.last { return directives }
         var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake]
         if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake, ordering.nextCopyAt] }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
-    }
-
-    /// Each group datagram, followed by its unicast copies for the members multicast does not
-    /// reach (`Reach`); the directives unchanged while unicast reach is not in use.
-    private func withUnicastCopies(_ directives: [Directive], now: Timestamp) -> [Directive] {
-        guard reach.isActive, directives.contains(where: { if case .multicast = $0 { true } else { false } }) else {
-            return directives
-        }
-        let destinations =
-            state.isJoined ? reach.destinations(members: membership.peers, now: now.monotonic) : reach.farewell
-        guard !destinations.isEmpty else { return directives }
-        return directives.flatMap { directive -> [Directive] in
-            guard case .multicast(let datagram) = directive else { return [directive] }
-            return [directive] + destinations.map { .unicast(datagram, to: $0) }
-        }
     }
 }

@@ -299,6 +299,13 @@ struct Membership: Sendable {
 
     /// The name to show for a member: its own, a peer's, or the start of its id.
     func originator(_ origin: Member, local: Member, localName: String) -> Originator {
+        Self.originator(origin, local: local, localName: localName, peers: peers)
+    }
+
+    /// The name to show for a member, among `peers`.
+    static func originator(_ origin: Member, local: Member, localName: String, peers: [PeerID: PeerRecord])
+        -> Originator
+    {
         if origin == local { return Originator(member: origin, name: localName, isLocal: true) }
         return Originator(
             member: origin, name: peers[origin.id]?.name ?? String(origin.id.description.prefix(8)), isLocal: false)

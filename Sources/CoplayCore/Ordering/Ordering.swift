@@ -11,16 +11,26 @@ struct Ordering: Sendable {
         var clockSource: ClockSource?
     }
 
-    /// What receiving one command did.
-    struct Receipt: Sendable {
-        var delivered: [Delivered] = []
-        /// What to ask the sender for (empty when nothing, or when a nack went out too recently).
-        var nack: [MissingRange] = []
-        var wasDuplicate = false
-        /// Dropped for want of room (pending or waiting for a clock); repair brings it again.
-        var wasDropped = false
-        /// Dropped: it waits on more history than any agent can repair.
-        var wasUnrepairable = false
+    enum Output: Hashable, Sendable {
+        /// Commands delivered here, in causal order.
+        case deliver([Delivered])
+        /// Ask this peer for these commands (at most one nack per peer per `nackHoldoff`).
+        case nack([MissingRange], to: PeerID)
+        /// Send this stored command again to a peer that asked for it.
+        case repair(CommandEnvelope, to: PeerID)
+        /// A command was taken in (delivered, held, or found a duplicate): history being caught
+        /// up on may be whole now.
+        case received
+        /// A peer's digest shows more missing than repair brings quickly: its snapshot would
+        /// (`StateTransfer.onBehind`).
+        case behind(Member)
+        /// A snapshot was adopted: its winners to apply, the messages it carried.
+        case adopted(Adoption)
+        /// A command received again.
+        case duplicate
+        /// A command dropped, counted but not diagnosed: for want of room (`pendingFull`: repair
+        /// brings it again) or beyond repair (`unrepairableGap`).
+        case dropped(DropReason)
     }
 
     var settings: Settings { sharedSettings.value }
@@ -31,9 +41,8 @@ struct Ordering: Sendable {
     /// When a nack last went to each peer. At most `Settings.peersMax` entries (a command can name
     /// any sender); past that the entry of the longest-quiet peer is evicted.
     private(set) var nackSentAt: [PeerID: MonotonicInstant] = [:]
-    /// Repair bytes each peer may still be sent, and when that was reckoned. At most
-    /// `Settings.peersMax` entries; the longest-quiet is evicted first.
-    private var repairBudgets: [PeerID: (bytes: Int, at: MonotonicInstant)] = [:]
+    /// Repair bytes each peer may still be sent; snapshot parts (`StateTransfer`) draw on them too.
+    var repairBudgets: RepairBudgets
     /// How each received, not yet delivered command's times were converted, by dot. At most
     /// `Settings.pendingCommandsMax` (it is emptied when full: the conversions are then re-read
     /// from the current estimates).
@@ -46,14 +55,14 @@ struct Ordering: Sendable {
     /// Own commands to multicast again, and when (`Settings.commandCopyOffsets`). At most
     /// `Settings.commandCopiesPendingMax`.
     private(set) var copies: [(envelope: CommandEnvelope, at: MonotonicInstant)] = []
-    /// Snapshots asked for, assembled and sent.
-    private(set) var transfer: StateTransfer
     /// The last digest heard from each peer, and when: what a command must be covered by before
     /// it is compacted. A peer that timed out (crashed, or cut off by a partition) keeps its entry
     /// for `Settings.pruneAfter`, so that after a short partition it is still repaired command by
     /// command (messages included) rather than from a snapshot. At most `Settings.peersMax`
     /// entries, the longest-quiet evicted first.
     private var digestsHeard: [PeerID: (member: Member, digest: VectorClock, at: MonotonicInstant)] = [:]
+    /// Where the 48-entry window of the next announced digest starts (when it holds more).
+    private var digestStart = 0
     /// Since when some peer's digest has shown commands this agent lacks (nil: none does).
     private var gapSince: MonotonicInstant?
     /// Where in `deliveries` each adopted snapshot's frontier took effect (with
@@ -62,17 +71,9 @@ struct Ordering: Sendable {
     private(set) var adoptions: [(afterDeliveries: Int, frontier: VectorClock)] = []
 
     /// What a peer's digest calls for.
-    enum CatchUp: Hashable, Sendable {
-        case nothing
-        /// Ask for these commands.
-        case nack([MissingRange])
-        /// Too much is missing for repair to be quick: ask for the peer's state.
-        case state(StateRequest)
-    }
-
     /// A snapshot adopted: the winners to apply (times on the local clock, as of the snapshot's
     /// sender), the pending commands it unblocked, and how many commands it stood for.
-    struct Adoption: Sendable {
+    struct Adoption: Hashable, Sendable {
         var from: Member
         var snapshot: UInt64
         var winners: [Delivered]
@@ -86,18 +87,17 @@ struct Ordering: Sendable {
     init(settings: Settings) {
         self.sharedSettings = SharedSettings(settings)
         log = CausalLog(settings: settings)
-        transfer = StateTransfer(settings: settings)
+        repairBudgets = RepairBudgets(settings: settings)
     }
 
     /// A new membership starts with an empty log and catches up by repair.
     mutating func reset() {
         log = CausalLog(settings: settings)
         nackSentAt.removeAll()
-        repairBudgets.removeAll()
+        repairBudgets.reset()
         conversions.removeAll()
         originsGoneSince.removeAll()
         awaitingClock.removeAll()
-        transfer.reset()
         digestsHeard.removeAll()
         gapSince = nil
         copies.removeAll()
@@ -130,6 +130,24 @@ struct Ordering: Sendable {
         return due
     }
 
+    /// The digest the next announcement carries. Like this agent's own commands, it leaves out
+    /// origins `dependsOn` does not accept; when more than a datagram's 48 entries remain, each
+    /// announcement carries the next 48 of them in turn (receivers ask for what any slice shows).
+    mutating func nextDigest(dependsOn: (Member) -> Bool) -> VectorClock {
+        let entries = log.delivered.sorted.filter { dependsOn($0.member) }
+        var digest = VectorClock()
+        let window = WireFormat.vectorClockEntriesMax
+        // Where this announcement's window starts: the last one's end (no product that could
+        // overflow, however long the agent runs).
+        let start = entries.count > window ? digestStart % entries.count : 0
+        if entries.count > window { digestStart = (start + window) % entries.count }
+        for offset in 0..<min(window, entries.count) {
+            let entry = entries[(start + offset) % entries.count]
+            digest[entry.member] = entry.count
+        }
+        return digest
+    }
+
     /// When the next copy is due.
     var nextCopyAt: MonotonicInstant? { copies.map(\.at).min() }
 
@@ -149,24 +167,27 @@ struct Ordering: Sendable {
     /// the command waits for it).
     mutating func receive(
         _ envelope: CommandEnvelope, from sender: Member, offsetNanos: Int64?, now: MonotonicInstant
-    ) -> Receipt {
-        guard let offsetNanos else { return hold(envelope, from: sender, now: now) }
+    ) -> [Output] {
+        guard let offsetNanos else { return hold(envelope, from: sender, now: now) + [.received] }
         var local = envelope
         local.command.operation = envelope.command.operation.shifted(by: -offsetNanos)
         let result = log.receive(local)
-        var receipt = Receipt(
-            wasDuplicate: result.wasDuplicate, wasDropped: result.wasDropped, wasUnrepairable: result.wasUnrepairable)
+        var out: [Output] = []
+        if result.wasDuplicate { out.append(.duplicate) }
+        if result.wasDropped { out.append(.dropped(.pendingFull)) }  // it will be asked for again
+        if result.wasUnrepairable { out.append(.dropped(.unrepairableGap)) }
         if !result.wasDuplicate && !result.wasDropped && !result.wasUnrepairable {
             if conversions.count >= settings.pendingCommandsMax { conversions.removeAll() }
             conversions[envelope.dot] = ClockSource(peer: sender.id, offsetNanos: offsetNanos)
         }
-        for delivered in result.delivered {
+        let delivered = result.delivered.map { delivered -> Delivered in
             record(delivered)
-            receipt.delivered.append(
-                Delivered(envelope: delivered, clockSource: conversions.removeValue(forKey: delivered.dot)))
+            return Delivered(envelope: delivered, clockSource: conversions.removeValue(forKey: delivered.dot))
         }
-        receipt.nack = repairRequest(to: sender.id, missing: result.missing, now: now)
-        return receipt
+        if !delivered.isEmpty { out.append(.deliver(delivered)) }
+        let nack = repairRequest(to: sender.id, missing: result.missing, now: now)
+        if !nack.isEmpty { out.append(.nack(nack, to: sender.id)) }
+        return out + [.received]
     }
 
     /// The commands that waited for `sender`'s clock, now that it is known, oldest first.
@@ -174,115 +195,107 @@ struct Ordering: Sendable {
         (awaitingClock.removeValue(forKey: sender) ?? []).map { ($0.envelope, $0.sender) }
     }
 
+    /// `peer`'s clock became known (`offsetNanos` ahead of ours): the commands that waited for it
+    /// are received now, oldest first.
+    mutating func onClockKnown(of peer: PeerID, offsetNanos: Int64?, now: MonotonicInstant) -> [Output] {
+        releaseAwaitingClock(of: peer).flatMap {
+            receive($0.envelope, from: $0.sender, offsetNanos: offsetNanos, now: now)
+        }
+    }
+
     /// A peer's digest: what to ask it for, if anything. More than `stateTransferAfterMissing`
-    /// missing commands are asked for as a snapshot, from a peer whose clock is known
-    /// (`clockKnown`: the snapshot's times are on its clock).
-    mutating func onDigest(_ digest: VectorClock, of peer: Member, clockKnown: Bool, now: MonotonicInstant) -> CatchUp {
+    /// missing commands (or a gap repair has not closed within `repairStallBeforeState`) are
+    /// asked for as a snapshot, from a peer whose clock is known (`clockKnown`: the snapshot's
+    /// times are on its clock); none while a snapshot is on its way (`transferUnderWay`).
+    mutating func onDigest(
+        _ digest: VectorClock, of peer: Member, clockKnown: Bool, transferUnderWay: Bool, now: MonotonicInstant
+    ) -> [Output] {
         digestsHeard.makeRoom(for: peer.id, limit: settings.peersMax) { $0.at }
         // A digest may be one slice of a long one: the slices of one membership add up.
         var heard = digestsHeard[peer.id].flatMap { $0.member == peer ? $0.digest : nil } ?? VectorClock()
         heard.merge(digest)
         digestsHeard[peer.id] = (peer, heard, now)
         let missing = log.missing(comparedTo: digest)
-        guard !missing.isEmpty else { return .nothing }
+        guard !missing.isEmpty else { return [] }
         let count = missing.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
         let since = gapSince ?? now
         gapSince = since
         if count > settings.stateTransferAfterMissing || now - since >= settings.repairStallBeforeState {
-            guard clockKnown, let request = transfer.request(from: peer, now: now) else { return .nothing }
-            return .state(request)
+            return clockKnown ? [.behind(peer)] : []
         }
-        if transfer.isAssembling { return .nothing }  // the snapshot under way brings it
+        if transferUnderWay { return [] }  // the snapshot under way brings it
         let ranges = repairRequest(to: peer.id, missing: missing, now: now)
-        return ranges.isEmpty ? .nothing : .nack(ranges)
+        return ranges.isEmpty ? [] : [.nack(ranges, to: peer.id)]
     }
 
-    /// Whether a nack asks for commands this agent delivered but no longer stores, from a peer
-    /// that only a snapshot will serve well: one that has nothing yet (`peerDigest` is empty: a
-    /// newcomer), or asks for more than `stateTransferAfterMissing`. A peer missing a few commands
-    /// is left to repair them from a member that stores them (a snapshot would stand for them,
-    /// messages included, and this agent may lack those messages itself); if none can, it asks for
-    /// the state after `repairStallBeforeState`.
-    mutating func answersWithState(
-        _ ranges: [MissingRange], to peer: PeerID, peerDigest: VectorClock, now: MonotonicInstant
-    ) -> Bool {
-        let count = ranges.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
-        guard peerDigest.isEmpty || count > settings.stateTransferAfterMissing else { return false }
-        return !ranges.allSatisfy { log.storesAll($0) } && transfer.maySendUnasked(to: peer, now: now)
-    }
-
-    /// A snapshot part from member `sender`, whose last digest was `senderDigest` and whose clock
-    /// is `offsetNanos` ahead of ours (`nil`: unknown, the snapshot cannot be read and is dropped).
-    mutating func onStatePart(
-        _ part: StatePart, from sender: Member, senderDigest: VectorClock, offsetNanos: Int64?, now: MonotonicInstant
-    ) -> Result<Adoption?, StateRejection> {
-        guard let offsetNanos else {
-            return .failure(StateRejection(reason: .stateNotWanted, detail: "the sender's clock is not known yet"))
-        }
+    /// A snapshot, whole and verified (`StateTransfer`), whose times are on `source`'s clock:
+    /// merged into the log (its frontier counts as delivered; the pending commands it unblocks
+    /// are delivered), its winners handed on to be applied.
+    mutating func adopt(_ snapshot: StateTransfer.Snapshot, clock source: ClockSource) -> [Output] {
         let log = self.log
-        let aheadMax = UInt64(settings.stateFrontierAheadMax)
-        switch transfer.receive(
-            part, from: sender, now: now,
-            isPlausible: { member, counter in
-                UInt64(counter) <= UInt64(max(senderDigest[member], log.count(of: member))) + aheadMax
-            })
-        {
-        case .kept:
-            return .success(nil)
-        case .ignored:
-            return .failure(
-                StateRejection(reason: .stateNotWanted, detail: "another transfer is under way, or a repeated part"))
-        case .rejected(let detail):
-            return .failure(StateRejection(reason: .badState, detail: detail))
-        case .complete(let snapshot):
-            let source = ClockSource(peer: sender.id, offsetNanos: offsetNanos)
-            var winners: [Delivered] = []
-            var messages: [Delivered] = []
-            for command in snapshot.winners {
-                if case .message = command.command.operation {
-                    if command.dot.counter > log.count(of: command.dot.origin) {
-                        messages.append(Delivered(envelope: command, clockSource: nil))
-                    }
-                } else {
-                    var local = command
-                    local.command.operation = command.command.operation.shifted(by: -offsetNanos)
-                    winners.append(Delivered(envelope: local, clockSource: source))
-                }
-            }
-            let (released, dropped, covered) = self.log.adopt(frontier: snapshot.frontier, lamport: snapshot.lamport)
-            // Pending messages the frontier covers are delivered too (the snapshot may not carry them).
-            let carried = Set(messages.map(\.envelope.dot))
-            for command in dropped where !carried.contains(command.dot) {
-                if case .message = command.command.operation {
+        var winners: [Delivered] = []
+        var messages: [Delivered] = []
+        for command in snapshot.winners {
+            if case .message = command.command.operation {
+                if command.dot.counter > log.count(of: command.dot.origin) {
                     messages.append(Delivered(envelope: command, clockSource: nil))
                 }
+            } else {
+                var local = command
+                local.command.operation = command.command.operation.shifted(by: -source.offsetNanos)
+                winners.append(Delivered(envelope: local, clockSource: source))
             }
-            messages.sort {
-                ($0.envelope.dot.origin.id, $0.envelope.dot.counter) < (
-                    $1.envelope.dot.origin.id, $1.envelope.dot.counter
-                )
-            }
-            for dot in conversions.keys where dot.counter <= self.log.count(of: dot.origin) {
-                if !released.contains(where: { $0.dot == dot }) { conversions[dot] = nil }
-            }
-            if settings.recordsDeliveries, adoptions.count < settings.deliveriesRecordedMax {
-                adoptions.append((deliveries.count, snapshot.frontier))
-            }
-            let delivered = released.map { envelope -> Delivered in
-                record(envelope)
-                return Delivered(envelope: envelope, clockSource: conversions.removeValue(forKey: envelope.dot))
-            }
-            return .success(
-                Adoption(
-                    from: sender, snapshot: snapshot.id, winners: winners, messages: messages, released: delivered,
-                    covered: covered))
         }
+        let (released, dropped, covered) = self.log.adopt(frontier: snapshot.frontier, lamport: snapshot.lamport)
+        // Pending messages the frontier covers are delivered too (the snapshot may not carry them).
+        let carried = Set(messages.map(\.envelope.dot))
+        for command in dropped where !carried.contains(command.dot) {
+            if case .message = command.command.operation {
+                messages.append(Delivered(envelope: command, clockSource: nil))
+            }
+        }
+        messages.sort {
+            ($0.envelope.dot.origin.id, $0.envelope.dot.counter) < ($1.envelope.dot.origin.id, $1.envelope.dot.counter)
+        }
+        for dot in conversions.keys where dot.counter <= self.log.count(of: dot.origin) {
+            if !released.contains(where: { $0.dot == dot }) { conversions[dot] = nil }
+        }
+        if settings.recordsDeliveries, adoptions.count < settings.deliveriesRecordedMax {
+            adoptions.append((deliveries.count, snapshot.frontier))
+        }
+        let delivered = released.map { envelope -> Delivered in
+            record(envelope)
+            return Delivered(envelope: envelope, clockSource: conversions.removeValue(forKey: envelope.dot))
+        }
+        let adoption = Adoption(
+            from: snapshot.from, snapshot: snapshot.id, winners: winners, messages: messages, released: delivered,
+            covered: covered)
+        return [.adopted(adoption)] + (delivered.isEmpty ? [] : [.deliver(delivered)])
     }
 
-    /// Why a snapshot was not adopted.
-    struct StateRejection: Error, Hashable, Sendable {
-        var reason: DropReason
-        var detail: String
+    /// What this agent's snapshot for a peer whose digest is `peerDigest` is made of: the
+    /// delivered frontier of the origins `dependsOn` accepts, the group state's `winners` at or
+    /// below it, and the stored messages above the peer's digest.
+    func snapshotSource(winners: [CommandEnvelope], for peerDigest: VectorClock, dependsOn: (Member) -> Bool)
+        -> StateTransfer.Source
+    {
+        var frontier = VectorClock()
+        for (origin, count) in log.delivered.entries where dependsOn(origin) { frontier[origin] = count }
+        let messages = log.storedMessages(above: peerDigest, limit: WireFormat.statePartsMax * 2)
+        return StateTransfer.Source(
+            frontier: frontier, lamport: log.lamport,
+            winners: winners.filter { $0.dot.counter <= frontier[$0.dot.origin] },
+            messages: messages.filter { $0.dot.counter <= frontier[$0.dot.origin] })
+    }
+
+    /// A nack from `peer`: the stored commands it asks for, within its repair budget (`framing`
+    /// gives a repair's size on the wire).
+    mutating func onNack(_ ranges: [MissingRange], from peer: PeerID, framing: Framing, now: MonotonicInstant)
+        -> [Output]
+    {
+        repairs(for: ranges, to: peer, now: now) { framing.bytes(.command($0, isRepair: true)) }.map {
+            .repair($0, to: peer)
+        }
     }
 
     /// The stored commands a nack from `peer` asks for: at most `Settings.repairBatchMax`, and no
@@ -291,7 +304,7 @@ struct Ordering: Sendable {
     mutating func repairs(
         for ranges: [MissingRange], to peer: PeerID, now: MonotonicInstant, bytes: (CommandEnvelope) -> Int
     ) -> [CommandEnvelope] {
-        var budget = repairBudget(of: peer, now: now)
+        var budget = repairBudgets.available(to: peer, now: now)
         var found: [CommandEnvelope] = []
         outer: for range in ranges where found.count < settings.repairBatchMax {
             for envelope in log.stored(range, limit: settings.repairBatchMax - found.count) {
@@ -301,27 +314,8 @@ struct Ordering: Sendable {
                 found.append(envelope)
             }
         }
-        repairBudgets[peer] = (budget, now)
+        repairBudgets.set(budget, for: peer, now: now)
         return found
-    }
-
-    /// Takes `bytes` from `peer`'s repair budget, if it holds them.
-    mutating func spendRepairBudget(_ bytes: Int, to peer: PeerID, now: MonotonicInstant) -> Bool {
-        let budget = repairBudget(of: peer, now: now)
-        repairBudgets[peer] = (budget >= bytes ? budget - bytes : budget, now)
-        return budget >= bytes
-    }
-
-    /// The repair bytes `peer` may be sent now (`Settings.repairBytesPerSecondPerPeer`, refilled
-    /// continuously, at most one second's worth); makes room for its entry.
-    private mutating func repairBudget(of peer: PeerID, now: MonotonicInstant) -> Int {
-        let rate = settings.repairBytesPerSecondPerPeer
-        guard let bucket = repairBudgets[peer] else {
-            repairBudgets.makeRoom(for: peer, limit: settings.peersMax) { $0.at }
-            return rate
-        }
-        let refill = Int(min(Double(rate), Double(rate) * max(0, (now - bucket.at).seconds)))
-        return min(rate, bucket.bytes + refill)
     }
 
     /// Whether any of these digests has commands this agent has not delivered.
@@ -334,19 +328,15 @@ struct Ordering: Sendable {
     mutating func onPeerLeft(_ peer: PeerID, graceful: Bool) {
         if graceful { digestsHeard[peer] = nil }
         nackSentAt[peer] = nil
-        repairBudgets[peer] = nil
-        transfer.onPeerLeft(peer)
+        repairBudgets.forget(peer)
     }
 
     // MARK: Timers
 
     /// Forgets commands that waited too long for a clock, prunes departed origins, compacts the
-    /// store, and resumes a stalled state transfer (the request to send, if any): `live` are the
-    /// current memberships (this agent's included), `digests` the peers' latest digests.
-    mutating func tick(now: MonotonicInstant, live: Set<Member>, digests: [VectorClock]) -> (
-        peer: Member, request: StateRequest
-    )? {
-        let resume = transfer.tick(now: now)
+    /// store: `live` are the current memberships (this agent's included), `digests` the peers'
+    /// latest digests.
+    mutating func tick(now: MonotonicInstant, live: Set<Member>, digests: [VectorClock]) {
         if gapSince != nil, !isBehind(digests) { gapSince = nil }
         // What every peer heard from lately has delivered needs no repair: a snapshot stands for it.
         let heardSince = now - settings.pruneAfter
@@ -363,16 +353,15 @@ struct Ordering: Sendable {
         for origin in gone where originsGoneSince[origin] == nil { originsGoneSince[origin] = now }
         let prunable = Set(originsGoneSince.filter { now - $0.value >= settings.pruneAfter }.keys)
         if !prunable.isEmpty { log.prune(departed: prunable, liveDigests: digests) }
-        return resume
     }
 
     // MARK: Internals
 
-    private mutating func hold(_ envelope: CommandEnvelope, from sender: Member, now: MonotonicInstant) -> Receipt {
+    private mutating func hold(_ envelope: CommandEnvelope, from sender: Member, now: MonotonicInstant) -> [Output] {
         let held = awaitingClock.values.reduce(0) { $0 + $1.count }
-        guard held < settings.commandsAwaitingClockMax else { return Receipt(wasDropped: true) }
+        guard held < settings.commandsAwaitingClockMax else { return [.dropped(.pendingFull)] }
         awaitingClock[sender.id, default: []].append((envelope, sender, now))
-        return Receipt()
+        return []
     }
 
     /// `missing`, if a nack to `peer` may go out now.

@@ -10,11 +10,38 @@
 /// receiver's delivered clock becomes the entry-wise maximum of its own and the frontier, and the
 /// commands after the frontier arrive as usual.
 ///
-/// This machine makes snapshots into parts, assembles received parts (one snapshot at a time),
-/// verifies them, and decides when to ask: at most one request per `stateRequestHoldoff`; a
-/// transfer that stalls is resumed (the parts still wanted) and one that stays stalled for
-/// `stateTransferTimeout` (its sender crashed) is dropped, to start again from whoever is ahead.
+/// This machine is the whole of it, on both sides. Asked (`onStateRequest`), or answering a nack
+/// for commands no longer stored (`onNack`), it makes this agent's snapshot into parts that fit
+/// a datagram and sends them within the peer's repair budget; the router only supplies what a
+/// snapshot is made of (`Source`), as raft's application supplies its Storage snapshot. Behind
+/// (`onBehind`), it asks, at most once per `stateRequestHoldoff`; it assembles received parts
+/// (`onStatePart`, one snapshot at a time), verifies them and hands the snapshot on to be
+/// adopted; a transfer that stalls is resumed (`tick`: the parts still wanted) and one that stays
+/// stalled for `stateTransferTimeout` (its sender crashed) is dropped, to start again from
+/// whoever is ahead.
 struct StateTransfer: Sendable {
+    enum Output: Hashable, Sendable {
+        /// Send these parts of this agent's snapshot to a member.
+        case send([StatePart], to: PeerID)
+        /// Ask a member for its snapshot: all of it, or the parts still wanted.
+        case request(StateRequest, to: PeerID)
+        /// A snapshot whole and verified, its times on the sender's clock (`ClockSource`):
+        /// merge it into the log and the group state (`Ordering.adopt`).
+        case adopt(Snapshot, ClockSource)
+        /// A part not kept, and why.
+        case drop(DropReason, String)
+    }
+
+    /// What this agent's snapshot for one peer is made of: its delivered frontier (the origins
+    /// its digest names), the commands that decide its group state, and the stored messages
+    /// the peer has not delivered.
+    struct Source: Sendable {
+        var frontier: VectorClock
+        var lamport: UInt64
+        var winners: [CommandEnvelope]
+        var messages: [CommandEnvelope]
+    }
+
     /// A complete, verified snapshot.
     struct Snapshot: Hashable, Sendable {
         var from: Member
@@ -25,7 +52,7 @@ struct StateTransfer: Sendable {
     }
 
     /// What a received part did.
-    enum Receipt: Hashable, Sendable {
+    private enum Assembled: Hashable, Sendable {
         /// Kept; more parts are to come.
         case kept
         /// The last part: the snapshot, verified.
@@ -131,8 +158,48 @@ struct StateTransfer: Sendable {
         return parts.filter { request.wanted & (1 << UInt32($0.index)) != 0 }
     }
 
+    // MARK: Answering
+
+    /// A member asks for this agent's snapshot (or the parts of it still wanted): the parts go
+    /// out within its repair budget, and a part that does not fit waits for the request that
+    /// resumes the transfer.
+    mutating func onStateRequest(
+        _ request: StateRequest, from peer: PeerID, source: Source, framing: Framing, budgets: inout RepairBudgets,
+        now: MonotonicInstant
+    ) -> [Output] {
+        let parts = Self.parts(
+            frontier: source.frontier, lamport: source.lamport, winners: source.winners, messages: source.messages,
+            payloadBytesMax: framing.payloadBytesMax(in: settings.datagramBytesMax))
+        var sent: [StatePart] = []
+        for part in Self.answer(request, with: parts) {
+            guard budgets.spend(framing.bytes(.state(part)), to: peer, now: now) else { break }
+            sent.append(part)
+        }
+        return sent.isEmpty ? [] : [.send(sent, to: peer)]
+    }
+
+    /// A nack from member `peer` (whose last digest was `peerDigest`) that asks for commands this
+    /// agent delivered but no longer stores (compacted, evicted, or adopted in a snapshot): only
+    /// the state can bring them, and it goes unasked to a peer that only a snapshot will serve
+    /// well, one that has nothing yet (a newcomer) or asks for more than
+    /// `stateTransferAfterMissing`. A peer missing a few commands is left to repair them from a
+    /// member that stores them (a snapshot would stand for them, messages included, and this
+    /// agent may lack those messages itself); if none can, it asks for the state after
+    /// `repairStallBeforeState`. At most one unasked snapshot per peer per `stateRequestHoldoff`.
+    mutating func onNack(
+        _ ranges: [MissingRange], from peer: PeerID, peerDigest: VectorClock, log: CausalLog, source: () -> Source,
+        framing: Framing, budgets: inout RepairBudgets, now: MonotonicInstant
+    ) -> [Output] {
+        let count = ranges.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
+        guard peerDigest.isEmpty || count > settings.stateTransferAfterMissing,
+            !ranges.allSatisfy({ log.storesAll($0) }), maySendUnasked(to: peer, now: now)
+        else { return [] }
+        return onStateRequest(
+            StateRequest(), from: peer, source: source(), framing: framing, budgets: &budgets, now: now)
+    }
+
     /// Whether a snapshot may go unasked to `peer` now (at most one per `stateRequestHoldoff`).
-    mutating func maySendUnasked(to peer: PeerID, now: MonotonicInstant) -> Bool {
+    private mutating func maySendUnasked(to peer: PeerID, now: MonotonicInstant) -> Bool {
         if let last = sentUnaskedAt[peer], now - last < settings.stateRequestHoldoff { return false }
         sentUnaskedAt.makeRoom(for: peer, limit: settings.peersMax) { $0 }
         sentUnaskedAt[peer] = now
@@ -141,29 +208,30 @@ struct StateTransfer: Sendable {
 
     // MARK: Asking
 
-    /// A request for `peer`'s whole snapshot, if one may go out now: none while a transfer is
-    /// under way and moving, none sooner than `stateRequestHoldoff` after the last.
-    mutating func request(from peer: Member, now: MonotonicInstant) -> StateRequest? {
-        if let assembly, now - assembly.lastPartAt < settings.stateTransferTimeout { return nil }
-        if let requested, now - requested.at < settings.stateRequestHoldoff { return nil }
+    /// `peer`'s digest shows more missing than repair brings quickly (`Ordering.onDigest`): ask
+    /// for its whole snapshot, if a request may go out now: none while a transfer is under way
+    /// and moving, none sooner than `stateRequestHoldoff` after the last.
+    mutating func onBehind(_ peer: Member, now: MonotonicInstant) -> [Output] {
+        if let assembly, now - assembly.lastPartAt < settings.stateTransferTimeout { return [] }
+        if let requested, now - requested.at < settings.stateRequestHoldoff { return [] }
         assembly = nil
         requested = (peer, now)
-        return StateRequest()
+        return [.request(StateRequest(), to: peer.id)]
     }
 
-    /// A stalled transfer: the request that resumes it (the parts still wanted), or nothing; one
-    /// stalled for `stateTransferTimeout` is dropped.
-    mutating func tick(now: MonotonicInstant) -> (peer: Member, request: StateRequest)? {
-        guard let assembly else { return nil }
+    /// A stalled transfer: the request that resumes it (the parts still wanted); one stalled for
+    /// `stateTransferTimeout` is dropped.
+    mutating func tick(now: MonotonicInstant) -> [Output] {
+        guard let assembly else { return [] }
         if now - assembly.lastPartAt >= settings.stateTransferTimeout {
             self.assembly = nil
-            return nil
+            return []
         }
         guard now - assembly.lastPartAt >= settings.stateRequestHoldoff,
             requested.map({ now - $0.at >= settings.stateRequestHoldoff }) ?? true
-        else { return nil }
+        else { return [] }
         requested = (assembly.from, now)
-        return (assembly.from, StateRequest(snapshot: assembly.snapshot, wanted: assembly.wanted))
+        return [.request(StateRequest(snapshot: assembly.snapshot, wanted: assembly.wanted), to: assembly.from.id)]
     }
 
     mutating func onPeerLeft(_ peer: PeerID) {
@@ -180,11 +248,33 @@ struct StateTransfer: Sendable {
 
     // MARK: Receiving
 
-    /// A part from member `sender`. `isPlausible` says whether a frontier entry can be true (not
-    /// a forged jump that would make this agent skip an origin's real commands).
-    mutating func receive(
+    /// A snapshot part from member `sender`, whose last digest was `senderDigest` and whose clock
+    /// is `offsetNanos` ahead of ours (`nil`: unknown, the snapshot cannot be read and is
+    /// dropped). `log` is this agent's: a frontier entry further ahead of both it and the
+    /// sender's digest than `stateFrontierAheadMax` is a forged jump that would make this agent
+    /// skip an origin's real commands.
+    mutating func onStatePart(
+        _ part: StatePart, from sender: Member, senderDigest: VectorClock, offsetNanos: Int64?, log: CausalLog,
+        now: MonotonicInstant
+    ) -> [Output] {
+        guard let offsetNanos else { return [.drop(.stateNotWanted, "the sender's clock is not known yet")] }
+        let aheadMax = UInt64(settings.stateFrontierAheadMax)
+        let assembled = assemble(part, from: sender, now: now) { member, counter in
+            UInt64(counter) <= UInt64(max(senderDigest[member], log.count(of: member))) + aheadMax
+        }
+        switch assembled {
+        case .kept: return []
+        case .ignored: return [.drop(.stateNotWanted, "another transfer is under way, or a repeated part")]
+        case .rejected(let detail): return [.drop(.badState, detail)]
+        case .complete(let snapshot): return [.adopt(snapshot, ClockSource(peer: sender.id, offsetNanos: offsetNanos))]
+        }
+    }
+
+    /// Keeps a part of the transfer under way. `isPlausible` says whether a frontier entry can be
+    /// true.
+    private mutating func assemble(
         _ part: StatePart, from sender: Member, now: MonotonicInstant, isPlausible: (Member, UInt32) -> Bool
-    ) -> Receipt {
+    ) -> Assembled {
         if var current = assembly, current.from == sender, current.snapshot == part.snapshot {
             guard part.count == current.count, part.lamport == current.lamport else {
                 assembly = nil

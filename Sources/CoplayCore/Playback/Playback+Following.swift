@@ -124,12 +124,12 @@ extension Playback {
         }
         let now = context.now
         let deadline = start.requestedAt + settings.startDeadline
-        let onItem = context.membership.peers.values.filter { $0.liveness == .alive && $0.item == start.item }
+        let onItem = context.peers.values.filter { $0.liveness == .alive && $0.item == start.item }
         // Suspended participants take no part. But each participant applies its own waiting policy
         // to the others' suspensions and announces the result: while any participant on the item
         // (this one included) waits one out, the start is held, deadline or not. Whoever decides,
         // the outcome is the same.
-        let holding = waitsOutSuspensions(among: context.membership) || onItem.contains { $0.waitsOutSuspensions }
+        let holding = waitsOutSuspensions(among: context.peers) || onItem.contains { $0.waitsOutSuspensions }
         let participants = Set([context.member] + onItem.filter { $0.suspensions.isEmpty }.map(\.member))
         let isOriginator = start.trigger.origin == context.member
         let allReady = participants.isSubset(of: start.ready) && !holding
@@ -146,10 +146,10 @@ extension Playback {
 
     /// Whether this agent's own waiting policy (suspensionReasonsThatTriggerWaiting, and the
     /// participant limit for it) waits out the suspension of some live participant on its item.
-    func waitsOutSuspensions(among membership: Membership) -> Bool {
+    func waitsOutSuspensions(among peers: [PeerID: PeerRecord]) -> Bool {
         let waitFor = settings.suspensionReasonsThatTriggerWaiting
         guard !waitFor.isEmpty, let item = player.item else { return false }
-        let onItem = membership.peers.values.filter { $0.liveness == .alive && $0.item == item.id }
+        let onItem = peers.values.filter { $0.liveness == .alive && $0.item == item.id }
         guard onItem.count + 1 <= settings.participantLimitForWaiting else { return false }
         return onItem.contains { !waitFor.isDisjoint(with: $0.suspensions) }
     }
@@ -166,5 +166,32 @@ extension Playback {
         guard wall > context.now.wall else { return repeatDue }
         let deadline = context.now.monotonic + (wall - context.now.wall)
         return repeatDue.map { min($0, deadline) } ?? deadline
+    }
+
+    // MARK: Peers
+
+    /// A peer joined, left or changed its announced state. Whom this agent's waiting policy waits
+    /// out depends on the peers' suspensions and items: it says so at once when that changes, as
+    /// for any other change of participant state.
+    mutating func onPeersChanged(_ context: PlaybackContext) -> [Output] {
+        let waitsOut = waitsOutSuspensions(among: context.peers)
+        guard waitsOut != announcedWaitsOut, context.isJoined else { return [] }
+        announcedWaitsOut = waitsOut
+        return [.announce]
+    }
+
+    /// Peer `departed` left. Timelines on its clock follow the lowest-id live participant's clock
+    /// instead (the same one on every agent that sees the same group; this agent's own when
+    /// lowest). Looked for only when some timeline is on its clock: a flood of invented peers
+    /// leaving must cost nothing here.
+    mutating func onPeerLeft(_ departed: PeerID, _ context: PlaybackContext) {
+        guard followsClock(of: departed) else { return }
+        var anchor: ClockSource?
+        for peer in context.peers.keys.filter({ $0 != departed }).sorted() {
+            guard let estimate = context.offset(peer) else { continue }
+            anchor = ClockSource(peer: peer, offsetNanos: estimate.offsetNanos)
+            break
+        }
+        reanchor(departed: departed, to: anchor.flatMap { $0.peer < context.member.id ? $0 : nil }, context)
     }
 }

@@ -50,6 +50,9 @@ struct Playback: Sendable {
     private var localItemSettings: LocalItemSettings?
     var history: History = .current
     var correction = Correction()
+    /// Whether the last announcement said this agent waits out a suspension (the answer changes
+    /// with the peers' announcements: a change is announced at once). Kept across memberships.
+    var announcedWaitsOut = false
 
     init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
@@ -324,6 +327,15 @@ struct Playback: Sendable {
         return out
     }
 
+    /// A command was taken in: while catching up on history, the commands just delivered may
+    /// have closed the gap (`isBehind` is read only then: it compares every peer's digest).
+    mutating func onHistoryProgress(isBehind: () -> Bool, _ context: PlaybackContext, counters: inout Counters)
+        -> [Output]
+    {
+        guard case .catchingUp = history else { return [] }
+        return followAfterHistory(isBehind: isBehind(), context, counters: &counters)
+    }
+
     /// Follows the group's final state once the history has arrived (`isBehind` is false) or
     /// the wait ran out.
     mutating func followAfterHistory(isBehind: Bool, _ context: PlaybackContext, counters: inout Counters) -> [Output] {
@@ -389,7 +401,7 @@ struct Playback: Sendable {
     /// command arrived is accounted for.
     func timeline(of group: ItemGroupState, _ context: PlaybackContext) -> Timeline {
         guard let source = group.clockSource,
-            let estimate = context.clocks.estimate(of: source.peer, at: context.now.monotonic)
+            let estimate = context.offset(source.peer)
         else { return group.timeline }
         return group.timeline.shifted(by: -(estimate.offsetNanos &- source.offsetNanos))
     }

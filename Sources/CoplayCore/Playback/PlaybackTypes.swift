@@ -64,13 +64,15 @@ struct PlaybackContext {
     var member: Member
     var name: String
     var state: SessionState
-    var membership: Membership
-    var clocks: ClockSync
+    /// The live peers, by id (membership's table).
+    var peers: [PeerID: PeerRecord]
+    /// The estimate of a peer's clock offset now (live or departed), when there is one.
+    var offset: (PeerID) -> OffsetEstimate?
 
     var isJoined: Bool { state.isJoined }
 
     func originator(_ origin: Member) -> Originator {
-        membership.originator(origin, local: member, localName: name)
+        Membership.originator(origin, local: member, localName: name, peers: peers)
     }
 }
 

@@ -122,4 +122,21 @@ struct Reach: Sendable {
         guard isActive else { return nil }
         return [nextPeerListAt, named.values.min()].compactMap { $0 }.min()
     }
+
+    /// Each group datagram of `directives`, followed by its unicast copies for the members
+    /// multicast does not reach (`farewell`'s once this agent has left); the directives unchanged
+    /// while unicast reach is not in use.
+    func withUnicastCopies(
+        _ directives: [Directive], members: [PeerID: PeerRecord], isJoined: Bool, now: MonotonicInstant
+    ) -> [Directive] {
+        guard isActive, directives.contains(where: { if case .multicast = $0 { true } else { false } }) else {
+            return directives
+        }
+        let destinations = isJoined ? self.destinations(members: members, now: now) : farewell
+        guard !destinations.isEmpty else { return directives }
+        return directives.flatMap { directive -> [Directive] in
+            guard case .multicast(let datagram) = directive else { return [directive] }
+            return [directive] + destinations.map { .unicast(datagram, to: $0) }
+        }
+    }
 }

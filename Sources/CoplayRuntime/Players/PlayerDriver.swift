@@ -1,5 +1,5 @@
 import CoplayCore
-import CoplayPlayers
+import CoplaySimulatedPlayer
 
 /// A local player as the shell drives it: the core's `PlayerCommand`s go in, `PlayerReport`s
 /// come out, at once, when its timer fires (`nextEvent`/`advance`), or when it writes a line on

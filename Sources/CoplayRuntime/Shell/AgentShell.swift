@@ -1,5 +1,5 @@
 import CoplayCore
-import CoplayPlayers
+import CoplaySimulatedPlayer
 import Dispatch
 import Glibc
 import Synchronization
@@ -300,13 +300,11 @@ public actor AgentShell {
                 break
             }
             read += 1
-            let claim = WireFormat.claimedSender(of: receiveBuffer[0..<received.count])
-            if Self.isStranger(claim, to: &instance) {
+            let claim = Self.stranger(receiveBuffer[0..<received.count], to: &instance)
+            if claim.isStranger {
                 strangers += 1
                 if strangers > strangersMax {
-                    if deferred.count < deferredMax,
-                        WireFormat.claimedType(of: receiveBuffer[0..<received.count]) == .hello
-                    {
+                    if deferred.count < deferredMax, claim.isHello {
                         deferred.append((Array(receiveBuffer[0..<received.count]), received))
                     } else {
                         strangersDropped += 1
@@ -324,11 +322,14 @@ public actor AgentShell {
         for (bytes, received) in deferred where exitStatus == nil { handle(bytes, received, viaGroup: viaGroup) }
     }
 
-    /// Whether a datagram's claimed sender is no live peer of `instance`. Asked through `inout`:
-    /// a non-mutating call on `instance` through this actor's property copies the whole instance
-    /// first, a retain and a release of each of its tables, and this runs for every datagram.
-    private static func isStranger(_ claim: UInt64?, to instance: inout Instance) -> Bool {
-        claim.map { !instance.isPeer(PeerID($0)) } ?? true
+    /// Whether a datagram's claimed sender is no live peer of `instance` (`Instance.stranger`).
+    /// Asked through `inout`: a non-mutating call on `instance` through this actor's property
+    /// copies the whole instance first, a retain and a release of each of its tables, and this
+    /// runs for every datagram.
+    private static func stranger(_ header: ArraySlice<UInt8>, to instance: inout Instance) -> (
+        isStranger: Bool, isHello: Bool
+    ) {
+        instance.stranger(header)
     }
 
     private func handle(_ bytes: [UInt8], _ received: UDPTransport.Received, viaGroup: Bool) {
@@ -415,7 +416,7 @@ public actor AgentShell {
     }
 
     private func send(_ datagram: Datagram, to destination: Endpoint) {
-        let bytes = WireFormat.encode(datagram, signedWith: instance.keys)
+        let bytes = Self.encode(datagram, by: &instance)
         if let error = transport.send(bytes, to: destination) {
             wire.sendErrors += 1
             if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 {
@@ -425,6 +426,11 @@ public actor AgentShell {
             wire.datagramsSent += 1
             wire.bytesSent += bytes.count
         }
+    }
+
+    /// The datagram's bytes, signed by the instance (through `inout`, as for `stranger`).
+    private static func encode(_ datagram: Datagram, by instance: inout Instance) -> [UInt8] {
+        instance.encode(datagram)
     }
 
     /// SIGHUP: read the key file again, so that a key can be rotated without stopping the group

@@ -2,7 +2,7 @@ import CoplayCore
 import Testing
 
 /// Membership and failure detection, driven through `Instance`'s handlers with a fake clock.
-@Suite struct MembershipTests {
+@Suite struct RouterMembershipTests {
     /// An instance that has started and has seen bob's heartbeat at 10 ms.
     func aliceKnowingBob() -> Instance {
         var alice = makeInstance()

@@ -1,0 +1,55 @@
+/// Who may speak in this group, and the one place that signs and checks. With a key file every
+/// datagram is signed (the group key's HMAC-SHA-256, truncated: `GroupKeys`) and only authentic,
+/// fresh ones are admitted (a sliding window per sender against replays: `ReplayWindows`);
+/// without one, only untagged datagrams are. The shell and the simulation both encode through
+/// `seal`, so what the core checks is what they send.
+public struct Authentication: Sendable {
+    /// Why a datagram was not admitted.
+    struct Refusal: Error, Hashable, Sendable {
+        var reason: DropReason
+        var detail: String
+    }
+
+    /// The keys in force (current first), or nil for an open group.
+    public private(set) var keys: GroupKeys?
+    private var replayWindows: ReplayWindows
+    private let session: SessionID
+
+    init(keys: [[UInt8]]?, session: SessionID, settings: Settings) {
+        self.session = session
+        self.keys = keys.map { GroupKeys(keys: $0, session: session) }
+        replayWindows = ReplayWindows(windowsMax: settings.replayWindowsMax)
+    }
+
+    /// The key file was read again: sign with its current key, accept its keys.
+    mutating func rekey(_ keys: [[UInt8]]?) {
+        self.keys = keys.map { GroupKeys(keys: $0, session: session) }
+    }
+
+    /// The tag's bytes on every datagram this agent sends.
+    var tagBytes: Int { keys == nil ? 0 : GroupKeys.tagBytes }
+
+    /// Whether a decoded datagram (`bytes` as received) may be read: with a key, tagged with one
+    /// of the keys in force and not seen before from its sender; without, untagged.
+    mutating func admit(_ datagram: Datagram, bytes: [UInt8]) -> Refusal? {
+        guard let keys else {
+            guard datagram.authTag.isEmpty else {
+                return Refusal(reason: .unauthenticated, detail: "tagged datagram, no key configured")
+            }
+            return nil
+        }
+        guard !datagram.authTag.isEmpty else {
+            return Refusal(reason: .missingTag, detail: "untagged datagram in a keyed group")
+        }
+        guard datagram.authTag.count == GroupKeys.tagBytes, keys.verifies(bytes) else {
+            return Refusal(reason: .badTag, detail: "forged, or signed with another key")
+        }
+        guard replayWindows.accept(datagram.sequence, from: datagram.sender) else {
+            return Refusal(reason: .replayed, detail: "sequence \(datagram.sequence)")
+        }
+        return nil
+    }
+
+    /// `datagram` as it goes on the wire: signed with the current key, when there is one.
+    public func seal(_ datagram: Datagram) -> [UInt8] { WireFormat.encode(datagram, signedWith: keys) }
+}

@@ -1,0 +1,61 @@
+/// What the outside may read of an agent: its state, its peers, the group's state and its
+/// reports (`status`, `peers`). Nothing here changes the instance.
+extension Instance {
+    public var state: SessionState { lifecycle.state }
+    public var incarnation: Incarnation { lifecycle.incarnation }
+    public var member: Member { lifecycle.member }
+    /// The live participants other than this agent, by id. At most `Settings.peersMax`.
+    public var peers: [PeerID: PeerRecord] { membership.peers }
+    /// The group's keys for this session, when the agent has a key file.
+    public var keys: GroupKeys? { authentication.keys }
+    /// Whether `id` is a live peer's.
+    public func isPeer(_ id: PeerID) -> Bool { membership.peers[id] != nil }
+    public var log: CausalLog { ordering.log }
+    /// Endpoints named in members' peer lists and reached by unicast for now (at most
+    /// `Settings.gossipedEndpointsMax`).
+    public var namedEndpoints: [Endpoint] { Array(reach.named.keys) }
+    /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.
+    public var deliveries: [CommandEnvelope] { ordering.deliveries }
+    /// Where in `deliveries` each adopted snapshot took effect, and its frontier.
+    public var adoptions: [(afterDeliveries: Int, frontier: VectorClock)] { ordering.adoptions }
+    /// The winning `share`: the group's activity.
+    public var activity: CommandEnvelope? { playback.activity }
+    /// The group state of each item.
+    public var items: [String: ItemGroupState] { playback.items }
+    /// What this agent believes its player is doing.
+    public var player: PlayerModel { playback.player }
+    public var coordination: Coordination { playback.coordination }
+    /// This participant's active suspensions, oldest first.
+    public var suspensions: [Suspension] { playback.suspensions.active }
+    public var isSuspended: Bool { playback.isSuspended }
+    public var catchingUp: Bool { playback.catchingUp }
+
+    /// The offset estimate to a peer's clock (live or departed), and whether it was reported synced.
+    public func clockEstimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {
+        clocks.estimate(of: peer, at: now)
+    }
+    public func isClockSynced(_ peer: PeerID) -> Bool { clocks.isSynced(peer) }
+
+    // MARK: Reports
+
+    func peerInfo(_ record: PeerRecord, now: MonotonicInstant) -> PeerInfo {
+        record.info(
+            now: now, offset: clocks.estimate(of: record.member.id, at: now),
+            isClockSynced: clocks.isSynced(record.member.id))
+    }
+
+    public func peerInfos(now: MonotonicInstant) -> [PeerInfo] {
+        membership.peers.values.map { peerInfo($0, now: now) }.sorted {
+            ($0.name, $0.member.id) < ($1.name, $1.member.id)
+        }
+    }
+
+    public func statusReport(now: Timestamp) -> StatusReport {
+        StatusReport(
+            member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
+            rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
+            isWaiting: coordination.isWaiting, suspensions: suspensions.map(\.reason), peerCount: peers.count,
+            counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
+            correction: playback.correction)
+    }
+}

@@ -1,0 +1,165 @@
+/// One received datagram: the gate (who may speak), then the table (one line per payload kind,
+/// each calling the machine that owns the kind).
+extension Instance {
+    /// The gate: the session, the tag and freshness (`Authentication`), a plausible incarnation,
+    /// not this agent's own, joined, not from a departed membership; then, by kind, only a
+    /// current member, and proof that the sender is alive. Then the table.
+    mutating func receive(
+        _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp,
+        viaGroup: Bool, into out: inout [Directive]
+    ) {
+        guard datagram.session == session else {
+            return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
+        }
+        if let refusal = authentication.admit(datagram, bytes: bytes) {
+            return reportDrop(refusal.reason, detail: refusal.detail, from: source, into: &out)
+        }
+        let sender = datagram.sender
+        // Incarnations count tenths of seconds of the sender's clock: one far beyond ours is a
+        // takeover attempt (2^32 - 1 would outrank every real restart), not a restart.
+        guard sender.incarnation <= Incarnation.initial(at: now.wall + settings.incarnationAheadMax) else {
+            return reportDrop(.implausibleIncarnation, detail: "\(sender)", from: source, into: &out)
+        }
+        guard sender.id != identity.id else {
+            if lifecycle.isOwn(sender.incarnation) {
+                counters.ownEchoes += 1
+                return
+            }
+            return reportDrop(.idConflict, detail: "another agent uses id \(sender.id)", from: source, into: &out)
+        }
+        guard state.isJoined else {
+            return reportDrop(.notJoined, detail: "\(datagram.payload.type)", from: source, into: &out)
+        }
+        guard !membership.hasDeparted(sender) else {
+            return reportDrop(.fromDeparted, detail: "\(sender) has left", from: source, into: &out)
+        }
+        let heardAt = receivedAt.monotonic
+        defer {
+            if membership.isKnown(sender) {
+                reach.heard(sender.id, viaGroup: viaGroup, unsolicited: datagram.payload.isUnsolicited, at: heardAt)
+            }
+        }
+        let kind = datagram.payload.type
+        if let what = kind.membersOnly, !membership.isKnown(sender) {
+            return reportDrop(.unknownSender, detail: "\(what) from \(sender)", from: source, into: &out)
+        }
+        if kind.provesSenderAlive { heard(sender, at: heardAt, now: now, into: &out) }
+        let from = Received(sender: sender, source: source, receivedAt: receivedAt, now: now)
+
+        switch datagram.payload {
+        case .hello(let announcement): onAnnouncement(announcement, isHello: true, from, into: &out)
+        case .heartbeat(let announcement): onAnnouncement(announcement, isHello: false, from, into: &out)
+        case .leave(let reason):
+            route(
+                membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source, now: now, into: &out
+            )
+        case .probe(let probe): onProbe(probe, from, into: &out)
+        case .probeReply(let reply): onProbeReply(reply, from, into: &out)
+        case .command(let envelope, _): onCommand(envelope, from: sender, now: now, into: &out)
+        case .nack(let ranges): onNack(ranges, from, into: &out)
+        case .stateRequest(let request): onStateRequest(request, from, into: &out)
+        case .state(let part): onStatePart(part, from, into: &out)
+        case .ready(let trigger): onReady(trigger, from, into: &out)
+        case .unreliableMessage(let part): onMessagePart(part, from: sender, isReliable: false, now: now, into: &out)
+        case .peerList(let entries): onPeerList(entries, from)
+        case .end(let reason): onEnd(reason, from, into: &out)
+        }
+    }
+
+    /// Where a datagram came from and when: what its handler needs besides its payload.
+    struct Received {
+        var sender: Member
+        var source: Endpoint
+        var receivedAt: Timestamp
+        var now: Timestamp
+        var heardAt: MonotonicInstant { receivedAt.monotonic }
+    }
+
+    // MARK: The handlers that are more than one machine's call
+
+    private mutating func onAnnouncement(
+        _ announcement: Announcement, isHello: Bool, _ from: Received, into out: inout [Directive]
+    ) {
+        route(
+            membership.onAnnouncement(
+                announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
+            at: from.heardAt, source: from.source, now: from.now, into: &out)
+        if membership.isKnown(from.sender) {
+            catchUp(with: announcement.digest, of: from.sender, now: from.now, into: &out)
+        }
+    }
+
+    private mutating func onProbe(_ probe: ClockProbe, _ from: Received, into out: inout [Directive]) {
+        membership.admittedUs(from.sender)
+        let reply = clocks.reply(to: probe, receivedAt: from.receivedAt, now: from.now)
+        out.append(.unicast(stamp(.probeReply(reply)), to: from.source))
+    }
+
+    /// A reply proves its sender alive only when it made a sample (a reply to no probe proves nothing).
+    private mutating func onProbeReply(_ reply: ClockProbeReply, _ from: Received, into out: inout [Directive]) {
+        let outputs = clocks.onProbeReply(
+            reply, from: from.sender, receivedAt: from.heardAt, now: from.now, random: &random)
+        if outputs.contains(.sampled(from.sender.id)) {
+            heard(from.sender, at: from.heardAt, now: from.now, into: &out)
+        }
+        route(outputs, source: from.source, now: from.now, into: &out)
+    }
+
+    /// Repairs go only to members, at the endpoint they announced, within a byte budget per
+    /// member: a nack with a forged source cannot make this agent a reflector. What is no longer
+    /// stored only the state can bring.
+    private mutating func onNack(_ ranges: [MissingRange], _ from: Received, into out: inout [Directive]) {
+        let (peer, now) = (from.sender.id, from.now.monotonic)
+        route(ordering.onNack(ranges, from: peer, framing: framing, now: now), now: from.now, into: &out)
+        let digest = membership.peers[peer]?.digest ?? VectorClock()
+        let agent = self  // read only if the state is sent (a copy: the transfer is being changed)
+        let source = { agent.snapshotSource(for: digest) }
+        route(
+            transfer.onNack(
+                ranges, from: peer, peerDigest: digest, log: ordering.log, source: source, framing: framing,
+                budgets: &ordering.repairBudgets, now: now), source: from.source, now: from.now, into: &out)
+    }
+
+    private mutating func onStateRequest(_ request: StateRequest, _ from: Received, into out: inout [Directive]) {
+        let source = snapshotSource(for: membership.peers[from.sender.id]?.digest ?? VectorClock())
+        route(
+            transfer.onStateRequest(
+                request, from: from.sender.id, source: source, framing: framing, budgets: &ordering.repairBudgets,
+                now: from.now.monotonic), source: from.source, now: from.now, into: &out)
+    }
+
+    private mutating func onStatePart(_ part: StatePart, _ from: Received, into out: inout [Directive]) {
+        let offset = clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
+        let digest = membership.peers[from.sender.id]?.digest ?? VectorClock()
+        route(
+            transfer.onStatePart(
+                part, from: from.sender, senderDigest: digest, offsetNanos: offset, log: ordering.log,
+                now: from.now.monotonic), source: from.source, now: from.now, into: &out)
+    }
+
+    /// Ready for a play or seek this agent has not received: it asks the sender (a member) for
+    /// it now rather than at its next heartbeat.
+    private mutating func onReady(_ trigger: Dot, _ from: Received, into out: inout [Directive]) {
+        playback.onReady(trigger, from: from.sender)
+        guard membership.isKnown(from.sender) else { return }
+        let ranges = ordering.onReferenced(trigger, by: from.sender.id, now: from.now.monotonic)
+        if !ranges.isEmpty { route([.nack(ranges, to: from.sender.id)], now: from.now, into: &out) }
+    }
+
+    /// Only endpoints of this agent's own address family (its group's) can be reached.
+    private mutating func onPeerList(_ entries: [PeerEntry], _ from: Received) {
+        let reachable = entries.filter { $0.endpoint.address.isIPv4 == from.source.address.isIPv4 }
+        reach.onPeerList(reachable, own: identity.id, members: membership.peers, at: from.heardAt)
+    }
+
+    private mutating func onEnd(_ reason: String, _ from: Received, into out: inout [Directive]) {
+        let by = membership.peers[from.sender.id]?.name ?? from.sender.id.description
+        leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: from.now, into: &out)
+        route(playback.onSessionEnded(context(from.now)), now: from.now, into: &out)
+    }
+
+    /// Anything from a known membership proves it alive.
+    mutating func heard(_ sender: Member, at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]) {
+        route(membership.heard(sender, at: heardAt), at: heardAt, source: nil, now: now, into: &out)
+    }
+}

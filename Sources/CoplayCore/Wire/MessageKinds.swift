@@ -1,0 +1,38 @@
+// What the receive table asks of each kind of datagram, besides its payload.
+
+extension MessageType {
+    /// What a datagram of this kind is called when it is dropped for coming from no current
+    /// member; nil for kinds anyone may send. Only a member may ask for repair or state, send
+    /// state, or point this agent's traffic somewhere (with a key, only an authentic one).
+    var membersOnly: String? {
+        switch self {
+        case .nack: "nack"
+        case .stateRequest: "state request"
+        case .state: "state"
+        case .peerList: "peer list"
+        case .hello, .heartbeat, .leave, .probe, .probeReply, .command, .ready, .end, .unreliableMessage: nil
+        }
+    }
+
+    /// Whether a datagram of this kind proves its known sender alive on arrival. Announcements
+    /// and leaves are membership's own input; a probe reply proves it only with a sample; an end
+    /// ends the session.
+    var provesSenderAlive: Bool {
+        switch self {
+        case .probe, .command, .nack, .stateRequest, .state, .ready, .unreliableMessage, .peerList: true
+        case .hello, .heartbeat, .leave, .probeReply, .end: false
+        }
+    }
+}
+
+extension Payload {
+    /// Sent on the sender's own schedule (a heartbeat, a hello that answers nothing): what tells
+    /// `Reach` that the group's multicast carries this sender's traffic.
+    var isUnsolicited: Bool {
+        switch self {
+        case .hello(let announcement): !announcement.isReply
+        case .heartbeat: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Testing
+
+@testable import CoplayCore
+
+// The membership machine on its own: admission, liveness, departures. Built alone, fed inputs, its
+// outputs asserted: no router, no other machine, no socket.
+
+private let carol = Member(id: carolID, incarnation: Incarnation(300))
+private let carolEndpoint = Endpoint(address: 0x7F00_0003, port: 50_003)
+
+@Suite struct MembershipMachineTests {
+    private func announcement(_ name: String) -> Announcement {
+        Announcement(unicastPort: carolEndpoint.port, name: name)
+    }
+
+    @Test func hello_fromStranger_admitsAndAnswers_silenceSuspectsThenRemoves() {
+        var membership = Membership(settings: Settings())
+        var random = SplitMix64(seed: 1)
+        membership.start(now: at(0).monotonic, random: &random)
+        let out = membership.onAnnouncement(
+            announcement("carol"), isHello: true, from: carol, source: carolEndpoint, heardAt: at(1).monotonic)
+        #expect(out.contains { if case .joined(let record) = $0 { record.member == carol } else { false } })
+        #expect(out.contains(.replyHello(to: carolEndpoint)))
+        let settings = Settings()
+        let quiet = membership.tick(now: at(1).monotonic + settings.suspectAfter, random: &random)
+        #expect(quiet.contains { if case .unresponsive = $0 { true } else { false } })
+        let gone = membership.tick(now: at(1).monotonic + settings.deadAfter, random: &random)
+        #expect(gone.contains { if case .left(_, .timeout) = $0 { true } else { false } })
+        #expect(membership.peers.isEmpty)
+        #expect(!membership.hasDeparted(carol), "a silent peer may come back (a healed partition)")
+    }
+
+    /// Lifeguard: an agent stalled for 10 s (SIGSTOP) does not declare its peers dead on waking;
+    /// the datagrams queued meanwhile are read first, and one that is really gone is found
+    /// within `deadAfter` of waking, as if the stall had not happened.
+    @Test func aStalledAgent_forgivesItsPeersSilence_butStillFindsTheOnesReallyGone() {
+        let settings = Settings()
+        var membership = Membership(settings: settings)
+        var random = SplitMix64(seed: 1)
+        membership.start(now: at(0).monotonic, random: &random)
+        let dave = Member(id: PeerID(0xDA7E), incarnation: Incarnation(3))
+        for (member, endpoint) in [(carol, carolEndpoint), (dave, Endpoint(address: 0x7F00_0001, port: 50_009))] {
+            _ = membership.onAnnouncement(
+                announcement("x"), isHello: false, from: member, source: endpoint, heardAt: at(100).monotonic)
+        }
+        _ = membership.tick(now: at(400).monotonic, random: &random)
+        // Stopped from 400 ms to 10.4 s. On waking, the tick comes first.
+        let woken = membership.tick(now: at(10_400).monotonic, random: &random)
+        #expect(!woken.contains { if case .left = $0 { true } else { false } }, "nobody is blamed for our stall")
+        #expect(membership.peers.count == 2)
+        // Carol's datagram sent during the stall is read now; dave sent nothing and is gone.
+        _ = membership.heard(carol, at: at(10_401).monotonic)
+        var later: [Membership.Output] = []
+        for millis in stride(from: 10_900.0, through: 11_400, by: 500) {
+            later += membership.tick(now: at(millis).monotonic, random: &random)
+        }
+        #expect(later.contains { if case .left(let record, .timeout) = $0 { record.member == dave } else { false } })
+        #expect(membership.peers.keys.sorted() == [carol.id], "carol stays")
+    }
+
+    @Test func leave_removesAndRemembers_soReorderedDatagramsCannotBringItBack() {
+        var membership = Membership(settings: Settings())
+        _ = membership.onAnnouncement(
+            announcement("carol"), isHello: false, from: carol, source: carolEndpoint, heardAt: at(1).monotonic)
+        let out = membership.onLeave(.left, from: carol, at: at(2).monotonic)
+        #expect(out.contains { if case .left(_, .left) = $0 { true } else { false } })
+        #expect(membership.hasDeparted(carol))
+    }
+
+    @Test func fullTable_dropsNewcomers() {
+        var settings = Settings()
+        settings.peersMax = 1
+        var membership = Membership(settings: settings)
+        _ = membership.onAnnouncement(
+            announcement("carol"), isHello: false, from: carol, source: carolEndpoint, heardAt: at(1).monotonic)
+        let out = membership.onAnnouncement(
+            announcement("bob"), isHello: false, from: bob, source: bobEndpoint, heardAt: at(1).monotonic)
+        #expect(out.contains { if case .drop(.peerTableFull, _) = $0 { true } else { false } })
+        #expect(membership.peers.count == 1)
+    }
+}
