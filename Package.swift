@@ -30,7 +30,8 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux]))]),
         .executableTarget(name: "coplay-bench", dependencies: ["CoplayCore", "CoplayHarness", "CoplaySimulation"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
-        .testTarget(name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulatedPlayer", "CoplaySimulation"]),
+        .testTarget(
+            name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulatedPlayer", "CoplaySimulation"]),
         .testTarget(name: "CoplayRuntimeTests", dependencies: ["CoplayCore", "CoplayRuntime"]),
         // Runs the `coplay` and `coplay-bench` binaries, which `swift test` builds with everything
         // else. It does not depend on their targets: a test bundle that links an executable target

@@ -13,21 +13,17 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
     @Test func longMessage_isSplit_reassembledOnce_andUnreliableDuplicatesAreSuppressed() throws {
         let settings = Settings()
         var sender = Messaging(settings: settings)
-        var counters = Counters()
         let peer = PeerRecord(member: carol, name: "carol", endpoint: carolEndpoint, now: at(0).monotonic)
         let text = String(repeating: "x", count: 3000)
-        let result = sender.send(
-            to: nil, unreliable: true, text: text, peers: [peer], overheadBytes: { _ in 200 }, counters: &counters)
-        let outputs = try result.get()
+        let outputs = sender.send(to: nil, unreliable: true, text: text, peers: [peer], overheadBytes: { _ in 200 })
         let parts = outputs.compactMap { if case .multicast(let part) = $0 { part } else { nil } }
         #expect(parts.count == 3, "3000 bytes in parts of at most 1000")
         var receiver = Messaging(settings: settings)
         var delivered: [MessageReport] = []
         let originator = Originator(member: alice, name: "alice", isLocal: false)
         for part in parts.reversed() + parts {
-            if let report = receiver.receive(
-                part, from: alice, isReliable: false, local: carol, originator: originator, now: at(1).monotonic,
-                counters: &counters)
+            for case .emit(.message(let report)) in receiver.receive(
+                part, from: alice, isReliable: false, local: carol, originator: originator, now: at(1).monotonic)
             {
                 delivered.append(report)
             }
@@ -43,9 +39,12 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         let originator = Originator(member: alice, name: "alice", isLocal: false)
         for id in UInt32(1)...20 {
             let part = MessagePart(messageID: id, index: 1, count: 2, recipients: [], bytes: [1])
-            _ = messaging.receive(
+            for case .count(let tally) in messaging.receive(
                 part, from: alice, isReliable: false, local: carol, originator: originator,
-                now: at(Double(id)).monotonic, counters: &counters)
+                now: at(Double(id)).monotonic)
+            {
+                counters.add(tally)
+            }
         }
         #expect(counters.messagesIncomplete == 16)
     }

@@ -23,18 +23,17 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 
     @Test func aCoordinatedStart_goesThroughThePlayerBoundary() {
         var playback = Playback(settings: Settings())
-        var counters = Counters()
-        let load = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)), counters: &counters)
+        let load = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)))
         #expect(load.contains(.player(.load(LoadedItem(url: "A"), position: 0))))
         #expect(!playback.player.isReady, "not ready until the player says so")
-        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)), counters: &counters)
+        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)))
         let play = playback.apply(
             [delivered(.play(rate: 1, position: 0, requestedAt: at(2).wall), counter: 1)], isHistory: false,
-            context(at(2)), counters: &counters)
+            context(at(2)))
         #expect(play.contains(.player(.prepare(position: 0))))
         #expect(playback.coordination.isWaiting)
         #expect(playback.decideStartIfDue(context(at(3))).isEmpty, "this agent is not ready yet")
-        let ready = playback.onPlayerReport(.ready(position: 0), context(at(4)), counters: &counters)
+        let ready = playback.onPlayerReport(.ready(position: 0), context(at(4)))
         #expect(ready.contains { if case .ready = $0 { true } else { false } })
         let start = playback.decideStartIfDue(context(at(5)))
         #expect(
@@ -43,12 +42,11 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 
     @Test func aStallReported_becomesStallRecovery_andEndsWhenCaughtUp() {
         var playback = Playback(settings: Settings())
-        var counters = Counters()
-        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)), counters: &counters)
-        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)), counters: &counters)
-        _ = playback.onPlayerReport(.stalled(position: 0), context(at(2)), counters: &counters)
+        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)))
+        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)))
+        _ = playback.onPlayerReport(.stalled(position: 0), context(at(2)))
         #expect(playback.catchingUp)
-        _ = playback.onPlayerReport(.stallEnded(position: 0), context(at(3)), counters: &counters)
+        _ = playback.onPlayerReport(.stallEnded(position: 0), context(at(3)))
         #expect(!playback.catchingUp, "no group timeline is playing: the stall simply ends")
     }
 }
@@ -62,15 +60,14 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 
     @Test func settlingAgainOnTheSameState_saysNothingMore() {
         var playback = Playback(settings: Settings())
-        var counters = Counters()
-        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)), counters: &counters)
-        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)), counters: &counters)
+        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)))
+        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)))
         let start = Ordering.Delivered(
             envelope: CommandEnvelope(
                 dot: Dot(origin: alice, counter: 1), lamport: 1, dependencies: VectorClock(),
                 command: Command(item: "A", operation: .playNow(rate: 1, position: 0, at: at(2).wall))),
             clockSource: nil)
-        let first = playback.apply([start], isHistory: false, context(at(2)), counters: &counters)
+        let first = playback.apply([start], isHistory: false, context(at(2)))
         #expect(first.filter { if case .emit(.playing) = $0 { true } else { false } }.count == 1)
         // More history arrives (for another item) and the agent settles on the final state again,
         // as a late joiner does once repair completes: the player already follows it.
@@ -79,8 +76,8 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
                 dot: Dot(origin: alice, counter: 2), lamport: 2, dependencies: VectorClock(),
                 command: Command(item: "B", operation: .pause(position: 3, at: at(3).wall))),
             clockSource: nil)
-        _ = playback.apply([other], isHistory: true, context(at(3)), counters: &counters)
-        let again = playback.followAfterHistory(isBehind: false, context(at(4)), counters: &counters)
+        _ = playback.apply([other], isHistory: true, context(at(3)))
+        let again = playback.followAfterHistory(isBehind: false, context(at(4)))
         #expect(!again.contains { if case .emit(.playing) = $0 { true } else { false } }, "\(again)")
         #expect(!again.contains { if case .emit(.rateChanged) = $0 { true } else { false } })
         #expect(playback.player.rate == 1)

@@ -25,6 +25,18 @@ private func source(commands count: UInt32, items: Int = 1) -> StateTransfer.Sou
     return StateTransfer.Source(frontier: frontier, lamport: UInt64(count), winners: winners, messages: [])
 }
 
+/// Carol's snapshot of 40 commands and 12 items, whole, in the parts of 512-byte datagrams.
+private func severalParts() -> [StatePart] {
+    var settings = Settings()
+    settings.datagramBytesMax = 512
+    var sender = StateTransfer(settings: settings)
+    var budgets = RepairBudgets(settings: settings)
+    return sentParts(
+        sender.onStateRequest(
+            StateRequest(), from: aliceID, source: source(commands: 40, items: 12), framing: framing,
+            budgets: &budgets, now: at(0).monotonic))
+}
+
 private func sentParts(_ outputs: [StateTransfer.Output]) -> [StatePart] {
     outputs.flatMap { output -> [StatePart] in
         if case .send(let parts, _) = output { return parts }
@@ -102,14 +114,7 @@ private func sentParts(_ outputs: [StateTransfer.Output]) -> [StatePart] {
     @Test func aStalledTransferIsDropped_afterTheTimeout() {
         let settings = Settings()
         var carolSide = StateTransfer(settings: settings)
-        var budgets = RepairBudgets(settings: settings)
-        var small = settings
-        small.datagramBytesMax = 512
-        var sender = StateTransfer(settings: small)
-        let parts = sentParts(
-            sender.onStateRequest(
-                StateRequest(), from: aliceID, source: source(commands: 40, items: 12), framing: framing,
-                budgets: &budgets, now: at(0).monotonic))
+        let parts = severalParts()
         _ = carolSide.onStatePart(
             parts[0], from: carol, senderDigest: VectorClock(), offsetNanos: 0, log: CausalLog(settings: settings),
             now: at(0).monotonic)
@@ -121,13 +126,7 @@ private func sentParts(_ outputs: [StateTransfer.Output]) -> [StatePart] {
     @Test func partsThatDisagree_orAFrontierImplausiblyFarAhead_areRefused() {
         let settings = Settings()
         var budgets = RepairBudgets(settings: settings)
-        var small = settings
-        small.datagramBytesMax = 512
-        var sender = StateTransfer(settings: small)
-        let parts = sentParts(
-            sender.onStateRequest(
-                StateRequest(), from: aliceID, source: source(commands: 40, items: 12), framing: framing,
-                budgets: &budgets, now: at(0).monotonic))
+        let parts = severalParts()
         var receiver = StateTransfer(settings: settings)
         let log = CausalLog(settings: settings)
         _ = receiver.onStatePart(

@@ -110,6 +110,26 @@ public struct Counters: Hashable, Sendable {
 
     public init() {}
 
+    /// What a machine counts: it says so in an output, and the router adds it here.
+    public enum Tally: Hashable, Sendable {
+        case commandsApplied, commandsSuperseded, driftCorrections, playerSamples, rateNudges, seekCorrections,
+            messagesSent, messagesReceived, messagesIncomplete
+    }
+
+    mutating func add(_ tally: Tally) {
+        switch tally {
+        case .commandsApplied: commandsApplied += 1
+        case .commandsSuperseded: commandsSuperseded += 1
+        case .driftCorrections: driftCorrections += 1
+        case .playerSamples: playerSamples += 1
+        case .rateNudges: rateNudges += 1
+        case .seekCorrections: seekCorrections += 1
+        case .messagesSent: messagesSent += 1
+        case .messagesReceived: messagesReceived += 1
+        case .messagesIncomplete: messagesIncomplete += 1
+        }
+    }
+
     public var dropsTotal: Int { drops.values.reduce(0, +) }
 
     /// Counts a drop and returns how many of that reason there have been.

@@ -1,5 +1,6 @@
-/// What the outside may read of an agent: its state, its peers, the group's state and its
-/// reports (`status`, `peers`). Nothing here changes the instance.
+/// What the outside may read of an agent: its state, its peers, the group's state, what the
+/// shell asks of a datagram, and its reports (`status`, `peers`). Nothing here changes the
+/// instance.
 extension Instance {
     public var state: SessionState { lifecycle.state }
     public var incarnation: Incarnation { lifecycle.incarnation }
@@ -35,6 +36,23 @@ extension Instance {
         clocks.estimate(of: peer, at: now)
     }
     public func isClockSynced(_ peer: PeerID) -> Bool { clocks.isSynced(peer) }
+
+    // MARK: What the shell asks
+
+    /// A directive's datagram as it goes on the wire (signed, in a keyed group): the shell and
+    /// the simulation send what this returns.
+    public func encode(_ datagram: Datagram) -> [UInt8] { authentication.seal(datagram) }
+
+    /// Whether a received datagram, its header read but not yet decoded, claims a sender that is
+    /// no live peer: the shell reads strangers after the group's own traffic and, in a flood,
+    /// drops them unread (a forged claim is still checked when decoded). `isHello`: it claims to
+    /// be a hello, which a stranger joining sends (set aside rather than dropped).
+    public func stranger(_ header: ArraySlice<UInt8>) -> (isStranger: Bool, isHello: Bool) {
+        guard let claim = WireFormat.claimedSender(of: header), membership.peers[PeerID(claim)] != nil else {
+            return (true, WireFormat.claimedType(of: header) == .hello)
+        }
+        return (false, false)
+    }
 
     // MARK: Reports
 

@@ -101,6 +101,12 @@ extension Instance {
     mutating func route(_ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]) {
         for output in outputs {
             switch output {
+            case .originated(let delivered):
+                out.append(.multicast(stamp(.command(delivered.envelope, isRepair: false))))
+                deliver([delivered], isHistory: false, now: now, into: &out)
+            case .tooLarge(let command):
+                let problem = "the command does not fit in one datagram (shorten the URL, id or metadata)"
+                out.append(commandError(problem, usage: command.operation.name))
             case .deliver(let batch):
                 deliver(batch, isHistory: isBehindPeers, now: now, into: &out)
             case .nack(let ranges, let peer):
@@ -114,7 +120,7 @@ extension Instance {
                 let (ordering, membership) = (self.ordering, self.membership)
                 let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
                 route(
-                    playback.onHistoryProgress(isBehind: isBehind, context(now), counters: &counters), now: now,
+                    playback.onHistoryProgress(isBehind: isBehind, context(now)), now: now,
                     into: &out)
             case .behind(let peer):
                 route(transfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
@@ -130,7 +136,7 @@ extension Instance {
                                 commandsCovered: adoption.covered))))
                 // The winners are history: the player follows the final state once it is all here.
                 route(
-                    playback.apply(adoption.winners, isHistory: true, context(now), counters: &counters), now: now,
+                    playback.apply(adoption.winners, isHistory: true, context(now)), now: now,
                     into: &out)
                 // Counted among the commands the snapshot stood for, not again as delivered.
                 for message in adoption.messages {
@@ -162,7 +168,7 @@ extension Instance {
                 route(ordering.adopt(snapshot, clock: clock), now: now, into: &out)
                 let behind = isBehindPeers
                 route(
-                    playback.followAfterHistory(isBehind: behind, context(now), counters: &counters), now: now,
+                    playback.followAfterHistory(isBehind: behind, context(now)), now: now,
                     into: &out)
             case .drop(let reason, let detail):
                 reportDrop(reason, detail: detail, from: source, into: &out)
@@ -195,28 +201,14 @@ extension Instance {
         }
         guard !forPlayback.isEmpty else { return }
         route(
-            playback.apply(forPlayback, isHistory: isHistory, context(now), counters: &counters), now: now, into: &out)
+            playback.apply(forPlayback, isHistory: isHistory, context(now)), now: now, into: &out)
     }
 
-    /// Issues a group command: checks it fits a datagram, delivers it here, multicasts it.
+    /// Issues a group command (`Ordering.issue`: it is delivered here, and multicast).
     mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
-        let envelope = ordering.next(command, by: member, dependsOn: dependsOn)
-        // A share leaves room to travel, as the activity, in a state part with a tag (the other
-        // winners are small whatever their text, once their dependencies are left out).
-        var room = 0
-        if case .share = command.operation { room = WireFormat.commandRoomForStateBytes }
-        guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
-            framing.bytes(.command(envelope, isRepair: false)) - authentication.tagBytes + room
-                <= settings.datagramBytesMax
-        else {
-            return out.append(
-                commandError(
-                    "the command does not fit in one datagram (shorten the URL, id or metadata)",
-                    usage: command.operation.name))
-        }
-        let delivered = ordering.originate(envelope, now: now.monotonic)
-        out.append(.multicast(stamp(.command(envelope, isRepair: false))))
-        deliver([delivered], isHistory: false, now: now, into: &out)
+        route(
+            ordering.issue(command, by: member, dependsOn: dependsOn, framing: framing, now: now.monotonic), now: now,
+            into: &out)
     }
 
     mutating func route(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
@@ -228,6 +220,7 @@ extension Instance {
             case .issue(let command): issue(command, now: now, into: &out)
             case .ready(let trigger): out.append(.multicast(stamp(.ready(trigger: trigger))))
             case .announce: announce = true
+            case .count(let tally): counters.add(tally)
             }
         }
         // One announcement for all the changes of one step, with the state they ended in.
@@ -254,45 +247,44 @@ extension Instance {
     mutating func sendMessage(
         to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
     ) {
-        let usage = "msg [to=<name|id>,…] [unreliable] <text>"
-        guard state.isJoined else { return out.append(commandError("not joined (state \(state.name))", usage: usage)) }
+        guard state.isJoined else {
+            return out.append(commandError("not joined (state \(state.name))", usage: Messaging.usage))
+        }
         let (ordering, framing, member, dependsOn) = (self.ordering, self.framing, self.member, self.dependsOn)
         // A reliable part leaves room to travel in a state part too (a snapshot carries the
         // messages its receiver has not delivered).
         func overhead(_ part: MessagePart) -> Int {
             guard !unreliable else { return framing.bytes(.unreliableMessage(part)) - framing.tagBytes }
-            let command = Command(item: MessagePart.itemMarker, operation: .message(part))
-            let envelope = ordering.next(command, by: member, dependsOn: dependsOn)
+            let envelope = ordering.next(
+                Command(item: MessagePart.itemMarker, operation: .message(part)), by: member, dependsOn: dependsOn)
             return framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes
                 + WireFormat.commandRoomForStateBytes
         }
         let peers = membership.peers.values.sorted { $0.member.id < $1.member.id }
-        switch messaging.send(
-            to: names, unreliable: unreliable, text: text, peers: peers, overheadBytes: overhead, counters: &counters)
-        {
-        case .failure(let error):
-            out.append(.emit(.commandError(error)))
-        case .success(let outputs):
-            for output in outputs {
-                switch output {
-                case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))
-                case .issue(let part):
-                    issue(Command(item: MessagePart.itemMarker, operation: .message(part)), now: now, into: &out)
-                case .emit(let event): out.append(.emit(event))
-                }
-            }
-        }
+        route(
+            messaging.send(to: names, unreliable: unreliable, text: text, peers: peers, overheadBytes: overhead),
+            now: now, into: &out)
     }
 
     mutating func onMessagePart(
         _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
     ) {
         let originator = membership.originator(origin, local: member, localName: identity.name)
-        if let report = messaging.receive(
-            part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic,
-            counters: &counters)
-        {
-            out.append(.emit(.message(report)))
+        route(
+            messaging.receive(
+                part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic),
+            now: now, into: &out)
+    }
+
+    mutating func route(_ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]) {
+        for output in outputs {
+            switch output {
+            case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))
+            case .issue(let part):
+                issue(Command(item: MessagePart.itemMarker, operation: .message(part)), now: now, into: &out)
+            case .emit(let event): out.append(.emit(event))
+            case .count(let tally): counters.add(tally)
+            }
         }
     }
 

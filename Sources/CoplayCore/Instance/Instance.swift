@@ -59,23 +59,6 @@ public struct Instance: Sendable {
     /// The key file was read again (SIGHUP): sign with its current key, accept its keys.
     public mutating func onKeysChanged(_ keys: [[UInt8]]?) { authentication.rekey(keys) }
 
-    // MARK: What the shell asks
-
-    /// A directive's datagram as it goes on the wire (signed, in a keyed group): the shell and
-    /// the simulation send what this returns.
-    public func encode(_ datagram: Datagram) -> [UInt8] { authentication.seal(datagram) }
-
-    /// Whether a received datagram, its header read but not yet decoded, claims a sender that is
-    /// no live peer: the shell reads strangers after the group's own traffic and, in a flood,
-    /// drops them unread (a forged claim is still checked when decoded). `isHello`: it claims to
-    /// be a hello, which a stranger joining sends (set aside rather than dropped).
-    public func stranger(_ header: ArraySlice<UInt8>) -> (isStranger: Bool, isHello: Bool) {
-        guard let claim = WireFormat.claimedSender(of: header), membership.peers[PeerID(claim)] != nil else {
-            return (true, WireFormat.claimedType(of: header) == .hello)
-        }
-        return (false, false)
-    }
-
     // MARK: Inputs
 
     /// Joins the session: the agent's first input.
@@ -123,7 +106,7 @@ public struct Instance: Sendable {
             leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason), now: now, into: &out)
             route(playback.onSessionEnded(context(now)), now: now, into: &out)
         case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened:
-            route(playback.onCommand(command, context(now), counters: &counters), now: now, into: &out)
+            route(playback.onCommand(command, context(now)), now: now, into: &out)
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text, now: now, into: &out)
         }
@@ -165,7 +148,7 @@ public struct Instance: Sendable {
             return finish([.emit(.playerError(text))], now: now)
         case .ready, .stalled, .stallEnded, .ended, .sample:
             var out: [Directive] = []
-            route(playback.onPlayerReport(report, context(now), counters: &counters), now: now, into: &out)
+            route(playback.onPlayerReport(report, context(now)), now: now, into: &out)
             settle(now: now, into: &out)
             return finish(out, now: now)
         }
@@ -195,12 +178,10 @@ public struct Instance: Sendable {
             ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
             route(transfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
         }
-        messaging.tick(now: now.monotonic, counters: &counters)
+        route(messaging.tick(now: now.monotonic), now: now, into: &out)
         let (ordering, membership) = (self.ordering, self.membership)
-        route(
-            playback.tick(
-                context(now), isBehind: { ordering.isBehind(membership.peers.values.map(\.digest)) },
-                counters: &counters), now: now, into: &out)
+        let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
+        route(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
         settle(now: now, into: &out)
         return finish(out, now: now)
     }

@@ -44,6 +44,8 @@ struct Messaging: Sendable {
         /// Issue this reliable part as a group command.
         case issue(MessagePart)
         case emit(Event)
+        /// Something to count in `Counters`.
+        case count(Counters.Tally)
     }
 
     var settings: Settings { sharedSettings.value }
@@ -61,13 +63,12 @@ struct Messaging: Sendable {
     // MARK: Sending
 
     /// `msg`: `peers` are the live participants (sorted), `overheadBytes` what a datagram
-    /// carrying a part needs besides the text.
+    /// carrying a part needs besides the text. A message that cannot go is one command error.
     mutating func send(
-        to names: [String]?, unreliable: Bool, text: String, peers: [PeerRecord],
-        overheadBytes: (MessagePart) -> Int, counters: inout Counters
-    ) -> Result<[Output], ConsoleCommand.ParseError> {
-        func fail(_ message: String) -> Result<[Output], ConsoleCommand.ParseError> {
-            .failure(.init(message: message, usage: "msg [to=<name|id>,…] [unreliable] <text>"))
+        to names: [String]?, unreliable: Bool, text: String, peers: [PeerRecord], overheadBytes: (MessagePart) -> Int
+    ) -> [Output] {
+        func fail(_ message: String) -> [Output] {
+            [.emit(.commandError(.init(message: message, usage: Self.usage)))]
         }
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { return fail("the message is empty") }
@@ -126,32 +127,35 @@ struct Messaging: Sendable {
                 recipients: index == 0 ? members : [], bytes: chunk)
             return unreliable ? .multicast(part) : .issue(part)
         }
-        counters.messagesSent += 1
+        out.append(.count(.messagesSent))
         out.append(
             .emit(
                 .messageSent(
                     MessageSent(
                         messageID: messageID, bytes: bytes.count, parts: chunks.count, isReliable: !unreliable,
                         recipients: recipients.map(\.name)))))
-        return .success(out)
+        return out
     }
+
+    static let usage = "msg [to=<name|id>,…] [unreliable] <text>"
 
     // MARK: Receiving
 
     /// A part of a message, delivered (reliable: in order, exactly once, by the command log) or
     /// received (unreliable: in any order, perhaps twice, perhaps never). `local` is this agent;
-    /// `originator` names the sender. Returns the message once it is whole and for this agent.
+    /// `originator` names the sender. Emits the message once it is whole and for this agent.
     mutating func receive(
         _ part: MessagePart, from origin: Member, isReliable: Bool, local: Member, originator: Originator,
-        now: MonotonicInstant, counters: inout Counters
-    ) -> MessageReport? {
+        now: MonotonicInstant
+    ) -> [Output] {
         let key = MessageKey(origin: origin, id: part.messageID)
-        if !isReliable, completedUnreliable.contains(key) { return nil }
+        if !isReliable, completedUnreliable.contains(key) { return [] }
+        var out: [Output] = []
         if partialMessages[key] == nil, partialMessages.count >= settings.partialMessagesMax,
             let oldest = partialMessages.min(by: { $0.value.started < $1.value.started })
         {
             partialMessages[oldest.key] = nil
-            counters.messagesIncomplete += 1
+            out.append(.count(.messagesIncomplete))
         }
         var partial = partialMessages[key] ?? PartialMessage(started: now, isReliable: isReliable)
         if part.index == 0 { partial.recipients = part.recipients }
@@ -162,12 +166,11 @@ struct Messaging: Sendable {
         }
         guard partial.bytes <= settings.messageBytesMax else {
             partialMessages[key] = nil
-            counters.messagesIncomplete += 1
-            return nil
+            return out + [.count(.messagesIncomplete)]
         }
         guard partial.parts.count == partial.count, !partial.recipients.isEmpty else {
             partialMessages[key] = partial
-            return nil
+            return out
         }
         partialMessages[key] = nil
         if !isReliable {
@@ -175,20 +178,20 @@ struct Messaging: Sendable {
             let excess = completedUnreliable.count - settings.completedMessagesRememberedMax
             if excess > 0 { completedUnreliable.removeFirst(excess) }
         }
-        guard origin != local, partial.recipients.contains(local) else { return nil }
+        guard origin != local, partial.recipients.contains(local) else { return out }
         let bytes = (0..<partial.count).flatMap { partial.parts[$0] ?? [] }
-        counters.messagesReceived += 1
-        return MessageReport(
+        let report = MessageReport(
             from: originator, messageID: part.messageID, text: String(decoding: bytes, as: UTF8.self),
             isReliable: isReliable, recipientCount: partial.recipients.count)
+        return out + [.count(.messagesReceived), .emit(.message(report))]
     }
 
     /// Forgets unreliable messages whose parts did not all arrive in time.
-    mutating func tick(now: MonotonicInstant, counters: inout Counters) {
+    mutating func tick(now: MonotonicInstant) -> [Output] {
         let before = partialMessages.count
         let oldest = now - settings.unreliableMessageTimeout
         partialMessages = partialMessages.filter { $0.value.isReliable || $0.value.started > oldest }
-        counters.messagesIncomplete += before - partialMessages.count
+        return Array(repeating: .count(.messagesIncomplete), count: before - partialMessages.count)
     }
 
     /// When the oldest unreliable message in reassembly will be given up (none: no wake needed).

@@ -12,6 +12,10 @@ struct Ordering: Sendable {
     }
 
     enum Output: Hashable, Sendable {
+        /// A command this agent issued, delivered here: multicast it.
+        case originated(Delivered)
+        /// A command this agent would issue does not fit one datagram.
+        case tooLarge(Command)
         /// Commands delivered here, in causal order.
         case deliver([Delivered])
         /// Ask this peer for these commands (at most one nack per peer per `nackHoldoff`).
@@ -109,6 +113,22 @@ struct Ordering: Sendable {
     /// depends only on origins `dependsOn` accepts.
     func next(_ command: Command, by origin: Member, dependsOn: (Member) -> Bool = { _ in true }) -> CommandEnvelope {
         log.next(command, by: origin, dependsOn: dependsOn)
+    }
+
+    /// A command this agent issues: refused if it does not fit one datagram (`framing` gives its
+    /// size; a share leaves room to travel, as the activity, in a state part with a tag: the
+    /// other winners are small whatever their text, once their dependencies are left out), else
+    /// delivered here.
+    mutating func issue(
+        _ command: Command, by origin: Member, dependsOn: (Member) -> Bool, framing: Framing, now: MonotonicInstant
+    ) -> [Output] {
+        let envelope = next(command, by: origin, dependsOn: dependsOn)
+        var room = 0
+        if case .share = command.operation { room = WireFormat.commandRoomForStateBytes }
+        guard envelope.dependencies.count < WireFormat.vectorClockEntriesMax,
+            framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes + room <= settings.datagramBytesMax
+        else { return [.tooLarge(command)] }
+        return [.originated(originate(envelope, now: now))]
     }
 
     /// Delivers a command this agent issues, and schedules its copies (not for a message part,

@@ -3,9 +3,9 @@
 extension Playback {
     /// Makes the player follow an item's group state (counted as one application).
     mutating func followGroup(
-        _ group: ItemGroupState, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+        _ group: ItemGroupState, _ context: PlaybackContext, into out: inout [Output]
     ) {
-        counters.commandsApplied += 1
+        out.append(.count(.commandsApplied))
         follow(timeline(of: group, context), cause: group.winner, context, into: &out)
     }
 

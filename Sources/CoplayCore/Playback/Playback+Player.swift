@@ -5,7 +5,7 @@ extension Playback {
 
     /// The player reported. (User actions and failures are the router's: they become group
     /// commands and diagnostics.)
-    mutating func onPlayerReport(_ report: PlayerReport, _ context: PlaybackContext, counters: inout Counters)
+    mutating func onPlayerReport(_ report: PlayerReport, _ context: PlaybackContext)
         -> [Output]
     {
         player.apply(report)
@@ -15,7 +15,7 @@ extension Playback {
         case .ready:
             if !localReady(context, into: &out), catchingUp {
                 // Prepared where the group is: the stall is over (rejoins if it was the last suspension).
-                endSuspension(reason: Suspension.stallRecovery, context, counters: &counters, into: &out)
+                endSuspension(reason: Suspension.stallRecovery, context, into: &out)
             }
         case .stalled:
             beginCatchUp(context, into: &out)
@@ -23,7 +23,7 @@ extension Playback {
             if let group = items[item.id], case .playing = group.timeline {
                 prepareToCatchUp(timeline(of: group, context), context, into: &out)
             } else {
-                endSuspension(reason: Suspension.stallRecovery, context, counters: &counters, into: &out)
+                endSuspension(reason: Suspension.stallRecovery, context, into: &out)
             }
         case .ended(let position):
             out.append(
@@ -36,8 +36,8 @@ extension Playback {
         case .sample(let position, _, let at):
             correction.playerSamples = true
             (correction.samplePosition, correction.sampleAt) = (position, at)
-            counters.playerSamples += 1
-            out += correct(toSample: position, at: at, context, counters: &counters)
+            out.append(.count(.playerSamples))
+            out += correct(toSample: position, at: at, context)
         case .userAction, .failed:
             break
         }
@@ -49,7 +49,7 @@ extension Playback {
     /// by a rate nudge (at most `rateNudgeMax` in steady state, `rateCatchUpMax` for a large error;
     /// no seek, no jump), a larger one is seeked away (re-anchored).
     mutating func correct(
-        toSample position: Double, at: WallInstant, _ context: PlaybackContext, counters: inout Counters
+        toSample position: Double, at: WallInstant, _ context: PlaybackContext
     )
         -> [Output]
     {
@@ -66,7 +66,7 @@ extension Playback {
         if abs(error) >= settings.seekCorrectionThreshold.seconds {
             correction.lastSeek = error
             correction.lastSampleAt = nil
-            counters.seekCorrections += 1
+            out.append(.count(.seekCorrections))
             tell(.play(rate: rate, position: anchorPosition, at: anchorAt), into: &out)
             return out
         }
@@ -85,7 +85,7 @@ extension Playback {
         let wanted = min(max(correction.trim + steer, -bound), bound)
         guard abs(wanted - correction.nudge) >= settings.rateNudgeStep else { return [] }
         correction.nudge = wanted
-        counters.rateNudges += 1
+        out.append(.count(.rateNudges))
         tell(.adjustRate(rate * (1 + wanted), at: context.now.wall), into: &out)
         return out
     }
@@ -93,7 +93,7 @@ extension Playback {
     /// Keeps a playing player on the group's timeline as the clocks drift: re-anchors it when it
     /// is more than `Settings.driftCorrectionThreshold` off.
     /// (Only for a player that reports no samples: one that does is steered by `correct(toSample:)`.)
-    mutating func correctDrift(_ context: PlaybackContext, counters: inout Counters) -> [Output] {
+    mutating func correctDrift(_ context: PlaybackContext) -> [Output] {
         guard !correction.playerSamples, !isSuspended, let item = player.item, let group = items[item.id],
             case .playing = group.timeline,
             player.rate > 0
@@ -104,14 +104,14 @@ extension Playback {
         guard abs(error) > settings.driftCorrectionThreshold.seconds else { return [] }
         var out: [Output] = []
         tell(.play(rate: rate, position: position, at: at), into: &out)
-        counters.driftCorrections += 1
+        out.append(.count(.driftCorrections))
         return out
     }
 
     // MARK: Suspensions
 
     mutating func suspensionCommand(
-        _ command: ConsoleCommand, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+        _ command: ConsoleCommand, _ context: PlaybackContext, into out: inout [Output]
     ) {
         switch command {
         case .suspend(let reason):
@@ -140,7 +140,7 @@ extension Playback {
                                     outcome: .held(suspensionsRemaining: suspensions.active.count - 1)))))
                 }
             }
-            endSuspension(suspension, context, counters: &counters, into: &out)
+            endSuspension(suspension, context, into: &out)
         case .whatHappened(let seconds):
             guard let item = player.item else {
                 return out.append(fail("no item is loaded", usage: "what-happened [seconds]"))
@@ -169,7 +169,7 @@ extension Playback {
     }
 
     mutating func endSuspension(
-        _ suspension: Suspension, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+        _ suspension: Suspension, _ context: PlaybackContext, into out: inout [Output]
     ) {
         guard suspensions.end(suspension) != nil else { return }
         out.append(
@@ -178,18 +178,18 @@ extension Playback {
                     SuspensionReport(
                         id: suspension.id, reason: suspension.reason, began: false, item: player.item?.id ?? ""))))
         out.append(.announce)
-        if !suspensions.isSuspended { rejoinGroup(context, counters: &counters, into: &out) }
+        if !suspensions.isSuspended { rejoinGroup(context, into: &out) }
     }
 
     mutating func endSuspension(
-        reason: String, _ context: PlaybackContext, counters: inout Counters, into out: inout [Output]
+        reason: String, _ context: PlaybackContext, into out: inout [Output]
     ) {
         guard let suspension = suspensions.active.first(where: { $0.reason == reason }) else { return }
-        endSuspension(suspension, context, counters: &counters, into: &out)
+        endSuspension(suspension, context, into: &out)
     }
 
     /// The last suspension ended: send a pending proposal, or snap to the group's time and rate.
-    private mutating func rejoinGroup(_ context: PlaybackContext, counters: inout Counters, into out: inout [Output]) {
+    private mutating func rejoinGroup(_ context: PlaybackContext, into out: inout [Output]) {
         guard let item = player.item else { return }
         if let proposal = suspensions.proposal {
             suspensions.proposal = nil
@@ -220,7 +220,7 @@ extension Playback {
                 return
             }
         }
-        if let group = items[item.id] { followGroup(group, context, counters: &counters, into: &out) }
+        if let group = items[item.id] { followGroup(group, context, into: &out) }
     }
 
     // MARK: What happened
@@ -229,7 +229,7 @@ extension Playback {
     func whatHappenedRate(item: String) -> Double { 2 * max(1, items[item]?.timeline.rate ?? 0) }
 
     /// Ends the what-happened suspension once the player has caught up with the group.
-    mutating func checkWhatHappened(_ context: PlaybackContext, counters: inout Counters) -> [Output] {
+    mutating func checkWhatHappened(_ context: PlaybackContext) -> [Output] {
         guard let suspension = suspensions.active.first(where: { $0.reason == Suspension.whatHappened }),
             let item = player.item
         else { return [] }
@@ -247,7 +247,7 @@ extension Playback {
                 rate > 0 ? .play(rate: rate, position: position, at: context.now.wall) : .pause(position: position),
                 into: &out)
         }
-        endSuspension(suspension, context, counters: &counters, into: &out)
+        endSuspension(suspension, context, into: &out)
         return out
     }
 
@@ -264,11 +264,11 @@ extension Playback {
 
     /// The periodic part: what-happened, drift, and the history wait (`isBehind`: whether a
     /// peer's digest still shows commands this agent lacks; read only while waiting for them).
-    mutating func tick(_ context: PlaybackContext, isBehind: () -> Bool, counters: inout Counters) -> [Output] {
-        var out = checkWhatHappened(context, counters: &counters)
+    mutating func tick(_ context: PlaybackContext, isBehind: () -> Bool) -> [Output] {
+        var out = checkWhatHappened(context)
         out += repeatReady(context)
-        out += correctDrift(context, counters: &counters)
-        if case .catchingUp = history { out += followAfterHistory(isBehind: isBehind(), context, counters: &counters) }
+        out += correctDrift(context)
+        if case .catchingUp = history { out += followAfterHistory(isBehind: isBehind(), context) }
         return out
     }
 

@@ -16,6 +16,8 @@ struct Playback: Sendable {
         case ready(trigger: Dot)
         /// This participant's state changed: announce it now rather than at the next heartbeat.
         case announce
+        /// Something to count in `Counters`.
+        case count(Counters.Tally)
     }
 
     /// The buffering delay this agent gave with its own `share` (local: it describes this agent's
@@ -113,13 +115,13 @@ struct Playback: Sendable {
     // MARK: Console commands
 
     /// A transport or suspension command typed here.
-    mutating func onCommand(_ command: ConsoleCommand, _ context: PlaybackContext, counters: inout Counters)
+    mutating func onCommand(_ command: ConsoleCommand, _ context: PlaybackContext)
         -> [Output]
     {
         var out: [Output] = []
         switch command {
         case .suspend, .resume, .whatHappened:
-            suspensionCommand(command, context, counters: &counters, into: &out)
+            suspensionCommand(command, context, into: &out)
             return out
         case .load, .stall:
             break
@@ -132,7 +134,7 @@ struct Playback: Sendable {
         let now = context.now
         switch command {
         case .load(let item):
-            makeCurrent(item, source: "load", context, into: &out, counters: &counters)
+            makeCurrent(item, source: "load", context, into: &out)
         case .share(var proposed, let durationSeconds, let bufferSeconds):
             proposed.durationSeconds = proposed.durationSeconds ?? durationSeconds
             if sharedActivity?.itemID == proposed.itemID {
@@ -140,7 +142,7 @@ struct Playback: Sendable {
                 if player.item?.id != proposed.itemID {
                     makeCurrent(
                         LoadedItem(activity: proposed, buffer: bufferSeconds),
-                        source: "share", context, into: &out, counters: &counters)
+                        source: "share", context, into: &out)
                 }
                 out.append(.emit(.activityUnchanged(proposed)))
                 return out
@@ -276,7 +278,7 @@ struct Playback: Sendable {
     /// adopts where the group is now, rather than replaying every change). `isHistory`: more of
     /// the group's history is known to be on its way.
     mutating func apply(
-        _ batch: [Ordering.Delivered], isHistory: Bool, _ context: PlaybackContext, counters: inout Counters
+        _ batch: [Ordering.Delivered], isHistory: Bool, _ context: PlaybackContext
     ) -> [Output] {
         guard !batch.isEmpty else { return [] }
         var out: [Output] = []
@@ -298,7 +300,7 @@ struct Playback: Sendable {
             }
             guard let timeline = Timeline(command.operation, dot: envelope.dot) else { continue }
             if let existing = items[command.item], existing.winner.orderKey > envelope.orderKey {
-                counters.commandsSuperseded += 1
+                out.append(.count(.commandsSuperseded))
                 continue  // a concurrent command that loses to the one in force: nothing changes
             }
             remember(
@@ -322,52 +324,51 @@ struct Playback: Sendable {
             return out
         }
         settle(
-            activityChanged: activityChanged, currentItemChanged: currentItemChanged, context, counters: &counters,
+            activityChanged: activityChanged, currentItemChanged: currentItemChanged, context,
             into: &out)
         return out
     }
 
     /// A command was taken in: while catching up on history, the commands just delivered may
     /// have closed the gap (`isBehind` is read only then: it compares every peer's digest).
-    mutating func onHistoryProgress(isBehind: () -> Bool, _ context: PlaybackContext, counters: inout Counters)
+    mutating func onHistoryProgress(isBehind: () -> Bool, _ context: PlaybackContext)
         -> [Output]
     {
         guard case .catchingUp = history else { return [] }
-        return followAfterHistory(isBehind: isBehind(), context, counters: &counters)
+        return followAfterHistory(isBehind: isBehind(), context)
     }
 
     /// Follows the group's final state once the history has arrived (`isBehind` is false) or
     /// the wait ran out.
-    mutating func followAfterHistory(isBehind: Bool, _ context: PlaybackContext, counters: inout Counters) -> [Output] {
+    mutating func followAfterHistory(isBehind: Bool, _ context: PlaybackContext) -> [Output] {
         guard case .catchingUp(let since) = history else { return [] }
         guard !isBehind || context.now.monotonic - since >= settings.historyCatchUpMax else { return [] }
         history = .current
         var out: [Output] = []
-        settle(activityChanged: true, currentItemChanged: true, context, counters: &counters, into: &out)
+        settle(activityChanged: true, currentItemChanged: true, context, into: &out)
         return out
     }
 
     /// After group state changed: loads the group's activity if it is not the current item here,
     /// otherwise makes the player follow the current item's group state (unless suspended).
     private mutating func settle(
-        activityChanged: Bool, currentItemChanged: Bool, _ context: PlaybackContext, counters: inout Counters,
+        activityChanged: Bool, currentItemChanged: Bool, _ context: PlaybackContext,
         into out: inout [Output]
     ) {
         if activityChanged, let proposed = sharedActivity, player.item?.id != proposed.itemID {
             let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
             makeCurrent(
                 LoadedItem(activity: proposed, buffer: local?.buffer ?? 0),
-                source: "share", context, into: &out, counters: &counters)
+                source: "share", context, into: &out)
         } else if currentItemChanged, !isSuspended, let item = player.item, let group = items[item.id] {
-            followGroup(group, context, counters: &counters, into: &out)
+            followGroup(group, context, into: &out)
         }
     }
 
     // MARK: Items
 
     private mutating func makeCurrent(
-        _ item: LoadedItem, source: String, _ context: PlaybackContext, into out: inout [Output],
-        counters: inout Counters
+        _ item: LoadedItem, source: String, _ context: PlaybackContext, into out: inout [Output]
     ) {
         coordination = .idle
         // A stall belongs to the item it happened on: loading another ends its recovery.
@@ -383,7 +384,7 @@ struct Playback: Sendable {
         tell(.load(item, position: group.map { timeline(of: $0, context).position(at: now.wall) } ?? 0), into: &out)
         out.append(.emit(.itemChanged(ItemReport(item: item, source: source, adoptedGroupState: group != nil))))
         out.append(.announce)
-        if let group, !isSuspended { followGroup(group, context, counters: &counters, into: &out) }
+        if let group, !isSuspended { followGroup(group, context, into: &out) }
     }
 
     private mutating func remember(_ state: ItemGroupState, for item: String) {
