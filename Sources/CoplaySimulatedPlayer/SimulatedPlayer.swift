@@ -101,3 +101,5 @@ public struct SimulatedPlayer: Hashable, Sendable {
         return []
     }
 }
+
+extension SimulatedPlayer: DrivenPlayer {}

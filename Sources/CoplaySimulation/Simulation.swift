@@ -180,8 +180,12 @@ public struct Simulation {
                     continue
                 }
                 let now = nodes[index].clock.timestamp(atTrue: at)
-                feed(nodes[index].player.advance(now: now), to: index, now: now)
-                schedulePlayerWake(for: index)
+                let reports = nodes[index].player.advance(now: now)
+                runLoop(on: index) { instance, player, carry in
+                    let status = PlayerLoop.feed(
+                        reports, instance: &instance, player: &player, now: { now }, carry: carry)
+                    return PlayerLoop.Outcome(exitStatus: status, playerTouched: true)
+                }
             case .act(let action):
                 perform(action)
             }
@@ -345,47 +349,57 @@ public struct Simulation {
         }
     }
 
+    /// Carries out the node's directives through the loop the shell runs (`PlayerLoop`).
     private mutating func carryOut(_ directives: [Directive], for index: Int) {
-        var reports: [PlayerReport] = []
-        var playerTouched = false
         let now = nodes[index].clock.timestamp(atTrue: nowNanos)
-        for directive in directives {
-            switch directive {
-            case .multicast(let datagram):
-                guard let bytes = nodes[index].instance?.encode(datagram) else { continue }
-                datagramsSent += 1
-                for receiver in nodes.indices where receiver != index {
-                    transmit(bytes, from: index, to: receiver)
-                }
-            case .unicast(let datagram, let endpoint):
-                guard let bytes = nodes[index].instance?.encode(datagram) else { continue }
-                datagramsSent += 1
-                if let address = endpoint.address.ipv4, let receiver = nodeAt[address],
-                    endpoint.port == nodes[receiver].endpoint.port
-                {
-                    transmit(bytes, from: index, to: receiver)
-                }
-            case .emit(let event):
-                nodes[index].events.append((nowNanos, event))
-                if nodes[index].events.count > eventLogMax { nodes[index].events.removeFirst(eventLogMax / 10) }
-            case .diagnose:
-                nodes[index].diagnostics += 1
-            case .wake(let instant):
-                nodes[index].wakeGeneration += 1
-                let at = max(nodes[index].clock.trueNanos(atMonotonic: instant), nowNanos + 1)
-                queue.push(.wake(node: index, generation: nodes[index].wakeGeneration), at: at)
-            case .player(let command):
-                playerTouched = true
-                reports += nodes[index].player.perform(command, now: now)
-            case .exit:
-                stop(index)
-                return
-            }
+        runLoop(on: index) { instance, player, carry in
+            PlayerLoop.carryOut(directives, instance: &instance, player: &player, now: { now }, carry: carry)
         }
-        // Only a player that did something has a new next event (and a wake to queue).
-        guard playerTouched else { return }
-        feed(reports, to: index, now: now)
-        schedulePlayerWake(for: index)
+    }
+
+    /// Runs `loop` on the node's instance and player, taken out of the node meanwhile (the loop
+    /// holds them alone, and carrying a step out may change the rest of the world); then puts
+    /// them back and sets the player's wake if the player did something. An exit stops the node.
+    private mutating func runLoop(
+        on index: Int,
+        _ loop: (inout Instance, inout SimulatedPlayer, (PlayerLoop.Step) -> Void) -> PlayerLoop.Outcome
+    ) {
+        guard var instance = nodes[index].instance else { return }
+        nodes[index].instance = nil
+        var player = nodes[index].player
+        let outcome = loop(&instance, &player) { carry($0, for: index) }
+        guard outcome.exitStatus == nil else { return stop(index) }
+        nodes[index].instance = instance
+        nodes[index].player = player
+        if outcome.playerTouched { schedulePlayerWake(for: index) }
+    }
+
+    /// One step of the loop for node `index`: a datagram onto the simulated network, an event
+    /// into its log, a wake into the queue.
+    private mutating func carry(_ step: PlayerLoop.Step, for index: Int) {
+        switch step {
+        case .datagram(let bytes, nil):
+            datagramsSent += 1
+            for receiver in nodes.indices where receiver != index {
+                transmit(bytes, from: index, to: receiver)
+            }
+        case .datagram(let bytes, let endpoint?):
+            datagramsSent += 1
+            if let address = endpoint.address.ipv4, let receiver = nodeAt[address],
+                endpoint.port == nodes[receiver].endpoint.port
+            {
+                transmit(bytes, from: index, to: receiver)
+            }
+        case .emit(let event):
+            nodes[index].events.append((nowNanos, event))
+            if nodes[index].events.count > eventLogMax { nodes[index].events.removeFirst(eventLogMax / 10) }
+        case .diagnose:
+            nodes[index].diagnostics += 1
+        case .wake(let instant):
+            nodes[index].wakeGeneration += 1
+            let at = max(nodes[index].clock.trueNanos(atMonotonic: instant), nowNanos + 1)
+            queue.push(.wake(node: index, generation: nodes[index].wakeGeneration), at: at)
+        }
     }
 
     /// The node's process ends (a crash, an exit): its instance, player, timers and what waited
@@ -397,14 +411,6 @@ public struct Simulation {
         nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
         nodes[index].wakeGeneration += 1
         nodes[index].playerWakeGeneration += 1
-    }
-
-    /// Hands the player's reports to the node's instance, as the shell does.
-    private mutating func feed(_ reports: [PlayerReport], to index: Int, now: Timestamp) {
-        for report in reports {
-            guard let directives = nodes[index].instance?.onPlayerReport(report, now: now) else { return }
-            carryOut(directives, for: index)
-        }
     }
 
     private mutating func schedulePlayerWake(for index: Int) {

@@ -5,10 +5,9 @@ import CoplaySimulatedPlayer
 /// come out, at once, when its timer fires (`nextEvent`/`advance`), or when it writes a line on
 /// its connection (`receive`). The simulated player, mpv and a delegating socket all sit behind
 /// this one boundary.
-protocol PlayerDriver: Sendable {
+protocol PlayerDriver: DrivenPlayer, Sendable {
     /// "simulated", "mpv", "socket": shown by `status`.
     var kind: String { get }
-    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport]
     /// When it next has something to do or report, on the monotonic clock.
     func nextEvent(now: Timestamp) -> MonotonicInstant?
     mutating func advance(now: Timestamp) -> [PlayerReport]

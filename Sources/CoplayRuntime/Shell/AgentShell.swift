@@ -351,72 +351,66 @@ public actor AgentShell {
         feed.yield(.finished)
     }
 
-    /// Carries out directives: the datagrams first, then the rest in order; then hands the
-    /// player's reports back to the instance. Returns an exit status when a directive says to exit.
-    ///
-    /// Datagrams first because their clock readings (a probe's origin, a reply's transmit time)
-    /// were taken when the input arrived: a line written to standard output can wake its reader,
-    /// which may take the CPU before the datagram behind it is sent. Among 64 agents started
-    /// together, a sixth of the first probes' round trips measured such a wait, milliseconds long.
+    /// Carries out directives through the loop the simulation runs too (`PlayerLoop`: the
+    /// datagrams first, then the rest in order; then the player's reports go back to the
+    /// instance). Returns an exit status when a directive says to exit.
     private func carryOut(_ directives: [Directive]) -> Int32? {
-        for directive in directives {
-            switch directive {
-            case .multicast(let datagram): send(datagram, to: transport.group)
-            case .unicast(let datagram, let destination): send(datagram, to: destination)
-            default: continue
-            }
-        }
-        var reports: [PlayerReport] = []
-        var playerTouched = false
-        for directive in directives {
-            switch directive {
-            case .player(let command):
-                playerTouched = true
-                reports += player.perform(command, now: clock.now())
-            case .multicast, .unicast:
-                continue
-            case .emit(let event):
-                wire.receiveQueueDrops = strangersDropped
-                wire.kernelDrops = transport.kernelDrops
-                let now = AgentClock.trueUnixNanosNow()
-                switch mode {
-                case .standardStreams:
-                    for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
-                case .embedded(let events):
-                    events(event, now)
-                }
-                if let control, reply != nil || control.hasFollowers {
-                    for line in controlFormatter.lines(for: event, wire: wire, atUnixNanos: now) { toControl(line) }
-                }
-            case .diagnose(let text):
-                diagnose(text)
-            case .wake(let instant):
-                // Set again only to fire sooner: a timer already due earlier fires as it is, and
-                // that tick (harmless when early) asks for the later instant. Most datagrams move
-                // the wake-up later (a peer heard): this spares a reschedule for each of them.
-                guard let tickTimer else { continue }
-                if let due = loop.due(tickTimer), due > clock.now().monotonic, due <= instant { continue }
-                loop.schedule(tickTimer, at: instant)
-            case .exit(let status):
-                return status
-            }
-        }
-        return playerTouched ? playerChanged(reports: reports) : nil
-    }
-
-    /// The player did something (a command, or its timer): hands what it reported back to the
-    /// instance and sets the player's timer for what it will report next. Only then, so that a
-    /// datagram that does not concern the player costs nothing here.
-    private func playerChanged(reports: [PlayerReport]) -> Int32? {
-        for report in reports {
-            if let status = carryOut(instance.onPlayerReport(report, now: clock.now())) { return status }
-        }
-        if let due = player.nextEvent(now: clock.now()), let playerTimer { loop.schedule(playerTimer, at: due) }
+        let clock = self.clock
+        let outcome = PlayerLoop.carryOut(
+            directives, instance: &instance, player: &player, now: { clock.now() }, carry: { carry($0) })
+        if let status = outcome.exitStatus { return status }
+        if outcome.playerTouched { schedulePlayerTimer() }
         return nil
     }
 
-    private func send(_ datagram: Datagram, to destination: Endpoint) {
-        let bytes = Self.encode(datagram, by: &instance)
+    /// The player did something (its timer, a line from it): hands what it reported back to the
+    /// instance and sets the player's timer for what it will report next.
+    private func playerChanged(reports: [PlayerReport]) -> Int32? {
+        let clock = self.clock
+        let status = PlayerLoop.feed(
+            reports, instance: &instance, player: &player, now: { clock.now() }, carry: { carry($0) })
+        if let status { return status }
+        schedulePlayerTimer()
+        return nil
+    }
+
+    /// Sets the player's timer for what it will report next. Only after the player did
+    /// something, so that a datagram that does not concern the player costs nothing here.
+    private func schedulePlayerTimer() {
+        if let due = player.nextEvent(now: clock.now()), let playerTimer { loop.schedule(playerTimer, at: due) }
+    }
+
+    /// One directive, other than the player's commands and the exit (`PlayerLoop`).
+    private func carry(_ step: PlayerLoop.Step) {
+        switch step {
+        case .datagram(let bytes, let destination):
+            send(bytes, to: destination ?? transport.group)
+        case .emit(let event):
+            wire.receiveQueueDrops = strangersDropped
+            wire.kernelDrops = transport.kernelDrops
+            let now = AgentClock.trueUnixNanosNow()
+            switch mode {
+            case .standardStreams:
+                for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
+            case .embedded(let events):
+                events(event, now)
+            }
+            if let control, reply != nil || control.hasFollowers {
+                for line in controlFormatter.lines(for: event, wire: wire, atUnixNanos: now) { toControl(line) }
+            }
+        case .diagnose(let text):
+            diagnose(text)
+        case .wake(let instant):
+            // Set again only to fire sooner: a timer already due earlier fires as it is, and
+            // that tick (harmless when early) asks for the later instant. Most datagrams move
+            // the wake-up later (a peer heard): this spares a reschedule for each of them.
+            guard let tickTimer else { return }
+            if let due = loop.due(tickTimer), due > clock.now().monotonic, due <= instant { return }
+            loop.schedule(tickTimer, at: instant)
+        }
+    }
+
+    private func send(_ bytes: [UInt8], to destination: Endpoint) {
         if let error = transport.send(bytes, to: destination) {
             wire.sendErrors += 1
             if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 {
@@ -426,11 +420,6 @@ public actor AgentShell {
             wire.datagramsSent += 1
             wire.bytesSent += bytes.count
         }
-    }
-
-    /// The datagram's bytes, signed by the instance (through `inout`, as for `stranger`).
-    private static func encode(_ datagram: Datagram, by instance: inout Instance) -> [UInt8] {
-        instance.encode(datagram)
     }
 
     /// SIGHUP: read the key file again, so that a key can be rotated without stopping the group

@@ -1,0 +1,88 @@
+/// A player the loop hands the core's commands to: the simulated one, mpv, a delegating socket.
+public protocol DrivenPlayer {
+    /// Carries out `command`; what it reports at once (ready, a failure, …).
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport]
+}
+
+/// The loop between an instance and its player, the one the shell and the simulation both run.
+///
+/// A directive list is carried out with its datagrams first, encoded (and signed) by the
+/// instance: their clock readings (a probe's origin, a reply's transmit time) were taken when the
+/// input arrived, and a line written to standard output can wake its reader, which may take the
+/// CPU before the datagram behind it is sent (among 64 agents started together, a sixth of the
+/// first probes' round trips measured such a wait, milliseconds long). Then the rest in order:
+/// the player's commands are performed on the player, everything else is handed to `carry`.
+/// What the player reported goes back to the instance, one report at a time, and each answer is
+/// carried out the same way.
+public enum PlayerLoop {
+    /// A directive for the host to carry out (everything but the player's commands and the exit).
+    public enum Step {
+        /// Send these bytes to the session's group (`to` nil) or to an endpoint.
+        case datagram([UInt8], to: Endpoint?)
+        case emit(Event)
+        case diagnose(String)
+        case wake(at: MonotonicInstant)
+    }
+
+    /// How a loop ended.
+    public struct Outcome: Sendable {
+        /// Some directive said to exit, with this status: nothing after it was carried out.
+        public var exitStatus: Int32?
+        /// The player was handed a command or its reports were fed back: its next event may have
+        /// moved (ask it again).
+        public var playerTouched = false
+
+        public init(exitStatus: Int32? = nil, playerTouched: Bool = false) {
+            self.exitStatus = exitStatus
+            self.playerTouched = playerTouched
+        }
+    }
+
+    /// Carries out `directives` (see `PlayerLoop`).
+    public static func carryOut<Player: DrivenPlayer>(
+        _ directives: [Directive], instance: inout Instance, player: inout Player, now: () -> Timestamp,
+        carry: (Step) -> Void
+    ) -> Outcome {
+        for directive in directives {
+            switch directive {
+            case .multicast(let datagram): carry(.datagram(instance.encode(datagram), to: nil))
+            case .unicast(let datagram, let endpoint): carry(.datagram(instance.encode(datagram), to: endpoint))
+            case .player, .emit, .diagnose, .wake, .exit: continue
+            }
+        }
+        var reports: [PlayerReport] = []
+        var outcome = Outcome()
+        for directive in directives {
+            switch directive {
+            case .multicast, .unicast: continue
+            case .player(let command):
+                outcome.playerTouched = true
+                reports += player.perform(command, now: now())
+            case .emit(let event): carry(.emit(event))
+            case .diagnose(let text): carry(.diagnose(text))
+            case .wake(let instant): carry(.wake(at: instant))
+            case .exit(let status):
+                outcome.exitStatus = status
+                return outcome
+            }
+        }
+        guard outcome.playerTouched else { return outcome }
+        outcome.exitStatus = feed(reports, instance: &instance, player: &player, now: now, carry: carry)
+        return outcome
+    }
+
+    /// Hands what the player reported (to a command, when its timer fired, on its connection)
+    /// back to the instance, one report at a time, and carries out each answer. Returns the exit
+    /// status if one said to exit.
+    public static func feed<Player: DrivenPlayer>(
+        _ reports: [PlayerReport], instance: inout Instance, player: inout Player, now: () -> Timestamp,
+        carry: (Step) -> Void
+    ) -> Int32? {
+        for report in reports {
+            let answer = instance.onPlayerReport(report, now: now())
+            let outcome = carryOut(answer, instance: &instance, player: &player, now: now, carry: carry)
+            if let status = outcome.exitStatus { return status }
+        }
+        return nil
+    }
+}
