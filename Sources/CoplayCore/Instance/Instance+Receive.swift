@@ -50,7 +50,7 @@ extension Instance {
         case .hello(let announcement): onAnnouncement(announcement, isHello: true, from, into: &out)
         case .heartbeat(let announcement): onAnnouncement(announcement, isHello: false, from, into: &out)
         case .leave(let reason):
-            route(
+            routeMembership(
                 membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source, now: now, into: &out
             )
         case .probe(let probe): onProbe(probe, from, into: &out)
@@ -80,7 +80,7 @@ extension Instance {
     private mutating func onAnnouncement(
         _ announcement: Announcement, isHello: Bool, _ from: Received, into out: inout [Directive]
     ) {
-        route(
+        routeMembership(
             membership.onAnnouncement(
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
             at: from.heardAt, source: from.source, now: from.now, into: &out)
@@ -102,7 +102,7 @@ extension Instance {
         if outputs.contains(.sampled(from.sender.id)) {
             heard(from.sender, at: from.heardAt, now: from.now, into: &out)
         }
-        route(outputs, source: from.source, now: from.now, into: &out)
+        routeClocks(outputs, source: from.source, now: from.now, into: &out)
     }
 
     /// Repairs go only to members, at the endpoint they announced, within a byte budget per
@@ -110,11 +110,11 @@ extension Instance {
     /// stored only the state can bring.
     private mutating func onNack(_ ranges: [MissingRange], _ from: Received, into out: inout [Directive]) {
         let (peer, now) = (from.sender.id, from.now.monotonic)
-        route(ordering.onNack(ranges, from: peer, framing: framing, now: now), now: from.now, into: &out)
+        routeOrdering(ordering.onNack(ranges, from: peer, framing: framing, now: now), now: from.now, into: &out)
         let digest = membership.peers[peer]?.digest ?? VectorClock()
         let agent = self  // read only if the state is sent (a copy: the transfer is being changed)
         let source = { agent.snapshotSource(for: digest) }
-        route(
+        routeTransfer(
             transfer.onNack(
                 ranges, from: peer, peerDigest: digest, log: ordering.log, source: source, framing: framing,
                 budgets: &ordering.repairBudgets, now: now), source: from.source, now: from.now, into: &out)
@@ -122,7 +122,7 @@ extension Instance {
 
     private mutating func onStateRequest(_ request: StateRequest, _ from: Received, into out: inout [Directive]) {
         let source = snapshotSource(for: membership.peers[from.sender.id]?.digest ?? VectorClock())
-        route(
+        routeTransfer(
             transfer.onStateRequest(
                 request, from: from.sender.id, source: source, framing: framing, budgets: &ordering.repairBudgets,
                 now: from.now.monotonic), source: from.source, now: from.now, into: &out)
@@ -131,7 +131,7 @@ extension Instance {
     private mutating func onStatePart(_ part: StatePart, _ from: Received, into out: inout [Directive]) {
         let offset = clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
         let digest = membership.peers[from.sender.id]?.digest ?? VectorClock()
-        route(
+        routeTransfer(
             transfer.onStatePart(
                 part, from: from.sender, senderDigest: digest, offsetNanos: offset, log: ordering.log,
                 now: from.now.monotonic), source: from.source, now: from.now, into: &out)
@@ -143,7 +143,7 @@ extension Instance {
         playback.onReady(trigger, from: from.sender)
         guard membership.isKnown(from.sender) else { return }
         let ranges = ordering.onReferenced(trigger, by: from.sender.id, now: from.now.monotonic)
-        if !ranges.isEmpty { route([.nack(ranges, to: from.sender.id)], now: from.now, into: &out) }
+        if !ranges.isEmpty { routeOrdering([.nack(ranges, to: from.sender.id)], now: from.now, into: &out) }
     }
 
     /// Only endpoints of this agent's own address family (its group's) can be reached.
@@ -155,11 +155,11 @@ extension Instance {
     private mutating func onEnd(_ reason: String, _ from: Received, into out: inout [Directive]) {
         let by = membership.peers[from.sender.id]?.name ?? from.sender.id.description
         leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: from.now, into: &out)
-        route(playback.onSessionEnded(context(from.now)), now: from.now, into: &out)
+        routePlayback(playback.onSessionEnded(context(from.now)), now: from.now, into: &out)
     }
 
     /// Anything from a known membership proves it alive.
     mutating func heard(_ sender: Member, at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]) {
-        route(membership.heard(sender, at: heardAt), at: heardAt, source: nil, now: now, into: &out)
+        routeMembership(membership.heard(sender, at: heardAt), at: heardAt, source: nil, now: now, into: &out)
     }
 }

@@ -13,7 +13,7 @@ extension Instance {
     // MARK: Membership and clock sync
 
     /// `source`: where the datagram that caused these outputs came from (nil for a timer).
-    mutating func route(
+    mutating func routeMembership(
         _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?, now: Timestamp,
         into out: inout [Directive]
     ) {
@@ -24,7 +24,7 @@ extension Instance {
                 peersChanged = true
                 reach.onPeerJoined(at: now.monotonic)
                 out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
-                route(
+                routeClocks(
                     clocks.onPeerJoined(record.member, now: now, random: &random), source: source, now: now, into: &out)
             case .left(let record, let reason):
                 peersChanged = true
@@ -52,10 +52,12 @@ extension Instance {
                 reportDrop(reason, detail: detail, from: source, into: &out)
             }
         }
-        if peersChanged { route(playback.onPeersChanged(context(now)), now: now, into: &out) }
+        if peersChanged { routePlayback(playback.onPeersChanged(context(now)), now: now, into: &out) }
     }
 
-    mutating func route(_ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]) {
+    mutating func routeClocks(
+        _ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
+    ) {
         for output in outputs {
             switch output {
             case .probe(let peer, let probe):
@@ -63,7 +65,8 @@ extension Instance {
                 out.append(.unicast(stamp(.probe(probe)), to: endpoint))
             case .sampled(let peer):
                 let offset = clocks.liveEstimate(of: peer, at: now.monotonic)?.offsetNanos
-                route(ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
+                routeOrdering(
+                    ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
                 // Its state can be read now: a joiner far behind asks at once, not at the next digest.
                 if let record = membership.peers[peer], clocks.sampleCount(of: peer) == 1, !transfer.isAssembling {
                     catchUp(with: record.digest, of: record.member, now: now, into: &out)
@@ -86,19 +89,20 @@ extension Instance {
         _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
     ) {
         let offset = clocks.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
-        route(ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
+        routeOrdering(
+            ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
     }
 
     /// A peer's digest: asks it for what this agent lacks (commands, or its state).
     mutating func catchUp(with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]) {
         let clockKnown = clocks.estimate(of: peer.id, at: now.monotonic) != nil
-        route(
+        routeOrdering(
             ordering.onDigest(
                 digest, of: peer, clockKnown: clockKnown, transferUnderWay: transfer.isAssembling, now: now.monotonic),
             now: now, into: &out)
     }
 
-    mutating func route(_ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]) {
+    mutating func routeOrdering(_ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]) {
         for output in outputs {
             switch output {
             case .originated(let delivered):
@@ -119,11 +123,11 @@ extension Instance {
             case .received:
                 let (ordering, membership) = (self.ordering, self.membership)
                 let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
-                route(
+                routePlayback(
                     playback.onHistoryProgress(isBehind: isBehind, context(now)), now: now,
                     into: &out)
             case .behind(let peer):
-                route(transfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
+                routeTransfer(transfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
             case .adopted(let adoption):
                 counters.statesAdopted += 1
                 counters.commandsCoveredByState += adoption.covered
@@ -135,7 +139,7 @@ extension Instance {
                                 from: from, snapshot: adoption.snapshot, winners: adoption.winners.count,
                                 commandsCovered: adoption.covered))))
                 // The winners are history: the player follows the final state once it is all here.
-                route(
+                routePlayback(
                     playback.apply(adoption.winners, isHistory: true, context(now)), now: now,
                     into: &out)
                 // Counted among the commands the snapshot stood for, not again as delivered.
@@ -151,7 +155,7 @@ extension Instance {
         }
     }
 
-    mutating func route(
+    mutating func routeTransfer(
         _ outputs: [StateTransfer.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
     ) {
         for output in outputs {
@@ -165,9 +169,9 @@ extension Instance {
                 counters.stateRequestsSent += 1
                 out.append(.unicast(stamp(.stateRequest(request)), to: endpoint))
             case .adopt(let snapshot, let clock):
-                route(ordering.adopt(snapshot, clock: clock), now: now, into: &out)
+                routeOrdering(ordering.adopt(snapshot, clock: clock), now: now, into: &out)
                 let behind = isBehindPeers
-                route(
+                routePlayback(
                     playback.followAfterHistory(isBehind: behind, context(now)), now: now,
                     into: &out)
             case .drop(let reason, let detail):
@@ -200,18 +204,18 @@ extension Instance {
             }
         }
         guard !forPlayback.isEmpty else { return }
-        route(
+        routePlayback(
             playback.apply(forPlayback, isHistory: isHistory, context(now)), now: now, into: &out)
     }
 
     /// Issues a group command (`Ordering.issue`: it is delivered here, and multicast).
     mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
-        route(
+        routeOrdering(
             ordering.issue(command, by: member, dependsOn: dependsOn, framing: framing, now: now.monotonic), now: now,
             into: &out)
     }
 
-    mutating func route(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
+    mutating func routePlayback(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
         var announce = false
         for output in outputs {
             switch output {
@@ -229,8 +233,8 @@ extension Instance {
 
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
     /// middle of a batch, on stale state).
-    mutating func settle(now: Timestamp, into out: inout [Directive]) {
-        route(playback.decideStartIfDue(context(now)), now: now, into: &out)
+    mutating func decideStart(now: Timestamp, into out: inout [Directive]) {
+        routePlayback(playback.decideStartIfDue(context(now)), now: now, into: &out)
     }
 
     /// The origins this agent's commands may depend on: itself (any incarnation) and memberships
@@ -261,7 +265,7 @@ extension Instance {
                 + WireFormat.commandRoomForStateBytes
         }
         let peers = membership.peers.values.sorted { $0.member.id < $1.member.id }
-        route(
+        routeMessaging(
             messaging.send(to: names, unreliable: unreliable, text: text, peers: peers, overheadBytes: overhead),
             now: now, into: &out)
     }
@@ -270,13 +274,13 @@ extension Instance {
         _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
     ) {
         let originator = membership.originator(origin, local: member, localName: identity.name)
-        route(
+        routeMessaging(
             messaging.receive(
                 part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic),
             now: now, into: &out)
     }
 
-    mutating func route(_ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]) {
+    mutating func routeMessaging(_ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]) {
         for output in outputs {
             switch output {
             case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))

@@ -104,13 +104,13 @@ public struct Instance: Sendable {
         case .end(let reason):
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason), now: now, into: &out)
-            route(playback.onSessionEnded(context(now)), now: now, into: &out)
+            routePlayback(playback.onSessionEnded(context(now)), now: now, into: &out)
         case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened:
-            route(playback.onCommand(command, context(now)), now: now, into: &out)
+            routePlayback(playback.onCommand(command, context(now)), now: now, into: &out)
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text, now: now, into: &out)
         }
-        settle(now: now, into: &out)
+        decideStart(now: now, into: &out)
         return finish(out, now: now)
     }
 
@@ -127,7 +127,7 @@ public struct Instance: Sendable {
             counters.receivedByType[datagram.payload.type, default: 0] += 1
             receive(
                 datagram, bytes: bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, into: &out)
-            settle(now: now, into: &out)
+            decideStart(now: now, into: &out)
         } catch {
             reportDrop(DropReason(error.kind), detail: error.detail, from: source, into: &out)
         }
@@ -148,8 +148,8 @@ public struct Instance: Sendable {
             return finish([.emit(.playerError(text))], now: now)
         case .ready, .stalled, .stallEnded, .ended, .sample:
             var out: [Directive] = []
-            route(playback.onPlayerReport(report, context(now)), now: now, into: &out)
-            settle(now: now, into: &out)
+            routePlayback(playback.onPlayerReport(report, context(now)), now: now, into: &out)
+            decideStart(now: now, into: &out)
             return finish(out, now: now)
         }
     }
@@ -164,11 +164,11 @@ public struct Instance: Sendable {
             }
         }
         if state.isJoined {
-            route(
+            routeMembership(
                 membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now,
                 into: &out)
-            route(clocks.tick(now: now, random: &random), source: nil, now: now, into: &out)
-            for (endpoint, entries) in reach.tick(members: membership.peers, now: now.monotonic) {
+            routeClocks(clocks.tick(now: now, random: &random), source: nil, now: now, into: &out)
+            for case .peerList(let entries, let endpoint) in reach.tick(members: membership.peers, now: now.monotonic) {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
             for envelope in ordering.dueCopies(now: now.monotonic) {
@@ -176,13 +176,13 @@ public struct Instance: Sendable {
             }
             let live = Set(membership.peers.values.map(\.member) + [member])
             ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
-            route(transfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
+            routeTransfer(transfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
         }
-        route(messaging.tick(now: now.monotonic), now: now, into: &out)
+        routeMessaging(messaging.tick(now: now.monotonic), now: now, into: &out)
         let (ordering, membership) = (self.ordering, self.membership)
         let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
-        route(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
-        settle(now: now, into: &out)
+        routePlayback(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
+        decideStart(now: now, into: &out)
         return finish(out, now: now)
     }
 
@@ -196,7 +196,7 @@ public struct Instance: Sendable {
         }
         membership.start(now: now.monotonic, random: &random)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
-        route(
+        routeMembership(
             membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now, into: &out)
     }
 

@@ -14,6 +14,12 @@
 /// unless it becomes a member; peer lists are accepted only from members (with a group key,
 /// authentic ones), so a stranger cannot point this agent's traffic at anyone.
 struct Reach: Sendable {
+    enum Output: Hashable, Sendable {
+        /// Send these members, with the endpoints this agent reaches them at, to one it reaches
+        /// by unicast.
+        case peerList([PeerEntry], to: Endpoint)
+    }
+
     var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     /// `--peer` endpoints, as given.
@@ -90,7 +96,7 @@ struct Reach: Sendable {
     /// Due peer lists: to each member reached by unicast, the members this agent knows (at most
     /// `WireFormat.peerListEntriesMax`, the most recently heard first). Forgets named endpoints
     /// that became members or whose time is up.
-    mutating func tick(members: [PeerID: PeerRecord], now: MonotonicInstant) -> [(Endpoint, [PeerEntry])] {
+    mutating func tick(members: [PeerID: PeerRecord], now: MonotonicInstant) -> [Output] {
         // Idle (a group on one multicast segment): no work at all, whatever the group's size.
         guard isActive else { return [] }
         if !named.isEmpty {
@@ -107,7 +113,7 @@ struct Reach: Sendable {
         guard entries.count > 1 else { return [] }  // a list of only the receiver tells it nothing
         return members.values.filter { reached.contains($0.endpoint) }.map(\.endpoint)
             .sorted()
-            .map { endpoint in (endpoint, entries.filter { $0.endpoint != endpoint }) }
+            .map { endpoint in .peerList(entries.filter { $0.endpoint != endpoint }, to: endpoint) }
     }
 
     /// Leaving: the leave and its repeats still go to whoever was reached by unicast.

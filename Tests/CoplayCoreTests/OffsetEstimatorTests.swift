@@ -1,7 +1,7 @@
 import CoplayCore
 import Testing
 
-@Suite struct ClockSyncTests {
+@Suite struct OffsetEstimatorTests {
     let settings = Settings()
 
     /// A reply as a peer whose clock is `offsetMillis` ahead would send, with the given one-way delays.
