@@ -107,6 +107,8 @@ public struct Simulation {
     private var random: SplitMix64
     /// Partition group of each node; nil when the network is whole.
     private var groupOf: [Int]?
+    /// The link's model, when the conditions name one (seeded from the run's seed).
+    private var link: LinkModel?
 
     public init(
         seed: UInt64, clocks: [SimulatedClock], settings: Settings = Settings(),
@@ -116,6 +118,7 @@ public struct Simulation {
         self.settings = settings
         self.conditions = conditions
         random = SplitMix64(seed: seed)
+        link = Self.linkModel(for: conditions, nodes: clocks.count, seed: seed)
         var ids = SplitMix64(seed: seed ^ 0x1D5)
         nodes = clocks.indices.map { Node(index: $0, id: PeerID(ids.next()), clock: clocks[$0]) }
         nodeAt = Dictionary(uniqueKeysWithValues: nodes.map { ($0.address, $0.index) })
@@ -340,6 +343,7 @@ public struct Simulation {
             groupOf = nil
         case .conditions(let newConditions):
             conditions = newConditions
+            link = Self.linkModel(for: newConditions, nodes: nodes.count, seed: seed ^ UInt64(nowNanos))
         case .pause(let index, let duration):
             let until = nowNanos + duration.nanoseconds
             nodes[index].pausedUntil = max(nodes[index].pausedUntil ?? 0, until)
@@ -380,6 +384,7 @@ public struct Simulation {
         switch step {
         case .datagram(let bytes, nil):
             datagramsSent += 1
+            guard link == nil else { return transmitOnLink(bytes, from: index, isGroup: true) }
             for receiver in nodes.indices where receiver != index {
                 transmit(bytes, from: index, to: receiver)
             }
@@ -388,6 +393,7 @@ public struct Simulation {
             if let address = endpoint.address.ipv4, let receiver = nodeAt[address],
                 endpoint.port == nodes[receiver].endpoint.port
             {
+                guard link == nil else { return transmitOnLink(bytes, from: index, to: receiver, isGroup: false) }
                 transmit(bytes, from: index, to: receiver)
             }
         case .emit(let event):
@@ -419,6 +425,32 @@ public struct Simulation {
         nodes[index].playerWakeGeneration += 1
         let at = max(nodes[index].clock.trueNanos(atMonotonic: due), nowNanos + 1)
         queue.push(.playerWake(node: index, generation: nodes[index].playerWakeGeneration), at: at)
+    }
+
+    private static func linkModel(for conditions: NetworkConditions, nodes: Int, seed: UInt64) -> LinkModel? {
+        conditions.link.map { LinkModel($0, hosts: nodes, dtimPeriod: conditions.dtimPeriod, seed: seed ^ 0x11_4B) }
+    }
+
+    /// A datagram onto the modelled link (`NetworkConditions.link`): to `receiver`, or to every
+    /// other node when nil. The link decides when each copy arrives and which are lost; the
+    /// conditions' own loss, the test's drops and duplication apply on top.
+    private mutating func transmitOnLink(_ bytes: [UInt8], from sender: Int, to receiver: Int? = nil, isGroup: Bool) {
+        guard var model = link else { return }
+        let groups = groupOf
+        let receivers = (receiver.map { [$0] } ?? nodes.indices.filter { $0 != sender }).filter { other in
+            groups.map { $0[sender] == $0[other] } ?? true
+        }
+        let arrivals = model.deliver(from: sender, to: receivers, isGroup: isGroup, at: nowNanos)
+        link = model
+        for (receiver, at) in arrivals {
+            if random.nextUnit() < conditions.lossProbability { continue }
+            if let drops, drops(bytes, sender, receiver) { continue }
+            let copies = random.nextUnit() < conditions.duplicationProbability ? 2 : 1
+            for _ in 0..<copies {
+                queue.push(
+                    .deliver(bytes: bytes, from: nodes[sender].endpoint, to: receiver), at: max(at, nowNanos + 1))
+            }
+        }
     }
 
     private mutating func transmit(_ bytes: [UInt8], from sender: Int, to receiver: Int) {

@@ -15,6 +15,7 @@ let usage = """
            coplay-bench burst [--commands N]
            coplay-bench soak [--seeds N] [--large-groups N]
            coplay-bench tag
+           coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
@@ -44,6 +45,10 @@ let usage = """
                   and --large-groups runs of 64 to 256 agents, starved and paused ones among them (default N/1000,
                   at least 5); prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
+      hub         the forwarding hub of a test LAN with a link model (Tools/lan up N --link …; root, inside the
+                  LAN's hub namespace): forwards the frames of the hub's veth ends P1,P2,… with the delays and losses
+                  of the wired, wifi (one access point; DTIM period 1-3) or wan (two sites) model, for at most S
+                  seconds (default 3600) or until SIGTERM; then prints its counters
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
       startloss   coordinated starts of 3 simulated agents losing --loss PERCENT (default 30) of datagrams, 10 per
                   seed for --seeds N (default 100): press to all playing, p50/p90/p99; exit 1 if one never starts
@@ -74,6 +79,7 @@ guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     print(usage)
     exit(0)
 }
+if kind == "hub" { runHub(Array(arguments)) }
 if kind == "tag" {
     // Sign and verify datagrams of three sizes, many times; the best of five rounds per size.
     let keys = GroupKeys(keys: [[UInt8](repeating: 0x42, count: 32)], session: SessionID(name: "bench"))
