@@ -36,6 +36,10 @@ f.reply = ProtoField.bool("coplay.announce.reply", "Reply", 8, nil, 0x01)
 f.waiting = ProtoField.bool("coplay.announce.waiting", "Waiting", 8, nil, 0x02)
 f.ready_flag = ProtoField.bool("coplay.announce.ready", "Ready", 8, nil, 0x04)
 f.waits_out = ProtoField.bool("coplay.announce.waits_out", "Waits out suspensions", 8, nil, 0x08)
+f.path_flag = ProtoField.bool("coplay.announce.path", "Path stamp", 8, nil, 0x10)
+f.wants_unicast = ProtoField.bool("coplay.announce.wants_unicast", "Wants unicast copies", 8, nil, 0x20)
+f.announce_number = ProtoField.uint32("coplay.announce.number", "Group announcement number")
+f.sent_at = ProtoField.int64("coplay.announce.sent_at", "Sent at (ns)")
 f.port = ProtoField.uint16("coplay.announce.port", "Unicast port")
 f.name = ProtoField.string("coplay.announce.name", "Name")
 f.item = ProtoField.string("coplay.item", "Item id")
@@ -269,12 +273,14 @@ end
 local function payload(kind, r, tree)
     if kind == 0x01 or kind == 0x02 then
         local flags = r.take(1)
-        if bit.band(flags:uint(), 0xF0) ~= 0 then error("reserved announcement flags") end
+        if bit.band(flags:uint(), 0xC0) ~= 0 then error("reserved announcement flags") end
         local flags_item = tree:add(f.announce_flags, flags)
         flags_item:add(f.reply, flags)
         flags_item:add(f.waiting, flags)
         flags_item:add(f.ready_flag, flags)
         flags_item:add(f.waits_out, flags)
+        flags_item:add(f.path_flag, flags)
+        flags_item:add(f.wants_unicast, flags)
         local port = r.take(2)
         if port:uint() == 0 then error("unicast port 0") end
         tree:add(f.port, port)
@@ -287,6 +293,12 @@ local function payload(kind, r, tree)
             if short_string(r, tree, f.suspension, 64) == "" then error("empty suspension") end
         end
         vector_clock(r, tree, "Digest")
+        if bit.band(flags:uint(), 0x10) ~= 0 then
+            local number = r.take(4)
+            if number:uint() == 0 then error("announcement number 0") end
+            tree:add(f.announce_number, number)
+            instant(r, tree, f.sent_at)
+        end
     elseif kind == 0x03 then
         local reason = r.take(1)
         if reason:uint() > 1 then error("leave reason " .. reason:uint()) end

@@ -265,6 +265,25 @@ public struct Settings: Sendable, Equatable {
     /// A member heard over multicast within this window (4 heartbeats) is reached by multicast
     /// and gets no unicast copies.
     public var multicastHeardWindow: Duration = .seconds(2)
+
+    /// Multicast paths (`MulticastPath`, RFC 9119): how many of the peers' group announcements
+    /// this agent judges its multicast by (their one-way delays and whether they arrived); at
+    /// least `multicastPathSamplesMin` before a verdict. A heartbeat a second from each peer
+    /// gives a verdict within seconds of joining.
+    public var multicastPathSamples = 32
+    public var multicastPathSamplesMin = 8
+    /// Multicast is slow once the 75th percentile of its one-way delay passes `slow`, and prompt
+    /// again once it is under `prompt` (an access point holding group frames for its DTIM
+    /// beacon adds 0 to 102 ms, or to 307 ms; a wire, well under a millisecond).
+    public var multicastSlowDelay: Duration = .milliseconds(15)
+    public var multicastPromptDelay: Duration = .milliseconds(5)
+    /// Multicast is lossy once more than this share of the peers' group announcements did not
+    /// arrive by it, and complete again under `multicastCompleteLoss`.
+    public var multicastLossyLoss = 0.05
+    public var multicastCompleteLoss = 0.01
+    /// At most this many members that ask for it get time-critical datagrams (commands, ready,
+    /// end) by unicast besides multicast: the cost of a command stays bounded in a large group.
+    public var unicastFanOutMax = 16
     public var nameBytesMax = 64
     public var sessionNameBytesMax = 64
     /// No datagram coplay sends or accepts is longer than this.

@@ -17,7 +17,9 @@ import Testing
         #expect(alice.state == .joined(since: at(0).monotonic))
         #expect(out.events == [.session(SessionReport(state: .joined(since: at(0).monotonic), member: alice.member))])
         let hello = try #require(out.multicasts.first)
-        #expect(hello.payload == .hello(Announcement(unicastPort: 50_001, name: "alice")))
+        // A group announcement: the first of this incarnation, stamped with when it was sent.
+        let stamp = PathStamp(number: 1, sentAt: at(0).wall)
+        #expect(hello.payload == .hello(Announcement(unicastPort: 50_001, name: "alice", path: stamp)))
         #expect(hello.session == SessionID(name: "test"))
         #expect(hello.sequence == 1)
         #expect(out.wake == at(100).monotonic)

@@ -71,6 +71,16 @@ enum WireVectors {
                         unicastPort: 40_001, name: "alice", item: "bbb", isWaiting: true, waitsOutSuspensions: true)))
         ),
         (
+            "heartbeat-path",
+            Datagram(
+                session: session, sender: sender, sequence: 10,
+                payload: .heartbeat(
+                    Announcement(
+                        unicastPort: 40_001, name: "alice",
+                        path: PathStamp(number: 7, sentAt: WallInstant(unixNanos: 1_780_000_000_123_456_789)),
+                        wantsUnicast: true)))
+        ),
+        (
             "command-share",
             Datagram(
                 session: session, sender: sender, sequence: 10,
@@ -283,7 +293,15 @@ enum WireVectors {
             ("zero-port", patched(36, 0).enumerated().map { $0.offset == 35 ? 0 : $0.element }, .malformedPayload),
             ("name-overrun", patched(37, 200), .malformedPayload),
             ("invalid-utf8-name", patched(38, 0xFF), .malformedPayload),
-            ("announcement-reserved-flag", patched(34, 0x10), .malformedPayload),
+            ("announcement-reserved-flag", patched(34, 0x40), .malformedPayload),
+            (
+                "announcement-number-0",
+                {
+                    var stamped = WireFormat.encode(valid[10].datagram)
+                    stamped.replaceSubrange(stamped.count - 12..<stamped.count - 8, with: [0, 0, 0, 0])
+                    return stamped
+                }(), .malformedPayload
+            ),
             (
                 "leave-reason-9",
                 {

@@ -24,12 +24,20 @@ func newLANPrefix() -> String {
     return "ci\(getpid() % 10_000)\(Character(UnicodeScalar(UInt8(96 + number % 26))))"
 }
 
-/// A LAN of network namespaces that exists for the duration of `body` and is always removed.
-func withLAN<T>(hosts: Int, _ body: (_ prefix: String) throws -> T) throws -> T {
+/// The `coplay-bench` built beside the test bundle (the forwarding hub of a LAN with a link model).
+let coplayBench = URL(fileURLWithPath: coplay).deletingLastPathComponent().appendingPathComponent("coplay-bench").path
+
+/// A LAN of network namespaces that exists for the duration of `body` and is always removed;
+/// `link` (with `options` such as `--dtim 3`): its hosts on a forwarding hub with that model
+/// instead of a bridge.
+func withLAN<T>(hosts: Int, link: String? = nil, options: [String] = [], _ body: (_ prefix: String) throws -> T)
+    throws -> T
+{
     let prefix = newLANPrefix()
-    let environment = ["LAN_PREFIX": prefix]
+    let environment = ["LAN_PREFIX": prefix, "COPLAY_BENCH": coplayBench, "LAN_HUB_SECONDS": "300"]
     defer { _ = try? Locations.run(lanTool, ["down"], environment: environment) }
-    let (status, output) = try Locations.run(lanTool, ["up", String(hosts)], environment: environment)
+    let arguments = ["up", String(hosts)] + (link.map { ["--link", $0] } ?? []) + options
+    let (status, output) = try Locations.run(lanTool, arguments, environment: environment)
     guard status == 0 else { throw LANError(description: "Tools/lan up failed: \(output)") }
     return try body(prefix)
 }

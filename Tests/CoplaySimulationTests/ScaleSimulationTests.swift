@@ -32,6 +32,9 @@ import Testing
         simulation.receiveBufferDatagrams = 64
         var settings = simulation.settings
         settings.receiveTurnDurationMax = turn
+        // Its full buffer loses the others' heartbeats, which would make it ask for unicast
+        // copies, in an announcement of its own: only its timers' heartbeats are counted here.
+        settings.multicastPathSamplesMin = .max
         simulation.settingsOfNode[0] = settings
         simulation.schedule(.starve(node: 0, perInput: .milliseconds(200)), at: 0)
         for node in 0..<8 { simulation.schedule(.start(node: node), at: Int64(node) * 2_000_000) }

@@ -169,6 +169,8 @@ public struct PeerInfo: Hashable, Sendable {
     public var isReady = false
     public var waitsOutSuspensions = false
     public var suspensions: [String] = []
+    /// Multicast reaches it late or incompletely: it gets time-critical datagrams by unicast too.
+    public var wantsUnicast = false
 
     public init(
         member: Member, name: String, endpoint: Endpoint, isSuspected: Bool, lastSeenAgo: Duration,

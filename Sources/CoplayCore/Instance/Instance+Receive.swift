@@ -44,7 +44,7 @@ extension Instance {
             return reportDrop(.unknownSender, detail: "\(what) from \(sender)", from: source, into: &out)
         }
         if kind.provesSenderAlive { heard(sender, at: heardAt, now: now, into: &out) }
-        let from = Received(sender: sender, source: source, receivedAt: receivedAt, now: now)
+        let from = Received(sender: sender, source: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup)
 
         switch datagram.payload {
         case .hello(let announcement): onAnnouncement(announcement, isHello: true, from, into: &out)
@@ -72,6 +72,8 @@ extension Instance {
         var source: Endpoint
         var receivedAt: Timestamp
         var now: Timestamp
+        /// It came to the multicast socket.
+        var viaGroup: Bool
         var heardAt: MonotonicInstant { receivedAt.monotonic }
     }
 
@@ -84,9 +86,15 @@ extension Instance {
             membership.onAnnouncement(
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
             at: from.heardAt, source: from.source, now: from.now, into: &out)
-        if membership.isKnown(from.sender) {
-            catchUp(with: announcement.digest, of: from.sender, now: from.now, into: &out)
+        guard membership.isKnown(from.sender) else { return }
+        if from.viaGroup, let path = announcement.path {
+            let offset = clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
+            let verdict = paths.onGroupAnnouncement(
+                path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset)
+            // A changed verdict is announced at once: senders start (or stop) the unicast copies.
+            if !verdict.isEmpty { routePlayback([.announce], now: from.now, into: &out) }
         }
+        catchUp(with: announcement.digest, of: from.sender, now: from.now, into: &out)
     }
 
     private mutating func onProbe(_ probe: ClockProbe, _ from: Received, into out: inout [Directive]) {

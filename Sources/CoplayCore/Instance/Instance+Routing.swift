@@ -33,6 +33,7 @@ extension Instance {
                 clocks.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
                 transfer.onPeerLeft(record.member.id)
+                paths.onPeerLeft(record.member.id)
                 reach.onPeerLeft(record.member.id)
             case .changed(let record):
                 peersChanged = true
@@ -44,10 +45,10 @@ extension Instance {
                 clocks.onResponsive(record.member.id, at: heardAt)
                 out.append(.emit(.peerResponsive(peerInfo(record, now: heardAt))))
             case .announce(let isHello):
-                let announcement = announcement(isReply: false)
+                let announcement = announcement(isReply: false, now: now)
                 out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
             case .replyHello(let endpoint):
-                out.append(.unicast(stamp(.hello(announcement(isReply: true))), to: endpoint))
+                out.append(.unicast(stamp(.hello(announcement(isReply: true, now: now))), to: endpoint))
             case .drop(let reason, let detail):
                 reportDrop(reason, detail: detail, from: source, into: &out)
             }
@@ -228,7 +229,9 @@ extension Instance {
             }
         }
         // One announcement for all the changes of one step, with the state they ended in.
-        if announce, state.isJoined { out.append(.multicast(stamp(.heartbeat(announcement(isReply: false))))) }
+        if announce, state.isJoined {
+            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))
+        }
     }
 
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
@@ -296,8 +299,11 @@ extension Instance {
 
     /// Appends the wake-up for the earliest instant at which some machine has something to do.
     func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
+        let wanted = membership.unicastWanted.sorted().prefix(settings.unicastFanOutMax).compactMap {
+            membership.peers[$0]?.endpoint
+        }
         let directives = reach.withUnicastCopies(
-            directives, members: membership.peers, isJoined: state.isJoined, now: now.monotonic)
+            directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: wanted, now: now.monotonic)
         if case .exit = directives.last { return directives }
         var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake]
         if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake, ordering.nextCopyAt] }

@@ -31,6 +31,7 @@ public struct Instance: Sendable {
     var reach: Reach
     var transfer: StateTransfer
     var authentication: Authentication
+    var paths: MulticastPath
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
     /// reach by unicast as well as by multicast (`--peer`).
@@ -53,6 +54,7 @@ public struct Instance: Sendable {
         messaging = Messaging(settings: settings)
         reach = Reach(settings: settings, seeds: seeds)
         transfer = StateTransfer(settings: settings)
+        paths = MulticastPath(settings: settings)
         authentication = Authentication(keys: keys, session: session, settings: settings)
     }
 
@@ -192,6 +194,7 @@ public struct Instance: Sendable {
         if lifecycle.join(now: now) {
             ordering.reset()
             transfer.reset()
+            paths.onNewIncarnation()
             playback.reset()
         }
         membership.start(now: now.monotonic, random: &random)
@@ -222,15 +225,17 @@ public struct Instance: Sendable {
         return lifecycle.stamp(payload)
     }
 
-    /// The announcement this agent sends now: who it is, its player's part, and a digest of what
-    /// it has delivered (`Ordering.nextDigest`).
-    mutating func announcement(isReply: Bool) -> Announcement {
+    /// The announcement this agent sends now: who it is, its player's part, a digest of what it
+    /// has delivered (`Ordering.nextDigest`) and, on a group announcement (not a reply), its
+    /// stamp (`MulticastPath`).
+    mutating func announcement(isReply: Bool, now: Timestamp) -> Announcement {
         Announcement(
             isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
             isWaiting: coordination.isWaiting, isReady: player.isReady,
             waitsOutSuspensions: playback.waitsOutSuspensions(among: membership.peers),
             suspensions: playback.suspensions.announced,
-            digest: ordering.nextDigest(dependsOn: dependsOn))
+            digest: ordering.nextDigest(dependsOn: dependsOn),
+            path: isReply ? nil : paths.nextStamp(now: now.wall), wantsUnicast: paths.wantsUnicast)
     }
 
     mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive])

@@ -22,6 +22,9 @@ struct Membership: Sendable {
     private let sharedSettings: SharedSettings
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     private(set) var peers: [PeerID: PeerRecord] = [:]
+    /// The peers whose last announcement asked for time-critical datagrams by unicast (a subset
+    /// of `peers`).
+    private(set) var unicastWanted: Set<PeerID> = []
     /// When the remaining hellos of the announce burst are due, earliest first.
     private var announcesDue: [MonotonicInstant] = []
     private var nextHeartbeatAt: MonotonicInstant?
@@ -62,6 +65,7 @@ struct Membership: Sendable {
         silenceDeadline = nil
         establishedCount = 0
         peers.removeAll()
+        unicastWanted.removeAll()
         announcesDue.removeAll()
         nextHeartbeatAt = nil
     }
@@ -96,6 +100,8 @@ struct Membership: Sendable {
         record.waitsOutSuspensions = announcement.waitsOutSuspensions
         record.suspensions = announcement.suspensions
         record.digest = announcement.digest
+        record.wantsUnicast = announcement.wantsUnicast
+        if announcement.wantsUnicast { unicastWanted.insert(sender.id) } else { unicastWanted.remove(sender.id) }
         peers[sender.id] = record
         if changed { out.append(.changed(record)) }
         return out
@@ -350,6 +356,7 @@ struct Membership: Sendable {
         _ record: PeerRecord, because reason: PeerDeparture, now: MonotonicInstant, into out: inout [Output]
     ) {
         if peers.removeValue(forKey: record.member.id)?.isEstablished == true { establishedCount -= 1 }
+        unicastWanted.remove(record.member.id)
         // A membership that ended for sure is remembered, so that its reordered datagrams cannot
         // bring it back. One that merely went silent is not: if it is heard again (a partition
         // healed), it is alive and rejoins the table.

@@ -31,6 +31,8 @@ public struct PeerRecord: Hashable, Sendable {
     public var suspensions: [String] = []
     /// The commands it had delivered, from its last announcement.
     public var digest = VectorClock()
+    /// Multicast reaches it late or incompletely: it asks for time-critical datagrams by unicast.
+    public var wantsUnicast = false
 
     init(member: Member, name: String, endpoint: Endpoint, now: MonotonicInstant) {
         self.member = member
@@ -53,6 +55,7 @@ public struct PeerRecord: Hashable, Sendable {
         info.isReady = isReady
         info.waitsOutSuspensions = waitsOutSuspensions
         info.suspensions = suspensions
+        info.wantsUnicast = wantsUnicast
         return info
     }
 }

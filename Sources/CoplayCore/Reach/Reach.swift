@@ -129,20 +129,25 @@ struct Reach: Sendable {
         return [nextPeerListAt, named.values.min()].compactMap { $0 }.min()
     }
 
-    /// Each group datagram of `directives`, followed by its unicast copies for the members
-    /// multicast does not reach (`farewell`'s once this agent has left); the directives unchanged
-    /// while unicast reach is not in use.
+    /// Each group datagram of `directives`, followed by its unicast copies: for the members
+    /// multicast does not reach (`farewell`'s once this agent has left), and, of a time-critical
+    /// datagram (a command, a ready, an end), for the members whose multicast is slow or lossy
+    /// (`unicastWanted`: `MulticastPath`, at most `unicastFanOutMax`). The directives unchanged
+    /// when neither is in use, as on a wired LAN.
     func withUnicastCopies(
-        _ directives: [Directive], members: [PeerID: PeerRecord], isJoined: Bool, now: MonotonicInstant
+        _ directives: [Directive], members: [PeerID: PeerRecord], isJoined: Bool, unicastWanted: [Endpoint],
+        now: MonotonicInstant
     ) -> [Directive] {
-        guard isActive, directives.contains(where: { if case .multicast = $0 { true } else { false } }) else {
-            return directives
-        }
-        let destinations = isJoined ? self.destinations(members: members, now: now) : farewell
-        guard !destinations.isEmpty else { return directives }
+        guard isActive || (isJoined && !unicastWanted.isEmpty),
+            directives.contains(where: { if case .multicast = $0 { true } else { false } })
+        else { return directives }
+        let destinations = isActive ? (isJoined ? self.destinations(members: members, now: now) : farewell) : []
+        let prompt = isJoined ? unicastWanted.filter { !destinations.contains($0) } : []
+        guard !destinations.isEmpty || !prompt.isEmpty else { return directives }
         return directives.flatMap { directive -> [Directive] in
             guard case .multicast(let datagram) = directive else { return [directive] }
-            return [directive] + destinations.map { .unicast(datagram, to: $0) }
+            let copies = datagram.payload.isTimeCritical ? destinations + prompt : destinations
+            return [directive] + copies.map { .unicast(datagram, to: $0) }
         }
     }
 }

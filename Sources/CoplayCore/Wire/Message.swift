@@ -81,12 +81,20 @@ public struct Announcement: Hashable, Sendable {
     public var suspensions: [String]
     /// The commands the sender has delivered, per origin: peers that have fewer ask it for the rest.
     public var digest: VectorClock
+    /// On a group announcement: its number and when it was sent, from which receivers learn how
+    /// promptly and how completely the group's multicast reaches them (`MulticastPath`).
+    public var path: PathStamp?
+    /// Multicast reaches the sender late or incompletely (an access point holding group frames
+    /// for its DTIM beacon): it asks for time-critical datagrams by unicast too.
+    public var wantsUnicast: Bool
 
     public init(
         isReply: Bool = false, unicastPort: UInt16, name: String, item: String? = nil, isWaiting: Bool = false,
         isReady: Bool = false, waitsOutSuspensions: Bool = false, suspensions: [String] = [],
-        digest: VectorClock = VectorClock()
+        digest: VectorClock = VectorClock(), path: PathStamp? = nil, wantsUnicast: Bool = false
     ) {
+        self.path = path
+        self.wantsUnicast = wantsUnicast
         self.isReply = isReply
         self.unicastPort = unicastPort
         self.name = name
@@ -100,6 +108,20 @@ public struct Announcement: Hashable, Sendable {
 
     public static let suspensionsMax = 8
     public static let suspensionReasonBytesMax = 64
+}
+
+/// A group announcement's place in its sender's sequence of them and when it was sent.
+public struct PathStamp: Hashable, Sendable {
+    /// Group announcements the sender has made in this incarnation, this one included: a gap
+    /// in what arrives by multicast is a loss.
+    public var number: UInt32
+    /// When it was sent, on the sender's wall clock.
+    public var sentAt: WallInstant
+
+    public init(number: UInt32, sentAt: WallInstant) {
+        self.number = number
+        self.sentAt = sentAt
+    }
 }
 
 /// Why a membership ends gracefully.

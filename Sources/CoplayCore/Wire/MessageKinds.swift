@@ -26,6 +26,16 @@ extension MessageType {
 }
 
 extension Payload {
+    /// Late, it is felt: a command (a pause, a start instant), readiness for a coordinated start,
+    /// the end of the session. A member whose multicast is slow gets these by unicast too.
+    var isTimeCritical: Bool {
+        switch self {
+        case .command(_, let isRepair): !isRepair
+        case .ready, .end: true
+        default: false
+        }
+    }
+
     /// Sent on the sender's own schedule (a heartbeat, a hello that answers nothing): what tells
     /// `Reach` that the group's multicast carries this sender's traffic.
     var isUnsolicited: Bool {

@@ -51,6 +51,10 @@ public enum WireFormat {
     private static let helloFlagWaiting: UInt8 = 0x02
     private static let helloFlagReady: UInt8 = 0x04
     private static let helloFlagWaitsOut: UInt8 = 0x08
+    private static let helloFlagPath: UInt8 = 0x10
+    private static let helloFlagWantsUnicast: UInt8 = 0x20
+    private static let helloFlags: UInt8 =
+        helloFlagReply | helloFlagWaiting | helloFlagReady | helloFlagWaitsOut | helloFlagPath | helloFlagWantsUnicast
     static let commandFlagRepair: UInt8 = 0x01
 
     // MARK: Encoding
@@ -85,6 +89,8 @@ public enum WireFormat {
             if announcement.isWaiting { flags |= helloFlagWaiting }
             if announcement.isReady { flags |= helloFlagReady }
             if announcement.waitsOutSuspensions { flags |= helloFlagWaitsOut }
+            if announcement.path != nil { flags |= helloFlagPath }
+            if announcement.wantsUnicast { flags |= helloFlagWantsUnicast }
             writer.write(flags)
             writer.write(announcement.unicastPort)
             writer.writeShortString(announcement.name)
@@ -93,6 +99,10 @@ public enum WireFormat {
             writer.write(UInt8(announcement.suspensions.count))
             for reason in announcement.suspensions { writer.writeShortString(reason) }
             writeVectorClock(announcement.digest, into: &writer)
+            if let path = announcement.path {
+                writer.write(path.number)
+                writer.write(path.sentAt.unixNanos)
+            }
         case .leave(let reason):
             writer.write(reason.rawValue)
         case .probe(let probe):
@@ -203,7 +213,7 @@ public enum WireFormat {
         switch type {
         case .hello, .heartbeat:
             let flags = try reader.readUInt8()
-            guard flags & ~(helloFlagReply | helloFlagWaiting | helloFlagReady | helloFlagWaitsOut) == 0 else {
+            guard flags & ~helloFlags == 0 else {
                 throw DecodeError(.malformedPayload, "reserved \(type) flag bits 0x\(String(flags, radix: 16))")
             }
             let port = try reader.readUInt16()
@@ -223,12 +233,18 @@ public enum WireFormat {
                 suspensions.append(reason)
             }
             let digest = try readVectorClock(from: &reader, field: "digest")
+            var path: PathStamp?
+            if flags & helloFlagPath != 0 {
+                let number = try reader.readUInt32()
+                guard number != 0 else { throw DecodeError(.malformedPayload, "announcement number 0") }
+                path = PathStamp(number: number, sentAt: try reader.readWallInstant())
+            }
             let announcement = Announcement(
                 isReply: flags & helloFlagReply != 0, unicastPort: port, name: name, item: item.isEmpty ? nil : item,
                 isWaiting: flags & helloFlagWaiting != 0, isReady: flags & helloFlagReady != 0,
                 waitsOutSuspensions: flags & helloFlagWaitsOut != 0,
                 suspensions: suspensions,
-                digest: digest)
+                digest: digest, path: path, wantsUnicast: flags & helloFlagWantsUnicast != 0)
             return type == .hello ? .hello(announcement) : .heartbeat(announcement)
         case .leave:
             let raw = try reader.readUInt8()

@@ -180,9 +180,12 @@ public enum Dump {
             if a.isWaiting { flags.append("waiting") }
             if a.isReady { flags.append("ready") }
             if a.waitsOutSuspensions { flags.append("waits-out") }
+            if a.wantsUnicast { flags.append("wants-unicast") }
+            let stamp = a.path.map { " number=\($0.number) sent=\($0.sentAt.unixNanos)" } ?? ""
             let words =
                 "name=\(a.name) port=\(a.unicastPort) item=\(a.item ?? "-")\(flags.isEmpty ? "" : " " + flags.joined(separator: ","))"
                 + "\(a.suspensions.isEmpty ? "" : " suspensions=" + a.suspensions.joined(separator: ",")) digest=\(a.digest)"
+                + stamp
             return (
                 words,
                 [
@@ -191,7 +194,11 @@ public enum Dump {
                     ("waitsOutSuspensions", .bool(a.waitsOutSuspensions)),
                     ("item", a.item.map { .string($0) } ?? .null),
                     ("suspensions", .array(a.suspensions.map { .string($0) })), ("digest", clock(a.digest)),
+                    ("wantsUnicast", .bool(a.wantsUnicast)),
                 ]
+                    + (a.path.map {
+                        [("number", .int(Int64($0.number))), ("sentAtUnixNanos", .int($0.sentAt.unixNanos))]
+                    } ?? [])
             )
         case .leave(let reason):
             return ("reason=\(reason)", [("reason", .string(reason.description))])

@@ -206,6 +206,8 @@ public struct EventFormatter: Sendable {
             ("clockSynced", .bool(info.isClockSynced)), ("item", info.item.map { .string($0) } ?? .null),
             ("waiting", .bool(info.isWaiting)), ("ready", .bool(info.isReady)),
             ("suspensions", .array(info.suspensions.map { .string($0) })),
+            // Its multicast is slow or lossy (Wi-Fi): it gets commands by unicast too.
+            ("unicastCopies", .bool(info.wantsUnicast)),
         ]
         if let offset = info.offset {
             members += [
@@ -383,8 +385,9 @@ public struct EventFormatter: Sendable {
 
     private static func participantText(_ info: PeerInfo) -> String {
         let suspensions = info.suspensions.isEmpty ? "" : " suspended=\(info.suspensions.joined(separator: ","))"
+        let copies = info.wantsUnicast ? " unicast-copies" : ""
         return
-            "item=\(info.item ?? "-") \(info.isWaiting ? "waiting" : (info.isReady ? "ready" : "not-ready"))\(suspensions)"
+            "item=\(info.item ?? "-") \(info.isWaiting ? "waiting" : (info.isReady ? "ready" : "not-ready"))\(suspensions)\(copies)"
     }
 
     private static func who(_ originator: Originator) -> String {
