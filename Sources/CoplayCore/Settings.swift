@@ -107,8 +107,14 @@ public struct Settings: Sendable, Equatable {
     /// starts without the laggards, who catch up in a `stallRecovery` suspension.
     public var startDeadline: Duration = .seconds(3)
     /// How far ahead of the decision the common start instant is set, so that the start command
-    /// reaches everyone before it.
+    /// reaches everyone before it: twice the largest round trip to a participant (the smallest
+    /// measured, `OffsetEstimate.delayNanos`) plus `startLeadMargin`, within `startLeadMin` and
+    /// `startLeadMax`; `startLead` while some participant's clock is not known. A start that
+    /// still arrives late is not lost: the player starts where the group is by then.
     public var startLead: Duration = .milliseconds(60)
+    public var startLeadMin: Duration = .milliseconds(8)
+    public var startLeadMargin: Duration = .milliseconds(5)
+    public var startLeadMax: Duration = .milliseconds(500)
     /// If the deciding agent is silent this long past the deadline, the lowest-id waiting
     /// participant decides instead.
     public var startFallbackGrace: Duration = .milliseconds(500)

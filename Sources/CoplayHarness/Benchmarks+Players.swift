@@ -19,6 +19,8 @@ extension Benchmarks {
         /// |A-B| in ms against seconds since the steady measurement began.
         var steadySeries: [(x: Double, y: Double)] = []
         var pause = Distribution([])
+        /// Unpause set in mpv A → mpv B playing (press-to-playing).
+        var unpause = Distribution([])
         var disturbance = Distribution([])
         var recovery = Distribution([])
         var recovered = 0
@@ -77,6 +79,9 @@ extension Benchmarks {
         }
         line("steady offset |A-B|, 10 samples a second", coplay.steady, syncplay?.steady, unit: "ms")
         line("pause set in mpv A → mpv B reports pause=true", coplay.pause, syncplay?.pause, unit: "ms")
+        line(
+            "unpause set in mpv A → mpv B reports pause=false (press-to-playing)", coplay.unpause, syncplay?.unpause,
+            unit: "ms")
         line(
             "mpv B stopped (SIGSTOP) for 200 ms: largest |A-B| in the 30 s after", coplay.disturbance,
             syncplay?.disturbance, unit: "ms", ratio: false)
@@ -212,18 +217,27 @@ extension Benchmarks {
         let observer = try MpvClient(path: mpvB.path)
         observer.command(["observe_property", 1, "pause"])
         var propagation: [Double] = []
-        for _ in 0..<rounds {
+        var starts: [Double] = []
+        for round in 0..<rounds {
             let pressed = MpvClient.unixNanos()
             mpvA.set("pause", true)
             if let paused = observer.waitForChange(of: "pause", to: true, timeout: .seconds(3)) {
                 propagation.append(Double(paused - pressed) / 1e6)
             }
-            usleep(300_000)
-            pair.resume()
-            _ = observer.waitForChange(of: "pause", to: false, timeout: .seconds(3))
-            usleep(1_500_000)
+            usleep(700_000)
+            // Unpause set in mpv A the same way → mpv B playing: a coordinated start for coplay.
+            let unpressed = MpvClient.unixNanos()
+            mpvA.set("pause", false)
+            if let playing = observer.waitForChange(of: "pause", to: false, timeout: .seconds(3)) {
+                starts.append(Double(playing - unpressed) / 1e6)
+            } else {
+                pair.resume()
+                _ = observer.waitForChange(of: "pause", to: false, timeout: .seconds(3))
+            }
+            usleep(1_200_000 + UInt32(round * 137_000 % 400_000))
         }
         figures.pause = Distribution(propagation)
+        figures.unpause = Distribution(starts)
 
         // mpv B stopped (SIGSTOP) for 200 ms, then let go.
         usleep(4_000_000)

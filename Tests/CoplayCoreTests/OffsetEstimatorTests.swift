@@ -60,6 +60,11 @@ import Testing
         #expect(estimate?.offsetNanos == 1_000_000)
         #expect(estimate?.delayNanos == 50_000)
         #expect(estimate?.sampleCount == 5)
+        // Its error bound: half that round trip, plus 15 ppm of the 3 ms since (no drift yet).
+        #expect(estimate?.errorNanos == 25_045)
+        // A retry's late sample (a round trip of 40 ms on the air) does not move the estimate.
+        estimator.add(OffsetSample(receivedAt: at(6).monotonic, offsetNanos: 21_000_000, delayNanos: 40_000_000))
+        #expect(estimator.estimate(at: at(6).monotonic)?.offsetNanos == 1_000_000)
     }
 
     @Test func estimator_learnsDriftAndCarriesTheOffsetForward() throws {

@@ -14,6 +14,29 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
             peers: [:], offset: { _ in nil })
     }
 
+    @Test func theStartLead_coversTwiceTheLongestRoundTrip_withinItsBounds() {
+        let settings = Settings()
+        let playback = Playback(settings: settings)
+        let (bob, carol) = (
+            Member(id: bobID, incarnation: Incarnation(1)), Member(id: carolID, incarnation: Incarnation(1))
+        )
+        func lead(delays: [PeerID: Int64]) -> Duration {
+            var context = context(at(0))
+            context.offset = { peer in
+                delays[peer].map {
+                    OffsetEstimate(offsetNanos: 0, driftPPM: 0, delayNanos: $0, sampleCount: 8, at: at(0).monotonic)
+                }
+            }
+            return playback.startLead(to: [alice, bob, carol], context)
+        }
+        // A wire: the floor. Wi-Fi round trips of 7.5 and 12 ms: 2 × 12 + 5. A clock not known
+        // yet: the fixed lead. Two sites far apart: the ceiling.
+        #expect(lead(delays: [bobID: 100_000, carolID: 150_000]) == settings.startLeadMin)
+        #expect(lead(delays: [bobID: 7_500_000, carolID: 12_000_000]) == .milliseconds(29))
+        #expect(lead(delays: [bobID: 7_500_000]) == settings.startLead)
+        #expect(lead(delays: [bobID: 100_000, carolID: 900_000_000]) == settings.startLeadMax)
+    }
+
     private func delivered(_ operation: Operation, counter: UInt32) -> Ordering.Delivered {
         Ordering.Delivered(
             envelope: CommandEnvelope(

@@ -11,6 +11,10 @@ public struct OffsetEstimate: Hashable, Sendable {
     public var sampleCount: Int
     /// The instant (our monotonic clock) the estimate is for.
     public var at: MonotonicInstant
+    /// How far the estimate may be off, NTP's way: half the chosen sample's round trip (the
+    /// path's asymmetry can be no larger) plus its dispersion since it was taken (15 ppm of its
+    /// age while the drift is not known, 2 ppm once it is).
+    public var errorNanos: Int64 = 0
 
     /// The peer's wall clock reading that corresponds to our wall clock reading `ours`.
     public func peerWall(forLocal ours: WallInstant) -> WallInstant {
@@ -71,16 +75,19 @@ public struct OffsetEstimator: Hashable, Sendable {
     /// The estimate for instant `now`, or nil before the first sample.
     public func estimate(at now: MonotonicInstant) -> OffsetEstimate? {
         guard let best = samples.suffix(filterWindow).min(by: { $0.delayNanos < $1.delayNanos }) else { return nil }
+        let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
+        func bound(dispersionPPM: Double) -> Int64 {
+            best.delayNanos / 2 + Int64(saturating: (max(0, elapsedNanos) * dispersionPPM / 1_000_000).rounded())
+        }
         guard let line = fit() else {
             return OffsetEstimate(
                 offsetNanos: best.offsetNanos, driftPPM: 0, delayNanos: best.delayNanos, sampleCount: samples.count,
-                at: now)
+                at: now, errorNanos: bound(dispersionPPM: 15))
         }
-        let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
         let carried = best.offsetNanos &+ Int64(saturating: (elapsedNanos * line.slopePPM / 1_000_000).rounded())
         return OffsetEstimate(
             offsetNanos: carried, driftPPM: line.slopePPM, delayNanos: best.delayNanos, sampleCount: samples.count,
-            at: now)
+            at: now, errorNanos: bound(dispersionPPM: 2))
     }
 
     /// The fitted drift in ppm, or 0 while the history spans too short a time.

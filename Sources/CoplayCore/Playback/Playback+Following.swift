@@ -139,9 +139,21 @@ extension Playback {
             && participants.map(\.id).min() == context.member.id
         guard (isOriginator && (allReady || deadlinePassed)) || fallback else { return [] }
         coordination = .decided(start)
+        let lead = startLead(to: participants, context)
         let operation = Operation.start(
-            rate: start.rate, position: start.position, at: now.wall + settings.startLead, trigger: start.trigger)
+            rate: start.rate, position: start.position, at: now.wall + lead, trigger: start.trigger)
         return [.issue(Command(item: start.item, operation: operation))]
+    }
+
+    /// How far ahead the start instant goes (`Settings.startLead`): far enough for the start to
+    /// reach the participant furthest away, as its clock's round trips measured it.
+    func startLead(to participants: Set<Member>, _ context: PlaybackContext) -> Duration {
+        var lead = settings.startLeadMin
+        for member in participants where member != context.member {
+            guard let estimate = context.offset(member.id) else { return settings.startLead }
+            lead = max(lead, .nanoseconds(2 * max(0, estimate.delayNanos)) + settings.startLeadMargin)
+        }
+        return min(lead, settings.startLeadMax)
     }
 
     /// Whether this agent's own waiting policy (suspensionReasonsThatTriggerWaiting, and the

@@ -213,7 +213,8 @@ public struct EventFormatter: Sendable {
             members += [
                 ("offsetNanos", .int(offset.offsetNanos)),
                 ("driftPPM", .double((offset.driftPPM * 1000).rounded() / 1000)),
-                ("delayNanos", .int(offset.delayNanos)), ("clockSamples", .int(Int64(offset.sampleCount))),
+                ("delayNanos", .int(offset.delayNanos)), ("offsetErrorNanos", .int(offset.errorNanos)),
+                ("clockSamples", .int(Int64(offset.sampleCount))),
             ]
         } else {
             members += [("offsetNanos", .null)]
@@ -398,7 +399,7 @@ public struct EventFormatter: Sendable {
         guard let offset = info.offset else { return "offset=unknown" }
         let sign = offset.offsetNanos >= 0 ? "+" : "-"
         return
-            "offset=\(sign)\(String(format3: Double(abs(offset.offsetNanos)) / 1e6))ms delay=\(String(format3: Double(offset.delayNanos) / 1e6))ms drift=\(String(format3: offset.driftPPM))ppm"
+            "offset=\(sign)\(String(format3: Double(abs(offset.offsetNanos)) / 1e6))ms±\(String(format3: Double(offset.errorNanos) / 1e6))ms delay=\(String(format3: Double(offset.delayNanos) / 1e6))ms drift=\(String(format3: offset.driftPPM))ppm"
     }
 
     private static func millis(_ duration: Duration) -> String { "\(Int(duration.milliseconds.rounded()))ms" }

@@ -117,6 +117,12 @@ struct MpvPlayer: PlayerDriver {
             guard item != nil else { return [] }
             stopTimeline()
             setPause(true)
+            // Already held there (the group paused here): ready at once. A seek to where it is
+            // would cost the coordinated start tens of milliseconds for nothing.
+            if fileLoaded, ownSeeks == 0, seekOnLoad == nil, !stalled, let held, abs(held - position) < 0.002 {
+                preparing = nil
+                return [.ready(position: position)]
+            }
             preparing = position
             held = nil
             if fileLoaded { seek(to: position, now: now) } else { seekOnLoad = position }
