@@ -15,6 +15,7 @@ let usage = """
            coplay-bench burst [--commands N]
            coplay-bench soak [--seeds N] [--large-groups N]
            coplay-bench tag
+           coplay-bench wifi [--hosts N,…] [--links wired,wifi,wan] [--dtim 1-3] [--trials N] [--seconds S] [--svg DIR]
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
@@ -45,6 +46,12 @@ let usage = """
                   and --large-groups runs of 64 to 256 agents, starved and paused ones among them (default N/1000,
                   at least 5); prints seeds per minute and every failing seed with the command that replays it; exit 1 on a failure;
                   soak --trace SEED NODE replays one playback seed and prints that node's deliveries and events
+      wifi        N hosts (--hosts, default 3,8) of a test LAN behind its forwarding hub, for each link model
+                  (--links, default wired,wifi; wifi with --dtim, default 1), one headless mpv on every host: coplay
+                  agents, then Debian's Syncplay (server on host 1, clients on the others) when installed; steady
+                  offsets between the players for S seconds, pause and unpause set in one mpv → the others following
+                  (--trials, default 20), false departures and lost commands; with --svg DIR also wifi-pause.svg
+                  (root; needs mpv, ffmpeg and ethtool)
       hub         the forwarding hub of a test LAN with a link model (Tools/lan up N --link …; root, inside the
                   LAN's hub namespace): forwards the frames of the hub's veth ends P1,P2,… with the delays and losses
                   of the wired, wifi (one access point; DTIM period 1-3) or wan (two sites) model, for at most S
@@ -80,6 +87,42 @@ guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     exit(0)
 }
 if kind == "hub" { runHub(Array(arguments)) }
+if kind == "wifi" {
+    let ownPath =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var options = Benchmarks.Options(
+        kind: kind, rounds: 20, agents: 3, seconds: 10,
+        executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+    var (hosts, links, dtim) = ([3, 8], ["wired", "wifi"], 1)
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--hosts": hosts = numbers(value, in: 2...16, "--hosts takes host counts", "3,8")
+        case "--links":
+            links = value.split(separator: ",").map(String.init)
+            guard !links.isEmpty, links.allSatisfy({ ["wired", "wifi", "wan"].contains($0) }) else {
+                fail("--links takes wired, wifi and wan, comma-separated")
+            }
+        case "--dtim":
+            guard let period = Int(value), (1...3).contains(period) else { fail("--dtim takes 1, 2 or 3") }
+            dtim = period
+        case "--trials": options.rounds = numbers(value, in: 1...1000, "--trials takes a count", "20")[0]
+        case "--seconds": options.seconds = numbers(value, in: 1...3600, "--seconds takes a duration", "10")[0]
+        case "--coplay": options.executable = value
+        case "--svg": options.svgDirectory = value
+        default:
+            fail("unknown option '\(flag)' for wifi (--hosts, --links, --dtim, --trials, --seconds, --coplay, --svg)")
+        }
+    }
+    do {
+        try Benchmarks.wifi(
+            options, hostCounts: hosts, links: links, dtim: dtim, trials: options.rounds, bench: ownPath)
+        exit(0)
+    } catch {
+        print("bench failed: \(error)")
+        exit(1)
+    }
+}
 if kind == "tag" {
     // Sign and verify datagrams of three sizes, many times; the best of five rounds per size.
     let keys = GroupKeys(keys: [[UInt8](repeating: 0x42, count: 32)], session: SessionID(name: "bench"))
