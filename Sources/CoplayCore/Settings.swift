@@ -278,6 +278,9 @@ public struct Settings: Sendable, Equatable {
     /// gives a verdict within seconds of joining.
     public var multicastPathSamples = 32
     public var multicastPathSamplesMin = 8
+    /// At most one one-way delay sample this often (reading a clock's offset costs a fit of its
+    /// history: among 256 agents, thousands of announcements a second would each pay it).
+    public var multicastDelaySampleInterval: Duration = .milliseconds(125)
     /// Multicast is slow once the 75th percentile of its one-way delay passes `slow`, and prompt
     /// again once it is under `prompt` (an access point holding group frames for its DTIM
     /// beacon adds 0 to 102 ms, or to 307 ms; a wire, well under a millisecond).
@@ -287,6 +290,10 @@ public struct Settings: Sendable, Equatable {
     /// arrive by it, and complete again under `multicastCompleteLoss`.
     public var multicastLossyLoss = 0.05
     public var multicastCompleteLoss = 0.01
+    /// A verdict stands at least this long before it may change again: each change is an
+    /// announcement to the whole group, and a path near a threshold (a large group's window of
+    /// 32 announcements spans a fraction of a second) would otherwise flip with every sample.
+    public var multicastVerdictHoldoff: Duration = .seconds(10)
     /// At most this many members that ask for it get time-critical datagrams (commands, ready,
     /// end) by unicast besides multicast: the cost of a command stays bounded in a large group.
     public var unicastFanOutMax = 16

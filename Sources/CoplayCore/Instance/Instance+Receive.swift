@@ -88,9 +88,11 @@ extension Instance {
             at: from.heardAt, source: from.source, now: from.now, into: &out)
         guard membership.isKnown(from.sender) else { return }
         if from.viaGroup, let path = announcement.path {
-            let offset = clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
+            let sampled = paths.takesDelaySample(now: from.now.monotonic)
+            let offset = sampled ? clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos : nil
             let verdict = paths.onGroupAnnouncement(
-                path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset)
+                path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset,
+                now: from.now.monotonic)
             // A changed verdict is announced at once: senders start (or stop) the unicast copies.
             if !verdict.isEmpty { routePlayback([.announce], now: from.now, into: &out) }
         }

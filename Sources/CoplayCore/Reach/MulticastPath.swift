@@ -28,6 +28,10 @@ struct MulticastPath: Sendable {
     private(set) var wantsUnicast = false
     /// Group announcements this agent has made in its current incarnation.
     private var announced: UInt32 = 0
+    /// When the last one-way delay was sampled.
+    private var delaySampledAt: MonotonicInstant?
+    /// When the verdict last changed.
+    private var changedAt: MonotonicInstant?
 
     init(settings: Settings) { self.settings = SharedSettings(settings) }
 
@@ -41,11 +45,19 @@ struct MulticastPath: Sendable {
     /// A new incarnation: its announcements are numbered from 1.
     mutating func onNewIncarnation() { announced = 0 }
 
+    /// Whether the next group announcement's delay is to be read (at most one every
+    /// `multicastDelaySampleInterval`): the caller then passes its sender's clock offset.
+    mutating func takesDelaySample(now: MonotonicInstant) -> Bool {
+        if let last = delaySampledAt, now - last < settings.value.multicastDelaySampleInterval { return false }
+        delaySampledAt = now
+        return true
+    }
+
     /// A group announcement of member `sender` arrived by multicast, stamped `path`, at
     /// `receivedAt`; `offsetNanos`: how far the sender's clock is ahead of this agent's (nil:
     /// not known yet, the delay cannot be read).
     mutating func onGroupAnnouncement(
-        _ path: PathStamp, from sender: Member, receivedAt: WallInstant, offsetNanos: Int64?
+        _ path: PathStamp, from sender: Member, receivedAt: WallInstant, offsetNanos: Int64?, now: MonotonicInstant
     ) -> [Output] {
         let limits = settings.value
         if let offsetNanos {
@@ -68,7 +80,10 @@ struct MulticastPath: Sendable {
             arrivals.removeFirst(arrivals.count - limits.multicastPathSamples)
         }
         highest[sender.id] = (sender, path.number)
-        return judge()
+        if let changedAt, now - changedAt < limits.multicastVerdictHoldoff { return [] }
+        let verdict = judge()
+        if !verdict.isEmpty { changedAt = now }
+        return verdict
     }
 
     mutating func onPeerLeft(_ peer: PeerID) { highest[peer] = nil }
