@@ -133,17 +133,7 @@ extension Benchmarks {
         defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
         try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
         func spawn(_ arguments: [String], home: String) throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = ["netns", "exec", namespace] + arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home]) { $1 }
-            process.standardInput = FileHandle.nullDevice
-            let log = home + "/output.log"
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            process.standardOutput = FileHandle(forWritingAtPath: log)
-            process.standardError = FileHandle(forWritingAtPath: log)
-            try process.run()
-            return process
+            try spawnInNamespace(namespace, arguments, home: home)
         }
         var processes: [Process] = []
         var clients: [MpvClient] = []
@@ -184,6 +174,22 @@ extension Benchmarks {
             name: "Syncplay", a: clients[0], b: clients[1], resume: { clients[0].set("pause", false) },
             corrections: { nil })
         return try body(pair)
+    }
+
+    /// A process (Syncplay's server or a client) run inside network namespace `namespace`, with
+    /// HOME at `home` and its output in `home`/output.log.
+    static func spawnInNamespace(_ namespace: String, _ arguments: [String], home: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", namespace] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        let log = home + "/output.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        return process
     }
 
     /// The three measurements, on any pair.

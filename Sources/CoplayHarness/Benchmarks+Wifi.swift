@@ -146,17 +146,7 @@ extension Benchmarks {
     ) throws -> AirFigures {
         func spawn(_ host: Int, _ arguments: [String], home: URL) throws -> Process {
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = ["netns", "exec", "\(prefix)-h\(host)"] + arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home.path]) { $1 }
-            process.standardInput = FileHandle.nullDevice
-            let log = home.appendingPathComponent("output.log").path
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            process.standardOutput = FileHandle(forWritingAtPath: log)
-            process.standardError = FileHandle(forWritingAtPath: log)
-            try process.run()
-            return process
+            return try spawnInNamespace("\(prefix)-h\(host)", arguments, home: home.path)
         }
         var processes: [Process] = []
         var players: [MpvClient] = []

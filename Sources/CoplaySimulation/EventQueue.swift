@@ -1,12 +1,15 @@
-/// A min-heap of timed items; ties are broken by insertion order, so a run is deterministic.
-struct EventQueue<Item> {
+/// A min-heap of timed items; ties are broken by insertion order, so a run is deterministic. The
+/// simulation's queue of events, and the forwarding hub's of frames waiting for their instant.
+public struct EventQueue<Item> {
     private var heap: [(at: Int64, order: UInt64, item: Item)] = []
     private var inserted: UInt64 = 0
 
-    var count: Int { heap.count }
-    var nextTime: Int64? { heap.first?.at }
+    public init() {}
 
-    mutating func push(_ item: Item, at time: Int64) {
+    public var count: Int { heap.count }
+    public var nextTime: Int64? { heap.first?.at }
+
+    public mutating func push(_ item: Item, at time: Int64) {
         inserted += 1
         heap.append((time, inserted, item))
         var child = heap.count - 1
@@ -18,7 +21,7 @@ struct EventQueue<Item> {
         }
     }
 
-    mutating func pop() -> (at: Int64, item: Item)? {
+    public mutating func pop() -> (at: Int64, item: Item)? {
         guard !heap.isEmpty else { return nil }
         heap.swapAt(0, heap.count - 1)
         let top = heap.removeLast()

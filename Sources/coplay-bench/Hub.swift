@@ -46,7 +46,8 @@ import Foundation
         var model: LinkModel
         var macs: [UInt64: Int] = [:]
         var macOrder: [UInt64] = []
-        var pending = PendingFrames()
+        /// Frames waiting for their instant, earliest first, each with the port it goes out of.
+        var pending = EventQueue<(frame: [UInt8], port: Int)>()
         var (framesIn, groupFramesIn, delivered, lostByModel, droppedFull, malformed) = (0, 0, 0, 0, 0, 0)
 
         /// Opens a packet socket on each port (the hub's ends, by interface name).
@@ -150,12 +151,12 @@ import Foundation
                     droppedFull += 1
                     continue
                 }
-                pending.push(frame, to: arrival.receiver, at: arrival.at)
+                pending.push((frame, arrival.receiver), at: arrival.at)
             }
         }
 
         private mutating func sendDue(now: Int64) {
-            while let next = pending.nextTime, next <= now, let (frame, port) = pending.pop() {
+            while let next = pending.nextTime, next <= now, let (_, (frame, port)) = pending.pop() {
                 let sent = frame.withUnsafeBytes { send(ports[port].fd, $0.baseAddress, $0.count, 0) }
                 if sent == frame.count {
                     ports[port].framesOut += 1
@@ -189,48 +190,6 @@ import Foundation
             var time = timespec()
             clock_gettime(CLOCK_MONOTONIC, &time)
             return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-        }
-    }
-
-    /// Frames waiting for their instant, earliest first (a binary heap; ties in arrival order).
-    struct PendingFrames {
-        private var heap: [(at: Int64, order: UInt64, port: Int, frame: [UInt8])] = []
-        private var inserted: UInt64 = 0
-
-        var count: Int { heap.count }
-        var nextTime: Int64? { heap.first?.at }
-
-        mutating func push(_ frame: [UInt8], to port: Int, at time: Int64) {
-            inserted += 1
-            heap.append((time, inserted, port, frame))
-            var child = heap.count - 1
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard precedes(child, parent) else { break }
-                heap.swapAt(child, parent)
-                child = parent
-            }
-        }
-
-        mutating func pop() -> (frame: [UInt8], port: Int)? {
-            guard !heap.isEmpty else { return nil }
-            heap.swapAt(0, heap.count - 1)
-            let top = heap.removeLast()
-            var parent = 0
-            while true {
-                let (left, right) = (2 * parent + 1, 2 * parent + 2)
-                var first = parent
-                if left < heap.count, precedes(left, first) { first = left }
-                if right < heap.count, precedes(right, first) { first = right }
-                guard first != parent else { break }
-                heap.swapAt(parent, first)
-                parent = first
-            }
-            return (top.frame, top.port)
-        }
-
-        private func precedes(_ a: Int, _ b: Int) -> Bool {
-            (heap[a].at, heap[a].order) < (heap[b].at, heap[b].order)
         }
     }
 
