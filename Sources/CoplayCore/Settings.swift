@@ -75,6 +75,13 @@ public struct Settings: Sendable, Equatable {
     public var probeTimeout: Duration = .seconds(1)
     /// The estimate uses the minimum-delay sample among this many most recent ones (NTP's clock filter).
     public var offsetFilterWindow = 8
+    /// On a jittery path — the median of those round trips more than `jitteryPathSpread` above
+    /// their minimum, as on Wi-Fi, where each air hop adds milliseconds of jitter — it looks
+    /// further back: the lowest of more round trips is less lopsided. Among 3 simulated agents on
+    /// the Wi-Fi model, offset errors went from p50 310 µs, p99 1.15 ms with 8 to p50 221 µs,
+    /// p99 0.86 ms with 32. On a wire nothing changes.
+    public var offsetFilterWindowJittery = 32
+    public var jitteryPathSpread: Duration = .milliseconds(1)
     /// Samples needed before an estimate is reported as synchronised.
     public var offsetSamplesForSync = 4
     /// The same in a group larger than `heartbeatFullRateGroupMax`, whose probe burst shrinks to

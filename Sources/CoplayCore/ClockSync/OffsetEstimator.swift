@@ -37,6 +37,8 @@ public struct OffsetEstimator: Hashable, Sendable {
     public private(set) var samples: [OffsetSample] = []
     public private(set) var stepsDetected = 0
     private let filterWindow: Int
+    private let jitteryFilterWindow: Int
+    private let jitteryPathSpreadNanos: Int64
     private let samplesMax: Int
     private let driftWindow: Duration
     private let driftMinimumSpan: Duration
@@ -44,7 +46,9 @@ public struct OffsetEstimator: Hashable, Sendable {
 
     public init(settings: Settings) {
         filterWindow = max(1, settings.offsetFilterWindow)
-        samplesMax = max(filterWindow, settings.offsetSamplesMax)
+        jitteryFilterWindow = max(filterWindow, settings.offsetFilterWindowJittery)
+        jitteryPathSpreadNanos = settings.jitteryPathSpread.nanoseconds
+        samplesMax = max(jitteryFilterWindow, settings.offsetSamplesMax)
         driftWindow = settings.driftWindow
         driftMinimumSpan = settings.driftMinimumSpan
         driftMaxPPM = settings.driftMaxPPM
@@ -74,7 +78,7 @@ public struct OffsetEstimator: Hashable, Sendable {
 
     /// The estimate for instant `now`, or nil before the first sample.
     public func estimate(at now: MonotonicInstant) -> OffsetEstimate? {
-        guard let best = samples.suffix(filterWindow).min(by: { $0.delayNanos < $1.delayNanos }) else { return nil }
+        guard let best = samples.suffix(window).min(by: { $0.delayNanos < $1.delayNanos }) else { return nil }
         let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
         func bound(dispersionPPM: Double) -> Int64 {
             best.delayNanos / 2 + Int64(saturating: (max(0, elapsedNanos) * dispersionPPM / 1_000_000).rounded())
@@ -88,6 +92,17 @@ public struct OffsetEstimator: Hashable, Sendable {
         return OffsetEstimate(
             offsetNanos: carried, driftPPM: line.slopePPM, delayNanos: best.delayNanos, sampleCount: samples.count,
             at: now, errorNanos: bound(dispersionPPM: 2))
+    }
+
+    /// How many recent samples the clock filter looks at: `offsetFilterWindow`, or
+    /// `offsetFilterWindowJittery` when the recent round trips' median is more than
+    /// `jitteryPathSpread` above their minimum.
+    var window: Int {
+        let recent = samples.suffix(filterWindow).map(\.delayNanos).sorted()
+        guard let minimum = recent.first, recent[recent.count / 2] - minimum > jitteryPathSpreadNanos else {
+            return filterWindow
+        }
+        return jitteryFilterWindow
     }
 
     /// The fitted drift in ppm, or 0 while the history spans too short a time.
