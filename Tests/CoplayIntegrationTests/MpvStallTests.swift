@@ -100,4 +100,38 @@ import Testing
         agent.closeInput()
         #expect(agent.waitForExit(timeout: .seconds(5)) == 0, "an attached mpv is left running; the agent exits 0")
     }
+
+    /// Press-to-playing: after a group pause mpv is held where the group stopped, so the
+    /// coordinated start that follows prepares it without a seek (a seek to where it already is
+    /// cost the start tens of milliseconds).
+    @Test func aPlayAfterAPause_startsWithoutSeekingMpvAgain() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-held-mpv-\(getpid()).sock")
+            .path
+        unlink(path)
+        let mpv = FakeMpv(path: path)
+        defer {
+            close(mpv.listener)
+            unlink(path)
+        }
+        let agent = try AgentProcess(
+            executable: coplay, name: "viewer",
+            arguments: [
+                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(7))", "--session", "held-it", "--player",
+                "mpv", "--mpv-attach", "--mpv-socket", path,
+            ])
+        defer { agent.closeInput() }
+        #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
+        agent.send("share http://example.invalid/stream.mkv id=stream")
+        agent.send("play-now")
+        #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "playing" } != nil)
+        usleep(300_000)
+        agent.send("pause")
+        #expect(agent.waitForEvent(timeout: .seconds(3)) { $0.name == "paused" } != nil)
+        usleep(300_000)
+        let (mark, seeks) = (agent.allEvents.count, mpv.commands.withLock { $0.filter { $0 == "seek" }.count })
+        agent.send("play")
+        #expect(agent.waitForEvent(from: mark, timeout: .seconds(3)) { $0.name == "playing" } != nil)
+        usleep(200_000)
+        #expect(mpv.commands.withLock { $0.filter { $0 == "seek" }.count } == seeks, "held where the start is")
+    }
 }

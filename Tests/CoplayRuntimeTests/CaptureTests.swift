@@ -232,7 +232,8 @@ import Testing
             "coplay.probe.t2", "coplay.probe.t3", "coplay.nack.to", "coplay.command.rate", "coplay.command.position",
             "coplay.message.id", "coplay.share.url", "coplay.share.title", "coplay.share.duration",
             "coplay.announce.waits_out", "coplay.state.snapshot", "coplay.state.parts", "coplay.state.lamport",
-            "coplay.state.wanted", "coplay.state.commands",
+            "coplay.state.wanted", "coplay.state.commands", "coplay.announce.number", "coplay.announce.sent_at",
+            "coplay.announce.wants_unicast",
             "_ws.expert.message",
         ]
         let rows = try Self.tsharkFields(file.path, fields)
@@ -267,6 +268,16 @@ import Testing
             #expect(number(value["coplay.sequence"]) == UInt64(datagram.sequence), "\(vector.name): sequence")
             if datagram.payload.type == .hello || datagram.payload.type == .heartbeat {
                 #expect(value["coplay.announce.name"] == json["name"] as? String, "\(vector.name): name")
+                // The multicast path's stamp and flag: the dissector, the dump and the codec agree.
+                let stamped = (json["number"] as? NSNumber)?.uint64Value
+                #expect(number(value["coplay.announce.number"]) == stamped, "\(vector.name): announcement number")
+                let sentAt = (json["sentAtUnixNanos"] as? NSNumber)?.int64Value
+                #expect(value["coplay.announce.sent_at"].flatMap { Int64($0) } == sentAt, "\(vector.name): sent at")
+                if case .heartbeat(let announcement) = datagram.payload, announcement.path != nil {
+                    #expect(stamped != nil && sentAt != nil, "\(vector.name): the stamp is in the dump")
+                }
+                let wants = json["wantsUnicast"] as? Bool
+                #expect(["True", "1"].contains(value["coplay.announce.wants_unicast"] ?? "") == (wants ?? false))
             }
             if let item = json["item"] as? String { #expect(value["coplay.item"] == item, "\(vector.name): item") }
             if let lamport = (json["lamport"] as? NSNumber)?.uint64Value, datagram.payload.type == .command {

@@ -90,11 +90,10 @@ extension Instance {
         if from.viaGroup, let path = announcement.path {
             let sampled = paths.takesDelaySample(now: from.now.monotonic)
             let offset = sampled ? clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos : nil
-            let verdict = paths.onGroupAnnouncement(
-                path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset,
-                now: from.now.monotonic)
-            // A changed verdict is announced at once: senders start (or stop) the unicast copies.
-            if !verdict.isEmpty { routePlayback([.announce], now: from.now, into: &out) }
+            routePaths(
+                paths.onGroupAnnouncement(
+                    path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset,
+                    now: from.now.monotonic), now: from.now, into: &out)
         }
         catchUp(with: announcement.digest, of: from.sender, now: from.now, into: &out)
     }

@@ -283,6 +283,14 @@ extension Instance {
             now: now, into: &out)
     }
 
+    /// A changed verdict on this agent's multicast path is announced at once: the senders start
+    /// (or stop) the unicast copies.
+    mutating func routePaths(_ outputs: [MulticastPath.Output], now: Timestamp, into out: inout [Directive]) {
+        for case .changed in outputs where state.isJoined {
+            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))
+        }
+    }
+
     mutating func routeMessaging(_ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]) {
         for output in outputs {
             switch output {
@@ -299,9 +307,18 @@ extension Instance {
 
     /// Appends the wake-up for the earliest instant at which some machine has something to do.
     func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
-        let wanted = membership.unicastWanted.sorted().prefix(settings.unicastFanOutMax).compactMap {
-            membership.peers[$0]?.endpoint
-        }
+        // Looked up only for an input that multicasts something time-critical: most inputs (a
+        // heartbeat heard, a probe answered) do not, and this runs for every one.
+        let critical =
+            !membership.unicastWanted.isEmpty
+            && directives.contains {
+                if case .multicast(let datagram) = $0 { datagram.payload.isTimeCritical } else { false }
+            }
+        let wanted =
+            critical
+            ? membership.unicastWanted.sorted().prefix(settings.unicastFanOutMax).compactMap {
+                membership.peers[$0]?.endpoint
+            } : []
         let directives = reach.withUnicastCopies(
             directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: wanted, now: now.monotonic)
         if case .exit = directives.last { return directives }
