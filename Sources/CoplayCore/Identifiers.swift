@@ -188,9 +188,28 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
             && address != IPAddress(high: 0, low: 0)
     }
 
-    public var addressText: String { address.description }
-    /// `a.b.c.d:port`, or `[v6]:port`.
-    public var description: String { address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)" }
+    public var addressText: String { relayPeer.map { "relay/\($0)" } ?? address.description }
+    /// `a.b.c.d:port`, `[v6]:port`, or `relay/ID` for a peer reached through the relay.
+    public var description: String {
+        if let peer = relayPeer { return "relay/\(peer)" }
+        return address.isIPv4 ? "\(address):\(port)" : "[\(address)]:\(port)"
+    }
+
+    /// Where a peer heard through the relay (`--relay`) is reached: an address in IPv6's
+    /// discard-only block 100::/64 (RFC 6666), which no network routes, whose low 64 bits are
+    /// the peer's id. The core treats it as any other unicast endpoint; the shell publishes what
+    /// is sent there on that peer's relay subject instead of sending a datagram.
+    public static func relay(_ peer: PeerID) -> Endpoint {
+        Endpoint(address: IPAddress(high: Self.relayPrefix, low: peer.rawValue), port: 1)
+    }
+
+    /// The peer this endpoint reaches through the relay, or nil for a network endpoint.
+    public var relayPeer: PeerID? { address.high == Self.relayPrefix ? PeerID(address.low) : nil }
+
+    /// Whether this endpoint is reached through the relay.
+    public var isRelay: Bool { address.high == Self.relayPrefix }
+
+    private static let relayPrefix: UInt64 = 0x0100_0000_0000_0000
 
     public static func < (left: Endpoint, right: Endpoint) -> Bool {
         (left.address, left.port) < (right.address, right.port)

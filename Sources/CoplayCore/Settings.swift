@@ -304,6 +304,42 @@ public struct Settings: Sendable, Equatable {
     /// At most this many members that ask for it get time-critical datagrams (commands, ready,
     /// end) by unicast besides multicast: the cost of a command stays bounded in a large group.
     public var unicastFanOutMax = 16
+
+    // MARK: Relay (`--relay`)
+    /// A peer announced over the network within this long is reached over the network, though
+    /// its announcements arrive through the relay too; after this much silence on the network
+    /// (its LAN path is gone, or never was) the relay carries what is sent to it. Longer than
+    /// two heartbeats, so that one lost heartbeat does not move a LAN peer to the relay.
+    public var relayNetworkPreferredFor: Duration = .seconds(2)
+    /// With nothing heard from the relay server for this long, the client sends a PING…
+    public var relayPingInterval: Duration = .milliseconds(400)
+    /// …and with nothing for this long it gives the server up and connects to another: within
+    /// a second, before the group's peers suspect this agent (`suspectAfter` is 750 ms, and the
+    /// next server is usually reached in milliseconds). An idle agent costs the server a PING
+    /// and a PONG (12 bytes) per `relayPingInterval` when no peer's heartbeat came meanwhile.
+    public var relayDeadAfter: Duration = .milliseconds(1000)
+    /// A TCP connection and the NATS handshake (INFO, CONNECT, PONG) must end within this long.
+    public var relayConnectTimeout: Duration = .seconds(1)
+    /// After a failed attempt the next server is tried at once; after a whole round of them
+    /// failed, the client waits this long, doubled each round up to `relayBackoffMax`, each
+    /// wait jittered by ±`relayBackoffJitterFraction` (a cluster restarting is not hit by all
+    /// its clients at once).
+    public var relayBackoffMin: Duration = .milliseconds(100)
+    public var relayBackoffMax: Duration = .seconds(5)
+    public var relayBackoffJitterFraction = 0.25
+    /// The `--relay` seeds plus the servers their cluster announced (INFO's `connect_urls`):
+    /// a cluster of more servers than this is reached through the first ones.
+    public var relayServersMax = 16
+    /// A protocol line from the server (an INFO lists its cluster's URLs: some 40 bytes each).
+    /// A longer line is a broken or hostile server: the connection is cut.
+    public var relayLineBytesMax = 16_384
+    /// Frames waiting to be written to a server that does not read them fast enough: 256 KB is
+    /// a second of the busiest group's traffic; past it frames are dropped (counted), which the
+    /// protocol's repair makes up, rather than memory growing.
+    public var relayWriteBufferBytesMax = 262_144
+    /// Bytes read from the server in one turn of the loop (then the loop's other inputs and
+    /// timers run): 64 KB is some 50 frames.
+    public var relayReadTurnBytesMax = 65_536
     public var nameBytesMax = 64
     public var sessionNameBytesMax = 64
     /// No datagram coplay sends or accepts is longer than this.

@@ -39,12 +39,15 @@ import Testing
         #expect(
             Poly1305.authenticate(
                 Array("Cryptographic Forum Research Group".utf8),
-                key: hex("85:d6:be:78:57:55:6d:33:7f:44:52:fe:42:d5:06:a8:01:03:80:8a:fb:0d:b2:fd:4a:bf:f6:af:41:49:f5:1b"))
+                key: hex(
+                    "85:d6:be:78:57:55:6d:33:7f:44:52:fe:42:d5:06:a8:01:03:80:8a:fb:0d:b2:fd:4a:bf:f6:af:41:49:f5:1b"))
                 == hex("a8:06:1d:c1:30:51:36:c6:c2:2b:8b:af:0c:01:27:a9"))
         // Appendix A.3: accumulators that land at or just above 2^130 - 5.
         let r2 = hex("02") + [UInt8](repeating: 0, count: 31)
         let r1 = hex("01") + [UInt8](repeating: 0, count: 31)
-        #expect(Poly1305.authenticate([UInt8](repeating: 0xFF, count: 16), key: r2) == hex("03") + [UInt8](repeating: 0, count: 15))
+        #expect(
+            Poly1305.authenticate([UInt8](repeating: 0xFF, count: 16), key: r2) == hex("03")
+                + [UInt8](repeating: 0, count: 15))
         #expect(
             Poly1305.authenticate(
                 hex("02") + [UInt8](repeating: 0, count: 15),

@@ -73,7 +73,9 @@ public enum ChaCha20 {
         output.reserveCapacity(64)
         for index in 0..<16 {
             let value = working[index] &+ state[index]
-            for shift in stride(from: 0, to: 32, by: 8) { output.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+            for shift in stride(from: 0, to: 32, by: 8) {
+                output.append(UInt8(truncatingIfNeeded: value >> UInt32(shift)))
+            }
         }
         return output
     }

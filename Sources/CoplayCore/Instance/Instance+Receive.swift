@@ -12,6 +12,13 @@ extension Instance {
             return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
         }
         if let refusal = authentication.admit(datagram, bytes: bytes) {
+            // The network's copy of an announcement that the relay brought first still says the
+            // peer is reachable on the network, and there it stays served.
+            if refusal.reason == .replayed, !source.isRelay, let announcement = datagram.payload.announcement {
+                membership.heardOnNetwork(
+                    datagram.sender, at: Endpoint(address: source.address, port: announcement.unicastPort),
+                    heardAt: receivedAt.monotonic)
+            }
             return reportDrop(refusal.reason, detail: refusal.detail, from: source, into: &out)
         }
         let sender = datagram.sender
@@ -87,7 +94,9 @@ extension Instance {
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
             at: from.heardAt, source: from.source, now: from.now, into: &out)
         guard membership.isKnown(from.sender) else { return }
-        if from.viaGroup, let path = announcement.path {
+        // The multicast path is judged on the network's multicast alone: the relay's copies are
+        // carried by TCP, held by no access point.
+        if from.viaGroup, !from.source.isRelay, let path = announcement.path {
             let sampled = paths.takesDelaySample(now: from.now.monotonic)
             let offset = sampled ? clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos : nil
             routePaths(
@@ -155,9 +164,12 @@ extension Instance {
         if !ranges.isEmpty { routeOrdering([.nack(ranges, to: from.sender.id)], now: from.now, into: &out) }
     }
 
-    /// Only endpoints of this agent's own address family (its group's) can be reached.
+    /// Only endpoints of this agent's own address family (its group's) can be reached; the relay
+    /// is no endpoint that a peer list may name (each agent reaches the relay itself).
     private mutating func onPeerList(_ entries: [PeerEntry], _ from: Received) {
-        let reachable = entries.filter { $0.endpoint.address.isIPv4 == from.source.address.isIPv4 }
+        let reachable = entries.filter {
+            !$0.endpoint.isRelay && $0.endpoint.address.isIPv4 == from.source.address.isIPv4
+        }
         reach.onPeerList(reachable, own: identity.id, members: membership.peers, at: from.heardAt)
     }
 

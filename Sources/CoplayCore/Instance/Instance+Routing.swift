@@ -316,9 +316,9 @@ extension Instance {
             }
         let wanted =
             critical
-            ? membership.unicastWanted.sorted().prefix(settings.unicastFanOutMax).compactMap {
-                membership.peers[$0]?.endpoint
-            } : []
+            ? membership.unicastWanted.sorted().compactMap { membership.peers[$0]?.endpoint }
+                // A peer reached through the relay already gets the group's copy there by TCP.
+                .filter { !$0.isRelay }.prefix(settings.unicastFanOutMax).map { $0 } : []
         let directives = reach.withUnicastCopies(
             directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: wanted, now: now.monotonic)
         if case .exit = directives.last { return directives }

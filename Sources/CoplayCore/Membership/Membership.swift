@@ -107,6 +107,15 @@ struct Membership: Sendable {
         return out
     }
 
+    /// A copy of an announcement already received through the relay arrived over the network:
+    /// the peer is reached there (`relayNetworkPreferredFor`).
+    mutating func heardOnNetwork(_ sender: Member, at endpoint: Endpoint, heardAt: MonotonicInstant) {
+        guard var record = peers[sender.id], record.member == sender else { return }
+        record.endpoint = endpoint
+        record.heardOnNetworkAt = heardAt
+        peers[sender.id] = record
+    }
+
     /// A leave from `sender`.
     mutating func onLeave(_ reason: LeaveReason, from sender: Member, at now: MonotonicInstant) -> [Output] {
         guard let record = peers[sender.id], record.member == sender else {
@@ -331,7 +340,16 @@ struct Membership: Sendable {
             }
             if sender.incarnation == record.member.incarnation {
                 peers[sender.id]?.name = name
-                peers[sender.id]?.endpoint = endpoint
+                if !endpoint.isRelay {
+                    peers[sender.id]?.endpoint = endpoint
+                    peers[sender.id]?.heardOnNetworkAt = heardAt
+                } else if record.endpoint.isRelay
+                    || record.heardOnNetworkAt.map({ heardAt - $0 > settings.relayNetworkPreferredFor }) ?? true
+                {
+                    // A peer heard on the LAN is served by the LAN; the relay takes over when the
+                    // LAN has been silent for a while.
+                    peers[sender.id]?.endpoint = endpoint
+                }
                 out += heard(sender, at: heardAt)
                 return true
             }
@@ -341,7 +359,8 @@ struct Membership: Sendable {
             out.append(.drop(.peerTableFull, "\(settings.peersMax) peers"))
             return false
         }
-        let record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt)
+        var record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt)
+        if !endpoint.isRelay { record.heardOnNetworkAt = heardAt }
         peers[sender.id] = record
         lowerSilenceDeadline(for: record)
         if admitted.insert(sender).inserted {

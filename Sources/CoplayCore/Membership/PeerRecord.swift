@@ -33,6 +33,9 @@ public struct PeerRecord: Hashable, Sendable {
     public var digest = VectorClock()
     /// Multicast reaches it late or incompletely: it asks for time-critical datagrams by unicast.
     public var wantsUnicast = false
+    /// When it last announced itself over the network (not the relay): while that is recent,
+    /// its network endpoint is kept though its announcements also arrive through the relay.
+    var heardOnNetworkAt: MonotonicInstant?
 
     init(member: Member, name: String, endpoint: Endpoint, now: MonotonicInstant) {
         self.member = member

@@ -83,7 +83,8 @@ struct Reach: Sendable {
         guard isActive else { return [] }
         var reachedByMulticast: Set<Endpoint> = []
         var targets: Set<Endpoint> = Set(seeds).union(named.lazy.filter { $0.value > now }.map(\.key))
-        for (id, record) in members {
+        // A member reached through the relay gets each group datagram there already.
+        for (id, record) in members where !record.endpoint.isRelay {
             if let heard = heardByMulticast[id], now - heard <= settings.multicastHeardWindow {
                 reachedByMulticast.insert(record.endpoint)
             } else {
@@ -106,7 +107,7 @@ struct Reach: Sendable {
         guard let due = nextPeerListAt, now >= due else { return [] }
         nextPeerListAt = now + settings.peerListInterval
         let reached = Set(destinations(members: members, now: now))
-        let entries = members.values.sorted {
+        let entries = members.values.filter { !$0.endpoint.isRelay }.sorted {
             ($0.lastHeard, $0.member.id.rawValue) > ($1.lastHeard, $1.member.id.rawValue)
         }
         .prefix(WireFormat.peerListEntriesMax).map { PeerEntry(member: $0.member, endpoint: $0.endpoint) }

@@ -26,6 +26,14 @@ extension MessageType {
 }
 
 extension Payload {
+    /// The announcement of a hello or heartbeat.
+    var announcement: Announcement? {
+        switch self {
+        case .hello(let announcement), .heartbeat(let announcement): announcement
+        default: nil
+        }
+    }
+
     /// Late, it is felt: a command (a pause, a start instant), readiness for a coordinated start,
     /// the end of the session. A member whose multicast is slow gets these by unicast too.
     var isTimeCritical: Bool {

@@ -13,6 +13,8 @@ public struct AgentConfiguration: Sendable {
     public var port: UInt16 = 0
     /// Peers reached by unicast as well as multicast (`--peer HOST:PORT`, resolved at start).
     public var peers: [Endpoint] = []
+    /// NATS servers of one cluster that carry the group's datagrams too (`--relay`).
+    public var relays: [RelayServer] = []
     public var clockSkewNanos: Int64 = 0
     /// A fixed participant id (to keep one identity across restarts); random when nil.
     public var peerID: PeerID?

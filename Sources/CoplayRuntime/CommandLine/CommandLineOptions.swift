@@ -58,6 +58,14 @@ public enum CommandLineOptions {
                                     (repeatable, up to \(peersGivenMax)): for networks that do not
                                     carry multicast (VPNs, Wi-Fi that filters it). The peers it
                                     knows are passed on, so one --peer per agent forms the group
+          --relay nats://[TOKEN@|USER:PASS@]HOST[:PORT]
+                                    also carry the group's datagrams through a NATS cluster
+                                    (nats-server), so that agents in other homes, on no
+                                    shared network, form one group with this one. Repeatable
+                                    (up to \(relaysGivenMax)): the servers of one cluster, tried in turn,
+                                    with the ones the cluster announces. Needs --key-file: on
+                                    the relay every datagram is sealed (ChaCha20-Poly1305)
+                                    and its subject derived from the key and the session
           --json                    one JSON object per output line, with an "event" field
           --control PATH            also take commands on the Unix socket PATH (coplay ctl);
                                     end of standard input then no longer ends the agent: it
@@ -188,6 +196,12 @@ public enum CommandLineOptions {
                         throw UsageError(message: "at most \(peersGivenMax) --peer (the others are learned from them)")
                     }
                     configuration.peers.append(try parsePeer(value().get()))
+                case "--relay":
+                    guard configuration.relays.count < relaysGivenMax else {
+                        throw UsageError(
+                            message: "at most \(relaysGivenMax) --relay (the cluster announces its other servers)")
+                    }
+                    configuration.relays.append(try parseRelay(value().get()))
                 case "--clock-skew-ms":
                     let text = try value().get()
                     guard let millis = Int64(text), (-3_600_000...3_600_000).contains(millis) else {
@@ -290,6 +304,13 @@ public enum CommandLineOptions {
                         "--peer \(peer) and the group \(configuration.group) are not of one address family (an agent speaks IPv4 or IPv6, as its --group)"
                 ))
         }
+        if !configuration.relays.isEmpty, configuration.keys == nil {
+            return .failure(
+                UsageError(
+                    message:
+                        "--relay needs --key-file: across homes the group key seals every datagram on the relay and names the group's subjects (coplay keygen > group.key, then copy the file to every agent)"
+                ))
+        }
         if configuration.mpvOptions.attach, configuration.mpvOptions.socketPath == nil {
             return .failure(
                 UsageError(message: "--mpv-attach needs --mpv-socket PATH (the socket mpv was started with)"))
@@ -349,10 +370,99 @@ public enum CommandLineOptions {
             address = IPAddress(ipv4: resolved)
         }
         let endpoint = Endpoint(address: address, port: port)
-        guard endpoint.isUnicastDestination else {
+        guard endpoint.isUnicastDestination, !endpoint.isRelay else {
             throw UsageError(message: "--peer \(text) is not a unicast address (use --group for multicast)")
         }
         return endpoint
+    }
+
+    /// `--relay` URLs on the command line: seeds of one cluster; more are announced by it.
+    public static let relaysGivenMax = 8
+
+    /// `nats://[TOKEN@|USER:PASS@]HOST[:PORT]` (port 4222 by default); the user, password and
+    /// token may be percent-encoded. The host is resolved now, to IPv4, as `--peer`'s is.
+    static func parseRelay(_ text: String) throws(UsageError) -> RelayServer {
+        let usage =
+            "--relay takes nats://[TOKEN@|USER:PASS@]HOST[:PORT] (e.g. nats://s3cret@relay.example.org:4222), not '\(text)'"
+        guard text.hasPrefix("nats://") else {
+            if text.hasPrefix("tls://") {
+                throw UsageError(
+                    message:
+                        "--relay: coplay's relay does not speak TLS (every datagram is sealed with the group key); use nats://"
+                )
+            }
+            throw UsageError(message: usage)
+        }
+        var rest = Substring(text.dropFirst("nats://".count))
+        if let slash = rest.firstIndex(of: "/") {
+            guard rest[slash...].allSatisfy({ $0 == "/" }) else { throw UsageError(message: usage) }
+            rest = rest[..<slash]
+        }
+        var credentials = NatsCommand.Credentials()
+        if let at = rest.lastIndex(of: "@") {
+            let userinfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            guard !userinfo.isEmpty else { throw UsageError(message: usage) }
+            if let colon = userinfo.firstIndex(of: ":") {
+                guard let user = percentDecoded(userinfo[..<colon]), !user.isEmpty,
+                    let password = percentDecoded(userinfo[userinfo.index(after: colon)...])
+                else { throw UsageError(message: usage) }
+                (credentials.user, credentials.password) = (user, password)
+            } else {
+                guard let token = percentDecoded(userinfo) else { throw UsageError(message: usage) }
+                credentials.token = token
+            }
+        }
+        guard let (host, portText) = splitHostPort(String(rest)), !host.isEmpty else {
+            throw UsageError(message: usage)
+        }
+        var port: UInt16 = 4222
+        if let portText {
+            guard let parsed = UInt16(portText), parsed > 0 else {
+                throw UsageError(message: "--relay port must be 1 to 65535, not '\(portText)'")
+            }
+            port = parsed
+        }
+        let address: IPAddress
+        if let literal = IPAddress.parse(host) {
+            address = literal
+        } else {
+            guard let resolved = resolveIPv4(host) else {
+                throw UsageError(message: "--relay: cannot resolve '\(host)' to an IPv4 address")
+            }
+            address = IPAddress(ipv4: resolved)
+        }
+        let endpoint = Endpoint(address: address, port: port)
+        guard endpoint.isUnicastDestination, !endpoint.isRelay else {
+            throw UsageError(message: "--relay \(host) is not a unicast address")
+        }
+        let name = address.isIPv4 ? "\(host):\(port)" : "[\(host)]:\(port)"
+        return RelayServer(endpoint: endpoint, name: name, credentials: credentials)
+    }
+
+    /// `%XX` escapes decoded; nil for a malformed escape or bytes that are not UTF-8.
+    private static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                let first = utf8.index(after: index)
+                guard first < utf8.endIndex, utf8.index(after: first) < utf8.endIndex,
+                    let value = UInt8(
+                        String(decoding: utf8[first...utf8.index(after: first)], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+                index = utf8.index(first, offsetBy: 2)
+            } else {
+                bytes.append(byte)
+                index = utf8.index(after: index)
+            }
+        }
+        let decoded = String(decoding: bytes, as: UTF8.self)
+        guard Array(decoded.utf8) == bytes, !decoded.contains(where: { $0.isNewline }) else { return nil }
+        return decoded
     }
 
     private static func resolveIPv4(_ host: String) -> UInt32? {

@@ -20,7 +20,26 @@ public struct EventFormatter: Sendable {
         public var receiveQueueDrops = 0
         /// Datagrams the kernel dropped before they could be read (full receive buffer).
         public var kernelDrops = 0
+        /// The relay's connection and counts, with `--relay`.
+        public var relay: Relay?
         public init() {}
+
+        public struct Relay: Sendable {
+            /// The server connected to or being tried (`host:port`).
+            public var server: String?
+            public var connected = false
+            /// Connections established after the first: fail-overs and reconnections.
+            public var reconnections = 0
+            public var framesPublished = 0
+            public var framesReceived = 0
+            /// Frames not published: no connection, a full write buffer, or over `max_payload`.
+            public var framesDropped = 0
+            /// Frames that did not open under the group key (another key, or tampered with).
+            public var framesRefused = 0
+            public var bytesWritten = 0
+            public var bytesRead = 0
+            public init() {}
+        }
     }
 
     public func lines(for event: Event, wire: WireStatistics, atUnixNanos: Int64) -> [String] {
@@ -93,6 +112,7 @@ public struct EventFormatter: Sendable {
                 ("peers", .int(Int64(report.peerCount))),
                 ("activity", report.activity.map { .object(activityFields($0)) } ?? .null),
                 ("player", playerObject(report)), ("counters", countersObject(report.counters, wire: wire)),
+                ("relay", wire.relay.map(Self.relayObject) ?? .null),
             ]
         case .peers(let infos):
             return [("peers", .array(infos.map(peerObject)))]
@@ -201,6 +221,8 @@ public struct EventFormatter: Sendable {
             ("id", .string(info.member.id.description)), ("name", .string(info.name)),
             ("incarnation", .int(Int64(info.member.incarnation.rawValue))),
             ("address", .string(info.endpoint.description)),
+            // How this agent reaches it: over the network, or through the relay (`--relay`).
+            ("path", .string(info.endpoint.isRelay ? "relay" : "lan")),
             ("state", .string(info.isSuspected ? "suspected" : "alive")),
             ("lastSeenMillis", .double((info.lastSeenAgo.milliseconds * 1000).rounded() / 1000)),
             ("clockSynced", .bool(info.isClockSynced)), ("item", info.item.map { .string($0) } ?? .null),
@@ -220,6 +242,17 @@ public struct EventFormatter: Sendable {
             members += [("offsetNanos", .null)]
         }
         return .object(members)
+    }
+
+    private static func relayObject(_ relay: WireStatistics.Relay) -> JSONValue {
+        .object([
+            ("server", relay.server.map { .string($0) } ?? .null), ("connected", .bool(relay.connected)),
+            ("reconnections", .int(Int64(relay.reconnections))),
+            ("framesPublished", .int(Int64(relay.framesPublished))),
+            ("framesReceived", .int(Int64(relay.framesReceived))), ("framesDropped", .int(Int64(relay.framesDropped))),
+            ("framesRefused", .int(Int64(relay.framesRefused))), ("bytesWritten", .int(Int64(relay.bytesWritten))),
+            ("bytesRead", .int(Int64(relay.bytesRead))),
+        ])
     }
 
     /// Counts by message type, in the protocol's order of types, by their names on the wire.
@@ -312,7 +345,9 @@ public struct EventFormatter: Sendable {
                     + "item=\(report.item ?? "-") rate=\(report.rate) position=\(String(format3: report.positionSeconds)) "
                     + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) peers=\(report.peerCount) "
                     + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal) "
-                    + Self.correctionText(report)
+                    + (wire.relay.map {
+                        "relay=\($0.server ?? "-")(\($0.connected ? "connected" : "not connected"), \($0.reconnections) reconnections) "
+                    } ?? "") + Self.correctionText(report)
             ]
         case .peers(let infos):
             guard !infos.isEmpty else { return ["peers none"] }

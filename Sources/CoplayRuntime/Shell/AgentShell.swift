@@ -69,6 +69,13 @@ public actor AgentShell {
     private let controlFormatter: EventFormatter
     /// While a control client's line is handled: that client, and the lines of its reply so far.
     private var reply: (client: Int, lines: [String])?
+    /// `--relay`: the servers, and how frames are sealed; the client is made by `run()`.
+    private let relaySeeds: [RelayServer]
+    private let relaySeal: RelaySeal?
+    private var relay: RelayClient?
+    private var relayTimer: EventLoop.Timer?
+    /// Frames that did not open, said at most a few times.
+    private var relayRefusals = 0
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration, mode: ShellMode = .standardStreams) throws {
@@ -117,6 +124,10 @@ public actor AgentShell {
             identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now(),
             keys: configuration.keys, seeds: configuration.peers)
         keyFile = configuration.keyFile
+        relaySeeds = configuration.relays
+        relaySeal = configuration.keys.flatMap { keys in
+            configuration.relays.isEmpty ? nil : RelaySeal(keys: keys, sessionName: configuration.sessionName)
+        }
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         formatter = EventFormatter(json: configuration.json, clock: clock)
         controlFormatter = EventFormatter(json: true, clock: clock)
@@ -177,6 +188,7 @@ public actor AgentShell {
         tickTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.fireTick()) } }
         playerTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.firePlayerTimer()) } }
         transport.prepareReceiving()
+        startRelay()
         let (groupSocket, unicastSocket) = transport.descriptors
         loop.watch(groupSocket) { [self] in assumeIsolated { $0.readDatagrams(from: groupSocket, viaGroup: true) } }
         loop.watch(unicastSocket) { [self] in assumeIsolated { $0.readDatagrams(from: unicastSocket, viaGroup: false) }
@@ -205,6 +217,7 @@ public actor AgentShell {
             diagnose("waiting for a player on \(server.path)")
         }
         defer {
+            relay?.close()
             loop.stop()
             transport.close()
             player.close()
@@ -333,6 +346,9 @@ public actor AgentShell {
     }
 
     private func handle(_ bytes: [UInt8], _ received: UDPTransport.Received, viaGroup: Bool) {
+        // The relay's endpoints are no network's (RFC 6666's discard-only block): a datagram
+        // claiming to come from one is forged.
+        guard !received.source.isRelay else { return }
         let directives = instance.onDatagram(
             bytes, from: received.source, receivedAt: received.stamp, now: clock.now(), viaGroup: viaGroup)
         finishIf(carryOut(directives))
@@ -384,10 +400,16 @@ public actor AgentShell {
     private func carry(_ step: PlayerLoop.Step) {
         switch step {
         case .datagram(let bytes, let destination):
+            if let seal = relaySeal, let peer = destination?.relayPeer {
+                publish(bytes, on: seal.peerSubject(peer))
+                return
+            }
             send(bytes, to: destination ?? transport.group)
+            if destination == nil, let seal = relaySeal { publish(bytes, on: seal.groupSubject) }
         case .emit(let event):
             wire.receiveQueueDrops = strangersDropped
             wire.kernelDrops = transport.kernelDrops
+            if let relay { wire.relay = Self.relayFigures(relay.statistics, refused: relayRefusals) }
             let now = AgentClock.trueUnixNanosNow()
             switch mode {
             case .standardStreams:
@@ -408,6 +430,98 @@ public actor AgentShell {
             if let due = loop.due(tickTimer), due > clock.now().monotonic, due <= instant { return }
             loop.schedule(tickTimer, at: instant)
         }
+    }
+
+    // MARK: The relay
+
+    /// Connects to the first `--relay` server, subscribed to the group's subjects.
+    private func startRelay() {
+        guard let seal = relaySeal, !relaySeeds.isEmpty else { return }
+        var system = SystemRandomNumberGenerator()
+        let client = RelayClient(
+            seeds: relaySeeds, subjects: seal.subscriptions(own: instance.identity.id),
+            clientName: "coplay \(instance.identity.name)", settings: instance.settings, seed: system.next(),
+            loop: loop,
+            readable: { [self] in assumeIsolated { $0.relayReadable() } },
+            writable: { [self] in assumeIsolated { $0.relayWritable() } })
+        relay = client
+        relayTimer = loop.makeTimer { [self] in assumeIsolated { $0.relayTick() } }
+        relayEvents(client.start(now: clock.now().monotonic))
+    }
+
+    private func relayReadable() {
+        guard let relay else { return }
+        relayEvents(relay.readable(now: clock.now().monotonic))
+    }
+
+    private func relayWritable() {
+        guard let relay else { return }
+        relayEvents(relay.writable(now: clock.now().monotonic))
+    }
+
+    private func relayTick() {
+        guard let relay else { return }
+        relayEvents(relay.tick(now: clock.now().monotonic))
+    }
+
+    /// What the relay client reported: frames are opened and handed to the instance as datagrams
+    /// from the relay endpoint of the peer their (authenticated) header names.
+    private func relayEvents(_ events: [RelayClient.Event]) {
+        for event in events where exitStatus == nil {
+            switch event {
+            case .diagnose(let text):
+                diagnose(text)
+            case .frame(let subject, let frame):
+                guard let seal = relaySeal else { continue }
+                guard let datagram = seal.open(frame, subject: subject),
+                    let sender = WireFormat.claimedSender(of: datagram[...])
+                else {
+                    relayRefusals += 1
+                    if relayRefusals <= 3 || relayRefusals % 1000 == 0 {
+                        diagnose(
+                            "relay: a frame on the group's subject did not open under the group key (\(relayRefusals) so far): another key, or tampering"
+                        )
+                    }
+                    continue
+                }
+                let now = clock.now()
+                let group = subject.hasSuffix(".all")
+                let directives = instance.onDatagram(
+                    datagram, from: .relay(PeerID(sender)), receivedAt: now, now: now, viaGroup: group)
+                finishIf(carryOut(directives))
+            }
+        }
+        if let relay, let relayTimer, let due = relay.nextWake { loop.schedule(relayTimer, at: due) }
+    }
+
+    /// Seals a datagram and publishes it on `subject` (dropped and counted while not connected:
+    /// the protocol's repair makes up what is missed).
+    private func publish(_ bytes: [UInt8], on subject: String) {
+        guard let relay, let seal = relaySeal else { return }
+        var system = SystemRandomNumberGenerator()
+        var nonce = [UInt8](repeating: 0, count: ChaChaPoly.nonceBytes)
+        let (first, second) = (system.next(), system.next())
+        for index in 0..<8 { nonce[index] = UInt8(truncatingIfNeeded: first >> UInt64(8 * index)) }
+        for index in 0..<4 { nonce[8 + index] = UInt8(truncatingIfNeeded: second >> UInt64(8 * index)) }
+        let events = relay.publish(
+            seal.seal(bytes, subject: subject, nonce: nonce), on: subject, now: clock.now().monotonic)
+        if !events.isEmpty { relayEvents(events) }
+    }
+
+    private static func relayFigures(_ statistics: RelayClient.Statistics, refused: Int)
+        -> EventFormatter.WireStatistics.Relay
+    {
+        var figures = EventFormatter.WireStatistics.Relay()
+        figures.server = statistics.server
+        figures.connected = statistics.connected
+        figures.reconnections = statistics.reconnections
+        figures.framesPublished = statistics.framesPublished
+        figures.framesReceived = statistics.framesReceived
+        figures.framesDropped = statistics.framesDropped
+        figures.framesRefused = refused
+        figures.bytesWritten = statistics.bytesWritten
+        figures.bytesRead = statistics.bytesRead
+        return figures
     }
 
     private func send(_ bytes: [UInt8], to destination: Endpoint) {

@@ -36,7 +36,15 @@ final class EventLoop: SerialExecutor, @unchecked Sendable {
     private let afterwards = DispatchQueue(label: "coplay-after-loop", attributes: .initiallyInactive)
 
     // The loop thread's own (read and written only on it).
-    private var sources: [(fd: Int32, readable: @Sendable () -> Void)] = []
+    private var sources: [Source] = []
+    private struct Source {
+        var fd: Int32
+        var readable: @Sendable () -> Void
+        /// Called when the socket can be written, while `wantsWrite` (a connect in progress, or
+        /// bytes waiting for room in the socket's buffer).
+        var writable: (@Sendable () -> Void)?
+        var wantsWrite = false
+    }
     private var timers: [(due: MonotonicInstant?, fire: @Sendable () -> Void)] = []
     private var stopping = false
 
@@ -95,9 +103,24 @@ final class EventLoop: SerialExecutor, @unchecked Sendable {
     // MARK: The loop thread's API
 
     /// Calls `readable` on the loop thread whenever `fd` has something to read. Loop thread only.
-    func watch(_ fd: Int32, readable: @escaping @Sendable () -> Void) {
+    func watch(
+        _ fd: Int32, readable: @escaping @Sendable () -> Void, writable: (@Sendable () -> Void)? = nil
+    ) {
         precondition(isOnLoop)
-        sources.append((fd, readable))
+        sources.append(Source(fd: fd, readable: readable, writable: writable))
+    }
+
+    /// Stops watching `fd` (before it is closed). Loop thread only.
+    func unwatch(_ fd: Int32) {
+        precondition(isOnLoop)
+        sources.removeAll { $0.fd == fd }
+    }
+
+    /// Whether `fd`'s `writable` is called when it can be written. Loop thread only.
+    func setWantsWrite(_ fd: Int32, _ wants: Bool) {
+        precondition(isOnLoop)
+        guard let index = sources.firstIndex(where: { $0.fd == fd }) else { return }
+        sources[index].wantsWrite = wants && sources[index].writable != nil
     }
 
     /// A timer that calls `fire` on the loop thread when it is due. Loop thread only.
@@ -158,7 +181,10 @@ final class EventLoop: SerialExecutor, @unchecked Sendable {
             }
             descriptors.removeAll(keepingCapacity: true)
             descriptors.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
-            for source in sources { descriptors.append(pollfd(fd: source.fd, events: Int16(POLLIN), revents: 0)) }
+            for source in sources {
+                let events = Int16(POLLIN) | (source.wantsWrite ? Int16(POLLOUT) : 0)
+                descriptors.append(pollfd(fd: source.fd, events: events, revents: 0))
+            }
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeoutMillis)
             if ready < 0, errno != EINTR {
                 // Never seen (EINVAL, ENOMEM): the loop must not end while the agent runs, nor
@@ -171,7 +197,12 @@ final class EventLoop: SerialExecutor, @unchecked Sendable {
                 // Sources are looked up again by descriptor: a callback may have stopped the loop.
                 for descriptor in descriptors.dropFirst() where descriptor.revents != 0 {
                     guard let source = sources.first(where: { $0.fd == descriptor.fd }) else { continue }
-                    source.readable()
+                    if descriptor.revents & Int16(POLLOUT) != 0, source.wantsWrite, let writable = source.writable {
+                        writable()
+                        // The callback may have closed the socket, or stopped the loop.
+                        guard sources.contains(where: { $0.fd == descriptor.fd }) else { continue }
+                    }
+                    if descriptor.revents & ~Int16(POLLOUT) != 0 { source.readable() }
                 }
             }
             let after = MonotonicInstant(nanos: AgentClock.read(CLOCK_MONOTONIC))

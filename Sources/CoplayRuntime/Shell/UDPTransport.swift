@@ -284,7 +284,7 @@ public final class UDPTransport: Sendable {
     // MARK: Helpers
 
     /// The socket address of `endpoint` (IPv4, or IPv6 with `scope` as its interface) and its length.
-    private static func socketAddress(_ endpoint: Endpoint, scope: UInt32) -> (sockaddr_storage, socklen_t) {
+    static func socketAddress(_ endpoint: Endpoint, scope: UInt32) -> (sockaddr_storage, socklen_t) {
         var storage = sockaddr_storage()
         if let v4 = endpoint.address.ipv4 {
             withUnsafeMutablePointer(to: &storage) {

@@ -1,0 +1,214 @@
+import CoplayCore
+
+/// The part of NATS's client protocol that a relay needs (docs.nats.io, "Client Protocol"):
+/// what the server sends (INFO, MSG, PING, PONG, +OK, -ERR) read by `NatsParser`, and what the
+/// client sends (CONNECT, SUB, PUB, PING, PONG) written by `NatsCommand`. Text lines end in
+/// CRLF; operation names are case-insensitive; a MSG's payload follows its line, then CRLF.
+public enum NatsServerMessage: Equatable, Sendable {
+    case info(NatsServerInfo)
+    case msg(subject: String, sid: String, replyTo: String?, payload: [UInt8])
+    case ping
+    case pong
+    case ok
+    case err(String)
+}
+
+/// What a server's INFO says that the client uses.
+public struct NatsServerInfo: Equatable, Sendable {
+    public var serverID = ""
+    public var version = ""
+    /// The largest payload the server accepts in a PUB (its default is 1 MB).
+    public var maxPayload = 1_048_576
+    public var authRequired = false
+    public var tlsRequired = false
+    /// Other servers of its cluster that clients may connect to ("host:port").
+    public var connectURLs: [String] = []
+}
+
+/// Reads the server's side of a connection from bytes as they arrive. The server is hostile
+/// until parsed: a line longer than `lineBytesMax`, a MSG larger than the server's own
+/// `max_payload`, an unknown operation or a malformed line is an error (the client cuts the
+/// connection and connects again); a MSG larger than `payloadBytesMax` but within the
+/// server's limit is read past without being kept and counted. Memory stays bounded by
+/// `lineBytesMax` plus `payloadBytesMax` plus what one `feed` hands over.
+public struct NatsParser: Sendable {
+    public struct Failure: Error, Equatable, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    let lineBytesMax: Int
+    let payloadBytesMax: Int
+    /// The largest MSG the server may send: its INFO's `max_payload` once known.
+    var serverPayloadMax = 1_048_576
+    private var buffer: [UInt8] = []
+    /// A MSG line read, its payload not yet complete.
+    private var pending: (subject: String, sid: String, replyTo: String?, size: Int)?
+    /// Payload bytes (and the CRLF after them) still to skip of a MSG too large to keep.
+    private var skipping = 0
+    /// MSGs read past because they were larger than `payloadBytesMax`.
+    public private(set) var oversizedSkipped = 0
+
+    public init(lineBytesMax: Int, payloadBytesMax: Int) {
+        self.lineBytesMax = lineBytesMax
+        self.payloadBytesMax = payloadBytesMax
+    }
+
+    /// The messages completed by `bytes`, in order.
+    public mutating func feed(_ bytes: some Collection<UInt8>) throws(Failure) -> [NatsServerMessage] {
+        var messages: [NatsServerMessage] = []
+        var input = ArraySlice(bytes)
+        if skipping > 0 {
+            let skipped = min(skipping, input.count)
+            skipping -= skipped
+            input = input.dropFirst(skipped)
+        }
+        buffer += input
+        var start = 0
+        defer { buffer.removeFirst(start) }
+        while true {
+            if skipping > 0 {
+                let skipped = min(skipping, buffer.count - start)
+                skipping -= skipped
+                start += skipped
+                if skipping > 0 { return messages }
+            }
+            if let message = pending {
+                guard buffer.count - start >= message.size + 2 else { return messages }
+                guard buffer[start + message.size] == 0x0D, buffer[start + message.size + 1] == 0x0A else {
+                    throw Failure(reason: "a MSG's payload is not followed by CRLF")
+                }
+                messages.append(
+                    .msg(
+                        subject: message.subject, sid: message.sid, replyTo: message.replyTo,
+                        payload: Array(buffer[start..<(start + message.size)])))
+                start += message.size + 2
+                pending = nil
+                continue
+            }
+            guard let newline = buffer[start...].firstIndex(of: 0x0A) else {
+                if buffer.count - start > lineBytesMax {
+                    throw Failure(reason: "a line longer than \(lineBytesMax) bytes")
+                }
+                return messages
+            }
+            guard newline - start <= lineBytesMax else {
+                throw Failure(reason: "a line longer than \(lineBytesMax) bytes")
+            }
+            var end = newline
+            if end > start, buffer[end - 1] == 0x0D { end -= 1 }
+            let line = buffer[start..<end]
+            start = newline + 1
+            if let message = try parseLine(line) { messages.append(message) }
+        }
+    }
+
+    private mutating func parseLine(_ line: ArraySlice<UInt8>) throws(Failure) -> NatsServerMessage? {
+        guard line.allSatisfy({ $0 >= 0x20 && $0 < 0x7F || $0 == 0x09 || $0 >= 0x80 }) else {
+            throw Failure(reason: "a control byte in a protocol line")
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        let operation = text.prefix { $0 != " " && $0 != "\t" }.uppercased()
+        let rest = text.dropFirst(operation.count).drop { $0 == " " || $0 == "\t" }
+        switch operation {
+        case "PING": return .ping
+        case "PONG": return .pong
+        case "+OK": return .ok
+        case "-ERR":
+            var message = String(rest)
+            if message.hasPrefix("'"), message.hasSuffix("'"), message.count >= 2 {
+                message = String(message.dropFirst().dropLast())
+            }
+            return .err(message)
+        case "INFO":
+            let info = try Self.info(from: Array(rest.utf8))
+            serverPayloadMax = info.maxPayload
+            return .info(info)
+        case "MSG":
+            let fields = rest.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count == 3 || fields.count == 4, let sizeText = fields.last,
+                sizeText.allSatisfy(\.isASCII), let size = Int(sizeText), size >= 0
+            else {
+                throw Failure(reason: "a malformed MSG line")
+            }
+            guard size <= serverPayloadMax else {
+                throw Failure(reason: "a MSG of \(size) bytes, beyond the server's max_payload of \(serverPayloadMax)")
+            }
+            guard size <= payloadBytesMax else {
+                oversizedSkipped += 1
+                skipping = size + 2
+                return nil
+            }
+            pending = (
+                String(fields[0]), String(fields[1]), fields.count == 4 ? String(fields[2]) : nil, size
+            )
+            return nil
+        default:
+            throw Failure(reason: "an unknown operation '\(operation.prefix(16))'")
+        }
+    }
+
+    /// The fields of an INFO's JSON that the client uses; the rest is ignored.
+    static func info(from json: [UInt8]) throws(Failure) -> NatsServerInfo {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(json)
+        } catch {
+            throw Failure(reason: "an INFO that is not JSON (\(error))")
+        }
+        guard case .object(let members) = value else { throw Failure(reason: "an INFO that is not a JSON object") }
+        var info = NatsServerInfo()
+        for (name, member) in members {
+            switch (name, member) {
+            case ("server_id", .string(let text)): info.serverID = String(text.prefix(64))
+            case ("version", .string(let text)): info.version = String(text.prefix(32))
+            case ("max_payload", .int(let size)):
+                guard size > 0 else { throw Failure(reason: "an INFO with max_payload \(size)") }
+                info.maxPayload = Int(clamping: size)
+            case ("auth_required", .bool(let flag)): info.authRequired = flag
+            case ("tls_required", .bool(let flag)): info.tlsRequired = flag
+            case ("connect_urls", .array(let urls)):
+                info.connectURLs = urls.compactMap { if case .string(let url) = $0 { url } else { nil } }
+            default: continue
+            }
+        }
+        return info
+    }
+}
+
+/// What the client sends.
+public enum NatsCommand {
+    public struct Credentials: Equatable, Sendable {
+        public var token: String?
+        public var user: String?
+        public var password: String?
+        public init(token: String? = nil, user: String? = nil, password: String? = nil) {
+            self.token = token
+            self.user = user
+            self.password = password
+        }
+    }
+
+    /// CONNECT: no +OK for each command (`verbose` false), no strict subject checks, and none of
+    /// its own messages back (`echo` false: an agent never hears itself through the relay).
+    public static func connect(_ credentials: Credentials, name: String) -> [UInt8] {
+        var members: [(String, JSONValue)] = [
+            ("verbose", .bool(false)), ("pedantic", .bool(false)), ("tls_required", .bool(false)),
+            ("name", .string(name)), ("lang", .string("swift")), ("version", .string(CoplayVersion.current)),
+            ("protocol", .int(1)), ("echo", .bool(false)),
+        ]
+        if let token = credentials.token { members.append(("auth_token", .string(token))) }
+        if let user = credentials.user { members.append(("user", .string(user))) }
+        if let password = credentials.password { members.append(("pass", .string(password))) }
+        return Array("CONNECT \(JSONValue.object(members).serialized)\r\n".utf8)
+    }
+
+    public static func sub(_ subject: String, sid: Int) -> [UInt8] { Array("SUB \(subject) \(sid)\r\n".utf8) }
+
+    public static func pub(_ subject: String, payload: [UInt8]) -> [UInt8] {
+        Array("PUB \(subject) \(payload.count)\r\n".utf8) + payload + [0x0D, 0x0A]
+    }
+
+    public static let ping = Array("PING\r\n".utf8)
+    public static let pong = Array("PONG\r\n".utf8)
+}

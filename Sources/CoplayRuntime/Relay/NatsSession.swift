@@ -1,0 +1,164 @@
+import CoplayCore
+
+/// One connection to a NATS server, as a machine without a socket: bytes in, bytes out, timers.
+/// It answers INFO with CONNECT, its subscriptions and a PING, and counts the connection
+/// established at the PONG (the server accepted the credentials: a refusal arrives as -ERR
+/// before it). Then it delivers MSGs, answers the server's PINGs, and keeps the connection
+/// alive on its own: with nothing heard for `relayPingInterval` it sends a PING, and with
+/// nothing heard for `relayDeadAfter` it gives the server up. (NATS clients keep the protocol's
+/// two-minute PING interval by default, and have been seen to take minutes to notice a server
+/// that vanished; an agent must move within about a second, before its peers suspect it.)
+struct NatsSession {
+    enum Output: Equatable {
+        /// Bytes to write to the server.
+        case send([UInt8])
+        /// The server accepted the connection and the subscriptions.
+        case established(NatsServerInfo)
+        /// A message on one of the subscriptions (by its subject as subscribed).
+        case message(subject: String, payload: [UInt8])
+        /// The connection is over: the reason, and whether the server refused the credentials
+        /// (trying again with the same ones will not help soon).
+        case failed(String, refused: Bool)
+        /// Something the user should know that does not end the connection.
+        case notice(String)
+    }
+
+    enum Phase: Equatable {
+        case awaitingInfo
+        /// CONNECT, the SUBs and a PING sent; the PONG says they were accepted.
+        case awaitingPong
+        case established
+        case failed
+    }
+
+    private let settings: Settings
+    private let credentials: NatsCommand.Credentials
+    private let subjects: [String]
+    private let clientName: String
+    private var parser: NatsParser
+    private(set) var phase = Phase.awaitingInfo
+    private(set) var info: NatsServerInfo?
+    private var lastHeard: MonotonicInstant
+    private var pingSentAt: MonotonicInstant?
+    /// When the connection started: the handshake must end within `relayConnectTimeout`.
+    private let startedAt: MonotonicInstant
+    /// MSGs on a subscription id this session never made.
+    private(set) var strayMessages = 0
+
+    init(
+        credentials: NatsCommand.Credentials, subjects: [String], clientName: String, settings: Settings,
+        now: MonotonicInstant
+    ) {
+        self.settings = settings
+        self.credentials = credentials
+        self.subjects = subjects
+        self.clientName = clientName
+        parser = NatsParser(
+            lineBytesMax: settings.relayLineBytesMax,
+            payloadBytesMax: settings.datagramBytesMax + RelaySeal.overheadBytes)
+        lastHeard = now
+        startedAt = now
+    }
+
+    var oversizedSkipped: Int { parser.oversizedSkipped }
+
+    /// The largest frame the server accepts in a PUB, once its INFO is read.
+    var maxPayload: Int? { info?.maxPayload }
+
+    mutating func received(_ bytes: some Collection<UInt8>, now: MonotonicInstant) -> [Output] {
+        guard phase != .failed else { return [] }
+        lastHeard = now
+        pingSentAt = nil
+        let messages: [NatsServerMessage]
+        do {
+            messages = try parser.feed(bytes)
+        } catch {
+            return fail("the server sent \(error.reason)")
+        }
+        var out: [Output] = []
+        for message in messages {
+            switch message {
+            case .info(let info):
+                guard phase == .awaitingInfo else {
+                    // A later INFO (the cluster changed) updates what the client knows.
+                    self.info = info
+                    out.append(.established(info))
+                    continue
+                }
+                if info.tlsRequired {
+                    return out
+                        + fail(
+                            "the server requires TLS, which coplay's relay does not speak (the datagrams are sealed; use a server or leaf node that accepts plain connections)",
+                            refused: true)
+                }
+                self.info = info
+                var hello = NatsCommand.connect(credentials, name: clientName)
+                for (index, subject) in subjects.enumerated() { hello += NatsCommand.sub(subject, sid: index + 1) }
+                hello += NatsCommand.ping
+                out.append(.send(hello))
+                phase = .awaitingPong
+            case .ping:
+                out.append(.send(NatsCommand.pong))
+            case .pong:
+                if phase == .awaitingPong, let info {
+                    phase = .established
+                    out.append(.established(info))
+                }
+            case .ok:
+                continue
+            case .err(let text):
+                let lowered = text.lowercased()
+                let refused = lowered.contains("authorization") || lowered.contains("authentication")
+                // Every -ERR the server sends after CONNECT closes the connection, but for
+                // permission and subject errors, which a relay's own subjects never draw.
+                if lowered.hasPrefix("permissions violation") || lowered.hasPrefix("invalid subject") {
+                    out.append(.notice("the server refused: \(text)"))
+                    continue
+                }
+                return out + fail("the server said: \(text)", refused: refused)
+            case .msg(let subject, let sid, _, let payload):
+                guard phase == .established || phase == .awaitingPong, let index = Int(sid), index >= 1,
+                    index <= subjects.count, subjects[index - 1] == subject
+                else {
+                    strayMessages += 1
+                    continue
+                }
+                out.append(.message(subject: subjects[index - 1], payload: payload))
+            }
+        }
+        return out
+    }
+
+    /// Keep-alive and the handshake's deadline.
+    mutating func tick(now: MonotonicInstant) -> [Output] {
+        switch phase {
+        case .failed:
+            return []
+        case .awaitingInfo, .awaitingPong:
+            guard now - startedAt >= settings.relayConnectTimeout else { return [] }
+            return fail("no answer to the handshake within \(settings.relayConnectTimeout)")
+        case .established:
+            if now - lastHeard >= settings.relayDeadAfter {
+                return fail("silent for \(settings.relayDeadAfter)")
+            }
+            guard pingSentAt == nil, now - lastHeard >= settings.relayPingInterval else { return [] }
+            pingSentAt = now
+            return [.send(NatsCommand.ping)]
+        }
+    }
+
+    /// When `tick` next has something to do.
+    var nextWake: MonotonicInstant? {
+        switch phase {
+        case .failed: nil
+        case .awaitingInfo, .awaitingPong: startedAt + settings.relayConnectTimeout
+        case .established:
+            pingSentAt == nil ? lastHeard + settings.relayPingInterval : lastHeard + settings.relayDeadAfter
+        }
+    }
+
+    private mutating func fail(_ reason: String, refused: Bool = false) -> [Output] {
+        phase = .failed
+        return [.failed(reason, refused: refused)]
+    }
+}

@@ -1,0 +1,283 @@
+import CoplayCore
+import Glibc
+
+/// The relay's socket: one non-blocking TCP connection to a server of a NATS cluster, on the
+/// agent's event loop. It connects (`RelayServers` says where and when), runs a `NatsSession`
+/// over the connection, writes PUBs from a bounded buffer, and hands what arrives on the
+/// subscriptions to the shell. It decides nothing about the protocol: the shell seals and opens
+/// frames and the core never knows a relay exists, but for the endpoints of relay peers.
+///
+/// Used only on the event loop's thread, by the shell (its owner), like the shell's own state.
+final class RelayClient {
+    enum Event {
+        /// A frame arrived on `subject`.
+        case frame(subject: String, payload: [UInt8])
+        case diagnose(String)
+    }
+
+    /// What `ctl status` shows of the relay.
+    struct Statistics {
+        var server: String?
+        var connected = false
+        /// Connections established after the first (fail-overs and reconnections).
+        var reconnections = 0
+        var framesPublished = 0
+        var framesReceived = 0
+        var bytesWritten = 0
+        var bytesRead = 0
+        /// Frames not published: no connection, or the write buffer full, or over `max_payload`.
+        var framesDropped = 0
+        /// Frames that did not open under the group key (a wrong key, or tampering).
+        var framesRefused = 0
+        /// MSGs too large to be a frame, read past.
+        var oversized = 0
+    }
+
+    private let loop: EventLoop
+    private let settings: Settings
+    private let subjects: [String]
+    private let clientName: String
+    private var servers: RelayServers
+    private var random: SplitMix64
+    /// The socket, while connecting or connected.
+    private var socket: Int32?
+    /// Made when the TCP connection is up.
+    private var session: NatsSession?
+    private var connectStartedAt = MonotonicInstant(nanos: 0)
+    private var outbound: [UInt8] = []
+    private var outboundStart = 0
+    private var reconnectAt: MonotonicInstant?
+    private var everEstablished = false
+    /// The last refusal's reason, so that a server refusing again and again is said once.
+    private var lastFailure: String?
+    private var readBuffer = [UInt8](repeating: 0, count: 16_384)
+    private(set) var statistics = Statistics()
+    private let handlers: (readable: @Sendable () -> Void, writable: @Sendable () -> Void)
+
+    init(
+        seeds: [RelayServer], subjects: [String], clientName: String, settings: Settings, seed: UInt64,
+        loop: EventLoop, readable: @escaping @Sendable () -> Void, writable: @escaping @Sendable () -> Void
+    ) {
+        servers = RelayServers(seeds: seeds, settings: settings)
+        self.subjects = subjects
+        self.clientName = clientName
+        self.settings = settings
+        self.loop = loop
+        random = SplitMix64(seed: seed)
+        handlers = (readable, writable)
+    }
+
+    var isEstablished: Bool { session?.phase == .established }
+
+    /// Starts the first connection.
+    func start(now: MonotonicInstant) -> [Event] { connect(now: now) }
+
+    /// When `tick` next has something to do.
+    var nextWake: MonotonicInstant? {
+        if let reconnectAt { return reconnectAt }
+        if socket != nil, session == nil { return connectStartedAt + settings.relayConnectTimeout }
+        return session?.nextWake
+    }
+
+    func tick(now: MonotonicInstant) -> [Event] {
+        if let due = reconnectAt, now >= due {
+            reconnectAt = nil
+            return connect(now: now)
+        }
+        if socket != nil, session == nil, now - connectStartedAt >= settings.relayConnectTimeout {
+            return fail("no TCP connection within \(settings.relayConnectTimeout)", refused: false, now: now)
+        }
+        guard var session else { return [] }
+        let outputs = session.tick(now: now)
+        self.session = session
+        return handle(outputs, now: now)
+    }
+
+    /// Publishes a sealed frame; dropped (counted) unless connected with room to write it.
+    func publish(_ frame: [UInt8], on subject: String, now: MonotonicInstant) -> [Event] {
+        guard let session, session.phase == .established, frame.count <= session.maxPayload ?? 0 else {
+            statistics.framesDropped += 1
+            return []
+        }
+        let command = NatsCommand.pub(subject, payload: frame)
+        guard outbound.count - outboundStart + command.count <= settings.relayWriteBufferBytesMax else {
+            statistics.framesDropped += 1
+            return []
+        }
+        statistics.framesPublished += 1
+        return write(command, now: now)
+    }
+
+    /// The socket is readable: reads up to `relayReadTurnBytesMax`.
+    func readable(now: MonotonicInstant) -> [Event] {
+        guard let socket else { return [] }
+        guard session != nil else { return [] }  // a connect's result comes through `writable`
+        var events: [Event] = []
+        var total = 0
+        while total < settings.relayReadTurnBytesMax, self.socket == socket {
+            let count = readBuffer.withUnsafeMutableBytes {
+                recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                return events + fail("reading: \(String(cString: strerror(errno)))", refused: false, now: now)
+            }
+            if count == 0 { return events + fail("the server closed the connection", refused: false, now: now) }
+            total += count
+            statistics.bytesRead += count
+            guard var session = self.session else { break }
+            let outputs = session.received(readBuffer[0..<count], now: now)
+            self.session = session
+            statistics.oversized = session.oversizedSkipped
+            events += handle(outputs, now: now)
+        }
+        return events
+    }
+
+    /// The socket is writable: the connect finished, or there is room for waiting bytes.
+    func writable(now: MonotonicInstant) -> [Event] {
+        guard let socket else { return [] }
+        if session == nil {
+            var code: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(socket, SOL_SOCKET, SO_ERROR, &code, &length)
+            guard code == 0 else {
+                return fail("connecting: \(String(cString: strerror(code)))", refused: false, now: now)
+            }
+            session = NatsSession(
+                credentials: servers.server.credentials, subjects: subjects, clientName: clientName, settings: settings,
+                now: now)
+            loop.setWantsWrite(socket, !outboundIsEmpty)
+            return []
+        }
+        return flush(now: now)
+    }
+
+    /// Closes the connection (the agent is exiting).
+    func close() {
+        guard let socket else { return }
+        loop.unwatch(socket)
+        Glibc.close(socket)
+        self.socket = nil
+        session = nil
+    }
+
+    // MARK: Connecting
+
+    private func connect(now: MonotonicInstant) -> [Event] {
+        let server = servers.server
+        let (address, length) = UDPTransport.socketAddress(server.endpoint, scope: 0)
+        let family = server.endpoint.address.isIPv4 ? AF_INET : AF_INET6
+        let fd = Glibc.socket(
+            family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return fail("socket: \(String(cString: strerror(errno)))", refused: false, now: now) }
+        var on: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        var storage = address
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
+        }
+        socket = fd
+        session = nil
+        outbound.removeAll(keepingCapacity: true)
+        outboundStart = 0
+        connectStartedAt = now
+        statistics.server = server.name
+        let handlers = self.handlers
+        loop.watch(fd, readable: handlers.readable, writable: handlers.writable)
+        if status != 0, errno != EINPROGRESS {
+            return fail("connecting: \(String(cString: strerror(errno)))", refused: false, now: now)
+        }
+        loop.setWantsWrite(fd, true)
+        return []
+    }
+
+    private func handle(_ outputs: [NatsSession.Output], now: MonotonicInstant) -> [Event] {
+        var events: [Event] = []
+        for output in outputs {
+            switch output {
+            case .send(let bytes):
+                events += write(bytes, now: now)
+            case .established(let info):
+                let learned = servers.learn(info.connectURLs)
+                guard !statistics.connected else {
+                    if learned > 0 {
+                        events.append(.diagnose("relay: the cluster announced \(learned) more server(s)"))
+                    }
+                    continue
+                }
+                statistics.connected = true
+                if everEstablished { statistics.reconnections += 1 }
+                everEstablished = true
+                servers.succeeded()
+                lastFailure = nil
+                events.append(
+                    .diagnose(
+                        "relay: connected to \(servers.server.name) (nats-server \(info.version), \(servers.servers.count) server(s) known)"
+                    ))
+            case .message(let subject, let payload):
+                statistics.framesReceived += 1
+                events.append(.frame(subject: subject, payload: payload))
+            case .failed(let reason, let refused):
+                return events + fail(reason, refused: refused, now: now)
+            case .notice(let text):
+                events.append(.diagnose("relay \(servers.server.name): \(text)"))
+            }
+        }
+        return events
+    }
+
+    private var outboundIsEmpty: Bool { outboundStart >= outbound.count }
+
+    private func write(_ bytes: [UInt8], now: MonotonicInstant) -> [Event] {
+        if outboundIsEmpty {
+            outbound.removeAll(keepingCapacity: true)
+            outboundStart = 0
+        }
+        outbound += bytes
+        return flush(now: now)
+    }
+
+    private func flush(now: MonotonicInstant) -> [Event] {
+        guard let socket, session != nil else { return [] }
+        while !outboundIsEmpty {
+            let written = outbound[outboundStart...].withUnsafeBytes {
+                send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                return fail("writing: \(String(cString: strerror(errno)))", refused: false, now: now)
+            }
+            outboundStart += written
+            statistics.bytesWritten += written
+        }
+        if outboundIsEmpty {
+            outbound.removeAll(keepingCapacity: true)
+            outboundStart = 0
+        } else if outboundStart > settings.relayWriteBufferBytesMax / 2 {
+            outbound.removeFirst(outboundStart)
+            outboundStart = 0
+        }
+        loop.setWantsWrite(socket, !outboundIsEmpty)
+        return []
+    }
+
+    /// The connection failed or ended: closes it and sets when to try the next server.
+    private func fail(_ reason: String, refused: Bool, now: MonotonicInstant) -> [Event] {
+        let server = servers.server.name
+        close()
+        statistics.connected = false
+        let wait = servers.failed(random: &random)
+        reconnectAt = now + wait
+        let text = "relay \(server): \(reason)\(refused ? " (the credentials in the --relay URL were refused)" : "")"
+        // Each failure is said once until a connection succeeds: a server that keeps refusing
+        // does not fill the log.
+        guard text != lastFailure else { return [] }
+        lastFailure = text
+        let next = servers.server.name
+        let millis = wait.nanoseconds / 1_000_000
+        return [.diagnose(text + (millis > 0 ? "; trying \(next) in \(millis) ms" : "; trying \(next)"))]
+    }
+}
