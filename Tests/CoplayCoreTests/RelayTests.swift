@@ -1,0 +1,116 @@
+import Testing
+
+@testable import CoplayCore
+
+/// What the core knows of the relay: how frames are sealed and named (`RelaySeal`), and that a
+/// peer heard on the LAN stays reached there though its datagrams also come through the relay.
+@Suite struct RelayTests {
+    private let key = (0..<32).map { UInt8($0) }
+    private let nonce = [UInt8](repeating: 7, count: 12)
+
+    @Test func aFrameOpensOnlyUnderItsKeyAndSubject() {
+        let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        let datagram = Array("a datagram, tag and all".utf8)
+        let frame = seal.seal(datagram, subject: seal.groupSubject, nonce: nonce)
+        #expect(frame.count == datagram.count + RelaySeal.overheadBytes)
+        #expect(frame[0] == RelaySeal.version)
+        #expect(!frame.windowContains(Array("datagram".utf8)), "nothing readable on the relay")
+        #expect(seal.open(frame, subject: seal.groupSubject) == datagram)
+        let peer = PeerID(0xC0FFEE)
+        #expect(seal.open(frame, subject: seal.peerSubject(peer)) == nil, "moved to another subject")
+        var otherKey = key
+        otherKey[0] ^= 1
+        #expect(RelaySeal(keys: [otherKey], sessionName: "movie night").open(frame, subject: seal.groupSubject) == nil)
+        var tampered = frame
+        tampered[tampered.count / 2] ^= 0x20
+        #expect(seal.open(tampered, subject: seal.groupSubject) == nil)
+        var version = frame
+        version[0] = 2
+        #expect(seal.open(version, subject: seal.groupSubject) == nil)
+        #expect(seal.open(Array(frame.prefix(RelaySeal.overheadBytes)), subject: seal.groupSubject) == nil)
+    }
+
+    /// Someone on the same NATS server without the key cannot guess the subjects: they depend on
+    /// the key and the session's name, and say neither.
+    @Test func subjectsComeFromTheKeyAndTheSession() {
+        let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        #expect(seal.groupSubject.hasPrefix("coplay.") && seal.groupSubject.hasSuffix(".all"))
+        #expect(seal.groupSubject.count == "coplay.".count + 32 + ".all".count)
+        #expect(!seal.groupSubject.contains("movie"))
+        var otherKey = key
+        otherKey[31] ^= 1
+        #expect(RelaySeal(keys: [otherKey], sessionName: "movie night").groupSubject != seal.groupSubject)
+        #expect(RelaySeal(keys: [key], sessionName: "movie night 2").groupSubject != seal.groupSubject)
+        let peer = PeerID(0xABC)
+        #expect(seal.peerSubject(peer) == seal.prefixes[0] + ".p.0000000000000abc")
+        #expect(seal.subscriptions(own: peer) == [seal.groupSubject, seal.peerSubject(peer)])
+    }
+
+    /// During a key rotation an agent with the new key and the old one below it seals with the
+    /// new, subscribes under both, and opens what agents still on the old key send.
+    @Test func aRotationOpensTheOldKeysFrames() {
+        var newKey = key
+        newKey[5] ^= 0xFF
+        let old = RelaySeal(keys: [key], sessionName: "s")
+        let rotating = RelaySeal(keys: [newKey, key], sessionName: "s")
+        #expect(rotating.subscriptions(own: PeerID(1)).contains(old.groupSubject))
+        let frame = old.seal([1, 2, 3], subject: old.groupSubject, nonce: nonce)
+        #expect(rotating.open(frame, subject: old.groupSubject) == [1, 2, 3])
+        #expect(rotating.groupSubject != old.groupSubject)
+    }
+
+    @Test func relayEndpointsNameTheirPeerInADiscardOnlyBlock() {
+        let endpoint = Endpoint.relay(PeerID(0x1234_5678_9ABC_DEF0))
+        #expect(endpoint.isRelay)
+        #expect(endpoint.relayPeer == PeerID(0x1234_5678_9ABC_DEF0))
+        #expect(endpoint.description == "relay/123456789abcdef0")
+        #expect(endpoint.address.bytes.prefix(8) == [1, 0, 0, 0, 0, 0, 0, 0])
+        #expect(!Endpoint(address: 0x7F00_0001, port: 4).isRelay)
+        #expect(Endpoint(address: IPAddress.parse("100::1")!, port: 4).isRelay)
+        #expect(!Endpoint(address: IPAddress.parse("100:0:0:1::1")!, port: 4).isRelay)
+    }
+
+    /// A peer heard on the LAN stays served by the LAN while its announcements also arrive
+    /// through the relay; when the LAN has been silent for `relayNetworkPreferredFor`, the relay
+    /// takes over; when the LAN is heard again, it takes back.
+    @Test func aPeerHeardOnTheLANStaysServedByTheLAN() {
+        let settings = Settings()
+        var membership = Membership(settings: settings)
+        var random = SplitMix64(seed: 1)
+        membership.start(now: at(0).monotonic, random: &random)
+        let carol = Member(id: PeerID(0xCA401), incarnation: Incarnation(3))
+        let lan = Endpoint(address: 0x7F00_0003, port: 50_003)
+        let relay = Endpoint.relay(carol.id)
+        let announcement = Announcement(unicastPort: lan.port, name: "carol")
+        func announce(from source: Endpoint, at millis: Double) {
+            _ = membership.onAnnouncement(
+                announcement, isHello: false, from: carol, source: source, heardAt: at(millis).monotonic)
+        }
+        announce(from: lan, at: 100)
+        announce(from: relay, at: 120)
+        #expect(membership.peers[carol.id]?.endpoint == lan)
+        announce(from: relay, at: 100 + settings.relayNetworkPreferredFor.milliseconds - 1)
+        #expect(membership.peers[carol.id]?.endpoint == lan)
+        announce(from: relay, at: 100 + settings.relayNetworkPreferredFor.milliseconds + 1)
+        #expect(membership.peers[carol.id]?.endpoint == Endpoint(address: relay.address, port: lan.port))
+        announce(from: lan, at: 3000)
+        #expect(membership.peers[carol.id]?.endpoint == lan)
+        // The LAN's copy arriving second (a replay to the gate) still counts as heard on the LAN.
+        membership.heardOnNetwork(carol, at: lan, heardAt: at(3100).monotonic)
+        announce(from: relay, at: 3000 + settings.relayNetworkPreferredFor.milliseconds + 50)
+        #expect(membership.peers[carol.id]?.endpoint == lan)
+
+        // A peer heard only through the relay is reached there from the start.
+        let dave = Member(id: PeerID(0xDA7E), incarnation: Incarnation(3))
+        _ = membership.onAnnouncement(
+            announcement, isHello: true, from: dave, source: .relay(dave.id), heardAt: at(200).monotonic)
+        #expect(membership.peers[dave.id]?.endpoint.relayPeer == dave.id)
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func windowContains(_ needle: [UInt8]) -> Bool {
+        guard needle.count <= count else { return false }
+        return (0...(count - needle.count)).contains { Array(self[$0..<($0 + needle.count)]) == needle }
+    }
+}
