@@ -1,0 +1,189 @@
+import CoplayCore
+import CoplayHarness
+import CoplayRuntime
+import Foundation
+import Glibc
+import Testing
+
+/// Agents that share no multicast path, joined through a NATS cluster of Debian's nats-server:
+/// two servers on loopback, clustered, with token auth, started and stopped by the test.
+@Suite(.serialized) struct RelayAgentTests {
+    @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
+    func agentsOnTwoGroupsFormOneThroughTheRelay_survivingTheirServersDeath() throws {
+        let cluster = try NatsCluster(servers: 2, token: "s3cret", salt: 0)
+        defer { cluster.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-relay-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("group.key").path
+        let otherKey = directory.appendingPathComponent("other.key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        _ = FileManager.default.createFile(atPath: otherKey, contents: Data(KeyFile.generate().utf8))
+        // Each agent on a multicast group of its own: nothing reaches the other but the relay.
+        func agent(_ name: String, group: Int, relays: [String], key: String) throws -> AgentProcess {
+            try AgentProcess(
+                executable: coplay, name: name,
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.78.\(group):\(privatePort(20 + group))", "--session",
+                    "relay-it", "--key-file", key,
+                ] + relays.flatMap { ["--relay", $0] })
+        }
+        let alice = try agent("alice", group: 1, relays: [cluster.url(0)], key: key)
+        // Bob knows only his own server: the other he learns from the cluster (connect_urls).
+        let bob = try agent("bob", group: 2, relays: [cluster.url(1)], key: key)
+        defer { for agent in [alice, bob] { agent.signal(SIGKILL) } }
+        let bobID = try #require(bob.waitForEvent(timeout: .seconds(10)) { $0.name == "session" }?["peer"] as? String)
+        let joined = alice.waitForEvent(timeout: .seconds(5)) {
+            $0.name == "peer-joined" && $0.peer("id") as? String == bobID
+        }
+        #expect(joined?.peer("path") as? String == "relay", "bob is reached through the relay")
+        #expect(bob.waitForEvent(timeout: .seconds(5)) { $0.name == "clock-synced" } != nil, "clocks sync over it")
+
+        alice.send("share https://example.com/relay.mp4 id=relay")
+        #expect(bob.waitForEvent(timeout: .seconds(3)) { $0.name == "activity" } != nil, "the share crosses")
+        bob.send("play")
+        usleep(600_000)
+        alice.send("pause")
+        #expect(
+            waitUntil(seconds: 3) { (bob.status()?["rate"] as? NSNumber)?.doubleValue == 0 },
+            "alice's pause reaches bob")
+
+        // Bob's server dies. He moves to the other within about a second, and nothing sent
+        // meanwhile is lost: the commands alice issues during the move reach him.
+        let mark = bob.diagnostics.count
+        cluster.kill(1)
+        alice.send("play")
+        alice.send("seek 42")
+        alice.send("pause")
+        #expect(
+            waitUntil(seconds: 2) {
+                bob.diagnostics.dropFirst(mark).contains { $0.contains("relay: connected to \(cluster.address(0))") }
+            }, "bob fails over within 2 s: \(bob.diagnostics.suffix(4))")
+        var statuses: [AgentEvent] = []
+        let converged = waitUntil(seconds: 5) {
+            statuses = [alice, bob].compactMap { $0.status() }
+            let delivered = Set(statuses.compactMap { counter($0, "commandsDelivered") })
+            return statuses.count == 2 && delivered.count == 1
+                && statuses.allSatisfy { ($0["position"] as? NSNumber)?.doubleValue ?? 0 >= 42 }
+                && statuses.allSatisfy { ($0["rate"] as? NSNumber)?.doubleValue == 0 }
+        }
+        #expect(converged, "both delivered the same commands, seek and pause included: \(statuses)")
+        let relay = try #require(bob.status()?["relay"] as? [String: Any])
+        #expect((relay["reconnections"] as? NSNumber)?.intValue == 1)
+        #expect(relay["connected"] as? Bool == true)
+        #expect(!alice.allEvents.contains { $0.name == "peer-left" }, "the move is no departure")
+
+        // A wrong token is refused with a clear error; a wrong key joins nobody.
+        let mallory = try agent("mallory", group: 3, relays: [cluster.url(0, token: "guess")], key: key)
+        let eve = try agent("eve", group: 4, relays: [cluster.url(0)], key: otherKey)
+        defer { for agent in [mallory, eve] { agent.signal(SIGKILL) } }
+        #expect(
+            waitUntil(seconds: 3) { mallory.diagnostics.contains { $0.contains("Authorization Violation") } },
+            "\(mallory.diagnostics)")
+        #expect(mallory.diagnostics.contains { $0.contains("credentials in the --relay URL were refused") })
+        #expect(
+            waitUntil(seconds: 3) {
+                eve.diagnostics.contains { $0.contains("relay: connected to") }
+            })
+        usleep(1_500_000)
+        #expect(eve.peers()?.isEmpty == true, "another key: other subjects, nobody heard")
+        #expect(mallory.peers()?.isEmpty == true)
+        #expect(alice.peers()?.count == 1, "only bob")
+
+        for agent in [alice, bob, mallory, eve] { agent.closeInput() }
+        for agent in [alice, bob, mallory, eve] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
+    @Test func relayWithoutAKeyFileRefusesToStart() throws {
+        let agent = try AgentProcess(
+            executable: coplay, name: "nokey", arguments: ["--interface", "lo", "--relay", "nats://127.0.0.1:1"])
+        #expect(agent.waitForExit(timeout: .seconds(5)) == 2)
+        #expect(agent.diagnostics.contains { $0.contains("--relay needs --key-file") })
+    }
+}
+
+private func counter(_ status: AgentEvent, _ name: String) -> Int? {
+    ((status["counters"] as? [String: Any])?[name] as? NSNumber)?.intValue
+}
+
+/// Polls `condition` every 50 ms for up to `seconds`.
+func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(50_000)
+    }
+    return condition()
+}
+
+/// nats-server processes on loopback, clustered (each routes to the first), with token auth;
+/// stopped by `stop()`, which the test defers (and `deinit`).
+final class NatsCluster: @unchecked Sendable {
+    static let serverPath: String? = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    let token: String
+    private let ports: [Int]
+    private var processes: [Process?]
+
+    init(servers: Int, token: String, salt: Int) throws {
+        guard let server = Self.serverPath else { throw LANError(description: "nats-server is not installed") }
+        self.token = token
+        let base = 20_000 + Int(getpid() % 2_000) * 8 + salt * 4
+        ports = (0..<servers).map { base + $0 }
+        processes = []
+        for index in 0..<servers {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: server)
+            var arguments = [
+                "-a", "127.0.0.1", "-p", String(ports[index]), "--auth", token, "--cluster_name", "coplay-it",
+                "--cluster", "nats://127.0.0.1:\(ports[index] + 2_000)",
+            ]
+            if index > 0 { arguments += ["--routes", "nats://127.0.0.1:\(ports[0] + 2_000)"] }
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            processes.append(process)
+        }
+        for port in ports {
+            guard waitUntil(seconds: 5, { Self.listens(port) }) else {
+                stop()
+                throw LANError(description: "nats-server on port \(port) did not start")
+            }
+        }
+        // The route between them: a server announces the other once it is up.
+        usleep(500_000)
+    }
+
+    func address(_ index: Int) -> String { "127.0.0.1:\(ports[index])" }
+
+    func url(_ index: Int, token: String? = nil) -> String { "nats://\(token ?? self.token)@\(address(index))" }
+
+    func kill(_ index: Int) {
+        guard let process = processes[index] else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        processes[index] = nil
+    }
+
+    func stop() { for index in processes.indices { kill(index) } }
+
+    deinit { stop() }
+
+    private static func listens(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
