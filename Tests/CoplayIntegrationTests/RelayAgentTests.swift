@@ -94,6 +94,82 @@ import Testing
         for agent in [alice, bob, mallory, eve] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
 
+    /// Tools/nats's configurations as shipped: each is accepted by `nats-server -t`; a home leaf
+    /// node (which only dials out) joined to a hub carries a group between an agent at home
+    /// and one on the hub. Run with their ports moved to this test's own.
+    @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
+    func theShippedConfigurationsWork_aHomeLeafNodeJoinsAHub() throws {
+        let server = try #require(NatsCluster.serverPath)
+        let tools = packageRoot.appendingPathComponent("Tools/nats")
+        let names = ["cluster-a", "cluster-b", "hub", "leaf-home"]
+        for name in names {
+            let (status, output) = try Locations.run(
+                server, ["-c", tools.appendingPathComponent("\(name).conf").path, "-t"])
+            #expect(status == 0 && output.contains("is valid"), "\(name).conf: \(output)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-leaf-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The shipped ports, moved to ones of this process.
+        let base = 30_000 + Int(getpid() % 2_000) * 8
+        let moves = [("4224", base), ("7422", base + 1), ("4225", base + 2)]
+        var servers: [Process] = []
+        defer {
+            for process in servers {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        for name in ["hub", "leaf-home"] {
+            var text = try String(contentsOf: tools.appendingPathComponent("\(name).conf"), encoding: .utf8)
+            for (from, to) in moves {
+                text = text.replacingOccurrences(of: ":\(from)", with: ":\(to)").replacingOccurrences(
+                    of: "port: \(from)", with: "port: \(to)")
+            }
+            let file = directory.appendingPathComponent("\(name).conf")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: server)
+            process.arguments = ["-c", file.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            servers.append(process)
+        }
+        let key = directory.appendingPathComponent("group.key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        func agent(_ name: String, group: Int, relay: String) throws -> AgentProcess {
+            try AgentProcess(
+                executable: coplay, name: name,
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.79.\(group):\(privatePort(30 + group))", "--session",
+                    "leaf-it", "--key-file", key, "--relay", relay,
+                ])
+        }
+        let away = try agent("away", group: 1, relay: "nats://CHANGE-ME-client-token@127.0.0.1:\(base)")
+        let home = try agent("home", group: 2, relay: "nats://CHANGE-ME-home-token@127.0.0.1:\(base + 2)")
+        defer { for agent in [away, home] { agent.signal(SIGKILL) } }
+        let homeID = try #require(home.waitForEvent(timeout: .seconds(10)) { $0.name == "session" }?["peer"] as? String)
+        let joined = away.waitForEvent(timeout: .seconds(10)) {
+            $0.name == "peer-joined" && $0.peer("id") as? String == homeID
+        }
+        #expect(
+            joined?.peer("path") as? String == "relay", "home is reached through leaf node and hub: \(home.diagnostics)"
+        )
+        away.send("share https://example.com/leaf.mp4 id=leaf")
+        #expect(home.waitForEvent(timeout: .seconds(3)) { $0.name == "activity" } != nil, "the share crosses")
+        home.send("play")
+        usleep(500_000)
+        home.send("pause")
+        #expect(
+            waitUntil(seconds: 3) {
+                (away.status()?["rate"] as? NSNumber)?.doubleValue == 0
+                    && (away.status()?["position"] as? NSNumber)?.doubleValue ?? 0 > 0.3
+            }, "home's play and pause reach the hub's agent")
+        for agent in [away, home] { agent.closeInput() }
+        for agent in [away, home] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
     @Test func relayWithoutAKeyFileRefusesToStart() throws {
         let agent = try AgentProcess(
             executable: coplay, name: "nokey", arguments: ["--interface", "lo", "--relay", "nats://127.0.0.1:1"])
