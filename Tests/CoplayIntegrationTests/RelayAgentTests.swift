@@ -170,6 +170,76 @@ import Testing
         for agent in [away, home] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
 
+    /// What the relay carries, captured off loopback with tcpdump: nothing readable (the share's
+    /// URL and title are nowhere in the capture's bytes); `coplay dump --key-file` opens every
+    /// frame and decodes the datagrams inside; without the key it says they are sealed.
+    @Test(
+        .enabled(
+            if: NatsCluster.serverPath != nil && isRoot
+                && FileManager.default.isExecutableFile(atPath: "/usr/bin/tcpdump"),
+            "needs nats-server, root and tcpdump"))
+    func theRelayCarriesNothingReadable_andDumpOpensItWithTheKey() throws {
+        let cluster = try NatsCluster(servers: 1, token: "capture", salt: 1)
+        defer { cluster.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-relaycap-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("group.key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        let capture = directory.appendingPathComponent("relay.pcap").path
+        let port = cluster.address(0).split(separator: ":").last.map(String.init) ?? ""
+        let tcpdump = Process()
+        tcpdump.executableURL = URL(fileURLWithPath: "/usr/bin/tcpdump")
+        // Bounded: at most 20,000 packets. It starts with every signal blocked (as the test
+        // runner's threads have them), so it is stopped with SIGKILL; -U has written each
+        // packet as it came.
+        tcpdump.arguments = ["-Z", "root", "-c", "20000", "-i", "lo", "-U", "-w", capture, "tcp", "port", port]
+        tcpdump.standardError = FileHandle.nullDevice
+        tcpdump.standardOutput = FileHandle.nullDevice
+        try tcpdump.run()
+        defer { if tcpdump.isRunning { kill(tcpdump.processIdentifier, SIGKILL) } }
+        usleep(700_000)
+        let agents = try (1...2).map { index in
+            try AgentProcess(
+                executable: coplay, name: "sealed\(index)",
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.80.\(index):\(privatePort(40 + index))", "--session",
+                    "sealed-it", "--key-file", key, "--relay", cluster.url(0),
+                ])
+        }
+        defer { for agent in agents { agent.signal(SIGKILL) } }
+        #expect(agents[0].waitForEvent(timeout: .seconds(5)) { $0.name == "clock-synced" } != nil)
+        agents[0].send("share https://example.com/private-movie.mp4 id=secret title=\"Our private title\"")
+        #expect(agents[1].waitForEvent(timeout: .seconds(3)) { $0.name == "activity" } != nil)
+        agents[1].send("play")
+        usleep(300_000)
+        for agent in agents { agent.closeInput() }
+        for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
+        usleep(300_000)
+        kill(tcpdump.processIdentifier, SIGKILL)
+        tcpdump.waitUntilExit()
+
+        let bytes = try #require(FileManager.default.contents(atPath: capture))
+        for secret in ["private-movie", "Our private title", "sealed1", "sealed-it"] {
+            #expect(bytes.range(of: Data(secret.utf8)) == nil, "'\(secret)' is readable on the relay")
+        }
+        let (status, opened) = try Locations.run(coplay, ["dump", capture, "--json", "--key-file", key])
+        #expect(status == 0)
+        let lines = opened.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let relayed = lines.filter { ($0["relaySubject"] as? String)?.hasPrefix("coplay.") == true }
+        let types = Set(relayed.compactMap { $0["type"] as? String })
+        #expect(types.isSuperset(of: ["hello", "probe", "probe-reply", "command"]), "\(types.sorted())")
+        #expect(relayed.allSatisfy { $0["tag"] as? String == "valid" })
+        #expect(opened.contains("private-movie"), "opened with the key, the share is there")
+        #expect(!lines.contains { $0["opened"] as? Bool == false }, "every frame opened")
+        let (_, sealed) = try Locations.run(coplay, ["dump", capture])
+        #expect(sealed.contains("sealed (--key-file opens it)"))
+        #expect(!sealed.contains("private-movie"))
+        #expect(sealed.contains("0 coplay datagrams"), "\(sealed.suffix(300))")
+    }
+
     @Test func relayWithoutAKeyFileRefusesToStart() throws {
         let agent = try AgentProcess(
             executable: coplay, name: "nokey", arguments: ["--interface", "lo", "--relay", "nats://127.0.0.1:1"])

@@ -15,6 +15,10 @@ public enum Dump {
         /// With a key file: datagrams whose tag is wrong (forged, or another key) or missing.
         public var forged = 0
         public var untagged = 0
+        /// Frames of a relay (`--relay`) found in the capture's NATS connections, and how many of
+        /// them did not open under the key file (or were not opened: no key file).
+        public var relayFrames = 0
+        public var relaySealed = 0
     }
 
     /// The lines for a whole capture, and the totals.
@@ -29,42 +33,84 @@ public enum Dump {
         var lines: [String] = []
         let contents = try CaptureFile.read(bytes)
         totals.truncatedAt = contents.truncatedAt
+        var streams = RelayStreams()
+        // The relay's seal does not depend on the session: any key file's frames open here.
+        let seal = keys.map { RelaySeal(keys: $0, sessionName: "") }
         for packet in contents.packets {
             totals.packets += 1
-            guard let datagram = PacketDecoder.udpDatagram(in: packet), datagram.payload.starts(with: WireFormat.magic)
-            else {
-                totals.skipped += 1
-                continue
-            }
-            totals.coplay += 1
-            switch Result(catching: { () throws(DecodeError) -> Datagram in try WireFormat.decode(datagram.payload) }) {
-            case .success(let decoded):
-                if case .hello(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
-                if case .heartbeat(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
-                var verdict: String?
-                if let keys {
-                    if sessionKeys[decoded.session] == nil, sessionKeys.count < 64 {
-                        sessionKeys[decoded.session] = GroupKeys(keys: keys, session: decoded.session)
+            var found: [CapturedDatagram] = []
+            if let datagram = PacketDecoder.udpDatagram(in: packet) {
+                if datagram.payload.starts(with: WireFormat.magic) { found.append(datagram) }
+            } else if let segment = PacketDecoder.tcpSegment(in: packet) {
+                for frame in streams.add(segment) where frame.subject.hasPrefix("coplay.") {
+                    totals.relayFrames += 1
+                    guard let opened = seal?.open(frame.payload, subject: frame.subject) else {
+                        totals.relaySealed += 1
+                        lines.append(describeSealed(frame, keyed: seal != nil, json: json))
+                        continue
                     }
-                    let groupKeys = sessionKeys[decoded.session] ?? GroupKeys(keys: keys, session: decoded.session)
-                    if decoded.authTag.isEmpty {
-                        verdict = "absent"
-                        totals.untagged += 1
-                    } else if decoded.authTag.count == GroupKeys.tagBytes, groupKeys.verifies(Array(datagram.payload)) {
-                        verdict = "valid"
-                    } else {
-                        verdict = "forged"
-                        totals.forged += 1
-                    }
+                    found.append(
+                        CapturedDatagram(
+                            timestampNanos: frame.timestampNanos, source: frame.source, destination: frame.destination,
+                            payload: opened, relaySubject: frame.subject))
                 }
-                lines.append(
-                    describe(decoded, at: datagram, name: names[decoded.sender.id], tag: verdict, json: json))
-            case .failure(let error):
-                totals.malformed += 1
-                lines.append(describeMalformed(error, at: datagram, json: json))
+            }
+            if found.isEmpty { totals.skipped += 1 }
+            for datagram in found {
+                describeDatagram(
+                    datagram, keys: keys, sessionKeys: &sessionKeys, names: &names, totals: &totals, lines: &lines,
+                    json: json)
             }
         }
         return (lines, totals)
+    }
+
+    /// One coplay datagram, from the network or opened from the relay: decoded, its tag checked.
+    private static func describeDatagram(
+        _ datagram: CapturedDatagram, keys: [[UInt8]]?, sessionKeys: inout [SessionID: GroupKeys],
+        names: inout [PeerID: String], totals: inout Totals, lines: inout [String], json: Bool
+    ) {
+        totals.coplay += 1
+        switch Result(catching: { () throws(DecodeError) -> Datagram in try WireFormat.decode(datagram.payload) }) {
+        case .success(let decoded):
+            if case .hello(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
+            if case .heartbeat(let announcement) = decoded.payload { names[decoded.sender.id] = announcement.name }
+            var verdict: String?
+            if let keys {
+                if sessionKeys[decoded.session] == nil, sessionKeys.count < 64 {
+                    sessionKeys[decoded.session] = GroupKeys(keys: keys, session: decoded.session)
+                }
+                let groupKeys = sessionKeys[decoded.session] ?? GroupKeys(keys: keys, session: decoded.session)
+                if decoded.authTag.isEmpty {
+                    verdict = "absent"
+                    totals.untagged += 1
+                } else if decoded.authTag.count == GroupKeys.tagBytes, groupKeys.verifies(Array(datagram.payload)) {
+                    verdict = "valid"
+                } else {
+                    verdict = "forged"
+                    totals.forged += 1
+                }
+            }
+            lines.append(
+                describe(decoded, at: datagram, name: names[decoded.sender.id], tag: verdict, json: json))
+        case .failure(let error):
+            totals.malformed += 1
+            lines.append(describeMalformed(error, at: datagram, json: json))
+        }
+    }
+
+    /// A relay frame that was not opened: no key file, or another key.
+    static func describeSealed(_ frame: RelayStreams.Frame, keyed: Bool, json: Bool) -> String {
+        let why = keyed ? "does not open under the key file" : "sealed (--key-file opens it)"
+        if json {
+            return JSONValue.object([
+                ("time", .int(frame.timestampNanos)), ("source", .string(frame.source.description)),
+                ("destination", .string(frame.destination.description)), ("relaySubject", .string(frame.subject)),
+                ("sealedBytes", .int(Int64(frame.payload.count))), ("opened", .bool(false)),
+            ]).serialized
+        }
+        return
+            "\(timeText(frame.timestampNanos)) \(frame.source) > \(frame.destination) relay \(frame.subject) \(frame.payload.count) bytes \(why)"
     }
 
     /// Runs the command: reads the file (or standard input for "-"), prints, returns the exit status.
@@ -81,6 +127,8 @@ public enum Dump {
             StandardStreams.writeError(
                 "coplay dump: \(totals.packets) packets, \(totals.coplay) coplay datagrams (\(totals.malformed) malformed), \(totals.skipped) other packets skipped"
                     + (keys == nil ? "" : "; tags: \(totals.forged) forged, \(totals.untagged) absent")
+                    + (totals.relayFrames == 0
+                        ? "" : "; \(totals.relayFrames) relay frames, \(totals.relaySealed) not opened")
                     + (totals.truncatedAt.map { "; the last record, at offset \($0), is cut off (not decoded)" } ?? ""))
             return 0
         } catch {
@@ -146,11 +194,13 @@ public enum Dump {
             if let name { members.append(("senderName", .string(name))) }
             if !datagram.authTag.isEmpty { members.append(("authTagBytes", .int(Int64(datagram.authTag.count)))) }
             if let tag { members.append(("tag", .string(tag))) }
+            if let subject = captured.relaySubject { members.append(("relaySubject", .string(subject))) }
             return JSONValue.object(members + fields).serialized
         }
         let who = name.map { "\($0) " } ?? ""
+        let via = captured.relaySubject.map { " relay \($0)" } ?? ""
         return
-            "\(timeText(captured.timestampNanos)) \(captured.source) > \(captured.destination) \(datagram.payload.type) session=\(datagram.session.description.prefix(8)) from \(who)\(datagram.sender) seq=\(datagram.sequence) \(words)"
+            "\(timeText(captured.timestampNanos)) \(captured.source) > \(captured.destination)\(via) \(datagram.payload.type) session=\(datagram.session.description.prefix(8)) from \(who)\(datagram.sender) seq=\(datagram.sequence) \(words)"
             + (tag.map { " tag=\($0 == "forged" ? "FORGED" : $0)" } ?? "")
     }
 

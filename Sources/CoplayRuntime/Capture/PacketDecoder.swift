@@ -6,6 +6,19 @@ public struct CapturedDatagram: Sendable {
     public var source: Endpoint
     public var destination: Endpoint
     public var payload: [UInt8]
+    /// For a datagram carried by a relay (opened from a NATS PUB or MSG in a TCP stream): the
+    /// subject it was published on; the endpoints are then the TCP connection's.
+    public var relaySubject: String? = nil
+}
+
+/// A TCP segment found in a captured packet (the relay's connections to its NATS servers).
+struct CapturedSegment {
+    var timestampNanos: Int64
+    var source: Endpoint
+    var destination: Endpoint
+    var sequence: UInt32
+    var isSyn: Bool
+    var payload: ArraySlice<UInt8>
 }
 
 /// Digs the UDP payload out of a captured packet: the link layer (BSD loopback, Ethernet with
@@ -14,6 +27,56 @@ public struct CapturedDatagram: Sendable {
 /// datagram here and gives nil.
 public enum PacketDecoder {
     public static func udpDatagram(in packet: CapturedPacket) -> CapturedDatagram? {
+        guard let (data, ipOffset) = ipLayer(of: packet) else { return nil }
+        switch data[ipOffset] >> 4 {
+        case 4: return ipv4(data, at: ipOffset, timestampNanos: packet.timestampNanos)
+        case 6: return ipv6(data, at: ipOffset, timestampNanos: packet.timestampNanos)
+        default: return nil
+        }
+    }
+
+    /// A TCP segment of IPv4 or IPv6 (TCP directly after the fixed header; not a fragment).
+    static func tcpSegment(in packet: CapturedPacket) -> CapturedSegment? {
+        guard let (data, ip) = ipLayer(of: packet) else { return nil }
+        let tcp: Int
+        let end: Int
+        let source: IPAddress
+        let destination: IPAddress
+        switch data[ip] >> 4 {
+        case 4:
+            guard data.count >= ip + 20 else { return nil }
+            let headerLength = Int(data[ip] & 0x0F) * 4
+            let totalLength = Int(data[ip + 2]) << 8 | Int(data[ip + 3])
+            let fragment = Int(data[ip + 6] & 0x3F) << 8 | Int(data[ip + 7])
+            guard headerLength >= 20, data[ip + 9] == 6, fragment == 0, ip + totalLength <= data.count,
+                totalLength >= headerLength + 20
+            else { return nil }
+            func address(_ at: Int) -> IPAddress {
+                IPAddress(ipv4: data[at..<at + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            }
+            (tcp, end, source, destination) = (ip + headerLength, ip + totalLength, address(ip + 12), address(ip + 16))
+        case 6:
+            guard data.count >= ip + 60, data[ip + 6] == 6 else { return nil }
+            let payloadLength = Int(data[ip + 4]) << 8 | Int(data[ip + 5])
+            guard payloadLength >= 20, ip + 40 + payloadLength <= data.count else { return nil }
+            (tcp, end) = (ip + 40, ip + 40 + payloadLength)
+            source = IPAddress(ipv6: data[(ip + 8)..<(ip + 24)])
+            destination = IPAddress(ipv6: data[(ip + 24)..<(ip + 40)])
+        default:
+            return nil
+        }
+        let offset = Int(data[tcp + 12] >> 4) * 4
+        guard offset >= 20, tcp + offset <= end else { return nil }
+        func port(_ at: Int) -> UInt16 { UInt16(data[at]) << 8 | UInt16(data[at + 1]) }
+        let sequence = data[(tcp + 4)..<(tcp + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return CapturedSegment(
+            timestampNanos: packet.timestampNanos, source: Endpoint(address: source, port: port(tcp)),
+            destination: Endpoint(address: destination, port: port(tcp + 2)), sequence: sequence,
+            isSyn: data[tcp + 13] & 0x02 != 0, payload: data[(tcp + offset)..<end])
+    }
+
+    /// The packet's bytes and where its IP header starts, past the link layer.
+    private static func ipLayer(of packet: CapturedPacket) -> ([UInt8], Int)? {
         let data = Array(packet.data)
         let ipOffset: Int
         // EtherType (or the loopback family) when the link layer names the network layer.
@@ -39,11 +102,7 @@ public enum PacketDecoder {
         default: return nil
         }
         guard data.count > ipOffset else { return nil }
-        switch data[ipOffset] >> 4 {
-        case 4: return ipv4(data, at: ipOffset, timestampNanos: packet.timestampNanos)
-        case 6: return ipv6(data, at: ipOffset, timestampNanos: packet.timestampNanos)
-        default: return nil
-        }
+        return (data, ipOffset)
     }
 
     private static func ipv4(_ data: [UInt8], at ipOffset: Int, timestampNanos: Int64) -> CapturedDatagram? {

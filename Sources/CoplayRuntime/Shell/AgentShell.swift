@@ -440,7 +440,7 @@ public actor AgentShell {
         var system = SystemRandomNumberGenerator()
         let client = RelayClient(
             seeds: relaySeeds, subjects: seal.subscriptions(own: instance.identity.id),
-            clientName: "coplay \(instance.identity.name)", settings: instance.settings, seed: system.next(),
+            clientName: "coplay", settings: instance.settings, seed: system.next(),
             loop: loop,
             readable: { [self] in assumeIsolated { $0.relayReadable() } },
             writable: { [self] in assumeIsolated { $0.relayWritable() } })
