@@ -82,7 +82,7 @@ extension Benchmarks {
     }
 
     /// A `Tools/lan` LAN on a hub with `link`, for the duration of `body`.
-    private static func onLAN<T>(hosts: Int, link: String, dtim: Int, bench: String, _ body: (String) throws -> T)
+    static func onLAN<T>(hosts: Int, link: String, dtim: Int, bench: String, _ body: (String) throws -> T)
         throws -> T
     {
         let prefix = "cpw\(getpid() % 10_000)"
@@ -184,7 +184,7 @@ extension Benchmarks {
     }
 
     /// Offsets for `seconds`, then `trials` pauses and unpauses set in the first player.
-    private static func measureAir(_ players: [MpvClient], seconds: Int, trials: Int) throws -> AirFigures {
+    static func measureAir(_ players: [MpvClient], seconds: Int, trials: Int) throws -> AirFigures {
         var figures = AirFigures(system: "", link: "", hosts: players.count)
         let first = players[0]
         var offsets: [Double] = []

@@ -16,6 +16,7 @@ let usage = """
            coplay-bench soak [--seeds N] [--large-groups N]
            coplay-bench tag
            coplay-bench wifi [--hosts N,…] [--links wired,wifi,wan] [--dtim 1-3] [--trials N] [--seconds S] [--svg DIR]
+           coplay-bench relay [--trials N] [--seconds S]
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
@@ -52,6 +53,11 @@ let usage = """
                   offsets between the players for S seconds, pause and unpause set in one mpv → the others following
                   (--trials, default 20), false departures and lost commands; with --svg DIR also wifi-pause.svg
                   (root; needs mpv, ffmpeg and ethtool)
+      relay       two sites of a test LAN on the wan model (20 ms one way; no multicast between them), a
+                  nats-server at each, clustered: the other site seen after an agent starts, idle relay traffic per
+                  agent, a headless mpv at each site (offsets for S seconds, pause and unpause across, --trials,
+                  default 20), and fail-over when the connected server is killed (time, commands lost)
+                  (root; needs mpv, ffmpeg, ethtool and nats-server)
       hub         the forwarding hub of a test LAN with a link model (Tools/lan up N --link …; root, inside the
                   LAN's hub namespace): forwards the frames of the hub's veth ends P1,P2,… with the delays and losses
                   of the wired, wifi (one access point; DTIM period 1-3) or wan (two sites) model, for at most S
@@ -117,6 +123,29 @@ if kind == "wifi" {
     do {
         try Benchmarks.wifi(
             options, hostCounts: hosts, links: links, dtim: dtim, trials: options.rounds, bench: ownPath)
+        exit(0)
+    } catch {
+        print("bench failed: \(error)")
+        exit(1)
+    }
+}
+if kind == "relay" {
+    let ownPath =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var options = Benchmarks.Options(
+        kind: kind, rounds: 20, agents: 2, seconds: 10,
+        executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--trials": options.rounds = numbers(value, in: 1...1000, "--trials takes a count", "20")[0]
+        case "--seconds": options.seconds = numbers(value, in: 1...3600, "--seconds takes a duration", "10")[0]
+        case "--coplay": options.executable = value
+        default: fail("unknown option '\(flag)' for relay (--trials, --seconds, --coplay)")
+        }
+    }
+    do {
+        try Benchmarks.relay(options, trials: options.rounds, bench: ownPath)
         exit(0)
     } catch {
         print("bench failed: \(error)")

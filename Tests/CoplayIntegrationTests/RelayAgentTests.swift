@@ -333,3 +333,123 @@ final class NatsCluster: @unchecked Sendable {
         }
     }
 }
+
+/// A NATS "server" of the test's own that misbehaves on purpose, one way per connection: the
+/// agent must cut each connection, count it, connect again, and keep running with its memory
+/// bounded.
+@Suite struct HostileRelayServerTests {
+    @Test func anAgentSurvivesAHostileServer_cuttingEachConnection_withMemoryBounded() throws {
+        let listener = try TestListener()
+        defer { listener.close() }
+        let info = "INFO {\"server_id\":\"hostile\",\"version\":\"6.6.6\",\"max_payload\":1048576}\r\n"
+        let ways: [(String, @Sendable (Int32) -> Void)] = [
+            (
+                "a line longer than",
+                { fd in sendAll(fd, Array("INFO ".utf8) + [UInt8](repeating: 0x41, count: 64_000_000)) }
+            ),
+            ("beyond the server's max_payload", { fd in sendAll(fd, Array((info + "MSG x 1 99999999999\r\n").utf8)) }),
+            (
+                "an unknown operation",
+                { fd in
+                    sendAll(
+                        fd, Array("GARBAGE in\r\n".utf8) + (0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 7919) })
+                }
+            ),
+            ("no answer to the handshake", { fd in sendAll(fd, Array(info.utf8)) }),
+            (
+                "a MSG's payload is not followed by CRLF",
+                { fd in
+                    sendAll(fd, Array((info + "PONG\r\nMSG x 1 5\r\nabcdefgh\r\n").utf8))
+                }
+            ),
+        ]
+        listener.serve(ways.map(\.1))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-hostile-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("group.key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        let agent = try AgentProcess(
+            executable: coplay, name: "victim",
+            arguments: [
+                "--interface", "lo", "--group", "239.255.81.1:\(privatePort(50))", "--key-file", key, "--relay",
+                "nats://t@127.0.0.1:\(listener.port)",
+            ])
+        defer { agent.signal(SIGKILL) }
+        for (what, _) in ways {
+            #expect(
+                waitUntil(seconds: 15) { agent.diagnostics.contains { $0.contains(what) } },
+                "never cut for \(what): \(agent.diagnostics.suffix(5))")
+        }
+        let status = agent.status()
+        #expect(status?["state"] as? String == "joined", "the agent runs on")
+        let relay = status?["relay"] as? [String: Any]
+        #expect(relay?["connected"] as? Bool == false)
+        // Its peak memory: the 64 MB line was cut at 16 KB, the 100 GB MSG never buffered.
+        let peakKB = try String(contentsOfFile: "/proc/\(agent.pid)/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            .flatMap { $0.split(separator: " ").dropFirst().first.flatMap { Int($0) } }
+        #expect((peakKB ?? .max) < 40_000, "peak resident memory \(peakKB ?? -1) kB")
+        print("hostile relay server: 5 ways cut, the agent's peak resident memory \(peakKB ?? -1) kB")
+        agent.closeInput()
+        #expect(agent.waitForExit(timeout: .seconds(5)) == 0)
+    }
+}
+
+private func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent > 0 else { return }
+        offset += sent
+    }
+}
+
+/// A TCP listener on loopback that answers the i-th connection with the i-th behaviour (the last
+/// one again after that), reading and discarding what the client sends, and closes it after 3 s.
+private final class TestListener: @unchecked Sendable {
+    let fd: Int32
+    let port: UInt16
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw LANError(description: "listen on loopback failed") }
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    func serve(_ ways: [@Sendable (Int32) -> Void]) {
+        let fd = self.fd
+        Thread {
+            var served = 0
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                let way = ways[min(served, ways.count - 1)]
+                served += 1
+                Thread {
+                    way(client)
+                    var sink = [UInt8](repeating: 0, count: 4096)
+                    var timeout = timeval(tv_sec: 3, tv_usec: 0)
+                    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    while recv(client, &sink, sink.count, 0) > 0 {}
+                    Glibc.close(client)
+                }.start()
+            }
+        }.start()
+    }
+
+    func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
+}

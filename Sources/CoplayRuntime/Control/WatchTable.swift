@@ -57,7 +57,19 @@ public enum WatchTable {
                 "repair: nacks sent \(count("nacksSent")), duplicates received \(count("duplicateCommands")); "
                     + "correction: nudge \(signed(player?["rateNudgePercent"]?.number, 3))%, rate nudges \(count("rateNudges")), "
                     + "seek corrections \(count("seekCorrections"))",
-            ]).joined(separator: "\n")
+            ] + relayLine(status["relay"])).joined(separator: "\n")
+    }
+
+    /// With `--relay`: its server, whether connected, reconnections and frames.
+    private static func relayLine(_ relay: JSONValue?) -> [String] {
+        guard let relay, relay != .null else { return [] }
+        func number(_ key: String) -> Int64 { relay[key]?.integer ?? 0 }
+        let state = relay["connected"] == .bool(true) ? "connected to" : "not connected; trying"
+        return [
+            "relay: \(state) \(relay["server"]?.string ?? "-"), reconnections \(number("reconnections")); frames "
+                + "published \(number("framesPublished")), received \(number("framesReceived")), dropped \(number("framesDropped")), "
+                + "refused \(number("framesRefused"))"
+        ]
     }
 
     private static func strings(_ value: JSONValue?) -> [String] {
