@@ -312,12 +312,14 @@ public struct Settings: Sendable, Equatable {
     /// two heartbeats, so that one lost heartbeat does not move a LAN peer to the relay.
     public var relayNetworkPreferredFor: Duration = .seconds(2)
     /// With nothing heard from the relay server for this long, the client sends a PING…
-    public var relayPingInterval: Duration = .milliseconds(400)
-    /// …and with nothing for this long it gives the server up and connects to another: within
-    /// a second, before the group's peers suspect this agent (`suspectAfter` is 750 ms, and the
-    /// next server is usually reached in milliseconds). An idle agent costs the server a PING
-    /// and a PONG (12 bytes) per `relayPingInterval` when no peer's heartbeat came meanwhile.
-    public var relayDeadAfter: Duration = .milliseconds(1000)
+    public var relayPingInterval: Duration = .milliseconds(250)
+    /// …and with nothing heard for this long it gives the server up and connects to another, and
+    /// heartbeats at once there (`Instance.onPathRestored`): the peers that heard nothing from
+    /// this agent meanwhile hear it again before `deadAfter` (1.25 s) of silence. With 1 s, a
+    /// frozen server cost a false departure in one run of three (`RelayAgentTests`). A PING and
+    /// a PONG are 12 bytes; one goes only when no peer's datagram came for `relayPingInterval`.
+    /// On the wan model a lost PONG is retransmitted within some 250 ms.
+    public var relayDeadAfter: Duration = .milliseconds(700)
     /// A TCP connection and the NATS handshake (INFO, CONNECT, PONG) must end within this long.
     public var relayConnectTimeout: Duration = .seconds(1)
     /// After a failed attempt the next server is tried at once; after a whole round of them

@@ -108,6 +108,23 @@ import Testing
     }
 }
 
+@Suite struct PathRestoredTests {
+    /// When the relay reconnects the next heartbeat goes at once, not at its time: peers that
+    /// heard nothing meanwhile hear the agent before they give it up.
+    @Test func aRestoredPathBringsTheHeartbeatForward() {
+        var membership = Membership(settings: Settings())
+        var random = SplitMix64(seed: 3)
+        membership.start(now: at(0).monotonic, random: &random)
+        _ = membership.tick(now: at(0).monotonic, random: &random)
+        _ = membership.tick(now: at(400).monotonic, random: &random)  // the hellos of the burst
+        let due = membership.nextWake!
+        #expect(due > at(401).monotonic)
+        #expect(!membership.tick(now: at(401).monotonic, random: &random).contains(.announce(isHello: false)))
+        membership.heartbeatNow(at(401).monotonic)
+        #expect(membership.tick(now: at(401).monotonic, random: &random).contains(.announce(isHello: false)))
+    }
+}
+
 extension Array where Element == UInt8 {
     fileprivate func windowContains(_ needle: [UInt8]) -> Bool {
         guard needle.count <= count else { return false }

@@ -90,8 +90,36 @@ import Testing
         #expect(mallory.peers()?.isEmpty == true)
         #expect(alice.peers()?.count == 1, "only bob")
 
-        for agent in [alice, bob, mallory, eve] { agent.closeInput() }
-        for agent in [alice, bob, mallory, eve] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+        for agent in [mallory, eve] { agent.signal(SIGKILL) }
+
+        // A server that stops answering without closing its connections (frozen, its host gone):
+        // the agents' own keep-alive gives it up within about a second, and they move to the
+        // other server, restarted meanwhile.
+        try cluster.start(1)
+        usleep(1_000_000)  // the route again
+        let marks = (alice.diagnostics.count, bob.diagnostics.count)
+        let frozenAt = Date()
+        cluster.signal(0, SIGSTOP)
+        let moved = waitUntil(seconds: 4) {
+            [(alice, marks.0), (bob, marks.1)].allSatisfy { agent, mark in
+                agent.diagnostics.dropFirst(mark).contains { $0.contains("relay: connected to \(cluster.address(1))") }
+            }
+        }
+        let movedAfter = Date().timeIntervalSince(frozenAt)
+        #expect(moved, "both left the frozen server: \(alice.diagnostics.suffix(3)) \(bob.diagnostics.suffix(3))")
+        #expect(movedAfter < 2.5, "moved after \(movedAfter) s")
+        alice.send("seek 50")
+        #expect(
+            waitUntil(seconds: 4) { (bob.status()?["position"] as? NSNumber)?.doubleValue ?? 0 >= 50 },
+            "a seek after the move reaches bob")
+        let departures = [alice, bob].map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
+        print(
+            "relay: a frozen server was left by both agents within \(Int(movedAfter * 1000)) ms; peer-left events: \(departures)"
+        )
+        cluster.kill(0)
+
+        for agent in [alice, bob] { agent.closeInput() }
+        for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
 
     /// Tools/nats's configurations as shipped: each is accepted by `nats-server -t`; a home leaf
@@ -274,33 +302,46 @@ final class NatsCluster: @unchecked Sendable {
     private var processes: [Process?]
 
     init(servers: Int, token: String, salt: Int) throws {
-        guard let server = Self.serverPath else { throw LANError(description: "nats-server is not installed") }
+        guard Self.serverPath != nil else { throw LANError(description: "nats-server is not installed") }
         self.token = token
         let base = 20_000 + Int(getpid() % 2_000) * 8 + salt * 4
         ports = (0..<servers).map { base + $0 }
-        processes = []
+        processes = Array(repeating: nil, count: servers)
         for index in 0..<servers {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: server)
-            var arguments = [
-                "-a", "127.0.0.1", "-p", String(ports[index]), "--auth", token, "--cluster_name", "coplay-it",
-                "--cluster", "nats://127.0.0.1:\(ports[index] + 2_000)",
-            ]
-            if index > 0 { arguments += ["--routes", "nats://127.0.0.1:\(ports[0] + 2_000)"] }
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            processes.append(process)
-        }
-        for port in ports {
-            guard waitUntil(seconds: 5, { Self.listens(port) }) else {
+            do {
+                try start(index)
+            } catch {
                 stop()
-                throw LANError(description: "nats-server on port \(port) did not start")
+                throw error
             }
         }
         // The route between them: a server announces the other once it is up.
         usleep(500_000)
+    }
+
+    /// Starts server `index` (again), each routing to the first, and waits until it listens.
+    func start(_ index: Int) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.serverPath!)
+        var arguments = [
+            "-a", "127.0.0.1", "-p", String(ports[index]), "--auth", token, "--cluster_name", "coplay-it",
+            "--cluster", "nats://127.0.0.1:\(ports[index] + 2_000)",
+        ]
+        if index > 0 { arguments += ["--routes", "nats://127.0.0.1:\(ports[0] + 2_000)"] }
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        processes[index] = process
+        guard waitUntil(seconds: 5, { Self.listens(ports[index]) }) else {
+            throw LANError(description: "nats-server on port \(ports[index]) did not start")
+        }
+    }
+
+    /// Sends `number` to server `index` (SIGSTOP freezes it with its connections open).
+    func signal(_ index: Int, _ number: Int32) {
+        guard let process = processes[index] else { return }
+        Glibc.kill(process.processIdentifier, number)
     }
 
     func address(_ index: Int) -> String { "127.0.0.1:\(ports[index])" }

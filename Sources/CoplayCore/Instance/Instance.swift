@@ -156,6 +156,15 @@ public struct Instance: Sendable {
         }
     }
 
+    /// A path to the group came back after an outage (the relay's connection, `--relay`): a
+    /// heartbeat goes at once rather than at its time, so that peers who heard nothing from this
+    /// agent meanwhile do not give it up.
+    public mutating func onPathRestored(now: Timestamp) -> [Directive] {
+        guard state.isJoined else { return [] }
+        membership.heartbeatNow(now.monotonic)
+        return onTick(now: now)
+    }
+
     /// The wake-up the last directive list asked for (or a spurious one: it is harmless).
     public mutating func onTick(now: Timestamp) -> [Directive] {
         var out: [Directive] = []

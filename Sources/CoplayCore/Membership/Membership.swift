@@ -116,6 +116,13 @@ struct Membership: Sendable {
         peers[sender.id] = record
     }
 
+    /// A path to the group came back (the relay reconnected): the next heartbeat goes now, so
+    /// that peers who heard nothing meanwhile hear this agent before they give it up.
+    mutating func heartbeatNow(_ now: MonotonicInstant) {
+        guard let due = nextHeartbeatAt, due > now else { return }
+        nextHeartbeatAt = now
+    }
+
     /// A leave from `sender`.
     mutating func onLeave(_ reason: LeaveReason, from sender: Member, at now: MonotonicInstant) -> [Output] {
         guard let record = peers[sender.id], record.member == sender else {

@@ -7,7 +7,7 @@ import CoplayCore
 /// alive on its own: with nothing heard for `relayPingInterval` it sends a PING, and with
 /// nothing heard for `relayDeadAfter` it gives the server up. (NATS clients keep the protocol's
 /// two-minute PING interval by default, and have been seen to take minutes to notice a server
-/// that vanished; an agent must move within about a second, before its peers suspect it.)
+/// that vanished; an agent must move within a second, before its peers give it up.)
 struct NatsSession {
     enum Output: Equatable {
         /// Bytes to write to the server.

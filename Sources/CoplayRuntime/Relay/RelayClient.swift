@@ -13,6 +13,8 @@ final class RelayClient {
         /// A frame arrived on `subject`.
         case frame(subject: String, payload: [UInt8])
         case diagnose(String)
+        /// The server accepted the connection and the subscriptions (the first time, or again).
+        case connected
     }
 
     /// What `ctl status` shows of the relay.
@@ -216,6 +218,7 @@ final class RelayClient {
                     .diagnose(
                         "relay: connected to \(servers.server.name) (nats-server \(info.version), \(servers.servers.count) server(s) known)"
                     ))
+                events.append(.connected)
             case .message(let subject, let payload):
                 statistics.framesReceived += 1
                 events.append(.frame(subject: subject, payload: payload))

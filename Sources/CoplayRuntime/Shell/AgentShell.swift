@@ -471,6 +471,9 @@ public actor AgentShell {
             switch event {
             case .diagnose(let text):
                 diagnose(text)
+            case .connected:
+                let now = clock.now()
+                finishIf(carryOut(instance.onPathRestored(now: now)))
             case .frame(let subject, let frame):
                 guard let seal = relaySeal else { continue }
                 guard let datagram = seal.open(frame, subject: subject),
