@@ -305,6 +305,16 @@ public struct Settings: Sendable, Equatable {
     /// end) by unicast besides multicast: the cost of a command stays bounded in a large group.
     public var unicastFanOutMax = 16
 
+    // MARK: The queue
+    /// Entries the group's queue holds: an evening's playlist is tens, a season a few hundred;
+    /// 1,000 bounds what a late joiner's snapshot carries (some 700 bytes an entry at most). An
+    /// add past it is refused with an error where it is typed, and counted where it arrives.
+    public var queueEntriesMax = 1000
+    /// At the end of an entry the agent of smallest id on it advances the group at once; the
+    /// next waits this long for that advance before making it itself, the next twice as long…
+    /// (players in sync end within a millisecond of each other; an advance takes a few to arrive).
+    public var queueAdvanceStagger: Duration = .milliseconds(250)
+
     // MARK: Relay (`--relay`)
     /// A peer announced over the network within this long is reached over the network, though
     /// its announcements arrive through the relay too; after this much silence on the network

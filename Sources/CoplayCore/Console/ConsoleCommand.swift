@@ -37,6 +37,28 @@ public enum ConsoleCommand: Hashable, Sendable {
     case whatHappened(seconds: Double)
     /// Send an app message to everyone (nil) or to the named participants.
     case message(to: [String]?, unreliable: Bool, text: String)
+    /// Show or change the group's queue.
+    case queue(QueueRequest)
+    /// Move the whole group to the next entry of the queue (or the previous one).
+    case next
+    case previous
+
+    /// What `queue …` asks.
+    public enum QueueRequest: Hashable, Sendable {
+        /// `queue`: print the queue.
+        case show
+        /// `queue add URL [id=ID] [title=T] [duration=S] [after=ID|first|last]`.
+        case add(url: String, id: String?, title: String, durationSeconds: Double?, after: QueueAnchor)
+        case remove(id: String)
+        case move(id: String, after: QueueAnchor)
+        case clear
+    }
+
+    /// Where an entry goes: at the start, at the end, or after an entry.
+    public enum QueueAnchor: Hashable, Sendable {
+        case first, last
+        case after(String)
+    }
 
     /// How a command is typed and what it does, for `help` and for error messages.
     public struct Usage: Hashable, Sendable {
@@ -58,6 +80,19 @@ public enum ConsoleCommand: Hashable, Sendable {
             name: "load", synopsis: "load <url> [id=<item-id>] [duration=<s>] [buffer=<s>]",
             summary: "make an item current on this agent only", example: "load file:///movies/bbb.mp4 id=bbb buffer=0.5"
         ),
+        Usage(
+            name: "queue",
+            synopsis:
+                "queue [add <url> [id=<id>] [title=…] [duration=<s>] [after=<id>|first|last] | remove <id> | move <id> after=<id>|first|last | clear]",
+            summary: "show the group's queue, or change it (the first entry added becomes the activity)",
+            example: "queue add https://example.com/ep2.mp4 id=ep2 title=\"Episode 2\" after=ep1"),
+        Usage(
+            name: "next", synopsis: "next",
+            summary: "move the whole group to the queue's next entry (playing on if it was)",
+            example: "next"),
+        Usage(
+            name: "previous", synopsis: "previous", summary: "move the whole group to the queue's previous entry",
+            example: "previous"),
         Usage(
             name: "play", synopsis: "play [rate]", summary: "coordinated start: everyone waits until all are ready",
             example: "play 1.5"),
@@ -180,6 +215,9 @@ public enum ConsoleCommand: Hashable, Sendable {
         case "leave": return try noArguments(.leave)
         case "join": return try noArguments(.join)
         case "pause": return try noArguments(.pause)
+        case "next": return try noArguments(.next)
+        case "previous": return try noArguments(.previous)
+        case "queue": return .queue(try queueRequest(tokens, line: line, fail: fail))
         case "end":
             let reason = arguments.joined(separator: " ")
             guard reason.utf8.count <= WireFormat.endReasonBytesMax else {
@@ -298,6 +336,78 @@ public enum ConsoleCommand: Hashable, Sendable {
             return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
         default:
             preconditionFailure("'\(name)' has a usage but no parser")
+        }
+    }
+
+    /// The words after `queue`.
+    private static func queueRequest(
+        _ tokens: [Token], line: String, fail: (String) -> ParseError
+    ) throws(ParseError) -> QueueRequest {
+        let arguments = tokens.map(\.word)
+        guard let verb = arguments.first?.lowercased() else { return .show }
+        func entryID(_ text: String) throws(ParseError) -> String {
+            guard !text.isEmpty, text.utf8.count <= WireFormat.itemIDBytesMax, !text.contains("=") else {
+                throw fail("an entry id is 1 to \(WireFormat.itemIDBytesMax) bytes without '=', not '\(text)'")
+            }
+            return text
+        }
+        func anchor(_ text: String) throws(ParseError) -> QueueAnchor {
+            switch text {
+            case "first": return .first
+            case "last": return .last
+            default: return .after(try entryID(text))
+            }
+        }
+        switch verb {
+        case "add":
+            guard tokens.count >= 2,
+                !["id", "title", "duration", "after"].contains(where: { tokens[1].word.hasPrefix($0 + "=") })
+            else { throw fail("'queue add' needs the item's URL first") }
+            let raw = line[tokens[1].raw]
+            let url =
+                raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"")
+                    && !raw.dropFirst().dropLast().contains("\"")
+                ? tokens[1].word : String(raw)
+            guard url.utf8.count <= WireFormat.urlBytesMax else {
+                throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
+            }
+            var options: [String: String] = [:]
+            for argument in arguments.dropFirst(2) {
+                guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
+                let key = String(argument[..<equals])
+                guard ["id", "title", "duration", "after"].contains(key) else {
+                    throw fail("unknown option '\(key)' (id, title, duration, after)")
+                }
+                guard options[key] == nil else { throw fail("'\(key)' given twice") }
+                options[key] = String(argument[argument.index(after: equals)...])
+            }
+            let id = try options["id"].map { text throws(ParseError) in try entryID(text) }
+            let title = options["title"] ?? ""
+            guard title.utf8.count <= WireFormat.metadataBytesMax else {
+                throw fail("title is longer than \(WireFormat.metadataBytesMax) bytes")
+            }
+            var duration: Double?
+            if let text = options["duration"] {
+                guard let value = Double(text), value.isFinite, value >= 0.001, value <= WireFormat.positionMax else {
+                    throw fail("duration must be a number of seconds from 0.001, not '\(text)'")
+                }
+                duration = value
+            }
+            let after = try options["after"].map { text throws(ParseError) in try anchor(text) } ?? .last
+            return .add(url: url, id: id, title: title, durationSeconds: duration, after: after)
+        case "remove":
+            guard arguments.count == 2 else { throw fail("'queue remove' takes the entry's id") }
+            return .remove(id: try entryID(arguments[1]))
+        case "move":
+            guard arguments.count == 3, arguments[2].hasPrefix("after=") else {
+                throw fail("'queue move' takes the entry's id and after=<id>|first|last")
+            }
+            return .move(id: try entryID(arguments[1]), after: try anchor(String(arguments[2].dropFirst(6))))
+        case "clear":
+            guard arguments.count == 1 else { throw fail("'queue clear' takes no arguments") }
+            return .clear
+        default:
+            throw fail("'queue \(verb)': the queue takes add, remove, move or clear (or nothing, to show it)")
         }
     }
 

@@ -107,13 +107,15 @@ public struct Counters: Hashable, Sendable {
     public var messagesSent = 0
     public var messagesReceived = 0
     public var messagesIncomplete = 0
+    /// Queue adds not taken in because the queue held `Settings.queueEntriesMax` entries.
+    public var queueAddsRefused = 0
 
     public init() {}
 
     /// What a machine counts: it says so in an output, and the router adds it here.
     public enum Tally: Hashable, Sendable {
         case commandsApplied, commandsSuperseded, driftCorrections, playerSamples, rateNudges, seekCorrections,
-            messagesSent, messagesReceived, messagesIncomplete
+            messagesSent, messagesReceived, messagesIncomplete, queueAddsRefused
     }
 
     mutating func add(_ tally: Tally) {
@@ -127,6 +129,7 @@ public struct Counters: Hashable, Sendable {
         case .messagesSent: messagesSent += 1
         case .messagesReceived: messagesReceived += 1
         case .messagesIncomplete: messagesIncomplete += 1
+        case .queueAddsRefused: queueAddsRefused += 1
         }
     }
 

@@ -54,6 +54,41 @@ public enum Event: Hashable, Sendable {
     case messageSent(MessageSent)
     /// This agent caught up from a member's snapshot of the group state (state transfer).
     case stateAdopted(StateAdoptedReport)
+    /// The group's queue changed: an entry added, removed or moved, the queue cleared, or the
+    /// group moved to an entry. Reported once by every agent, with who did it.
+    case queueChanged(QueueChangeReport)
+    /// The answer to `queue`.
+    case queue(QueueReport)
+}
+
+/// A change to the queue, with the entry's title for people.
+public struct QueueChangeReport: Hashable, Sendable {
+    public var change: QueueChange
+    public var title: String?
+    public var url: String?
+    public init(change: QueueChange, title: String?, url: String?) {
+        self.change = change
+        self.title = title
+        self.url = url
+    }
+}
+
+/// The queue as it stands, in order, and the entry the group is on.
+public struct QueueReport: Hashable, Sendable {
+    public struct Entry: Hashable, Sendable {
+        public var item: QueueItem
+        public var addedBy: Originator
+        public init(item: QueueItem, addedBy: Originator) {
+            self.item = item
+            self.addedBy = addedBy
+        }
+    }
+    public var entries: [Entry]
+    public var current: String?
+    public init(entries: [Entry], current: String?) {
+        self.entries = entries
+        self.current = current
+    }
 }
 
 /// A snapshot adopted: whose, how many winning commands it carried, and how many commands it

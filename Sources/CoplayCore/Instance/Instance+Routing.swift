@@ -139,6 +139,12 @@ extension Instance {
                             StateAdoptedReport(
                                 from: from, snapshot: adoption.snapshot, winners: adoption.winners.count,
                                 commandsCovered: adoption.covered))))
+                for winner in adoption.winners where winner.envelope.command.operation.isQueue {
+                    let originator = membership.originator(
+                        winner.envelope.dot.origin, local: member, localName: identity.name)
+                    // Taken in silently: the queue as it stands, not its history.
+                    _ = queue.apply(winner.envelope, originator: originator)
+                }
                 // The winners are history: the player follows the final state once it is all here.
                 routePlayback(
                     playback.apply(adoption.winners, isHistory: true, context(now)), now: now,
@@ -184,7 +190,9 @@ extension Instance {
     /// What this agent's snapshot for a peer whose digest is `digest` is made of (the router
     /// supplies it to `StateTransfer`, as raft's application supplies its Storage snapshot).
     func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
-        let winners = playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? [])
+        var winners = playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? [])
+        var dots = Set(winners.map(\.dot))
+        for winner in queue.winners where dots.insert(winner.dot).inserted { winners.append(winner) }
         return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)
     }
 
@@ -198,9 +206,16 @@ extension Instance {
         counters.commandsDelivered += batch.count
         var forPlayback: [Ordering.Delivered] = []
         for delivered in batch {
-            if case .message(let part) = delivered.envelope.command.operation {
+            switch delivered.envelope.command.operation {
+            case .message(let part):
                 onMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true, now: now, into: &out)
-            } else {
+            case .queue(let operation):
+                let originator = membership.originator(
+                    delivered.envelope.dot.origin, local: member, localName: identity.name)
+                routeQueue(queue.apply(delivered.envelope, originator: originator), into: &out)
+                // A move to an entry is also the activity and its item's first state.
+                if case .advance = operation { forPlayback.append(delivered) }
+            default:
                 forPlayback.append(delivered)
             }
         }
@@ -322,7 +337,7 @@ extension Instance {
         let directives = reach.withUnicastCopies(
             directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: wanted, now: now.monotonic)
         if case .exit = directives.last { return directives }
-        var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake]
+        var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake, queueEndDue?.due]
         if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake, ordering.nextCopyAt] }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]

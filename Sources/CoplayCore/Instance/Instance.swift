@@ -32,6 +32,13 @@ public struct Instance: Sendable {
     var transfer: StateTransfer
     var authentication: Authentication
     var paths: MulticastPath
+    var queue: SharedQueue
+    /// Queue adds typed here, for the ids of entries added without one.
+    var queueAddsIssued = 0
+    /// The entry whose end this agent already advanced from (the player may say so twice).
+    var queueEndAdvanced: String?
+    /// An advance at an entry's end waiting for its turn (`advanceAtEnd`).
+    var queueEndDue: (entry: String, due: MonotonicInstant)?
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
     /// reach by unicast as well as by multicast (`--peer`).
@@ -55,6 +62,7 @@ public struct Instance: Sendable {
         reach = Reach(settings: settings, seeds: seeds)
         transfer = StateTransfer(settings: settings)
         paths = MulticastPath(settings: settings)
+        queue = SharedQueue(entriesMax: settings.queueEntriesMax)
         authentication = Authentication(keys: keys, session: session, settings: settings)
     }
 
@@ -111,6 +119,12 @@ public struct Instance: Sendable {
             routePlayback(playback.onCommand(command, context(now)), now: now, into: &out)
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text, now: now, into: &out)
+        case .queue(let request):
+            onQueueCommand(request, now: now, into: &out)
+        case .next:
+            onStep(forward: true, now: now, into: &out)
+        case .previous:
+            onStep(forward: false, now: now, into: &out)
         }
         decideStart(now: now, into: &out)
         return finish(out, now: now)
@@ -151,6 +165,7 @@ public struct Instance: Sendable {
         case .ready, .stalled, .stallEnded, .ended, .sample:
             var out: [Directive] = []
             routePlayback(playback.onPlayerReport(report, context(now)), now: now, into: &out)
+            if case .ended = report { advanceAtEnd(now: now, into: &out) }
             decideStart(now: now, into: &out)
             return finish(out, now: now)
         }
@@ -190,6 +205,7 @@ public struct Instance: Sendable {
             routeTransfer(transfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
         }
         routeMessaging(messaging.tick(now: now.monotonic), now: now, into: &out)
+        advanceIfDue(now: now, into: &out)
         let (ordering, membership) = (self.ordering, self.membership)
         let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
         routePlayback(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
@@ -205,6 +221,9 @@ public struct Instance: Sendable {
             transfer.reset()
             paths.onNewIncarnation()
             playback.reset()
+            queue.reset()
+            queueEndAdvanced = nil
+            queueEndDue = nil
         }
         membership.start(now: now.monotonic, random: &random)
         out.append(.emit(.session(SessionReport(state: state, member: member))))

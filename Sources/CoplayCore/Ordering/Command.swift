@@ -60,6 +60,15 @@ public enum Operation: Hashable, Sendable {
     case rate(rate: Double, position: Double, at: WallInstant)
     /// One part of a reliable app message (GroupSessionMessenger); not playback state.
     case message(MessagePart)
+    /// A change to the group's queue, or a move of the group to one of its entries
+    /// (`SharedQueue`).
+    case queue(QueueOperation)
+
+    /// A change to the queue or a move of the group to an entry.
+    public var isQueue: Bool {
+        if case .queue = self { return true }
+        return false
+    }
 
     public var name: String {
         switch self {
@@ -71,6 +80,7 @@ public enum Operation: Hashable, Sendable {
         case .pause: "pause"
         case .rate: "rate"
         case .message: "message"
+        case .queue(let operation): operation.name
         }
     }
 
@@ -78,7 +88,9 @@ public enum Operation: Hashable, Sendable {
     public func shifted(by nanos: Int64) -> Operation {
         func shift(_ wall: WallInstant) -> WallInstant { WallInstant(unixNanos: wall.unixNanos &+ nanos) }
         switch self {
-        case .share, .message: return self
+        case .queue(.advance(let from, let item, let rate, let requestedAt)):
+            return .queue(.advance(from: from, to: item, rate: rate, requestedAt: shift(requestedAt)))
+        case .share, .message, .queue: return self
         case .play(let rate, let position, let requestedAt):
             return .play(rate: rate, position: position, requestedAt: shift(requestedAt))
         case .seek(let position, let resumeRate, let requestedAt):

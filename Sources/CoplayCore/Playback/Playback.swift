@@ -108,8 +108,11 @@ struct Playback: Sendable {
     var isSuspended: Bool { suspensions.isSuspended }
     var catchingUp: Bool { suspensions.contains(Suspension.stallRecovery) }
     var sharedActivity: Activity? {
-        if case .share(let activity)? = activity?.command.operation { return activity }
-        return nil
+        switch activity?.command.operation {
+        case .share(let activity)?: return activity
+        case .queue(.advance(_, let item, _, _))?: return item.activity
+        default: return nil
+        }
     }
 
     // MARK: Console commands
@@ -196,7 +199,9 @@ struct Playback: Sendable {
         case .stall(let seconds):
             guard requireItem(into: &out) != nil else { break }
             out.append(.player(.simulateStall(seconds: seconds)))
-        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened, .message:
+        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened, .message, .queue,
+            .next,
+            .previous:
             preconditionFailure("\(command) is not a playback command")
         }
         return out
@@ -297,6 +302,16 @@ struct Playback: Sendable {
                 incomingItem = proposed.itemID
                 out.append(.emit(.activityChanged(proposed, originator: context.originator(envelope.dot.origin))))
                 continue
+            }
+            // A move to a queue entry shares its item, and is that item's first group state
+            // (paused at its start, or a coordinated start from there).
+            if case .queue(.advance(_, let item, _, _)) = command.operation,
+                activity.map({ envelope.orderKey > $0.orderKey }) ?? true
+            {
+                activity = envelope
+                activityChanged = true
+                incomingItem = item.id
+                out.append(.emit(.activityChanged(item.activity, originator: context.originator(envelope.dot.origin))))
             }
             guard let timeline = Timeline(command.operation, dot: envelope.dot) else { continue }
             if let existing = items[command.item], existing.winner.orderKey > envelope.orderKey {

@@ -49,6 +49,12 @@ public enum Timeline: Hashable, Sendable {
     public init?(_ operation: Operation, dot: Dot) {
         switch operation {
         case .share, .message: return nil
+        case .queue(.advance(_, _, let rate, let requestedAt)):
+            // The next item, from its start: paused there, or a coordinated start from there.
+            self =
+                rate > 0
+                ? .waiting(position: 0, rate: rate, trigger: dot, requestedAt: requestedAt) : .paused(position: 0)
+        case .queue: return nil
         case .play(let rate, let position, let requestedAt):
             self = .waiting(position: position, rate: rate, trigger: dot, requestedAt: requestedAt)
         case .seek(let position, let resumeRate, let requestedAt):

@@ -33,6 +33,58 @@ extension WireFormat {
         case pause = 6
         case rate = 7
         case message = 8
+        case queueAdd = 9
+        case queueRemove = 10
+        case queueMove = 11
+        case queueClear = 12
+        case advance = 13
+        case queueEntry = 14
+    }
+
+    static func writeQueueItem(_ item: QueueItem, into writer: inout ByteWriter) {
+        writer.writeShortString(item.id)
+        writer.writeLongString(item.url)
+        writer.writeShortString(item.title)
+        writer.write(item.durationSeconds ?? 0)
+    }
+
+    static func readQueueItem(from reader: inout ByteReader) throws(DecodeError) -> QueueItem {
+        let id = try reader.readShortString(maxBytes: itemIDBytesMax, field: "queue entry id")
+        guard !id.isEmpty else { throw DecodeError(.malformedPayload, "empty queue entry id") }
+        let url = try reader.readLongString(maxBytes: urlBytesMax, field: "queue url")
+        guard !url.isEmpty else { throw DecodeError(.malformedPayload, "empty queue url") }
+        let title = try reader.readShortString(maxBytes: metadataBytesMax, field: "queue title")
+        let seconds = try reader.readDouble(in: 0...positionMax, field: "queue duration")
+        return QueueItem(id: id, url: url, title: title, durationSeconds: seconds > 0 ? seconds : nil)
+    }
+
+    static func writeQueuePosition(_ position: QueuePosition, into writer: inout ByteWriter) {
+        precondition((1...QueuePosition.depthMax).contains(position.identifiers.count), "queue position depth")
+        writer.write(UInt8(position.identifiers.count))
+        for identifier in position.identifiers {
+            writer.write(identifier.digit)
+            writer.write(identifier.site)
+            writer.write(identifier.counter)
+        }
+    }
+
+    /// 1 to `depthMax` identifiers, the last with a digit of 1 or more (a position made by
+    /// `QueuePosition.between` always ends so, and `between` relies on it).
+    static func readQueuePosition(from reader: inout ByteReader) throws(DecodeError) -> QueuePosition {
+        let count = Int(try reader.readUInt8())
+        guard (1...QueuePosition.depthMax).contains(count) else {
+            throw DecodeError(.malformedPayload, "queue position of \(count) levels")
+        }
+        var identifiers: [QueuePosition.Identifier] = []
+        for _ in 0..<count {
+            identifiers.append(
+                QueuePosition.Identifier(
+                    digit: try reader.readUInt16(), site: try reader.readUInt64(), counter: try reader.readUInt32()))
+        }
+        guard identifiers[count - 1].digit >= 1 else {
+            throw DecodeError(.malformedPayload, "a queue position ending in digit 0")
+        }
+        return QueuePosition(identifiers)
     }
 
     static func writeMessagePart(_ part: MessagePart, into writer: inout ByteWriter) {
@@ -161,6 +213,32 @@ extension WireFormat {
         case .message(let part):
             writer.write(OperationCode.message.rawValue)
             writeMessagePart(part, into: &writer)
+        case .queue(.add(let item, let position)):
+            writer.write(OperationCode.queueAdd.rawValue)
+            writeQueueItem(item, into: &writer)
+            writeQueuePosition(position, into: &writer)
+        case .queue(.remove(let id, let added)):
+            writer.write(OperationCode.queueRemove.rawValue)
+            writer.writeShortString(id)
+            writeDot(added, into: &writer)
+        case .queue(.move(let id, let position)):
+            writer.write(OperationCode.queueMove.rawValue)
+            writer.writeShortString(id)
+            writeQueuePosition(position, into: &writer)
+        case .queue(.clear(let covering)):
+            writer.write(OperationCode.queueClear.rawValue)
+            writeVectorClock(covering, into: &writer)
+        case .queue(.advance(let from, let item, let rate, let requestedAt)):
+            writer.write(OperationCode.advance.rawValue)
+            writer.writeShortString(from ?? "")
+            writeQueueItem(item, into: &writer)
+            writer.write(rate)
+            writer.write(requestedAt.unixNanos)
+        case .queue(.placed(let item, let position, let added)):
+            writer.write(OperationCode.queueEntry.rawValue)
+            writeQueueItem(item, into: &writer)
+            writeQueuePosition(position, into: &writer)
+            writeDot(added, into: &writer)
         }
     }
 
@@ -214,6 +292,33 @@ extension WireFormat {
         case .pause: operation = .pause(position: try position(), at: try wall())
         case .rate: operation = .rate(rate: try rate(positive: false), position: try position(), at: try wall())
         case .message: operation = .message(try readMessagePart(from: &reader))
+        case .queueAdd:
+            operation = .queue(.add(try readQueueItem(from: &reader), at: try readQueuePosition(from: &reader)))
+        case .queueRemove:
+            let id = try reader.readShortString(maxBytes: itemIDBytesMax, field: "queue entry id")
+            guard !id.isEmpty else { throw DecodeError(.malformedPayload, "empty queue entry id") }
+            operation = .queue(.remove(id: id, added: try readDot(from: &reader)))
+        case .queueMove:
+            let id = try reader.readShortString(maxBytes: itemIDBytesMax, field: "queue entry id")
+            guard !id.isEmpty else { throw DecodeError(.malformedPayload, "empty queue entry id") }
+            operation = .queue(.move(id: id, to: try readQueuePosition(from: &reader)))
+        case .queueClear:
+            operation = .queue(.clear(covering: try readVectorClock(from: &reader, field: "queue clear")))
+        case .advance:
+            let from = try reader.readShortString(maxBytes: itemIDBytesMax, field: "advance from")
+            let target = try readQueueItem(from: &reader)
+            guard target.id == item else {
+                throw DecodeError(.malformedPayload, "an advance whose item is not its entry's")
+            }
+            operation = .queue(
+                .advance(
+                    from: from.isEmpty ? nil : from, to: target, rate: try rate(positive: false),
+                    requestedAt: try wall()))
+        case .queueEntry:
+            operation = .queue(
+                .placed(
+                    try readQueueItem(from: &reader), at: try readQueuePosition(from: &reader),
+                    added: try readDot(from: &reader)))
         case nil: throw DecodeError(.malformedPayload, "unknown command operation \(code)")
         }
         return CommandEnvelope(

@@ -412,6 +412,56 @@ public enum Dump {
             )
         case .message(let part):
             return partDescription(part)
+        case .queue(let operation):
+            return queueDescription(operation)
         }
+    }
+
+    static func queueDescription(_ operation: QueueOperation) -> (String, [(String, JSONValue)]) {
+        func item(_ item: QueueItem) -> (String, [(String, JSONValue)]) {
+            (
+                "entry=\(item.id) url=\(item.url) title=\"\(item.title)\"\(item.durationSeconds.map { " duration=\($0)" } ?? "")",
+                [
+                    ("entry", .string(item.id)), ("url", .string(item.url)), ("title", .string(item.title)),
+                    ("duration", item.durationSeconds.map { .double($0) } ?? .null),
+                ]
+            )
+        }
+        func position(_ position: QueuePosition) -> JSONValue {
+            .array(
+                position.identifiers.map {
+                    .object([
+                        ("digit", .int(Int64($0.digit))), ("site", .string(hex16($0.site))),
+                        ("counter", .int(Int64($0.counter))),
+                    ])
+                })
+        }
+        switch operation {
+        case .add(let entry, let at):
+            let (words, fields) = item(entry)
+            return ("\(words) at=\(at)", fields + [("position", position(at))])
+        case .placed(let entry, let at, let added):
+            let (words, fields) = item(entry)
+            return ("\(words) at=\(at) added=\(added)", fields + [("position", position(at)), ("added", dot(added))])
+        case .remove(let id, let added):
+            return ("entry=\(id) added=\(added)", [("entry", .string(id)), ("added", dot(added))])
+        case .move(let id, let to):
+            return ("entry=\(id) to=\(to)", [("entry", .string(id)), ("position", position(to))])
+        case .clear(let covering):
+            return ("covering=\(covering)", [("covering", clock(covering))])
+        case .advance(let from, let to, let rate, let requestedAt):
+            let (words, fields) = item(to)
+            return (
+                "from=\(from ?? "-") to \(words) rate=\(rate)",
+                [("from", from.map { .string($0) } ?? .null)] + fields + [
+                    ("rate", .double(rate)), ("requestedAt", .int(requestedAt.unixNanos)),
+                ]
+            )
+        }
+    }
+
+    private static func hex16(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

@@ -81,6 +81,8 @@ public struct EventFormatter: Sendable {
         case .message: "message"
         case .messageSent: "message-sent"
         case .stateAdopted: "state-adopted"
+        case .queueChanged: "queue-changed"
+        case .queue: "queue"
         }
     }
 
@@ -135,6 +137,28 @@ public struct EventFormatter: Sendable {
             return activityFields(activity) + [("originator", originatorObject(originator))]
         case .activityUnchanged(let activity):
             return activityFields(activity)
+        case .queueChanged(let report):
+            return [
+                ("change", .string(report.change.kind.rawValue)),
+                ("entry", report.change.id.map { .string($0) } ?? .null),
+                ("title", report.title.map { .string($0) } ?? .null), ("url", report.url.map { .string($0) } ?? .null),
+                ("originator", originatorObject(report.change.originator)),
+            ]
+        case .queue(let report):
+            return [
+                (
+                    "items",
+                    .array(
+                        report.entries.map { entry in
+                            .object([
+                                ("id", .string(entry.item.id)), ("url", .string(entry.item.url)),
+                                ("title", .string(entry.item.title)),
+                                ("duration", entry.item.durationSeconds.map { .double($0) } ?? .null),
+                                ("addedBy", originatorObject(entry.addedBy)),
+                            ])
+                        })
+                ), ("current", report.current.map { .string($0) } ?? .null),
+            ]
         case .stateAdopted(let report):
             return [
                 ("from", originatorObject(report.from)), ("commands", .int(Int64(report.commandsCovered))),
@@ -370,6 +394,21 @@ public struct EventFormatter: Sendable {
             return ["player-error \(text)"]
         case .activityUnchanged(let activity):
             return ["activity-unchanged \(activity.itemID) is already the group's activity: not shared again"]
+        case .queueChanged(let report):
+            let change = report.change
+            let what =
+                change.id.map { id in " \(id)" + (report.title.map { $0.isEmpty ? "" : " \"\($0)\"" } ?? "") } ?? ""
+            return ["queue-changed \(change.kind.rawValue)\(what) by \(Self.who(change.originator))"]
+        case .queue(let report):
+            guard !report.entries.isEmpty else {
+                return ["queue empty\(report.current.map { " (the group is on \($0))" } ?? "")"]
+            }
+            return ["queue \(report.entries.count):"]
+                + report.entries.map { entry in
+                    let mark = entry.item.id == report.current ? "▶" : " "
+                    let title = entry.item.title.isEmpty ? "" : " \"\(entry.item.title)\""
+                    return "  \(mark) \(entry.item.id)\(title) \(entry.item.url) (added by \(entry.addedBy.name))"
+                }
         case .stateAdopted(let report):
             return [
                 "state-adopted from \(Self.who(report.from)): a snapshot of \(report.winners) winning commands stood for \(report.commandsCovered) commands not delivered here"
