@@ -16,7 +16,8 @@ local message_types = {
     [0x10] = "command", [0x11] = "nack", [0x12] = "ready", [0x13] = "end", [0x14] = "unreliable-message",
     [0x15] = "state-request", [0x16] = "state",
 }
-local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message" }
+local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message",
+    [9] = "queue-add", [10] = "queue-remove", [11] = "queue-move", [12] = "queue-clear", [13] = "advance", [14] = "queue-entry" }
 local leave_reasons = { [0] = "left", [1] = "shutdown" }
 
 local f = coplay.fields
@@ -86,6 +87,13 @@ f.message_bytes = ProtoField.uint16("coplay.message.length", "Part length")
 f.message_text = ProtoField.string("coplay.message.text", "Part bytes")
 f.snapshot = ProtoField.uint64("coplay.state.snapshot", "Snapshot", base.HEX)
 f.wanted = ProtoField.uint32("coplay.state.wanted", "Parts wanted (mask, 0 = all)", base.HEX)
+f.wanted_base = ProtoField.uint8("coplay.state.wanted_base", "First part the mask names")
+f.queue_entry = ProtoField.string("coplay.queue.entry", "Queue entry")
+f.queue_from = ProtoField.string("coplay.queue.from", "Advance from entry")
+f.queue_levels = ProtoField.uint8("coplay.queue.levels", "Position levels")
+f.queue_digit = ProtoField.uint16("coplay.queue.digit", "Digit")
+f.queue_site = ProtoField.uint64("coplay.queue.site", "Site", base.HEX)
+f.queue_counter = ProtoField.uint32("coplay.queue.counter", "Counter")
 f.state_part = ProtoField.uint8("coplay.state.part", "Part index")
 f.state_parts = ProtoField.uint8("coplay.state.parts", "Parts")
 f.state_lamport = ProtoField.uint64("coplay.state.lamport", "Snapshot Lamport clock")
@@ -193,6 +201,7 @@ local function double(r, tree, field, low, high)
     local range = r.take(8)
     local value = range:float()
     if value ~= value or value < low or value > high then error("number " .. tostring(value) .. " out of range") end
+    if value == 0 and 1 / value < 0 then error("negative zero") end
     tree:add(field, range)
     return value
 end
@@ -221,6 +230,32 @@ local function message_part(r, tree)
     if length > 0 then tree:add(f.message_text, r.take(length)) end
 end
 
+-- A queue entry's item (PROTOCOL.md "The queue"): its id, URL, title and duration.
+local function queue_item(r, tree)
+    local id = short_string(r, tree, f.queue_entry, 128)
+    if id == "" then error("empty queue entry id") end
+    if long_string(r, tree, f.url, 512) == "" then error("empty queue url") end
+    short_string(r, tree, f.title, 128)
+    double(r, tree, f.duration, 0, 1e9)
+    return id
+end
+
+-- A queue position: 1 to 8 identifiers (digit, site, counter), the last digit 1 or more.
+local function queue_position(r, tree)
+    local levels = r.take(1):uint()
+    if levels < 1 or levels > 8 then error("queue position of " .. levels .. " levels") end
+    local position = tree:add(coplay, r.take(0), "Position (" .. levels .. " levels)")
+    position:add(f.queue_levels, levels)
+    local digit
+    for _ = 1, levels do
+        digit = r.take(2)
+        position:add(f.queue_digit, digit)
+        position:add(f.queue_site, r.take(8))
+        position:add(f.queue_counter, r.take(4))
+    end
+    if digit:uint() < 1 then error("a queue position ending in digit 0") end
+end
+
 -- A command (PROTOCOL.md "Commands"), after the command datagram's flags; returns its Lamport
 -- timestamp. In a state part (`stripped`) its dependencies must be empty.
 local function command(r, tree, stripped)
@@ -231,7 +266,8 @@ local function command(r, tree, stripped)
     local dependencies = r.offset
     vector_clock(r, tree, "Dependencies")
     if stripped and r.offset ~= dependencies + 1 then error("a state command with dependencies") end
-    if short_string(r, tree, f.item, 128) == "" then error("empty item id") end
+    local item = short_string(r, tree, f.item, 128)
+    if item == "" then error("empty item id") end
     local op = r.take(1)
     tree:add(f.operation, op)
     local code = op:uint()
@@ -264,6 +300,26 @@ local function command(r, tree, stripped)
         instant(r, tree, f.at)
     elseif code == 8 then
         message_part(r, tree)
+    elseif code == 9 then
+        queue_item(r, tree)
+        queue_position(r, tree)
+    elseif code == 10 then
+        if short_string(r, tree, f.queue_entry, 128) == "" then error("empty queue entry id") end
+        dot(r, tree, "Added by")
+    elseif code == 11 then
+        if short_string(r, tree, f.queue_entry, 128) == "" then error("empty queue entry id") end
+        queue_position(r, tree)
+    elseif code == 12 then
+        vector_clock(r, tree, "Covering")
+    elseif code == 13 then
+        short_string(r, tree, f.queue_from, 128)
+        if queue_item(r, tree) ~= item then error("an advance whose item is not its entry's") end
+        rate(r, tree, f.rate, false)
+        instant(r, tree, f.at)
+    elseif code == 14 then
+        queue_item(r, tree)
+        queue_position(r, tree)
+        dot(r, tree, "Added by")
     else
         error("unknown operation " .. code)
     end
@@ -365,10 +421,11 @@ local function payload(kind, r, tree)
     elseif kind == 0x15 then
         tree:add(f.snapshot, r.take(8))
         tree:add(f.wanted, r.take(4))
+        tree:add(f.wanted_base, r.take(1))
     elseif kind == 0x16 then
         tree:add(f.snapshot, r.take(8))
         local index, count = r.take(1), r.take(1)
-        if count:uint() < 1 or count:uint() > 32 or index:uint() >= count:uint() then error("state part out of range") end
+        if count:uint() < 1 or index:uint() >= count:uint() then error("state part out of range") end
         tree:add(f.state_part, index)
         tree:add(f.state_parts, count)
         local lamport = r.take(8)

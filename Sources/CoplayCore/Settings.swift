@@ -306,10 +306,17 @@ public struct Settings: Sendable, Equatable {
     public var unicastFanOutMax = 16
 
     // MARK: The queue
-    /// Entries the group's queue holds: an evening's playlist is tens, a season a few hundred;
-    /// 1,000 bounds what a late joiner's snapshot carries (some 700 bytes an entry at most). An
-    /// add past it is refused with an error where it is typed, and counted where it arrives.
+    /// Entries the group's queue holds: an evening's playlist is tens, a season a few hundred. An
+    /// add past it is refused with an error where it is typed. Concurrent adds from several agents
+    /// may pass it; where they arrive, a queue holds at most twice as many (past that an add is
+    /// counted, `queueAddsRefused`, and left out), so that its memory stays bounded whatever
+    /// members send.
     public var queueEntriesMax = 1000
+    /// The queue's entries on the wire, in all: a late joiner gets the queue in one snapshot of
+    /// at most 255 parts (`WireFormat.statePartsMax`, some 290 KB), with the rest of the group
+    /// state. 1,000 entries with URLs of 100 bytes take 170 KB; with every field at its longest
+    /// (an entry is then some 850 bytes) the bytes run out at about 235 entries.
+    public var queueBytesMax = 200_000
     /// At the end of an entry the agent of smallest id on it advances the group at once; the
     /// next waits this long for that advance before making it itself, the next twice as long…
     /// (players in sync end within a millisecond of each other; an advance takes a few to arrive).

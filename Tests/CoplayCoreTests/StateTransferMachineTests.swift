@@ -102,7 +102,8 @@ private func sentParts(_ outputs: [StateTransfer.Output]) -> [StatePart] {
             return
         }
         #expect(peer == carolID && request.snapshot == first[0].snapshot)
-        #expect(request.wanted & 0b11 == 0 && request.wanted != 0, "only the parts still wanted")
+        // The mask starts at the first part still missing: 0 and 1 are here.
+        #expect(request.base == 2 && request.wanted & 1 == 1, "only the parts still wanted")
 
         // Carol, her budget refilled, sends only those.
         let rest = sentParts(

@@ -202,6 +202,52 @@ enum WireVectors {
                     isRepair: false))
         ),
         (
+            "command-queue-add",
+            queueCommand(
+                sequence: 26, counter: 9, item: QueueChange.itemMarker,
+                .add(
+                    QueueItem(id: "ep2", url: "https://example.com/ep2.mp4", title: "Episode 2", durationSeconds: 1320),
+                    at: QueuePosition([
+                        .init(digit: 7, site: 0x0123_4567_89AB_CDEF, counter: 3),
+                        .init(digit: 19, site: 0x0123_4567_89AB_CDEF, counter: 14),
+                    ])))
+        ),
+        (
+            "command-queue-remove",
+            queueCommand(
+                sequence: 27, counter: 10, item: QueueChange.itemMarker,
+                .remove(id: "ep2", added: Dot(origin: other, counter: 4)))
+        ),
+        (
+            "command-queue-move",
+            queueCommand(
+                sequence: 28, counter: 11, item: QueueChange.itemMarker,
+                .move(id: "ep1", to: QueuePosition([.init(digit: 3, site: 0xFEDC_BA98_7654_3210, counter: 20)])))
+        ),
+        (
+            "command-queue-clear",
+            queueCommand(
+                sequence: 29, counter: 12, item: QueueChange.itemMarker,
+                .clear(covering: VectorClock([other: 6, sender: 11])))
+        ),
+        (
+            "command-advance",
+            queueCommand(
+                sequence: 30, counter: 13, item: "ep2",
+                .advance(
+                    from: "ep1", to: QueueItem(id: "ep2", url: "https://example.com/ep2.mp4"), rate: 1,
+                    requestedAt: WallInstant(unixNanos: 1_780_000_000_123_456_789)))
+        ),
+        (
+            "command-queue-entry",
+            queueCommand(
+                sequence: 31, counter: 14, item: QueueChange.itemMarker,
+                .placed(
+                    QueueItem(id: "ep3", url: "https://example.com/ep3.mp4"),
+                    at: QueuePosition([.init(digit: 40, site: 0xFEDC_BA98_7654_3210, counter: 21)]),
+                    added: Dot(origin: other, counter: 5)))
+        ),
+        (
             "unreliable-message",
             Datagram(
                 session: session, sender: sender, sequence: 21,
@@ -227,7 +273,7 @@ enum WireVectors {
             "state-request-resume",
             Datagram(
                 session: session, sender: sender, sequence: 24,
-                payload: .stateRequest(StateRequest(snapshot: 0x5EED_0000_C0FF_EE01, wanted: 0b110)))
+                payload: .stateRequest(StateRequest(snapshot: 0x5EED_0000_C0FF_EE01, wanted: 0b110, base: 33)))
         ),
         (
             "state",
@@ -257,6 +303,16 @@ enum WireVectors {
     ]
 
     /// The state vector with `mutate` applied to its bytes.
+    static func queueCommand(sequence: UInt32, counter: UInt32, item: String, _ operation: QueueOperation) -> Datagram {
+        Datagram(
+            session: session, sender: sender, sequence: sequence,
+            payload: .command(
+                CommandEnvelope(
+                    dot: Dot(origin: sender, counter: counter), lamport: UInt64(counter) + 10,
+                    dependencies: VectorClock([other: 6]), command: Command(item: item, operation: .queue(operation))),
+                isRepair: false))
+    }
+
     static func state(_ mutate: (inout [UInt8]) -> Void) -> [UInt8] {
         var bytes = WireFormat.encode(valid.first { $0.name == "state" }!.datagram)
         mutate(&bytes)
@@ -349,7 +405,24 @@ enum WireVectors {
             ),
             ("state-part-beyond-count", state { $0[34 + 8] = 3 }, .malformedPayload),
             ("state-zero-parts", state { $0[34 + 9] = 0 }, .malformedPayload),
-            ("state-33-parts", state { $0[34 + 9] = 33 }, .malformedPayload),
+            (
+                "queue-position-ending-in-zero",
+                WireFormat.encode(
+                    queueCommand(
+                        sequence: 40, counter: 20, item: QueueChange.itemMarker,
+                        .move(id: "ep1", to: QueuePosition([.init(digit: 0, site: 1, counter: 1)])))),
+                .malformedPayload
+            ),
+            (
+                "queue-advance-to-another-item",
+                WireFormat.encode(
+                    queueCommand(
+                        sequence: 41, counter: 21, item: "ep9",
+                        .advance(
+                            from: nil, to: QueueItem(id: "ep2", url: "https://example.com/ep2.mp4"), rate: 0,
+                            requestedAt: WallInstant(unixNanos: 1)))),
+                .malformedPayload
+            ),
             (
                 "state-lamport-max",
                 state { $0.replaceSubrange(34 + 10..<34 + 18, with: [UInt8](repeating: 0xFF, count: 8)) },

@@ -26,6 +26,9 @@ extension Instance {
                 return fail(queuePlacementProblem(after))
             }
             let item = QueueItem(id: entryID, url: url, title: title, durationSeconds: duration)
+            guard queue.byteCount + SharedQueue.bytes(of: item, at: position) <= settings.queueBytesMax else {
+                return fail("the queue is full (\(settings.queueBytesMax / 1000) KB of entries): remove some first")
+            }
             issue(
                 Command(item: QueueChange.itemMarker, operation: .queue(.add(item, at: position))), now: now, into: &out
             )

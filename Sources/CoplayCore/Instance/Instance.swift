@@ -62,7 +62,7 @@ public struct Instance: Sendable {
         reach = Reach(settings: settings, seeds: seeds)
         transfer = StateTransfer(settings: settings)
         paths = MulticastPath(settings: settings)
-        queue = SharedQueue(entriesMax: settings.queueEntriesMax)
+        queue = SharedQueue(entriesMax: settings.queueEntriesMax * 2)
         authentication = Authentication(keys: keys, session: session, settings: settings)
     }
 

@@ -301,7 +301,7 @@ struct Ordering: Sendable {
     {
         var frontier = VectorClock()
         for (origin, count) in log.delivered.entries where dependsOn(origin) { frontier[origin] = count }
-        let messages = log.storedMessages(above: peerDigest, limit: WireFormat.statePartsMax * 2)
+        let messages = log.storedMessages(above: peerDigest, limit: 64)
         return StateTransfer.Source(
             frontier: frontier, lamport: log.lamport,
             winners: winners.filter { $0.dot.counter <= frontier[$0.dot.origin] },

@@ -71,8 +71,13 @@ struct StateTransfer: Sendable {
         var parts: [UInt8: StatePart]
         var lastPartAt: MonotonicInstant
 
-        var wanted: UInt32 {
-            (0..<count).reduce(UInt32(0)) { mask, index in parts[index] == nil ? mask | (1 << UInt32(index)) : mask }
+        /// The parts still wanted: the first missing one, and a mask of the 32 from it.
+        var wanted: (base: UInt8, mask: UInt32) {
+            guard let first = (0..<count).first(where: { parts[$0] == nil }) else { return (0, 0) }
+            let mask = (first..<min(count, first &+ 32)).reduce(UInt32(0)) { mask, index in
+                parts[index] == nil ? mask | (1 << UInt32(index - first)) : mask
+            }
+            return (first, mask)
         }
     }
 
@@ -155,7 +160,10 @@ struct StateTransfer: Sendable {
         guard request.snapshot != 0, request.wanted != 0, request.snapshot == parts.first?.snapshot else {
             return parts
         }
-        return parts.filter { request.wanted & (1 << UInt32($0.index)) != 0 }
+        return parts.filter {
+            $0.index >= request.base && $0.index - request.base < 32
+                && request.wanted & (1 << UInt32($0.index - request.base)) != 0
+        }
     }
 
     // MARK: Answering
@@ -231,7 +239,8 @@ struct StateTransfer: Sendable {
             requested.map({ now - $0.at >= settings.stateRequestHoldoff }) ?? true
         else { return [] }
         requested = (assembly.from, now)
-        return [.request(StateRequest(snapshot: assembly.snapshot, wanted: assembly.wanted), to: assembly.from.id)]
+        let (base, mask) = assembly.wanted
+        return [.request(StateRequest(snapshot: assembly.snapshot, wanted: mask, base: base), to: assembly.from.id)]
     }
 
     mutating func onPeerLeft(_ peer: PeerID) {

@@ -108,6 +108,17 @@ public struct SharedQueue: Sendable {
 
     public var count: Int { entries.count }
 
+    /// The entries' size on the wire, in all (`Settings.queueBytesMax`).
+    public var byteCount: Int {
+        entries.values.reduce(0) { total, entry in total + Self.bytes(of: entry.item, at: entry.position) }
+    }
+
+    /// An entry's size on the wire, as a snapshot carries it: its item's fields, its position,
+    /// and the command's fixed part (dot, Lamport, item marker, code, the add's dot).
+    public static func bytes(of item: QueueItem, at position: QueuePosition) -> Int {
+        item.id.utf8.count + item.url.utf8.count + item.title.utf8.count + 14 * position.identifiers.count + 70
+    }
+
     public func entry(_ id: String) -> QueueEntry? { entries[id] }
 
     /// The entry after `id` (after the current one, with nil), or the first when the group is on

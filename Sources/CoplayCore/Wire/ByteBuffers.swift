@@ -70,7 +70,8 @@ public struct ByteReader {
     /// An IEEE 754 double that must be finite and within `range`.
     public mutating func readDouble(in range: ClosedRange<Double>, field: String) throws(DecodeError) -> Double {
         let value = Double(bitPattern: try readBigEndian(8))
-        guard value.isFinite, range.contains(value) else {
+        // -0 is refused: it reads as 0, and 0 would be written back (one encoding per value).
+        guard value.isFinite, range.contains(value), value != 0 || value.sign == .plus else {
             throw DecodeError(.malformedPayload, "\(field) \(value) outside \(range.lowerBound)...\(range.upperBound)")
         }
         return value

@@ -190,11 +190,15 @@ public struct MissingRange: Hashable, Sendable {
 public struct StateRequest: Hashable, Sendable {
     /// The snapshot being assembled, or 0 for "the current one, whole".
     public var snapshot: UInt64
-    /// Bit i set: part i is wanted. 0 asks for every part.
+    /// Bit i set: part `base` + i is wanted. 0 asks for every part.
     public var wanted: UInt32
-    public init(snapshot: UInt64 = 0, wanted: UInt32 = 0) {
+    /// The index of the part bit 0 stands for: a snapshot may have up to 255 parts, a request
+    /// names 32 of them, from the first one still missing.
+    public var base: UInt8
+    public init(snapshot: UInt64 = 0, wanted: UInt32 = 0, base: UInt8 = 0) {
         self.snapshot = snapshot
         self.wanted = wanted
+        self.base = base
     }
 }
 

@@ -1,8 +1,10 @@
 /// The snapshot datagram's payload (`state`). PROTOCOL.md, "State transfer", is its
 /// specification.
 extension WireFormat {
-    /// Most parts to one snapshot (a state request names the parts it wants in a 32-bit mask).
-    public static let statePartsMax = 32
+    /// Most parts to one snapshot (a part's index is one byte; a request names 32 of them at a
+    /// time, from a base): some 290 KB of group state — a queue of 1,000 entries with URLs of
+    /// 100 bytes is 170 KB.
+    public static let statePartsMax = 255
     /// Bytes a state part's payload adds around its content: snapshot id, index, count, Lamport
     /// clock, and the two entry counts.
     public static let statePartOverheadBytes = 8 + 1 + 1 + 8 + 1 + 1

@@ -147,6 +147,7 @@ public enum WireFormat {
         case .stateRequest(let request):
             writer.write(request.snapshot)
             writer.write(request.wanted)
+            writer.write(request.base)
         case .state(let part):
             writeStatePart(part, into: &writer)
         }
@@ -316,7 +317,9 @@ public enum WireFormat {
             }
             return .peerList(entries)
         case .stateRequest:
-            return .stateRequest(StateRequest(snapshot: try reader.readUInt64(), wanted: try reader.readUInt32()))
+            return .stateRequest(
+                StateRequest(
+                    snapshot: try reader.readUInt64(), wanted: try reader.readUInt32(), base: try reader.readUInt8()))
         case .state:
             return .state(try readStatePart(from: &reader))
         }
