@@ -30,8 +30,7 @@ public struct QueuePosition: Hashable, Sendable, Comparable, CustomStringConvert
     /// Levels a position may have: 8 identifiers are 112 bytes on the wire. Appending at the
     /// end uses the first level for thousands of entries; only many inserts at one spot go deep.
     public static let depthMax = 8
-    /// A new digit is drawn within this distance of the lower neighbour (LSEQ's boundary+):
-    /// appends, the common case, leave room for many more at the same level.
+    /// A new digit is drawn within this distance of one neighbour (LSEQ's boundary strategies).
     static let boundary = 32
 
     public static func < (left: Self, right: Self) -> Bool {
@@ -59,8 +58,13 @@ public struct QueuePosition: Hashable, Sendable, Comparable, CustomStringConvert
             let lower = loActive && level < lo.count ? Int(lo[level].digit) : 0
             let upper = hiActive && level < hi!.count ? Int(hi![level].digit) : Int(UInt16.max) + 1
             if upper - lower > 1 {
+                // LSEQ's alternation: near the lower neighbour on even levels (room is left above,
+                // for appends), near the upper one on odd levels (room is left below, for inserts
+                // after one entry again and again). Whatever the pattern of inserts, every other
+                // level serves it well.
                 let room = min(upper - lower - 1, boundary)
-                let digit = lower + 1 + Int(random.next() % UInt64(room))
+                let step = 1 + Int(random.next() % UInt64(room))
+                let digit = level % 2 == 0 ? lower + step : upper - step
                 return QueuePosition(prefix + [Identifier(digit: UInt16(digit), site: site, counter: counter)])
             }
             // No digit fits between: go one level deeper, under `lo`'s identifier; when the
