@@ -28,3 +28,11 @@ func agentsSharingAnItem(
     simulation.run(until: 1_000_000_000)
     return simulation
 }
+
+/// Runs the simulation up to true time `end` and fails the test if the event budget ran out.
+func runWithoutLivelock(
+    _ simulation: inout Simulation, until end: Int64, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    let ran = simulation.run(until: end)
+    #expect(ran, "the simulation ran out of its event budget: a livelock", sourceLocation: sourceLocation)
+}

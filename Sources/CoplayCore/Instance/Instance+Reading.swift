@@ -30,6 +30,9 @@ extension Instance {
     public var suspensions: [Suspension] { playback.suspensions.active }
     public var isSuspended: Bool { playback.isSuspended }
     public var catchingUp: Bool { playback.catchingUp }
+    /// The group's queue, in order, and the entry the group is on.
+    public var queueEntries: [QueueEntry] { queue.ordered }
+    public var queueCurrent: String? { queue.currentID }
 
     /// The offset estimate to a peer's clock (live or departed), and whether it was reported synced.
     public func clockEstimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {
