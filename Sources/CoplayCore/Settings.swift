@@ -321,6 +321,9 @@ public struct Settings: Sendable, Equatable {
     /// next waits this long for that advance before making it itself, the next twice as long…
     /// (players in sync end within a millisecond of each other; an advance takes a few to arrive).
     public var queueAdvanceStagger: Duration = .milliseconds(250)
+    /// An end of item moves the group on only once the group has played this many seconds of it
+    /// (or half of an item shorter than twice that).
+    public var queueEndPlayedMin = 0.5
 
     // MARK: Relay (`--relay`)
     /// A peer announced over the network within this long is reached over the network, though

@@ -95,7 +95,12 @@ extension Instance {
     /// both name the entry they leave and the same next one: one transition.
     mutating func advanceAtEnd(now: Timestamp, into out: inout [Directive]) {
         guard state.isJoined, let current = queue.currentID, playback.player.item?.id == current,
-            queueEndAdvanced != current, queue.next(after: current) != nil
+            queueEndAdvanced != current, queue.next(after: current) != nil,
+            // The group was playing it, and well into it: an end reported at its start is a
+            // player's late word about the previous item, not this one's end.
+            case .playing(let rate, _, _)? = playback.items[current]?.timeline, rate > 0,
+            let group = playback.items[current]?.timeline.position(at: now.wall),
+            group >= min(settings.queueEndPlayedMin, (playback.player.item?.durationSeconds ?? .infinity) / 2)
         else { return }
         let rank = membership.peers.values.filter {
             $0.liveness == .alive && $0.item == current && $0.member.id < identity.id

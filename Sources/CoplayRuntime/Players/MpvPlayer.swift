@@ -352,7 +352,9 @@ struct MpvPlayer: PlayerDriver {
         case "eof-reached":
             let reached = value.bool ?? false
             defer { eofReached = reached }
-            guard reached, !eofReached, item != nil else { return [] }
+            // Only the current file's end: an end of the previous file that comes after a
+            // `loadfile` (the group moved on as it ended here too) is not the new one's.
+            guard reached, !eofReached, item != nil, fileLoaded else { return [] }
             let position = item?.durationSeconds ?? estimate(at: now.wall)
             stopTimeline()
             expectedPause = true  // keep-open holds the last frame, paused
