@@ -108,4 +108,62 @@ struct MpvAgentTests {
             !FileManager.default.fileExists(atPath: socketB) || (try? MpvClient(path: socketB, timeout: .zero)) == nil,
             "bob's mpv quit with its agent")
     }
+
+    /// A queue of three 2-second files played through by two agents with real mpv: at each end
+    /// both move to the next file together (one transition, from its start), and `next` typed on
+    /// one moves both.
+    @Test func aQueueOfThreeFilesPlaysThroughOnBothMpv_andNextMovesBoth() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpvq-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let files = try (1...4).map { index in
+            let path = directory.appendingPathComponent("part\(index).mkv").path
+            try MpvClient.makeTestMedia(at: path, seconds: index == 4 ? 60 : 2)
+            return path
+        }
+        let common = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(6))", "--session", "mpvq-it", "--player", "mpv",
+            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
+        let alice = try AgentProcess(
+            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
+        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1]])
+        let players = try sockets.map { try MpvClient(path: $0) }
+        #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        for (index, file) in files.enumerated() {
+            (index % 2 == 0 ? alice : bob).send("queue add \(file) id=part\(index + 1)")
+        }
+        #expect(waitUntil(.seconds(10)) { players.allSatisfy { $0.property("path") as? String == files[0] } })
+        usleep(500_000)
+        bob.send("play")
+        // part1 → part2 → part3 → part4 by themselves, each on both, from its start.
+        for file in files.dropFirst() {
+            #expect(
+                waitUntil(.seconds(8)) {
+                    players.allSatisfy {
+                        $0.property("path") as? String == file && $0.property("pause") as? Bool == false
+                    }
+                }, "both play \(file)")
+        }
+        let advances = alice.allEvents.filter { $0.name == "queue-changed" && $0["change"] as? String == "advanced" }
+            .compactMap { $0["entry"] as? String }
+        #expect(advances == ["part1", "part2", "part3", "part4"], "one transition at each end: \(advances)")
+        let starts = alice.allEvents.filter {
+            $0.name == "playing" && ($0["item"] as? String)?.hasPrefix("part") == true
+        }
+        #expect(
+            starts.count >= 4 && starts.allSatisfy { ($0["position"] as? NSNumber)?.doubleValue == 0 }, "each from 0:00"
+        )
+        // By hand: back to part3 on both.
+        alice.send("previous")
+        #expect(
+            waitUntil(.seconds(8)) {
+                players.allSatisfy {
+                    $0.property("path") as? String == files[2] && $0.property("pause") as? Bool == false
+                }
+            }, "previous moved both, playing on")
+        for agent in [alice, bob] { agent.closeInput() }
+        for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
 }
