@@ -131,8 +131,15 @@ struct MpvAgentTests {
         let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1]])
         let players = try sockets.map { try MpvClient(path: $0) }
         #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        // Added by turns, each seen by the other before the next (adds made at once are ordered
+        // by their positions, not by when they were typed).
         for (index, file) in files.enumerated() {
-            (index % 2 == 0 ? alice : bob).send("queue add \(file) id=part\(index + 1)")
+            let (adder, other) = index % 2 == 0 ? (alice, bob) : (bob, alice)
+            adder.send("queue add \(file) id=part\(index + 1)")
+            #expect(
+                other.waitForEvent(timeout: .seconds(5)) {
+                    $0.name == "queue-changed" && $0["entry"] as? String == "part\(index + 1)"
+                } != nil)
         }
         #expect(waitUntil(.seconds(10)) { players.allSatisfy { $0.property("path") as? String == files[0] } })
         usleep(500_000)
