@@ -156,9 +156,11 @@ struct MpvAgentTests {
         let advances = alice.allEvents.filter { $0.name == "queue-changed" && $0["change"] as? String == "advanced" }
             .compactMap { $0["entry"] as? String }
         #expect(advances == ["part1", "part2", "part3", "part4"], "one transition at each end: \(advances)")
-        let starts = alice.allEvents.filter {
-            $0.name == "playing" && ($0["item"] as? String)?.hasPrefix("part") == true
+        func starts() -> [AgentEvent] {
+            alice.allEvents.filter { $0.name == "playing" && ($0["item"] as? String)?.hasPrefix("part") == true }
         }
+        _ = waitUntil(.seconds(2)) { starts().count >= 4 }  // the event lines, read after mpv plays
+        let starts = starts()
         #expect(
             starts.count >= 4 && starts.allSatisfy { ($0["position"] as? NSNumber)?.doubleValue == 0 }, "each from 0:00"
         )
