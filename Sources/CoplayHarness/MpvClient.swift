@@ -78,6 +78,19 @@ public final class MpvClient: @unchecked Sendable {
         return nil
     }
 
+    /// The next event mpv sends (a `property-change` after `observe_property`, …) with the true
+    /// Unix time in nanoseconds it arrived at; nil after 5 s without one, or when mpv is gone.
+    public func nextEvent() -> (event: [String: Any], atUnixNanos: Int64)? {
+        while let line = readLine() {
+            let arrived = Self.unixNanos()
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                object["event"] != nil
+            else { continue }
+            return (object, arrived)
+        }
+        return nil
+    }
+
     public func property(_ name: String) -> Any? { command(["get_property", name]).data }
     public func number(_ name: String) -> Double? { (property(name) as? NSNumber)?.doubleValue }
     public func set(_ name: String, _ value: Any) { command(["set_property", name, value]) }

@@ -17,6 +17,7 @@ let usage = """
            coplay-bench tag
            coplay-bench wifi [--hosts N,…] [--links wired,wifi,wan] [--dtim 1-3] [--trials N] [--seconds S] [--svg DIR]
            coplay-bench relay [--trials N] [--seconds S]
+           coplay-bench queue [--trials N]
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
@@ -58,6 +59,9 @@ let usage = """
                   agent, a headless mpv at each site (offsets for S seconds, pause and unpause across, --trials,
                   default 20), and fail-over when the connected server is killed (time, commands lost)
                   (root; needs mpv, ffmpeg, ethtool and nats-server)
+      queue       3 agents on loopback, one headless mpv each (needs mpv and ffmpeg), play a queue through: the last
+                  player's end of an item → every player playing the next, and next typed into one agent → every
+                  player playing the next item (--trials, default 20, each)
       hub         the forwarding hub of a test LAN with a link model (Tools/lan up N --link …; root, inside the
                   LAN's hub namespace): forwards the frames of the hub's veth ends P1,P2,… with the delays and losses
                   of the wired, wifi (one access point; DTIM period 1-3) or wan (two sites) model, for at most S
@@ -146,6 +150,28 @@ if kind == "relay" {
     }
     do {
         try Benchmarks.relay(options, trials: options.rounds, bench: ownPath)
+        exit(0)
+    } catch {
+        print("bench failed: \(error)")
+        exit(1)
+    }
+}
+if kind == "queue" {
+    let ownPath =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var options = Benchmarks.Options(
+        kind: kind, rounds: 20, agents: 3, seconds: 10,
+        executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--trials": options.rounds = numbers(value, in: 1...200, "--trials takes a count", "20")[0]
+        case "--coplay": options.executable = value
+        default: fail("unknown option '\(flag)' for queue (--trials, --coplay)")
+        }
+    }
+    do {
+        try Benchmarks.queue(options, trials: options.rounds)
         exit(0)
     } catch {
         print("bench failed: \(error)")

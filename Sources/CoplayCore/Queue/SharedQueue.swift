@@ -122,7 +122,8 @@ public struct SharedQueue: Sendable {
     public func entry(_ id: String) -> QueueEntry? { entries[id] }
 
     /// The entry after `id` (after the current one, with nil), or the first when the group is on
-    /// none. After an entry that was removed, the first after where it stood.
+    /// none. After an entry that was removed, the first after where it stood, else the first
+    /// of the queue (a queue cleared and filled again starts from its start).
     public func next(after id: String?) -> QueueEntry? {
         let list = ordered
         guard let id else { return list.first }
@@ -130,7 +131,7 @@ public struct SharedQueue: Sendable {
             return index + 1 < list.count ? list[index + 1] : nil
         }
         guard let position = currentPosition(of: id) else { return list.first }
-        return list.first { $0.position > position }
+        return list.first { $0.position > position } ?? list.first
     }
 
     /// The entry before `id`.

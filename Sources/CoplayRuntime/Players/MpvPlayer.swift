@@ -357,7 +357,11 @@ struct MpvPlayer: PlayerDriver {
             guard reached, !eofReached, item != nil, fileLoaded else { return [] }
             let position = item?.durationSeconds ?? estimate(at: now.wall)
             stopTimeline()
-            expectedPause = true  // keep-open holds the last frame, paused
+            // keep-open holds the last frame; mpv does not always set `pause` there (seen with
+            // 0.35: one player of three did), and one left unpaused would start the next file
+            // the moment it loads, before the group's start. So it is paused here, explicitly.
+            expectedPause = false
+            setPause(true)
             held = position
             return [.ended(position: position)]
         default:

@@ -1,0 +1,183 @@
+import Foundation
+import Glibc
+import Synchronization
+
+extension Benchmarks {
+    /// `coplay-bench queue`: three agents on loopback, each driving a headless mpv, play a queue
+    /// through. Prints, from what each mpv reports (a separate IPC client on each, recording its
+    /// events as they arrive):
+    /// - each transition: the last player's end of the item (`eof-reached`) → every player playing
+    ///   the next one (its file loaded, `pause` false);
+    /// - `next` typed into one agent while a long item plays → every player playing the next.
+    public static func queue(_ options: Options, trials: Int) throws {
+        guard MpvClient.isInstalled else { throw BenchError(description: "mpv is not installed (apt-get install mpv)") }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-queue-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let short = directory.appendingPathComponent("short.mkv").path
+        let long = directory.appendingPathComponent("long.mkv").path
+        try MpvClient.makeTestMedia(at: short, seconds: 2)
+        try MpvClient.makeTestMedia(at: long, seconds: 60)
+        // Each entry a file of its own (mpv's path tells the items apart).
+        let shorts = try (0...trials).map { index in
+            let path = directory.appendingPathComponent("short-\(index).mkv").path
+            try FileManager.default.copyItem(atPath: short, toPath: path)
+            return path
+        }
+        let longs = try (0...trials).map { index in
+            let path = directory.appendingPathComponent("long-\(index).mkv").path
+            try FileManager.default.linkItem(atPath: long, toPath: path)
+            return path
+        }
+        print(
+            "queue: 3 agents on loopback, one headless mpv each; \(trials) transitions at an item's end, \(trials) by next"
+        )
+        let port = String(46_000 + Int(getpid() % 1_000))
+        var agents: [AgentProcess] = []
+        var players: [MpvClient] = []
+        defer {
+            for agent in agents { agent.closeInput() }
+            for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
+        }
+        for index in 0..<3 {
+            let socket = directory.appendingPathComponent("mpv-\(index).sock").path
+            agents.append(
+                try AgentProcess(
+                    executable: options.executable, name: "q\(index)",
+                    arguments: [
+                        "--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "queue-\(getpid())",
+                        "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null", "--mpv-socket", socket,
+                    ]))
+            players.append(try MpvClient(path: socket))
+        }
+        let recorders = try players.map { try Recorder(path: $0.path) }
+        defer { for recorder in recorders { recorder.stop() } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, (agents[0].peers()?.count ?? 0) < 2 { usleep(100_000) }
+
+        // At an item's end.
+        for (index, path) in shorts.enumerated() {
+            agents[index % 3].send("queue add \(path) id=s\(index)")
+            usleep(30_000)
+        }
+        usleep(1_500_000)
+        agents[1].send("play")
+        usleep(UInt32((trials + 1) * 2_300_000 + 1_500_000))
+        var atEnd: [Double] = []
+        for index in 0..<trials {
+            let ends = recorders.compactMap { $0.firstChange("eof-reached", to: true, whilePlaying: shorts[index]) }
+            let plays = recorders.compactMap { $0.firstUnpause(of: shorts[index + 1]) }
+            // A player that had not quite reached its end when the group moved on reports none.
+            guard !ends.isEmpty, plays.count == 3 else {
+                print("    transition \(index): \(ends.count) ends and \(plays.count) starts seen")
+                continue
+            }
+            atEnd.append(Double(plays.max()! - ends.max()!) / 1e6)
+        }
+        print(
+            "  end of an item (the last player's) → every player playing the next: \(Distribution(atEnd).summary(unit: "ms"))"
+        )
+        if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
+            for (index, recorder) in recorders.enumerated() { print("player \(index): \(recorder.dump())") }
+        }
+
+        // By `next`.
+        agents[0].send("queue clear")
+        usleep(300_000)
+        for (index, path) in longs.enumerated() {
+            agents[index % 3].send("queue add \(path) id=l\(index)")
+            usleep(30_000)
+        }
+        usleep(500_000)
+        agents[0].send("next")  // from the last short entry, cleared: to the first long one
+        usleep(1_500_000)
+        var byNext: [Double] = []
+        for index in 0..<trials {
+            guard let current = players[0].property("path") as? String, let at = longs.firstIndex(of: current),
+                at + 1 < longs.count
+            else { break }
+            usleep(800_000)
+            let pressed = MpvClient.unixNanos()
+            agents[index % 3].send("next")
+            usleep(1_200_000)
+            let plays = recorders.compactMap { $0.firstUnpause(of: longs[at + 1], after: pressed) }
+            guard plays.count == 3 else {
+                print("    next \(index): \(plays.count) players playing the next item")
+                continue
+            }
+            byNext.append(Double(plays.max()! - pressed) / 1e6)
+        }
+        print(
+            "  next typed into one agent → every player playing the next item: \(Distribution(byNext).summary(unit: "ms"))"
+        )
+        let departures = agents.map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
+        print("  peer-left events: \(departures)")
+    }
+
+    /// Records one mpv's `pause`, `eof-reached` and `path` changes as they arrive, on a thread of
+    /// its own.
+    private final class Recorder: Sendable {
+        private let client: MpvClient
+        private let changes = Mutex<[(name: String, value: String, at: Int64)]>([])
+        private let stopped = Atomic<Bool>(false)
+
+        init(path: String) throws {
+            client = try MpvClient(path: path)
+            for (id, name) in ["pause", "eof-reached", "path"].enumerated() {
+                client.command(["observe_property", id + 1, name])
+            }
+            Thread { [self] in
+                while !stopped.load(ordering: .relaxed) {
+                    guard let (event, at) = client.nextEvent() else { continue }
+                    guard event["event"] as? String == "property-change", let name = event["name"] as? String else {
+                        continue
+                    }
+                    let value: String
+                    switch event["data"] {
+                    case let flag as Bool: value = flag ? "true" : "false"
+                    case let text as String: value = text
+                    default: value = ""
+                    }
+                    changes.withLock { $0.append((name, value, at)) }
+                }
+            }.start()
+        }
+
+        func stop() { stopped.store(true, ordering: .relaxed) }
+
+        func dump() -> String {
+            changes.withLock {
+                $0.map { "\($0.name)=\($0.value.split(separator: "/").last ?? "")@\($0.at / 1_000_000 % 100_000)" }
+                    .joined(separator: " ")
+            }
+        }
+
+        /// When `name` first changed to `value` while `path` was loaded.
+        func firstChange(_ name: String, to value: Bool, whilePlaying path: String) -> Int64? {
+            changes.withLock { changes in
+                var loaded = ""
+                for change in changes {
+                    if change.name == "path" { loaded = change.value }
+                    if loaded == path, change.name == name, change.value == (value ? "true" : "false") {
+                        return change.at
+                    }
+                }
+                return nil
+            }
+        }
+
+        /// When mpv first played `path` (its `pause` false once it was loaded), after `after`.
+        func firstUnpause(of path: String, after: Int64 = 0) -> Int64? {
+            changes.withLock { changes in
+                var loaded = ""
+                for change in changes where change.at >= after || change.name == "path" {
+                    if change.name == "path" { loaded = change.value }
+                    if loaded == path, change.at >= after, change.name == "pause", change.value == "false" {
+                        return change.at
+                    }
+                }
+                return nil
+            }
+        }
+    }
+}
