@@ -171,6 +171,27 @@ public enum Demo {
             carol.send("msg unreliable brb")
             try await pause(0.4)
 
+            step("a queue: bob, carol and alice each add a 1-second episode; next moves the group to the first")
+            bob.send("queue add https://example.com/ep1.mp4 id=ep1 title=\"Episode 1\" duration=1")
+            try await pause(0.05)
+            carol.send("queue add https://example.com/ep2.mp4 id=ep2 title=\"Episode 2\" duration=1")
+            try await pause(0.05)
+            alice.send("queue add https://example.com/ep3.mp4 id=ep3 title=\"Episode 3\" duration=1")
+            try await pause(0.2)
+            bob.send("next")
+            try await until("everyone is on ep1") {
+                await agents.asyncAllSatisfy { await $0.shell.status().report.item == "ep1" }
+            }
+
+            step("carol: play — the group plays the queue through, moving on together at each end")
+            carol.send("play")
+            try await until("everyone played ep3 to its end") {
+                await agents.asyncAllSatisfy {
+                    let s = await $0.shell.status().report
+                    return s.item == "ep3" && s.rate == 0 && s.positionSeconds >= 0.999
+                }
+            }
+
             step("alice ends the session for everyone")
             alice.send("end the demo is over")
             try await pause(0.3)
