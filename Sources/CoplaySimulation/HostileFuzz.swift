@@ -136,8 +136,36 @@ struct FuzzValues {
         ])
     }
 
+    mutating func queueItem() -> QueueItem {
+        QueueItem(
+            id: pick(["ep1", "ep2", "movie", text(128)]).isEmpty ? "ep1" : pick(["ep1", "ep2", "movie"]),
+            url: pick(["u", "https://example.com/x.mp4"]), title: text(128),
+            durationSeconds: pick([nil, 1, 1e9, 0.001]))
+    }
+
+    mutating func position() -> QueuePosition {
+        QueuePosition(
+            (0..<(1 + Int(random.next() % UInt64(QueuePosition.depthMax)))).map { _ in
+                QueuePosition.Identifier(
+                    digit: pick([0, 1, 2, UInt16.max, UInt16(truncatingIfNeeded: random.next())]), site: uint64(),
+                    counter: uint32())
+            })
+    }
+
+    mutating func queueOperation() -> QueueOperation {
+        switch random.next() % 6 {
+        case 0: .add(queueItem(), at: position())
+        case 1: .remove(id: pick(["ep1", "ep2", "nope"]), added: dot())
+        case 2: .move(id: pick(["ep1", "ep2", "nope"]), to: position())
+        case 3: .clear(covering: clock())
+        case 4: .advance(from: pick([nil, "ep1", "nope"]), to: queueItem(), rate: double(), requestedAt: wall())
+        default: .placed(queueItem(), at: position(), added: dot())
+        }
+    }
+
     mutating func operation() -> Operation {
-        switch random.next() % 8 {
+        if random.next() % 5 == 0 { return .queue(queueOperation()) }
+        return switch random.next() % 8 {
         case 0:
             .share(Activity(url: pick(["u", "v", text(512)]).isEmpty ? "u" : "v", itemID: pick(["movie", "other"])))
         case 1: .play(rate: double(), position: double(), requestedAt: wall())

@@ -9,7 +9,9 @@ public struct ByteWriter: Sendable {
     public mutating func write(_ value: UInt64) { writeBigEndian(value, byteCount: 8) }
     public mutating func write(_ value: Int64) { writeBigEndian(UInt64(bitPattern: value), byteCount: 8) }
     public mutating func write(bytes more: some Sequence<UInt8>) { bytes.append(contentsOf: more) }
-    public mutating func write(_ value: Double) { write(value.bitPattern) }
+    /// -0 is written as 0: readers refuse -0 (one encoding per value), and arithmetic makes it
+    /// easily (`max(0, -0.0)` is -0.0).
+    public mutating func write(_ value: Double) { write((value == 0 ? 0 : value).bitPattern) }
 
     /// A string as a two-byte length then UTF-8; the caller has checked it fits in 65535 bytes.
     public mutating func writeLongString(_ text: String) {
