@@ -52,6 +52,14 @@ import Testing
         #expect(made < 100_000)
     }
 
+    /// Two entries a member placed at one position: nothing fits between them, and asking is
+    /// an answer (nil), not a trap.
+    @Test func nothingFitsBetweenEqualPositions() {
+        var random = SplitMix64(seed: 10)
+        let spot = QueuePosition([.init(digit: 5, site: 9, counter: 1)])
+        #expect(QueuePosition.between(spot, spot, site: 1, counter: 1, random: &random) == nil)
+    }
+
     /// Two agents inserting at one spot at once: different positions, both between, ordered by
     /// the site that made them, the same way everywhere.
     @Test func concurrentInsertsAtOneSpotAreOrderedTheSameEverywhere() {

@@ -187,4 +187,24 @@ private func sentParts(_ outputs: [StateTransfer.Output]) -> [StatePart] {
         #expect(sentParts(nack(VectorClock(), at: 1)).count == 1, "a newcomer gets the state")
         #expect(nack(VectorClock(), at: 2).isEmpty, "not again within the holdoff")
     }
+
+    /// A snapshot of 255 parts, the first 240 here: the resume names the last 15 from base 240
+    /// (once a trap: the mask's end was worked out in UInt8, 240 + 32 wrapping).
+    @Test func aResumeBeyondPart223_namesTheMissingPartsFromItsBase() {
+        let settings = Settings()
+        var transfer = StateTransfer(settings: settings)
+        let log = CausalLog(settings: settings)
+        for index in 0..<240 {
+            let part = StatePart(
+                snapshot: 0xABC, index: UInt8(index), count: 255, lamport: 1, frontier: VectorClock(), winners: [])
+            _ = transfer.onStatePart(
+                part, from: carol, senderDigest: VectorClock(), offsetNanos: 0, log: log, now: at(0).monotonic)
+        }
+        let resume = transfer.tick(now: at(0).monotonic + settings.stateRequestHoldoff)
+        guard case .request(let request, _)? = resume.first else {
+            Issue.record("no resume: \(resume)")
+            return
+        }
+        #expect(request.base == 240 && request.wanted == (1 << 15) - 1)
+    }
 }

@@ -86,6 +86,21 @@ import Testing
             var parser = parser()
             #expect(throws: NatsParser.Failure.self, "\(what)") { _ = try parser.feed(bytes) }
         }
+        // A max_payload and a MSG size at Int's end: cut, not an overflow.
+        var huge = parser()
+        #expect(throws: NatsParser.Failure.self) {
+            _ = try huge.feed(
+                Array("INFO {\"max_payload\":9223372036854775807}\r\nMSG S 1 9223372036854775806\r\n".utf8))
+        }
+        // A capture whose TCP sequence number jumps by 2^31 (Int32.min ahead): no trap.
+        var streams = RelayStreams()
+        let endpoint = Endpoint(address: 0x7F00_0001, port: 4222)
+        for sequence: UInt32 in [1, 7 &+ (1 << 31)] {  // 7: the next byte expected after the first
+            _ = streams.add(
+                CapturedSegment(
+                    timestampNanos: 0, source: endpoint, destination: endpoint, sequence: sequence, isSyn: false,
+                    payload: Array("PING\r\n".utf8)[...]))
+        }
         // A MSG within our bound but beyond the max_payload the server announced.
         var announced = parser()
         #expect(throws: NatsParser.Failure.self) {

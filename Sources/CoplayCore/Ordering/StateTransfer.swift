@@ -74,8 +74,10 @@ struct StateTransfer: Sendable {
         /// The parts still wanted: the first missing one, and a mask of the 32 from it.
         var wanted: (base: UInt8, mask: UInt32) {
             guard let first = (0..<count).first(where: { parts[$0] == nil }) else { return (0, 0) }
-            let mask = (first..<min(count, first &+ 32)).reduce(UInt32(0)) { mask, index in
-                parts[index] == nil ? mask | (1 << UInt32(index - first)) : mask
+            // In Int: a base past 223 plus 32 does not fit a UInt8.
+            let end = min(Int(count), Int(first) + 32)
+            let mask = (Int(first)..<end).reduce(UInt32(0)) { mask, index in
+                parts[UInt8(index)] == nil ? mask | (1 << UInt32(index - Int(first))) : mask
             }
             return (first, mask)
         }

@@ -42,11 +42,12 @@ public struct QueuePosition: Hashable, Sendable, Comparable, CustomStringConvert
 
     /// A position strictly between `low` (nil: the queue's start) and `high` (nil: its end),
     /// made by `site` with `counter`, its digits drawn from `random`; nil when it would need more
-    /// than `depthMax` levels (after very many inserts at one spot).
+    /// than `depthMax` levels (after very many inserts at one spot), or when `low` is not below
+    /// `high` (two entries that a member placed at one position: nothing fits between them).
     public static func between(
         _ low: QueuePosition?, _ high: QueuePosition?, site: UInt64, counter: UInt32, random: inout SplitMix64
     ) -> QueuePosition? {
-        precondition(low == nil || high == nil || low! < high!, "between needs low < high")
+        if let low, let high, !(low < high) { return nil }
         let lo = low?.identifiers ?? []
         let hi = high?.identifiers
         var prefix: [Identifier] = []

@@ -63,7 +63,7 @@ struct RelayStreams {
             return []
         }
         // In order, or overlapping what was had (a retransmission): only the new bytes count.
-        let overlap = Int(-lead)
+        let overlap = -Int(lead)  // Int first: -Int32.min does not fit an Int32
         guard overlap < segment.payload.count else { return [] }
         var bytes = Array(segment.payload.dropFirst(overlap))
         var expected = next &+ UInt32(bytes.count)

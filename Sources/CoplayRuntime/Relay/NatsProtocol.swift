@@ -164,7 +164,9 @@ public struct NatsParser: Sendable {
             case ("version", .string(let text)): info.version = String(text.prefix(32))
             case ("max_payload", .int(let size)):
                 guard size > 0 else { throw Failure(reason: "an INFO with max_payload \(size)") }
-                info.maxPayload = Int(clamping: size)
+                // At most 1 GiB (nats-server's own ceiling is 64 MB): a MSG's size plus its CRLF is
+                // then never near Int's end.
+                info.maxPayload = Int(min(size, 1 << 30))
             case ("auth_required", .bool(let flag)): info.authRequired = flag
             case ("tls_required", .bool(let flag)): info.tlsRequired = flag
             case ("connect_urls", .array(let urls)):
