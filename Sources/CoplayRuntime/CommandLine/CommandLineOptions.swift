@@ -360,15 +360,7 @@ public enum CommandLineOptions {
         guard let (host, portText) = splitHostPort(text), !host.isEmpty, let portText, let port = UInt16(portText),
             port > 0
         else { throw UsageError(message: usage) }
-        let address: IPAddress
-        if let literal = IPAddress.parse(host) {
-            address = literal
-        } else {
-            guard let resolved = resolveIPv4(host) else {
-                throw UsageError(message: "--peer: cannot resolve '\(host)' to an IPv4 address")
-            }
-            address = IPAddress(ipv4: resolved)
-        }
+        let address = try hostAddress(host, flag: "--peer")
         let endpoint = Endpoint(address: address, port: port)
         guard endpoint.isUnicastDestination, !endpoint.isRelay else {
             throw UsageError(message: "--peer \(text) is not a unicast address (use --group for multicast)")
@@ -423,15 +415,7 @@ public enum CommandLineOptions {
             }
             port = parsed
         }
-        let address: IPAddress
-        if let literal = IPAddress.parse(host) {
-            address = literal
-        } else {
-            guard let resolved = resolveIPv4(host) else {
-                throw UsageError(message: "--relay: cannot resolve '\(host)' to an IPv4 address")
-            }
-            address = IPAddress(ipv4: resolved)
-        }
+        let address = try hostAddress(host, flag: "--relay")
         let endpoint = Endpoint(address: address, port: port)
         guard endpoint.isUnicastDestination, !endpoint.isRelay else {
             throw UsageError(message: "--relay \(host) is not a unicast address")
@@ -463,6 +447,15 @@ public enum CommandLineOptions {
         let decoded = String(decoding: bytes, as: UTF8.self)
         guard Array(decoded.utf8) == bytes, !decoded.contains(where: { $0.isNewline }) else { return nil }
         return decoded
+    }
+
+    /// An IP address as written, or a host name resolved now, to IPv4.
+    private static func hostAddress(_ host: String, flag: String) throws(UsageError) -> IPAddress {
+        if let literal = IPAddress.parse(host) { return literal }
+        guard let resolved = resolveIPv4(host) else {
+            throw UsageError(message: "\(flag): cannot resolve '\(host)' to an IPv4 address")
+        }
+        return IPAddress(ipv4: resolved)
     }
 
     private static func resolveIPv4(_ host: String) -> UInt32? {
