@@ -21,7 +21,9 @@ struct RelayStreams {
     static let streamsMax = 1024
     static let segmentsAheadMax = 256
     static let lineBytesMax = 16_384
-    static let payloadBytesMax = 1 << 20
+    /// A coplay frame is at most 1,229 bytes: a stream with a PUB or MSG of more than this is
+    /// not a relay's, and is given up rather than buffered.
+    static let payloadBytesMax = 1 << 16
 
     private struct Key: Hashable {
         var source: Endpoint
@@ -109,9 +111,12 @@ struct RelayStreams {
             guard let operation = fields.first?.uppercased() else { continue }
             // PUB <subject> [reply-to] <size>; MSG <subject> <sid> [reply-to] <size>.
             let counts = operation == "PUB" ? 3...4 : operation == "MSG" ? 4...5 : nil
-            guard let counts, counts.contains(fields.count), let size = Int(fields[fields.count - 1]),
-                (0...payloadBytesMax).contains(size)
+            guard let counts, counts.contains(fields.count), let size = Int(fields[fields.count - 1]), size >= 0
             else { continue }
+            guard size <= payloadBytesMax else {
+                direction.givenUp = true
+                return out
+            }
             direction.pending = (String(fields[1]), size)
         }
         return out

@@ -234,6 +234,11 @@ final class RelayClient {
     private var outboundIsEmpty: Bool { outboundStart >= outbound.count }
 
     private func write(_ bytes: [UInt8], now: MonotonicInstant) -> [Event] {
+        // The handshake and the PONGs owed to the server's PINGs: a server that sends PINGs and
+        // never reads the answers is cut before they fill memory.
+        guard outbound.count - outboundStart + bytes.count <= settings.relayWriteBufferBytesMax else {
+            return fail("it does not read what is sent to it", refused: false, now: now)
+        }
         if outboundIsEmpty {
             outbound.removeAll(keepingCapacity: true)
             outboundStart = 0
