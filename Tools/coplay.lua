@@ -17,7 +17,8 @@ local message_types = {
     [0x15] = "state-request", [0x16] = "state",
 }
 local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message",
-    [9] = "queue-add", [10] = "queue-remove", [11] = "queue-move", [12] = "queue-clear", [13] = "advance", [14] = "queue-entry" }
+    [9] = "queue-add", [10] = "queue-remove", [11] = "queue-move", [12] = "queue-clear", [13] = "advance", [14] = "queue-entry",
+    [15] = "interstitial-at", [16] = "interstitial" }
 local leave_reasons = { [0] = "left", [1] = "shutdown" }
 
 local f = coplay.fields
@@ -94,6 +95,9 @@ f.queue_levels = ProtoField.uint8("coplay.queue.levels", "Position levels")
 f.queue_digit = ProtoField.uint16("coplay.queue.digit", "Digit")
 f.queue_site = ProtoField.uint64("coplay.queue.site", "Site", base.HEX)
 f.queue_counter = ProtoField.uint32("coplay.queue.counter", "Counter")
+f.interstitial = ProtoField.string("coplay.interstitial.id", "Interstitial")
+f.interstitial_duration = ProtoField.double("coplay.interstitial.duration", "Interstitial duration (s)")
+f.interstitial_at = ProtoField.double("coplay.interstitial.at", "At main-item position (s)")
 f.state_part = ProtoField.uint8("coplay.state.part", "Part index")
 f.state_parts = ProtoField.uint8("coplay.state.parts", "Parts")
 f.state_lamport = ProtoField.uint64("coplay.state.lamport", "Snapshot Lamport clock")
@@ -240,6 +244,13 @@ local function queue_item(r, tree)
     return id
 end
 
+-- An interstitial (PROTOCOL.md "Interstitials"): its id, URL and duration (0 to 3600 s, not 0).
+local function interstitial(r, tree)
+    if short_string(r, tree, f.interstitial, 128) == "" then error("empty interstitial id") end
+    if long_string(r, tree, f.url, 512) == "" then error("empty interstitial url") end
+    if double(r, tree, f.interstitial_duration, 0, 3600) == 0 then error("an interstitial of no duration") end
+end
+
 -- A queue position: 1 to 8 identifiers (digit, site, counter), the last digit 1 or more.
 local function queue_position(r, tree)
     local levels = r.take(1):uint()
@@ -320,6 +331,14 @@ local function command(r, tree, stripped)
         queue_item(r, tree)
         queue_position(r, tree)
         dot(r, tree, "Added by")
+    elseif code == 15 then
+        interstitial(r, tree)
+        double(r, tree, f.interstitial_at, 0, 1e9)
+    elseif code == 16 then
+        interstitial(r, tree)
+        double(r, tree, f.position, 0, 1e9)
+        rate(r, tree, f.rate, false)
+        instant(r, tree, f.at)
     else
         error("unknown operation " .. code)
     end

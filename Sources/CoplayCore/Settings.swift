@@ -325,6 +325,17 @@ public struct Settings: Sendable, Equatable {
     /// (or half of an item shorter than twice that).
     public var queueEndPlayedMin = 0.5
 
+    // MARK: Interstitials
+    /// Interstitials scheduled on one item (`interstitial … at=`), for the group and for this
+    /// participant each: a film has a handful of ad breaks. Past it a group one is refused where
+    /// it is typed (and counted, `interstitialsRefused`, where it arrives): the schedules stay
+    /// bounded (at most this many on each of `itemsMax` items) and travel in a snapshot.
+    public var interstitialsScheduledMax = 16
+    /// When the item reaches a group interstitial, the participant of smallest id on it sends the
+    /// hold at once; the next waits this long for it before sending it itself, the next twice as
+    /// long (each has already stopped its main player there and begun the interstitial).
+    public var interstitialHoldStagger: Duration = .milliseconds(250)
+
     // MARK: Relay (`--relay`)
     /// A peer announced over the network within this long is reached over the network, though
     /// its announcements arrive through the relay too; after this much silence on the network

@@ -57,6 +57,9 @@ public struct SimulatedPlayer: Hashable, Sendable {
             readyAt = nil
             stalledUntil = now.monotonic + .seconds(saturating: seconds)
             return [.stalled(position: position)] + advance(now: now)
+        case .interstitial, .endInterstitial:
+            model.apply(command)  // a second player of its own: the main one holds
+            return []
         }
         return advance(now: now)
     }

@@ -117,4 +117,29 @@ import Testing
             return
         }
     }
+
+    @Test func interstitial_takesItsURLDurationTimeAndAudience() throws {
+        #expect(
+            try ConsoleCommand.parse("interstitial https://a/ad.mp4?sig=a=b duration=15 at=300 for=me").get()
+                == .interstitial(url: "https://a/ad.mp4?sig=a=b", durationSeconds: 15, at: 300, forAll: false))
+        #expect(
+            try ConsoleCommand.parse("interstitial https://a/intro.mp4 duration=8").get()
+                == .interstitial(url: "https://a/intro.mp4", durationSeconds: 8, at: nil, forAll: true))
+        for (line, problem) in [
+            ("interstitial https://a/ad.mp4", "needs duration="),
+            ("interstitial duration=5", "needs the item's URL first"),
+            ("interstitial https://a/ad.mp4 duration=0", "duration must be a number"),
+            ("interstitial https://a/ad.mp4 duration=4000", "duration must be a number"),
+            ("interstitial https://a/ad.mp4 duration=5 for=them", "for= takes all or me"),
+            ("interstitial https://a/ad.mp4 duration=5 at=-1", "at must be a number"),
+            ("interstitial https://a/ad.mp4 duration=5 when=now", "unknown option 'when'"),
+        ] {
+            guard case .failure(let error) = ConsoleCommand.parse(line) else {
+                Issue.record("accepted '\(line)'")
+                continue
+            }
+            #expect(error.message.contains(problem), "\(line): \(error.message)")
+            #expect(error.usage.hasPrefix("interstitial <url> duration="))
+        }
+    }
 }

@@ -248,6 +248,22 @@ enum WireVectors {
                     added: Dot(origin: other, counter: 5)))
         ),
         (
+            "command-interstitial-at",
+            command(
+                sequence: 32, counter: 15, item: "ep2",
+                .scheduleInterstitial(
+                    Interstitial(id: "0a1b2c-i1", url: "https://example.com/ad.mp4", durationSeconds: 15),
+                    at: 300))
+        ),
+        (
+            "command-interstitial",
+            command(
+                sequence: 33, counter: 16, item: "ep2",
+                .interstitial(
+                    Interstitial(id: "0a1b2c-i1", url: "https://example.com/ad.mp4", durationSeconds: 15),
+                    position: 300, rate: 1, requestedAt: WallInstant(unixNanos: 1_780_000_300_000_000_000)))
+        ),
+        (
             "unreliable-message",
             Datagram(
                 session: session, sender: sender, sequence: 21,
@@ -303,13 +319,21 @@ enum WireVectors {
     ]
 
     /// The state vector with `mutate` applied to its bytes.
-    static func queueCommand(sequence: UInt32, counter: UInt32, item: String, _ operation: QueueOperation) -> Datagram {
+    static func queueCommand(
+        sequence: UInt32, counter: UInt32, item: String, _ operation: QueueOperation
+    ) -> Datagram {
+        command(sequence: sequence, counter: counter, item: item, .queue(operation))
+    }
+
+    static func command(sequence: UInt32, counter: UInt32, item: String, _ operation: Operation)
+        -> Datagram
+    {
         Datagram(
             session: session, sender: sender, sequence: sequence,
             payload: .command(
                 CommandEnvelope(
                     dot: Dot(origin: sender, counter: counter), lamport: UInt64(counter) + 10,
-                    dependencies: VectorClock([other: 6]), command: Command(item: item, operation: .queue(operation))),
+                    dependencies: VectorClock([other: 6]), command: Command(item: item, operation: operation)),
                 isRepair: false))
     }
 
@@ -421,6 +445,15 @@ enum WireVectors {
                         .advance(
                             from: nil, to: QueueItem(id: "ep2", url: "https://example.com/ep2.mp4"), rate: 0,
                             requestedAt: WallInstant(unixNanos: 1)))),
+                .malformedPayload
+            ),
+            (
+                "interstitial-of-no-duration",
+                WireFormat.encode(
+                    command(
+                        sequence: 42, counter: 22, item: "ep2",
+                        .scheduleInterstitial(
+                            Interstitial(id: "x", url: "https://example.com/ad.mp4", durationSeconds: 0), at: 1))),
                 .malformedPayload
             ),
             (

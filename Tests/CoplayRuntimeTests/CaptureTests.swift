@@ -231,8 +231,11 @@ import Testing
             "coplay.leave.reason",
             "coplay.probe.t2", "coplay.probe.t3", "coplay.nack.to", "coplay.command.rate", "coplay.command.position",
             "coplay.message.id", "coplay.share.url", "coplay.share.title", "coplay.share.duration",
-            "coplay.announce.waits_out", "coplay.state.snapshot", "coplay.state.parts", "coplay.state.lamport",
-            "coplay.state.wanted", "coplay.state.commands", "coplay.announce.number", "coplay.announce.sent_at",
+            "coplay.interstitial.id", "coplay.interstitial.duration", "coplay.interstitial.at",
+            "coplay.announce.waits_out", "coplay.state.snapshot", "coplay.state.parts",
+            "coplay.state.lamport",
+            "coplay.state.wanted", "coplay.state.commands", "coplay.announce.number",
+            "coplay.announce.sent_at",
             "coplay.announce.wants_unicast",
             "_ws.expert.message",
         ]
@@ -355,7 +358,16 @@ import Testing
                 #expect(["1", "True", "true"].contains(shown) == waitsOut, "\(vector.name): waits out (\(shown))")
             }
             if let duration = (json["duration"] as? NSNumber)?.doubleValue {
-                #expect(Double(value["coplay.share.duration"] ?? "") == duration, "\(vector.name): duration")
+                let field =
+                    json["interstitial"] == nil ? "coplay.share.duration" : "coplay.interstitial.duration"
+                #expect(Double(value[field] ?? "") == duration, "\(vector.name): duration")
+            }
+            if let interstitial = json["interstitial"] as? String {
+                #expect(value["coplay.interstitial.id"] == interstitial, "\(vector.name): interstitial")
+            }
+            if let at = (json["at"] as? NSNumber)?.doubleValue, json["interstitial"] != nil {
+                #expect(
+                    Double(value["coplay.interstitial.at"] ?? "") == at, "\(vector.name): interstitial at")
             }
         }
     }

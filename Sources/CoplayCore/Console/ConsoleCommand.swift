@@ -42,6 +42,9 @@ public enum ConsoleCommand: Hashable, Sendable {
     /// Move the whole group to the next entry of the queue (or the previous one).
     case next
     case previous
+    /// Play an interstitial at a main-item time (`at`, nil: now), for the whole group or for this
+    /// participant only.
+    case interstitial(url: String, durationSeconds: Double, at: Double?, forAll: Bool)
 
     /// What `queue …` asks.
     public enum QueueRequest: Hashable, Sendable {
@@ -93,6 +96,11 @@ public enum ConsoleCommand: Hashable, Sendable {
         Usage(
             name: "previous", synopsis: "previous", summary: "move the whole group to the queue's previous entry",
             example: "previous"),
+        Usage(
+            name: "interstitial", synopsis: "interstitial <url> duration=<s> [at=<seconds>] [for=all|me]",
+            summary:
+                "play an ad or intro in a second player, now or when the item reaches at=; for=all (the default) holds the group until all have played it",
+            example: "interstitial https://example.com/intro.mp4 duration=12 at=0 for=all"),
         Usage(
             name: "play", synopsis: "play [rate]", summary: "coordinated start: everyone waits until all are ready",
             example: "play 1.5"),
@@ -218,6 +226,24 @@ public enum ConsoleCommand: Hashable, Sendable {
         case "next": return try noArguments(.next)
         case "previous": return try noArguments(.previous)
         case "queue": return .queue(try queueRequest(tokens, line: line, fail: fail))
+        case "interstitial":
+            let keys = ["duration", "at", "for"]
+            let url = try firstURL(tokens, line: line, options: keys, command: name, fail: fail)
+            let options = try keyValues(arguments.dropFirst(), allowed: keys, fail: fail)
+            guard let durationText = options["duration"] else {
+                throw fail("'interstitial' needs duration=<seconds> (how long the main item waits)")
+            }
+            let duration = try number(durationText, "duration", in: 0.001...Interstitial.durationMax)
+            let at = try options["at"].map { text throws(ParseError) in
+                try number(text, "at", in: 0...WireFormat.positionMax)
+            }
+            let forAll: Bool
+            switch options["for"] ?? "all" {
+            case "all": forAll = true
+            case "me": forAll = false
+            case let other: throw fail("for= takes all or me, not '\(other)'")
+            }
+            return .interstitial(url: url, durationSeconds: duration, at: at, forAll: forAll)
         case "end":
             let reason = arguments.joined(separator: " ")
             guard reason.utf8.count <= WireFormat.endReasonBytesMax else {
@@ -283,31 +309,8 @@ public enum ConsoleCommand: Hashable, Sendable {
             let allowed =
                 name == "load"
                 ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
-            // The URL is the first word, every byte as typed (signed CDN URLs are full of '='); only
-            // a word wholly in double quotes (a URL with spaces) loses its quotes.
-            guard let first = tokens.first,
-                !allowed.contains(where: { first.word.hasPrefix($0 + "=") })
-            else {
-                throw fail("'\(name)' needs the item's URL first")
-            }
-            let raw = line[first.raw]
-            let url =
-                raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"")
-                    && !raw.dropFirst().dropLast().contains("\"")
-                ? first.word : String(raw)
-            guard url.utf8.count <= WireFormat.urlBytesMax else {
-                throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
-            }
-            var options: [String: String] = [:]
-            for argument in arguments.dropFirst() {
-                guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
-                let key = String(argument[..<equals])
-                guard allowed.contains(key) else {
-                    throw fail("unknown option '\(key)' (\(allowed.joined(separator: ", ")))")
-                }
-                guard options[key] == nil else { throw fail("'\(key)' given twice") }
-                options[key] = String(argument[argument.index(after: equals)...])
-            }
+            let url = try firstURL(tokens, line: line, options: allowed, command: name, fail: fail)
+            let options = try keyValues(arguments.dropFirst(), allowed: allowed, fail: fail)
             let id = options["id"]
             if let id, id.isEmpty || id.utf8.count > WireFormat.itemIDBytesMax {
                 throw fail("the item id must be 1 to \(WireFormat.itemIDBytesMax) bytes")
@@ -360,27 +363,10 @@ public enum ConsoleCommand: Hashable, Sendable {
         }
         switch verb {
         case "add":
-            guard tokens.count >= 2,
-                !["id", "title", "duration", "after"].contains(where: { tokens[1].word.hasPrefix($0 + "=") })
-            else { throw fail("'queue add' needs the item's URL first") }
-            let raw = line[tokens[1].raw]
-            let url =
-                raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"")
-                    && !raw.dropFirst().dropLast().contains("\"")
-                ? tokens[1].word : String(raw)
-            guard url.utf8.count <= WireFormat.urlBytesMax else {
-                throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
-            }
-            var options: [String: String] = [:]
-            for argument in arguments.dropFirst(2) {
-                guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
-                let key = String(argument[..<equals])
-                guard ["id", "title", "duration", "after"].contains(key) else {
-                    throw fail("unknown option '\(key)' (id, title, duration, after)")
-                }
-                guard options[key] == nil else { throw fail("'\(key)' given twice") }
-                options[key] = String(argument[argument.index(after: equals)...])
-            }
+            let keys = ["id", "title", "duration", "after"]
+            let url = try firstURL(
+                Array(tokens.dropFirst()), line: line, options: keys, command: "queue add", fail: fail)
+            let options = try keyValues(arguments.dropFirst(2), allowed: keys, fail: fail)
             let id = try options["id"].map { text throws(ParseError) in try entryID(text) }
             let title = options["title"] ?? ""
             guard title.utf8.count <= WireFormat.metadataBytesMax else {
@@ -409,6 +395,42 @@ public enum ConsoleCommand: Hashable, Sendable {
         default:
             throw fail("'queue \(verb)': the queue takes add, remove, move or clear (or nothing, to show it)")
         }
+    }
+
+    /// The URL that is the first of `tokens`, every byte as typed (signed CDN URLs are full of
+    /// '='); only a word wholly in double quotes (a URL with spaces) loses its quotes.
+    private static func firstURL(
+        _ tokens: [Token], line: String, options: [String], command: String, fail: (String) -> ParseError
+    ) throws(ParseError) -> String {
+        guard let first = tokens.first, !options.contains(where: { first.word.hasPrefix($0 + "=") }) else {
+            throw fail("'\(command)' needs the item's URL first")
+        }
+        let raw = line[first.raw]
+        let url =
+            raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"")
+                && !raw.dropFirst().dropLast().contains("\"")
+            ? first.word : String(raw)
+        guard url.utf8.count <= WireFormat.urlBytesMax else {
+            throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
+        }
+        return url
+    }
+
+    /// `key=value` words, each key `allowed` and given once.
+    private static func keyValues(
+        _ words: ArraySlice<String>, allowed: [String], fail: (String) -> ParseError
+    ) throws(ParseError) -> [String: String] {
+        var options: [String: String] = [:]
+        for argument in words {
+            guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
+            let key = String(argument[..<equals])
+            guard allowed.contains(key) else {
+                throw fail("unknown option '\(key)' (\(allowed.joined(separator: ", ")))")
+            }
+            guard options[key] == nil else { throw fail("'\(key)' given twice") }
+            options[key] = String(argument[argument.index(after: equals)...])
+        }
+        return options
     }
 
     private struct TokenError: Error {

@@ -109,13 +109,15 @@ public struct Counters: Hashable, Sendable {
     public var messagesIncomplete = 0
     /// Queue adds not taken in because the queue held `Settings.queueEntriesMax` entries.
     public var queueAddsRefused = 0
+    /// Group interstitials not scheduled because the item had `Settings.interstitialsScheduledMax`.
+    public var interstitialsRefused = 0
 
     public init() {}
 
     /// What a machine counts: it says so in an output, and the router adds it here.
     public enum Tally: Hashable, Sendable {
         case commandsApplied, commandsSuperseded, driftCorrections, playerSamples, rateNudges, seekCorrections,
-            messagesSent, messagesReceived, messagesIncomplete, queueAddsRefused
+            messagesSent, messagesReceived, messagesIncomplete, queueAddsRefused, interstitialsRefused
     }
 
     mutating func add(_ tally: Tally) {
@@ -130,6 +132,7 @@ public struct Counters: Hashable, Sendable {
         case .messagesReceived: messagesReceived += 1
         case .messagesIncomplete: messagesIncomplete += 1
         case .queueAddsRefused: queueAddsRefused += 1
+        case .interstitialsRefused: interstitialsRefused += 1
         }
     }
 

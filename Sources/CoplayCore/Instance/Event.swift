@@ -59,6 +59,40 @@ public enum Event: Hashable, Sendable {
     case queueChanged(QueueChangeReport)
     /// The answer to `queue`.
     case queue(QueueReport)
+    /// An interstitial was scheduled, began or ended here.
+    case interstitial(InterstitialReport)
+}
+
+/// An interstitial scheduled (for a main-item time), begun or ended on this agent.
+public struct InterstitialReport: Hashable, Sendable {
+    public enum Phase: String, Hashable, Sendable {
+        case scheduled, began, ended
+    }
+    public var phase: Phase
+    public var interstitial: Interstitial
+    /// The main item it interrupts, and where.
+    public var item: String
+    public var position: Double
+    /// For the whole group, or for this participant only.
+    public var forAll: Bool
+    /// Who asked for it (a group interstitial's issuer; this agent for its own).
+    public var originator: Originator
+    /// Why it ended early (its player failed, the item changed, the session ended); nil when it
+    /// played its duration.
+    public var cutShort: String?
+
+    public init(
+        phase: Phase, interstitial: Interstitial, item: String, position: Double, forAll: Bool,
+        originator: Originator, cutShort: String? = nil
+    ) {
+        self.phase = phase
+        self.interstitial = interstitial
+        self.item = item
+        self.position = position
+        self.forAll = forAll
+        self.originator = originator
+        self.cutShort = cutShort
+    }
 }
 
 /// A change to the queue, with the entry's title for people.
@@ -243,13 +277,16 @@ public struct StatusReport: Hashable, Sendable {
     /// The local player's kind and how it is being steered onto the group's timeline.
     public var playerKind: String
     public var correction: Correction
+    /// The interstitial playing here (its id), if any.
+    public var interstitial: String?
 
     public init(
         member: Member, name: String, sessionName: String, state: SessionState, item: String?, rate: Double,
         positionSeconds: Double, sampledAt: Timestamp, isWaiting: Bool, suspensions: [String], peerCount: Int,
         counters: Counters, activity: Activity? = nil, playerKind: String = "simulated",
-        correction: Correction = Correction()
+        correction: Correction = Correction(), interstitial: String? = nil
     ) {
+        self.interstitial = interstitial
         self.activity = activity
         self.playerKind = playerKind
         self.correction = correction

@@ -77,6 +77,6 @@ extension Instance {
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
             isWaiting: coordination.isWaiting, suspensions: suspensions.map(\.reason), peerCount: peers.count,
             counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
-            correction: playback.correction)
+            correction: playback.correction, interstitial: playback.interstitial?.interstitial.id)
     }
 }

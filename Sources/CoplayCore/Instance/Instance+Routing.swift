@@ -190,7 +190,8 @@ extension Instance {
     /// What this agent's snapshot for a peer whose digest is `digest` is made of (the router
     /// supplies it to `StateTransfer`, as raft's application supplies its Storage snapshot).
     func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
-        var winners = playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? [])
+        var winners =
+            playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? []) + playback.scheduledCommands
         var dots = Set(winners.map(\.dot))
         for winner in queue.winners where dots.insert(winner.dot).inserted { winners.append(winner) }
         return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)

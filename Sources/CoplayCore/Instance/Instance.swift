@@ -125,6 +125,11 @@ public struct Instance: Sendable {
             onStep(forward: true, now: now, into: &out)
         case .previous:
             onStep(forward: false, now: now, into: &out)
+        case .interstitial(let url, let duration, let at, let forAll):
+            routePlayback(
+                playback.onInterstitialCommand(
+                    url: url, durationSeconds: duration, at: at, forAll: forAll, context(now)), now: now,
+                into: &out)
         }
         decideStart(now: now, into: &out)
         return finish(out, now: now)
@@ -159,9 +164,16 @@ public struct Instance: Sendable {
             case .play(let rate): return onCommand(.play(rate: rate), now: now)
             case .pause: return onCommand(.pause, now: now)
             case .seek(let position): return onCommand(.seek(seconds: position), now: now)
+            case .next: return onCommand(.next, now: now)
+            case .previous: return onCommand(.previous, now: now)
             }
         case .failed(let text):
             return finish([.emit(.playerError(text))], now: now)
+        case .interstitialFailed(let text):
+            var out: [Directive] = [.emit(.playerError(text))]
+            routePlayback(playback.endInterstitial(cutShort: text, context(now)), now: now, into: &out)
+            decideStart(now: now, into: &out)
+            return finish(out, now: now)
         case .ready, .stalled, .stallEnded, .ended, .sample:
             var out: [Directive] = []
             routePlayback(playback.onPlayerReport(report, context(now)), now: now, into: &out)

@@ -63,6 +63,14 @@ public enum Operation: Hashable, Sendable {
     /// A change to the group's queue, or a move of the group to one of its entries
     /// (`SharedQueue`).
     case queue(QueueOperation)
+    /// An interstitial for everyone, when the item reaches `at` (media seconds) while playing.
+    case scheduleInterstitial(Interstitial, at: Double)
+    /// An interstitial for everyone, now: the item holds at `position` — paused there, or, with
+    /// `rate` > 0, waiting for a coordinated start at `rate` requested for when the interstitial
+    /// ends (`requestedAt` + its duration): everyone reports ready once theirs has ended. Made
+    /// when the group's timeline reaches a scheduled interstitial (naming it: it is resolved), or
+    /// typed without `at=`.
+    case interstitial(Interstitial, position: Double, rate: Double, requestedAt: WallInstant)
 
     /// A change to the queue or a move of the group to an entry.
     public var isQueue: Bool {
@@ -81,6 +89,8 @@ public enum Operation: Hashable, Sendable {
         case .rate: "rate"
         case .message: "message"
         case .queue(let operation): operation.name
+        case .scheduleInterstitial: "interstitial-at"
+        case .interstitial: "interstitial"
         }
     }
 
@@ -90,7 +100,10 @@ public enum Operation: Hashable, Sendable {
         switch self {
         case .queue(.advance(let from, let item, let rate, let requestedAt)):
             return .queue(.advance(from: from, to: item, rate: rate, requestedAt: shift(requestedAt)))
-        case .share, .message, .queue: return self
+        case .interstitial(let interstitial, let position, let rate, let requestedAt):
+            return .interstitial(
+                interstitial, position: position, rate: rate, requestedAt: shift(requestedAt))
+        case .share, .message, .queue, .scheduleInterstitial: return self
         case .play(let rate, let position, let requestedAt):
             return .play(rate: rate, position: position, requestedAt: shift(requestedAt))
         case .seek(let position, let resumeRate, let requestedAt):

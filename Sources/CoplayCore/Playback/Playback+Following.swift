@@ -46,6 +46,8 @@ extension Playback {
             if jumped(to: position) { out.append(.emit(.timeJumped(report(0, position)))) }
         case .playing(let rate, let position, let at):
             coordination = .idle
+            // Behind an interstitial the main player holds; it catches up when that ends.
+            guard interstitial == nil else { return }
             guard player.isReady else {
                 beginCatchUp(context, into: &out)
                 prepareToCatchUp(timeline, context, into: &out)
@@ -91,8 +93,9 @@ extension Playback {
 
     /// This agent's player is ready: if a start is being collected, say so to the group.
     mutating func localReady(_ context: PlaybackContext, into out: inout [Output]) -> Bool {
+        // Not while an interstitial plays here: the group resumes when everyone's has ended.
         guard case .collecting(var start) = coordination, start.item == player.item?.id,
-            !start.ready.contains(context.member)
+            !start.ready.contains(context.member), interstitial == nil
         else { return false }
         start.ready.insert(context.member)
         if context.isJoined {
@@ -186,10 +189,11 @@ extension Playback {
     /// out depends on the peers' suspensions and items: it says so at once when that changes, as
     /// for any other change of participant state.
     mutating func onPeersChanged(_ context: PlaybackContext) -> [Output] {
+        let holds = waitForOthersInterstitials(context)
         let waitsOut = waitsOutSuspensions(among: context.peers)
-        guard waitsOut != announcedWaitsOut, context.isJoined else { return [] }
+        guard waitsOut != announcedWaitsOut, context.isJoined else { return holds }
         announcedWaitsOut = waitsOut
-        return [.announce]
+        return holds + [.announce]
     }
 
     /// Peer `departed` left. Timelines on its clock follow the lowest-id live participant's clock

@@ -38,7 +38,7 @@ extension Playback {
             (correction.samplePosition, correction.sampleAt) = (position, at)
             out.append(.count(.playerSamples))
             out += correct(toSample: position, at: at, context)
-        case .userAction, .failed:
+        case .userAction, .failed, .interstitialFailed:
             break
         }
         return out
@@ -158,7 +158,12 @@ extension Playback {
         }
     }
 
-    mutating func beginSuspension(_ reason: String, _ context: PlaybackContext, into out: inout [Output]) {
+    @discardableResult
+    mutating func beginSuspension(
+        _ reason: String, _ context: PlaybackContext, into out: inout [Output]
+    )
+        -> Suspension
+    {
         let suspension = suspensions.begin(reason, now: context.now.monotonic)
         coordination = .idle  // a suspended participant takes no part in a coordinated start
         out.append(
@@ -166,6 +171,7 @@ extension Playback {
                 .suspension(
                     SuspensionReport(id: suspension.id, reason: reason, began: true, item: player.item?.id ?? ""))))
         out.append(.announce)
+        return suspension
     }
 
     mutating func endSuspension(
@@ -266,6 +272,7 @@ extension Playback {
     /// peer's digest still shows commands this agent lacks; read only while waiting for them).
     mutating func tick(_ context: PlaybackContext, isBehind: () -> Bool) -> [Output] {
         var out = checkWhatHappened(context)
+        out += checkInterstitials(context)
         out += repeatReady(context)
         out += correctDrift(context)
         if case .catchingUp = history { out += followAfterHistory(isBehind: isBehind(), context) }
@@ -274,7 +281,9 @@ extension Playback {
 
     /// When playback next needs a tick.
     func nextWake(_ context: PlaybackContext) -> MonotonicInstant? {
-        var due = [whatHappenedWake(context), coordinationWake(context)].compactMap { $0 }.min()
+        var due = [whatHappenedWake(context), coordinationWake(context), interstitialWake(context)]
+            .compactMap { $0 }
+            .min()
         if case .catchingUp(let since) = history {
             let giveUp = max(since + settings.historyCatchUpMax, context.now.monotonic + .milliseconds(1))
             due = due.map { min($0, giveUp) } ?? giveUp

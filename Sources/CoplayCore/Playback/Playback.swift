@@ -55,6 +55,23 @@ struct Playback: Sendable {
     /// Whether the last announcement said this agent waits out a suspension (the answer changes
     /// with the peers' announcements: a change is announced at once). Kept across memberships.
     var announcedWaitsOut = false
+    /// The interstitial playing here, if any (`Playback+Interstitials`).
+    var interstitial: PlayingInterstitial?
+    /// Group interstitials still to come, by item (at most `itemsMax` items,
+    /// `interstitialsScheduledMax` each).
+    var scheduled: [String: [ScheduledInterstitial]] = [:]
+    /// This participant's own, on its current item (at most `interstitialsScheduledMax`).
+    var localScheduled: [ScheduledInterstitial] = []
+    /// The hold to send for a group interstitial the item reached, when its turn comes.
+    var holdDue: InterstitialHoldDue?
+    /// Where the playing item was at the last look for scheduled interstitials: the item, the
+    /// command that began the playing stretch, the position.
+    var interstitialWatch: (item: String, stretch: Dot, position: Double)?
+    /// Group interstitials begun or resolved here lately (the last `interstitialsScheduledMax`):
+    /// reaching one and then receiving its hold plays it once.
+    var resolvedInterstitials: [String] = []
+    /// Interstitials typed here, for their ids.
+    var interstitialsMade = 0
 
     init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
@@ -65,6 +82,9 @@ struct Playback: Sendable {
         itemsChangeOrder.removeAll()
         coordination = .idle
         history = .current
+        scheduled.removeAll()
+        holdDue = nil
+        interstitialWatch = nil
     }
 
     /// The agent left: no coordinated start is waited for (the player keeps what it was doing).
@@ -77,6 +97,8 @@ struct Playback: Sendable {
     mutating func onSessionEnded(_ context: PlaybackContext) -> [Output] {
         var out: [Output] = []
         coordination = .idle
+        endInterstitial(cutShort: "the session ended", context, into: &out)
+        localScheduled.removeAll()
         if let item = player.item {
             let position = player.position(at: context.now)
             if player.rate > 0 {
@@ -199,9 +221,9 @@ struct Playback: Sendable {
         case .stall(let seconds):
             guard requireItem(into: &out) != nil else { break }
             out.append(.player(.simulateStall(seconds: seconds)))
-        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened, .message, .queue,
-            .next,
-            .previous:
+        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened,
+            .message, .queue,
+            .next, .previous, .interstitial:
             preconditionFailure("\(command) is not a playback command")
         }
         return out
@@ -270,7 +292,7 @@ struct Playback: Sendable {
             correction.nudge = 0
             correction.lastSampleAt = nil
             correction.sampleError = nil  // not playing: no error to show
-        case .simulateStall: break
+        case .simulateStall, .interstitial, .endInterstitial: break
         }
         player.apply(command)
         out.append(.player(command))
@@ -313,6 +335,11 @@ struct Playback: Sendable {
                 incomingItem = item.id
                 out.append(.emit(.activityChanged(item.activity, originator: context.originator(envelope.dot.origin))))
             }
+            if case .scheduleInterstitial(let interstitial, let position) = command.operation {
+                schedule(
+                    interstitial, at: position, by: envelope, isHistory: isHistory, context, into: &out)
+                continue
+            }
             guard let timeline = Timeline(command.operation, dot: envelope.dot) else { continue }
             if let existing = items[command.item], existing.winner.orderKey > envelope.orderKey {
                 out.append(.count(.commandsSuperseded))
@@ -321,6 +348,12 @@ struct Playback: Sendable {
             remember(
                 ItemGroupState(winner: envelope, timeline: timeline, clockSource: delivered.clockSource),
                 for: command.item)
+            if case .interstitial(let interstitial, let position, _, _) = command.operation {
+                onHold(
+                    interstitial, position: position, by: envelope,
+                    isCurrent: incomingItem == command.item && player.item?.id == command.item && !isHistory
+                        && !isDeferring, context, into: &out)
+            }
             if incomingItem == command.item {
                 currentItemChanged = true
             } else if !isHistory && !isDeferring {  // history is adopted, not reported
@@ -385,6 +418,12 @@ struct Playback: Sendable {
     private mutating func makeCurrent(
         _ item: LoadedItem, source: String, _ context: PlaybackContext, into out: inout [Output]
     ) {
+        // An interstitial and those scheduled here belong to the item they interrupt.
+        if interstitial?.item != item.id {
+            endInterstitial(cutShort: "the item changed to \(item.id)", context, into: &out)
+        }
+        localScheduled.removeAll()
+        interstitialWatch = nil
         coordination = .idle
         // A stall belongs to the item it happened on: loading another ends its recovery.
         if let stall = suspensions.end(reason: Suspension.stallRecovery) {

@@ -7,6 +7,7 @@ public struct Suspension: Hashable, Sendable {
 
     public static let stallRecovery = "stallRecovery"
     public static let whatHappened = "whatHappened"
+    public static let playingInterstitial = "playingInterstitial"
     /// The reasons AVFoundation defines; any other string is a custom reason.
     public static let builtInReasons = [
         "audioSessionInterrupted", "stallRecovery", "playingInterstitial", "coordinatedPlaybackNotPossible",

@@ -54,7 +54,16 @@ public enum Timeline: Hashable, Sendable {
             self =
                 rate > 0
                 ? .waiting(position: 0, rate: rate, trigger: dot, requestedAt: requestedAt) : .paused(position: 0)
-        case .queue: return nil
+        case .queue, .scheduleInterstitial: return nil
+        case .interstitial(let interstitial, let position, let rate, let requestedAt):
+            // Held where it interrupts the item: paused there, or waiting for everyone to have
+            // played it (the start's deadline counts from its end).
+            self =
+                rate > 0
+                ? .waiting(
+                    position: position, rate: rate, trigger: dot,
+                    requestedAt: requestedAt + .seconds(saturating: interstitial.durationSeconds))
+                : .paused(position: position)
         case .play(let rate, let position, let requestedAt):
             self = .waiting(position: position, rate: rate, trigger: dot, requestedAt: requestedAt)
         case .seek(let position, let resumeRate, let requestedAt):

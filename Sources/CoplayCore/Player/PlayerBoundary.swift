@@ -21,6 +21,11 @@ public enum PlayerCommand: Hashable, Sendable {
     /// Testing: behave as if the media stopped arriving for `seconds` (report `.stalled`, later
     /// `.stallEnded`). Players that cannot simulate a stall ignore it.
     case simulateStall(seconds: Double)
+    /// Play `interstitial` in a second player, in front of the main one (which holds where it is
+    /// told), until `endInterstitial`; the core times it (its `durationSeconds`).
+    case interstitial(Interstitial)
+    /// Stop the interstitial and show the main player again.
+    case endInterstitial
 }
 
 /// What the local player tells the core.
@@ -41,11 +46,16 @@ public enum PlayerReport: Hashable, Sendable {
     case userAction(UserAction)
     /// The player failed (a load error, it quit); the text says how.
     case failed(String)
+    /// The interstitial could not be played (the second player failed); the text says how.
+    case interstitialFailed(String)
 
     /// A transport action taken in the player itself.
     public enum UserAction: Hashable, Sendable {
         case play(rate: Double)
         case pause
         case seek(position: Double)
+        /// The playlist keys: the whole group moves to the queue's next (previous) entry.
+        case next
+        case previous
     }
 }

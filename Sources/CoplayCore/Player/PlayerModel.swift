@@ -18,6 +18,8 @@ public struct PlayerModel: Hashable, Sendable {
 
     public private(set) var state: State = .empty
     public private(set) var item: LoadedItem?
+    /// The interstitial the second player shows, if any.
+    public private(set) var interstitial: Interstitial?
 
     public init() {}
 
@@ -74,6 +76,10 @@ public struct PlayerModel: Hashable, Sendable {
             state = .empty
         case .simulateStall:
             break  // the player says whether it stalled
+        case .interstitial(let interstitial):
+            self.interstitial = interstitial
+        case .endInterstitial:
+            interstitial = nil
         }
     }
 
@@ -95,7 +101,7 @@ public struct PlayerModel: Hashable, Sendable {
                 state = rate > 0 ? .moving(rate: rate, position: position, at: at) : .ready(position: clamp(position))
             case .empty, .preparing, .stalled: break
             }
-        case .userAction, .failed:
+        case .userAction, .failed, .interstitialFailed:
             break
         }
     }

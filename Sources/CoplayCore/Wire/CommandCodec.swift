@@ -39,6 +39,27 @@ extension WireFormat {
         case queueClear = 12
         case advance = 13
         case queueEntry = 14
+        case interstitialAt = 15
+        case interstitial = 16
+    }
+
+    static func writeInterstitial(_ interstitial: Interstitial, into writer: inout ByteWriter) {
+        writer.writeShortString(interstitial.id)
+        writer.writeLongString(interstitial.url)
+        writer.write(interstitial.durationSeconds)
+    }
+
+    static func readInterstitial(from reader: inout ByteReader) throws(DecodeError) -> Interstitial {
+        let id = try reader.readShortString(maxBytes: itemIDBytesMax, field: "interstitial id")
+        guard !id.isEmpty else { throw DecodeError(.malformedPayload, "empty interstitial id") }
+        let url = try reader.readLongString(maxBytes: urlBytesMax, field: "interstitial url")
+        guard !url.isEmpty else { throw DecodeError(.malformedPayload, "empty interstitial url") }
+        let seconds = try reader.readDouble(
+            in: 0...Interstitial.durationMax, field: "interstitial duration")
+        guard seconds > 0 else {
+            throw DecodeError(.malformedPayload, "an interstitial of no duration")
+        }
+        return Interstitial(id: id, url: url, durationSeconds: seconds)
     }
 
     static func writeQueueItem(_ item: QueueItem, into writer: inout ByteWriter) {
@@ -239,6 +260,16 @@ extension WireFormat {
             writeQueueItem(item, into: &writer)
             writeQueuePosition(position, into: &writer)
             writeDot(added, into: &writer)
+        case .scheduleInterstitial(let interstitial, let at):
+            writer.write(OperationCode.interstitialAt.rawValue)
+            writeInterstitial(interstitial, into: &writer)
+            writer.write(at)
+        case .interstitial(let interstitial, let position, let rate, let requestedAt):
+            writer.write(OperationCode.interstitial.rawValue)
+            writeInterstitial(interstitial, into: &writer)
+            writer.write(position)
+            writer.write(rate)
+            writer.write(requestedAt.unixNanos)
         }
     }
 
@@ -319,6 +350,13 @@ extension WireFormat {
                 .placed(
                     try readQueueItem(from: &reader), at: try readQueuePosition(from: &reader),
                     added: try readDot(from: &reader)))
+        case .interstitialAt:
+            operation = .scheduleInterstitial(try readInterstitial(from: &reader), at: try position())
+        case .interstitial:
+            operation = .interstitial(
+                try readInterstitial(from: &reader), position: try position(),
+                rate: try rate(positive: false),
+                requestedAt: try wall())
         case nil: throw DecodeError(.malformedPayload, "unknown command operation \(code)")
         }
         return CommandEnvelope(

@@ -414,7 +414,27 @@ public enum Dump {
             return partDescription(part)
         case .queue(let operation):
             return queueDescription(operation)
+        case .scheduleInterstitial(let interstitial, let at):
+            return (
+                "\(interstitial.id) url=\(interstitial.url) duration=\(interstitial.durationSeconds) at=\(at)",
+                interstitialFields(interstitial) + [("at", .double(at))]
+            )
+        case .interstitial(let interstitial, let position, let rate, let requestedAt):
+            return (
+                "\(interstitial.id) url=\(interstitial.url) duration=\(interstitial.durationSeconds) position=\(position) rate=\(rate)",
+                interstitialFields(interstitial) + [
+                    ("position", .double(position)), ("rate", .double(rate)),
+                    ("requestedAt", .int(requestedAt.unixNanos)),
+                ]
+            )
         }
+    }
+
+    static func interstitialFields(_ interstitial: Interstitial) -> [(String, JSONValue)] {
+        [
+            ("interstitial", .string(interstitial.id)), ("url", .string(interstitial.url)),
+            ("duration", .double(interstitial.durationSeconds)),
+        ]
     }
 
     static func queueDescription(_ operation: QueueOperation) -> (String, [(String, JSONValue)]) {

@@ -263,8 +263,9 @@ public enum Demo {
         case .activityChanged, .activityUnchanged, .proposal, .itemChanged, .itemUnloaded, .playerError, .waiting,
             .playing, .paused,
             .rateChanged,
-            .timeJumped, .commandIgnored, .suspension, .session, .commandError, .message, .messageSent, .stateAdopted,
-            .queueChanged:
+            .timeJumped, .commandIgnored, .suspension, .session, .commandError, .message, .messageSent,
+            .stateAdopted,
+            .queueChanged, .interstitial:
             return formatter.lines(for: event, wire: .init(), atUnixNanos: 0).first
         case .peerJoined, .peerLeft, .peerUnresponsive, .peerResponsive, .peerChanged, .clockSynced, .status, .peers,
             .help, .queue:

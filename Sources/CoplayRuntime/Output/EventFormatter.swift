@@ -83,6 +83,7 @@ public struct EventFormatter: Sendable {
         case .stateAdopted: "state-adopted"
         case .queueChanged: "queue-changed"
         case .queue: "queue"
+        case .interstitial(let report): "interstitial-\(report.phase.rawValue)"
         }
     }
 
@@ -110,7 +111,9 @@ public struct EventFormatter: Sendable {
                 ("item", report.item.map { .string($0) } ?? .null), ("rate", .double(report.rate)),
                 ("position", .double(report.positionSeconds)),
                 ("sampledAtUnixNanos", .int(clock.trueUnixNanos(of: report.sampledAt.wall))),
-                ("waiting", .bool(report.isWaiting)), ("suspensions", .array(report.suspensions.map { .string($0) })),
+                ("waiting", .bool(report.isWaiting)),
+                ("suspensions", .array(report.suspensions.map { .string($0) })),
+                ("interstitial", report.interstitial.map { .string($0) } ?? .null),
                 ("peers", .int(Int64(report.peerCount))),
                 ("activity", report.activity.map { .object(activityFields($0)) } ?? .null),
                 ("player", playerObject(report)), ("counters", countersObject(report.counters, wire: wire)),
@@ -143,6 +146,14 @@ public struct EventFormatter: Sendable {
                 ("entry", report.change.id.map { .string($0) } ?? .null),
                 ("title", report.title.map { .string($0) } ?? .null), ("url", report.url.map { .string($0) } ?? .null),
                 ("originator", originatorObject(report.change.originator)),
+            ]
+        case .interstitial(let report):
+            return [
+                ("id", .string(report.interstitial.id)), ("url", .string(report.interstitial.url)),
+                ("duration", .double(report.interstitial.durationSeconds)), ("item", .string(report.item)),
+                ("position", .double(report.position)), ("for", .string(report.forAll ? "all" : "me")),
+                ("originator", originatorObject(report.originator)),
+                ("cutShort", report.cutShort.map { .string($0) } ?? .null),
             ]
         case .queue(let report):
             return [
@@ -367,7 +378,8 @@ public struct EventFormatter: Sendable {
             return [
                 "status \(report.name) id=\(report.member.id) session=\(report.sessionName) state=\(report.state.name) "
                     + "item=\(report.item ?? "-") rate=\(report.rate) position=\(String(format3: report.positionSeconds)) "
-                    + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) peers=\(report.peerCount) "
+                    + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) "
+                    + (report.interstitial.map { "interstitial=\($0) " } ?? "") + "peers=\(report.peerCount) "
                     + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal) "
                     + (wire.relay.map {
                         "relay=\($0.server ?? "-")(\($0.connected ? "connected" : "not connected"), \($0.reconnections) reconnections) "
@@ -399,6 +411,16 @@ public struct EventFormatter: Sendable {
             let what =
                 change.id.map { id in " \(id)" + (report.title.map { $0.isEmpty ? "" : " \"\($0)\"" } ?? "") } ?? ""
             return ["queue-changed \(change.kind.rawValue)\(what) by \(Self.who(change.originator))"]
+        case .interstitial(let report):
+            let what =
+                "\(report.interstitial.id) \(report.interstitial.url) duration=\(String(format3: report.interstitial.durationSeconds)) "
+                + "for=\(report.forAll ? "all" : "me") at \(report.item) \(String(format3: report.position))"
+            switch report.phase {
+            case .scheduled: return ["interstitial-scheduled \(what) by \(Self.who(report.originator))"]
+            case .began: return ["interstitial-began \(what) by \(Self.who(report.originator))"]
+            case .ended:
+                return ["interstitial-ended \(what)\(report.cutShort.map { " (cut short: \($0))" } ?? "")"]
+            }
         case .queue(let report):
             guard !report.entries.isEmpty else {
                 return ["queue empty\(report.current.map { " (the group is on \($0))" } ?? "")"]

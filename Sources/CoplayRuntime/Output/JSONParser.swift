@@ -231,4 +231,9 @@ extension JSONValue {
         if case .bool(let value) = self { return value }
         return nil
     }
+
+    public var array: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
 }

@@ -20,12 +20,21 @@ import Glibc
 ///   echo back. A speed change within `Settings.playerSpeedDisturbanceMax` of the group's rate is
 ///   treated as a disturbance (the correction takes it back), not as a choice.
 /// - `paused-for-cache` is a stall; `eof-reached` the end; a failed load is reported as a failure.
+/// - An interstitial plays in a second mpv, started for it (on top, with the same `--mpv-option`s
+///   and `--length` of its duration) and ended with SIGTERM; one that exits with an error before
+///   its end is reported (`interstitialFailed`).
 struct MpvPlayer: PlayerDriver {
     let kind = "mpv"
     private let socket: LineSocket
     /// The mpv process, when the agent started it (then it quits it when exiting).
     private let process: ChildProcess?
     private let settings: Settings
+    /// The `--mpv-option`s, for the second mpv.
+    private let options: [String]
+    /// The second mpv, while it shows an interstitial; and those asked to end, until reaped.
+    private var interstitialProcess: ChildProcess?
+    private var endingProcesses: [ChildProcess] = []
+    private var processCheckAt: MonotonicInstant?
 
     /// The timeline it plays: at wall instant `at` the media is at `position`, moving at `rate`.
     private struct Anchor: Hashable {
@@ -86,16 +95,27 @@ struct MpvPlayer: PlayerDriver {
     /// Properties observed, by observation id.
     private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached"]
 
-    init(socket: LineSocket, process: ChildProcess?, settings: Settings) {
+    init(socket: LineSocket, process: ChildProcess?, settings: Settings, options: [String] = []) {
         self.socket = socket
         self.process = process
         self.settings = settings
+        self.options = options
         for (index, name) in Self.observed.enumerated() {
             send(["observe_property", .int(Int64(index + 1)), .string(name)], as: .other)
         }
         // Pitch-keeping time stretch, inserted before anything plays so that a later speed change
         // is seamless (mpv would otherwise insert it at the first change, with a glitch).
         send(["af", "add", "@coplay:scaletempo2"], as: .other)
+        // The playlist keys move the group through its queue: mpv's own playlist holds one file
+        // (coplay loads each entry with `replace`), so they are bound, over mpv's defaults, to
+        // messages coplay reads (`client-message`).
+        send(
+            [
+                "define-section", "coplay",
+                ">\tscript-message coplay-next\n<\tscript-message coplay-previous\nNEXT\tscript-message coplay-next\nPREV\tscript-message coplay-previous\n",
+                "force",
+            ], as: .other)
+        send(["enable-section", "coplay"], as: .other)
         setPause(true)
     }
 
@@ -148,8 +168,52 @@ struct MpvPlayer: PlayerDriver {
             send(["stop"], as: .other)
         case .simulateStall:
             break  // mpv stalls for real, or not at all
+        case .interstitial(let interstitial):
+            stopInterstitial()
+            let arguments =
+                [
+                    "mpv", "--no-terminal", "--keep-open=yes", "--ontop", "--title=coplay: interstitial",
+                    "--length=\(interstitial.durationSeconds)",
+                ] + options.map { "--\($0)" } + ["--", interstitial.url]
+            do {
+                interstitialProcess = try ChildProcess.spawn(arguments)
+                processCheckAt = now.monotonic + Self.processCheckInterval
+            } catch {
+                return [
+                    .interstitialFailed("mpv could not show the interstitial \(interstitial.url): \(error)")
+                ]
+            }
+        case .endInterstitial:
+            stopInterstitial()
         }
         return []
+    }
+
+    /// How often the second mpv is looked at (has it failed? have the ended ones exited?).
+    private static let processCheckInterval: Duration = .milliseconds(100)
+
+    private mutating func stopInterstitial() {
+        guard let process = interstitialProcess else { return }
+        interstitialProcess = nil
+        process.terminate()
+        endingProcesses.append(process)
+    }
+
+    /// Reaps the second mpvs that ended; reports one that failed while it should be showing.
+    private mutating func checkProcesses(now: Timestamp) -> [PlayerReport] {
+        guard let due = processCheckAt, now.monotonic >= due else { return [] }
+        endingProcesses.removeAll { $0.exitStatus() != nil }
+        var reports: [PlayerReport] = []
+        if let process = interstitialProcess, let status = process.exitStatus() {
+            interstitialProcess = nil
+            if status != 0 {
+                reports.append(.interstitialFailed("the interstitial's mpv exited with status \(status)"))
+            }
+        }
+        processCheckAt =
+            interstitialProcess != nil || !endingProcesses.isEmpty
+            ? now.monotonic + Self.processCheckInterval : nil
+        return reports
     }
 
     private mutating func play(_ new: Anchor, now: Timestamp) {
@@ -210,10 +274,12 @@ struct MpvPlayer: PlayerDriver {
             due = now.monotonic + .seconds(saturating: max(0, delay))
         }
         if let nextSampleAt, !sampleInFlight { due = due.map { min($0, nextSampleAt) } ?? nextSampleAt }
+        if let processCheckAt { due = due.map { min($0, processCheckAt) } ?? processCheckAt }
         return due
     }
 
     mutating func advance(now: Timestamp) -> [PlayerReport] {
+        let reports = checkProcesses(now: now)
         if let unpauseAt,
             Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= startBias / max(groupRate, 0.01) - 0.0002
         {
@@ -230,7 +296,7 @@ struct MpvPlayer: PlayerDriver {
                 send(["get_property", .string(positionProperty)], as: .sample(sentAt: now, generation: generation))
             }
         }
-        return []
+        return reports
     }
 
     // MARK: What mpv says
@@ -303,6 +369,12 @@ struct MpvPlayer: PlayerDriver {
             if let position = seekOnLoad {
                 seekOnLoad = nil
                 seek(to: position, now: now)
+            }
+        case "client-message":
+            switch message["args"]?.array?.first?.string {
+            case "coplay-next": return [.userAction(.next)]
+            case "coplay-previous": return [.userAction(.previous)]
+            default: return []
             }
         case "end-file":
             guard message["reason"]?.string == "error" else { return [] }
@@ -415,6 +487,8 @@ struct MpvPlayer: PlayerDriver {
     }
 
     mutating func close() {
+        stopInterstitial()
+        for ending in endingProcesses { ending.waitForExit(patience: .seconds(1)) }
         if let process {
             socket.send(JSONValue.object([("command", .array(["quit"]))]).serialized)
             process.waitForExit(patience: .seconds(2))
@@ -430,7 +504,10 @@ extension MpvPlayer {
         let path = options.socketPath ?? defaultSocketPath()
         if options.attach {
             let socket = try LineSocket.connect(path: path, patience: .zero)
-            return (MpvPlayer(socket: socket, process: nil, settings: settings), socket)
+            return (
+                MpvPlayer(socket: socket, process: nil, settings: settings, options: options.options),
+                socket
+            )
         }
         let arguments =
             ["mpv", "--idle=yes", "--keep-open=yes", "--pause", "--no-terminal", "--input-ipc-server=\(path)"]
@@ -444,7 +521,10 @@ extension MpvPlayer {
                         code: ECHILD)
                 }
             }
-            return (MpvPlayer(socket: socket, process: process, settings: settings), socket)
+            return (
+                MpvPlayer(socket: socket, process: process, settings: settings, options: options.options),
+                socket
+            )
         } catch {
             process.waitForExit(patience: .zero)
             throw error

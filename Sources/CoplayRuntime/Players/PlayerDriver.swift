@@ -31,7 +31,7 @@ extension PlayerReport.UserAction {
     /// checked like a datagram).
     var checked: Self? {
         switch self {
-        case .pause: return self
+        case .pause, .next, .previous: return self
         case .play(let rate):
             return rate.isFinite && rate >= WireFormat.rateMin && rate <= WireFormat.rateMax ? self : nil
         case .seek(let position):

@@ -4,7 +4,8 @@ import CoplayCore
 /// listens on a Unix socket and speaks JSON lines, modelled on AVDelegatingPlaybackCoordinator.
 /// PLAYERS.md specifies the protocol; `Tools/coplay-player-example` is a reference client.
 ///
-/// To the player: `load`, `prepare`, `play`, `rate`, `pause`, `unload`, each with an `id`. A
+/// To the player: `load`, `prepare`, `play`, `rate`, `pause`, `unload`, `interstitial`,
+/// `interstitial-end`, each with an `id`. A
 /// `load` or `prepare` is complete (the player is ready) when the player answers `{"done": id}`.
 /// From the player: `done`, and events: `sample`, `buffering`, `buffered`, `ended`, `user`
 /// (an action taken in the player), `error`. Every value is checked (a line that is not valid
@@ -21,6 +22,8 @@ struct SocketPlayer: PlayerDriver {
     /// What a reconnecting player is told: the item, and the last transport command.
     private var lastLoad: PlayerCommand?
     private var lastTransport: PlayerCommand?
+    /// The last interstitial begun or ended, for a player that reconnects while one plays.
+    private var lastInterstitial: PlayerCommand?
     /// Lines refused since the player connected (answered with an error each).
     private(set) var refusedLines = 0
 
@@ -48,6 +51,8 @@ struct SocketPlayer: PlayerDriver {
             awaitingReady.removeAll()
         case .simulateStall:
             return []
+        case .interstitial, .endInterstitial:
+            lastInterstitial = command
         }
         send(command)
         return []
@@ -83,6 +88,13 @@ struct SocketPlayer: PlayerDriver {
             fields += [("command", "unload")]
         case .simulateStall:
             return
+        case .interstitial(let interstitial):
+            fields += [
+                ("command", "interstitial"), ("interstitial", .string(interstitial.id)),
+                ("url", .string(interstitial.url)), ("duration", .double(interstitial.durationSeconds)),
+            ]
+        case .endInterstitial:
+            fields += [("command", "interstitial-end")]
         }
         server.current?.send(JSONValue.object(fields).serialized)
     }
@@ -111,6 +123,7 @@ struct SocketPlayer: PlayerDriver {
             if case .pause(let position) = lastTransport, lastLoad != nil { send(.prepare(position: position)) }
             send(lastTransport)
         }
+        if case .interstitial? = lastInterstitial { send(lastInterstitial!) }
         return []
     }
 
@@ -179,11 +192,13 @@ struct SocketPlayer: PlayerDriver {
             let action: PlayerReport.UserAction
             switch message["action"]?.string {
             case "pause": action = .pause
+            case "next": action = .next
+            case "previous": action = .previous
             case "play": action = .play(rate: message["rate"]?.number ?? 1)
             case "seek":
                 guard let position = position() else { return fail("a seek needs a position from 0 to 1e9") }
                 action = .seek(position: position)
-            default: return fail("user needs an action: play, pause or seek")
+            default: return fail("user needs an action: play, pause, seek, next or previous")
             }
             guard let checked = action.checked else {
                 return fail("play needs a rate from \(WireFormat.rateMin) to \(WireFormat.rateMax)")

@@ -19,11 +19,25 @@ final class ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+        // The agent ignores SIGINT, SIGTERM, SIGHUP and SIGPIPE (it takes them from dispatch
+        // sources), and an ignored signal stays ignored across exec: the child gets them back at
+        // their defaults, with nothing blocked, so that SIGTERM ends it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         defer { for pointer in argv { free(pointer) } }
         var pid = pid_t()
-        let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard status == 0 else {
             throw SocketError("start \(arguments[0]) (is it installed and on PATH?)", code: status)
         }
@@ -36,6 +50,9 @@ final class ChildProcess: Sendable {
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
         return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
+
+    /// Asks it to end (SIGTERM) without waiting: `exitStatus()` reaps it later.
+    func terminate() { kill(pid, SIGTERM) }
 
     /// Waits for it to exit by itself for up to `patience`, then terminates it.
     func waitForExit(patience: Duration) {
