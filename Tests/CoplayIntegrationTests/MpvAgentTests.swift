@@ -172,6 +172,77 @@ struct MpvAgentTests {
                     $0.property("path") as? String == files[2] && $0.property("pause") as? Bool == false
                 }
             }, "previous moved both, playing on")
+        // mpv's playlist key in bob's mpv: the whole group moves on to part4.
+        _ = players[1].command(["keypress", ">"])
+        #expect(
+            waitUntil(.seconds(8)) {
+                players.allSatisfy {
+                    $0.property("path") as? String == files[3] && $0.property("pause") as? Bool == false
+                }
+            }, "> in one mpv moved both")
+        for agent in [alice, bob] { agent.closeInput() }
+        for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
+    /// A group interstitial at a main-item time, on two agents with real mpv: both main players
+    /// stop there while a second mpv shows the interstitial on each, and both resume together
+    /// from there once it is over.
+    @Test func aGroupInterstitialPlaysInASecondMpvOnBoth_andBothResumeTogether() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpvi-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let main = directory.appendingPathComponent("main.mkv").path
+        let ad = directory.appendingPathComponent("ad.mkv").path
+        try MpvClient.makeTestMedia(at: main, seconds: 60)
+        try MpvClient.makeTestMedia(at: ad, seconds: 3)
+        let common = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(15))", "--session", "mpvi-it", "--player",
+            "mpv",
+            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
+        let alice = try AgentProcess(
+            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
+        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1]])
+        let players = try sockets.map { try MpvClient(path: $0) }
+        func secondPlayers() -> Int {
+            let pgrep = Process()
+            pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
+            pgrep.arguments = ["-f", "--", "title=coplay: interstitial.*\(ad)"]
+            let output = Pipe()
+            pgrep.standardOutput = output
+            guard (try? pgrep.run()) != nil else { return -1 }
+            pgrep.waitUntilExit()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return text.split(separator: "\n").count
+        }
+        #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        alice.send("share \(main) id=main duration=60")
+        #expect(waitUntil(.seconds(10)) { players.allSatisfy { $0.property("path") as? String == main } })
+        usleep(500_000)
+        alice.send("play")
+        #expect(bob.waitForEvent(timeout: .seconds(10)) { $0.name == "playing" } != nil)
+        bob.send("interstitial \(ad) duration=2 at=2")
+        for agent in [alice, bob] {
+            let began = agent.waitForEvent(timeout: .seconds(10)) { $0.name == "interstitial-began" }
+            #expect((began?["position"] as? NSNumber)?.doubleValue == 2, "\(agent.name) began it at 2 s")
+        }
+        #expect(waitUntil(.seconds(3)) { secondPlayers() == 2 }, "a second mpv on each agent")
+        #expect(players.allSatisfy { $0.property("pause") as? Bool == true }, "the main players wait")
+        for player in players {
+            let position = (player.property("time-pos") as? NSNumber)?.doubleValue ?? -1
+            #expect(abs(position - 2) < 0.1, "a main player waits at \(position), not 2")
+        }
+        for agent in [alice, bob] {
+            #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "interstitial-ended" } != nil)
+        }
+        #expect(waitUntil(.seconds(3)) { players.allSatisfy { $0.property("pause") as? Bool == false } })
+        usleep(300_000)
+        let offsets = (0..<5).compactMap { _ in offset(players[0], players[1]) }
+        #expect(offsets.count == 5 && offsets.allSatisfy { abs($0) < 0.02 }, "in step again: \(offsets)")
+        let position = (players[0].property("time-pos") as? NSNumber)?.doubleValue ?? 0
+        #expect(position > 2 && position < 3, "resumed from 2 s: at \(position)")
+        #expect(waitUntil(.seconds(3)) { secondPlayers() == 0 }, "the second mpvs ended")
         for agent in [alice, bob] { agent.closeInput() }
         for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
