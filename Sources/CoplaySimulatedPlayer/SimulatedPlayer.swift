@@ -19,10 +19,14 @@ public struct SimulatedPlayer: Hashable, Sendable {
     /// core then steers it by those samples (rate nudges, seeks).
     public var sampleInterval: Duration?
     private var nextSampleAt: MonotonicInstant?
+    /// When set, every load and seek takes this long, whatever the item's `bufferSeconds` (a
+    /// player on a slow link; `.infinity`: one that never gets ready).
+    public var preparationSeconds: Double?
 
-    public init(speedError: Double = 0, sampleInterval: Duration? = nil) {
+    public init(speedError: Double = 0, sampleInterval: Duration? = nil, preparationSeconds: Double? = nil) {
         self.speedError = speedError
         self.sampleInterval = sampleInterval
+        self.preparationSeconds = preparationSeconds
     }
 
     public var item: LoadedItem? { model.item }
@@ -35,7 +39,8 @@ public struct SimulatedPlayer: Hashable, Sendable {
         case .load, .prepare:
             model.apply(command)
             stalledUntil = nil
-            readyAt = now.monotonic + .seconds(saturating: model.item?.bufferSeconds ?? 0)
+            let seconds = preparationSeconds ?? model.item?.bufferSeconds ?? 0
+            readyAt = seconds.isFinite ? now.monotonic + .seconds(saturating: seconds) : nil
         case .play(let rate, let position, let at):
             // From the later of `at` and now on, it runs at its own (erroneous) speed.
             let start = max(at, now.wall)

@@ -1,4 +1,5 @@
 import CoplayCore
+import CoplaySimulatedPlayer
 import CoplaySimulation
 import Testing
 
@@ -170,5 +171,64 @@ import Testing
         simulation.schedule(.command(node: 1, .join), after: .zero)
         runWithoutLivelock(&simulation, for: .seconds(2))
         #expect(ids(simulation, 1) == expected, "back after leaving: the whole queue")
+    }
+
+    /// A joiner whose player never gets ready (Jellyfin #17864: the group then waits forever):
+    /// the group waits for it at each transition only until the start's deadline, then goes on
+    /// without it, through the whole queue.
+    @Test func aJoinerThatNeverGetsReady_holdsATransitionOnlyUntilTheDeadline() throws {
+        var simulation = Simulation(
+            seed: 9, clocks: [0, 90_000_000, -40_000_000].map { SimulatedClock(offsetNanos: $0) })
+        simulation.playerOfNode[2] = SimulatedPlayer(preparationSeconds: .infinity)
+        for node in 0..<2 { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
+        for (index, id) in ["a", "b", "c"].enumerated() {
+            simulation.schedule(.command(node: 0, add(id, duration: 2)), at: 500_000_000 + Int64(index) * 50_000_000)
+        }
+        simulation.schedule(.command(node: 1, .play(rate: 1)), at: 1_000_000_000)
+        simulation.schedule(.start(node: 2), at: 1_500_000_000)  // joins while a plays
+        runWithoutLivelock(&simulation, until: 16_000_000_000)
+        #expect(simulation.nodes[2].instance?.queueCurrent != nil, "the joiner got the queue")
+        let deadline = Settings().startDeadline + Settings().startFallbackGrace
+        for node in 0..<2 {
+            let events = simulation.nodes[node].events
+            func firstPlaying(_ item: String) -> Int64? {
+                events.first {
+                    if case .playing(let report) = $0.event { return report.item == item }
+                    return false
+                }?.atNanos
+            }
+            func advanced(to item: String) -> Int64? {
+                events.first {
+                    if case .queueChanged(let report) = $0.event {
+                        return report.change.kind == .advanced && report.change.id == item
+                    }
+                    return false
+                }?.atNanos
+            }
+            func ended(_ item: String) -> Int64? {
+                events.first {
+                    if case .paused(let report) = $0.event { return report.item == item && report.reason == "ended" }
+                    return false
+                }?.atNanos
+            }
+            for (previous, item) in [("a", "b"), ("b", "c")] {
+                let moved = try #require(advanced(to: item), "node \(node) moved to \(item)")
+                // The one that never gets ready never reaches an end: it takes no turn to advance.
+                let end = try #require(ended(previous))
+                #expect(moved - end < 100_000_000, "node \(node) moved on \(moved - end) ns after the end")
+                let playing = try #require(firstPlaying(item), "node \(node) played \(item)")
+                #expect(
+                    playing - moved <= deadline.nanoseconds + 200_000_000,
+                    "node \(node) waited \(playing - moved) ns for \(item)")
+
+            }
+            // The end of c: everyone who could play did, the joiner's player never got ready.
+            #expect(
+                events.contains {
+                    if case .paused(let report) = $0.event { return report.item == "c" && report.reason == "ended" }
+                    return false
+                }, "node \(node) played c to its end")
+        }
+        #expect(simulation.nodes[2].instance?.player.isReady == false)
     }
 }

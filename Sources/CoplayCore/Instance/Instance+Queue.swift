@@ -102,8 +102,10 @@ extension Instance {
             let group = playback.items[current]?.timeline.position(at: now.wall),
             group >= min(settings.queueEndPlayedMin, (playback.player.item?.durationSeconds ?? .infinity) / 2)
         else { return }
+        // A participant that is suspended (its player stalled, or never got ready) may never
+        // reach the end: it takes no turn.
         let rank = membership.peers.values.filter {
-            $0.liveness == .alive && $0.item == current && $0.member.id < identity.id
+            $0.liveness == .alive && $0.item == current && $0.suspensions.isEmpty && $0.member.id < identity.id
         }.count
         queueEndAdvanced = current
         queueEndDue = (current, now.monotonic + settings.queueAdvanceStagger * rank)

@@ -249,8 +249,9 @@ extension Playback {
             beginInterstitial(
                 scheduledOne.interstitial, forAll: true, item: item, position: scheduledOne.position,
                 originator: command.dot.origin, context, into: &out)
+            // Suspended participants do not reach it (they do not follow the group): no turn.
             let rank = context.peers.values.filter {
-                $0.liveness == .alive && $0.item == item && $0.member.id < context.member.id
+                $0.liveness == .alive && $0.item == item && $0.suspensions.isEmpty && $0.member.id < context.member.id
             }.count
             holdDue = InterstitialHoldDue(
                 interstitial: scheduledOne.interstitial, item: item, position: scheduledOne.position,

@@ -183,7 +183,11 @@ public enum Demo {
                 await agents.asyncAllSatisfy { await $0.shell.status().report.item == "ep1" }
             }
 
-            step("carol: play — the group plays the queue through, moving on together at each end")
+            step("alice: a half-second interstitial for everyone at 0.5 s of ep1 (an intro in a second player)")
+            alice.send("interstitial https://example.com/intro.mp4 duration=0.5 at=0.5")
+            try await pause(0.1)
+
+            step("carol: play — the group plays the queue through, waiting together at the interstitial")
             carol.send("play")
             try await until("everyone played ep3 to its end") {
                 await agents.asyncAllSatisfy {
