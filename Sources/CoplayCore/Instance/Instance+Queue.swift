@@ -133,15 +133,7 @@ extension Instance {
 
     /// Where an entry placed `after` goes, between its neighbours (`moving` is left out of them).
     private mutating func queuePosition(_ after: ConsoleCommand.QueueAnchor, moving: String?) -> QueuePosition? {
-        let list = queue.ordered.filter { $0.item.id != moving }
-        let (low, high): (QueuePosition?, QueuePosition?)
-        switch after {
-        case .first: (low, high) = (nil, list.first?.position)
-        case .last: (low, high) = (list.last?.position, nil)
-        case .after(let id):
-            guard let index = list.firstIndex(where: { $0.item.id == id }) else { return nil }
-            (low, high) = (list[index].position, index + 1 < list.count ? list[index + 1].position : nil)
-        }
+        guard let (low, high) = queue.neighbours(of: after, moving: moving) else { return nil }
         let counter = UInt32(truncatingIfNeeded: ordering.log.lamport &+ 1)
         return QueuePosition.between(low, high, site: identity.id.rawValue, counter: counter, random: &random)
     }

@@ -94,9 +94,40 @@ public struct SharedQueue: Sendable {
     public init(entriesMax: Int) { self.entriesMax = entriesMax }
 
     /// The live entries in queue order.
-    public var ordered: [QueueEntry] {
-        entries.values.sorted {
-            ($0.position, $0.added.origin.id, $0.item.id) < ($1.position, $1.added.origin.id, $1.item.id)
+    public var ordered: [QueueEntry] { entries.values.sorted { Self.precedes($0, $1) } }
+
+    /// Queue order: by position; entries at one position (adds of one id by two members) by
+    /// their adders, then their ids.
+    static func precedes(_ a: QueueEntry, _ b: QueueEntry) -> Bool {
+        if a.position != b.position { return a.position < b.position }
+        return (a.added.origin.id, a.item.id) < (b.added.origin.id, b.item.id)
+    }
+
+    /// The positions an entry placed at `anchor` goes between (`moving`, the entry moved, left
+    /// out of them): nil for an anchor that is not in the queue. One pass, no sort: an add to a
+    /// queue of n entries costs O(n).
+    func neighbours(of anchor: ConsoleCommand.QueueAnchor, moving: String?) -> (QueuePosition?, QueuePosition?)? {
+        var first: QueueEntry?
+        var last: QueueEntry?
+        var after: QueueEntry?
+        let target: QueueEntry?
+        if case .after(let id) = anchor {
+            guard let entry = entries[id], id != moving else { return nil }
+            target = entry
+        } else {
+            target = nil
+        }
+        for entry in entries.values where entry.item.id != moving {
+            if first.map({ Self.precedes(entry, $0) }) ?? true { first = entry }
+            if last.map({ Self.precedes($0, entry) }) ?? true { last = entry }
+            if let target, Self.precedes(target, entry), after.map({ Self.precedes(entry, $0) }) ?? true {
+                after = entry
+            }
+        }
+        switch anchor {
+        case .first: return (nil, first?.position)
+        case .last: return (last?.position, nil)
+        case .after: return (target?.position, after?.position)
         }
     }
 
