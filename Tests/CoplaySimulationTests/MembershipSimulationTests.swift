@@ -9,7 +9,7 @@ import Testing
     /// estimate is grossly off, crashes are detected within 1.5 s, leaves seen within 100 ms when
     /// they arrive, newcomers seen within 300 ms on a lossless network.
     @Test func seededScenarios_membershipAndClockEstimatesConverge() async {
-        let seeds = ScenarioRunner.seeds(count: 80, salt: ScenarioRunner.membershipSalt)
+        let seeds = ScenarioRunner.seeds(count: 50, salt: ScenarioRunner.membershipSalt)
         let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) { MembershipScenario(seed: $0).run() }
         for outcome in outcomes {
             #expect(

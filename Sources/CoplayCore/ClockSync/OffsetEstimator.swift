@@ -43,6 +43,11 @@ public struct OffsetEstimator: Hashable, Sendable {
     private let driftWindow: Duration
     private let driftMinimumSpan: Duration
     private let driftMaxPPM: Double
+    /// The clock filter's chosen sample and the drift line, as of the last sample: an estimate
+    /// is read for every input (each timeline on a peer's clock is re-mapped through it), a
+    /// sample comes a few times a second.
+    private var best: OffsetSample?
+    private var line: Line?
 
     public init(settings: Settings) {
         filterWindow = max(1, settings.offsetFilterWindow)
@@ -57,7 +62,7 @@ public struct OffsetEstimator: Hashable, Sendable {
     public var sampleCount: Int { samples.count }
 
     public mutating func add(_ sample: OffsetSample) {
-        if let line = fit(), let minimumDelay = samples.map(\.delayNanos).min(),
+        if let line, let minimumDelay = samples.map(\.delayNanos).min(),
             sample.delayNanos <= minimumDelay + max(minimumDelay / 2, 20_000)
         {
             let deviation = abs(sample.offsetNanos - line.offset(at: sample.receivedAt))
@@ -74,16 +79,18 @@ public struct OffsetEstimator: Hashable, Sendable {
         {
             samples.removeFirst(firstKept)
         }
+        best = samples.suffix(window).min(by: { $0.delayNanos < $1.delayNanos })
+        line = fit()
     }
 
     /// The estimate for instant `now`, or nil before the first sample.
     public func estimate(at now: MonotonicInstant) -> OffsetEstimate? {
-        guard let best = samples.suffix(window).min(by: { $0.delayNanos < $1.delayNanos }) else { return nil }
+        guard let best else { return nil }
         let elapsedNanos = Double(now.nanos &- best.receivedAt.nanos)
         func bound(dispersionPPM: Double) -> Int64 {
             best.delayNanos / 2 + Int64(saturating: (max(0, elapsedNanos) * dispersionPPM / 1_000_000).rounded())
         }
-        guard let line = fit() else {
+        guard let line else {
             return OffsetEstimate(
                 offsetNanos: best.offsetNanos, driftPPM: 0, delayNanos: best.delayNanos, sampleCount: samples.count,
                 at: now, errorNanos: bound(dispersionPPM: 15))
@@ -106,9 +113,9 @@ public struct OffsetEstimator: Hashable, Sendable {
     }
 
     /// The fitted drift in ppm, or 0 while the history spans too short a time.
-    public func driftPPM() -> Double { fit()?.slopePPM ?? 0 }
+    public func driftPPM() -> Double { line?.slopePPM ?? 0 }
 
-    struct Line {
+    struct Line: Hashable {
         var originNanos: Int64
         var meanXNanos: Double
         var meanYNanos: Double

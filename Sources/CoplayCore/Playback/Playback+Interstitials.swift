@@ -274,14 +274,18 @@ extension Playback {
     private mutating func reachedInterstitial(
         _ context: PlaybackContext
     ) -> (ScheduledInterstitial, rate: Double, reachedAt: WallInstant)? {
-        guard interstitial == nil, let item = player.item, let group = items[item.id],
-            case .playing(let rate, let start, let startAt) = timeline(of: group, context), rate > 0,
-            context.now.wall >= startAt
+        guard interstitial == nil, let item = player.item, scheduled[item.id] != nil || !localScheduled.isEmpty,
+            let group = items[item.id]
         else {
             interstitialWatch = nil
             return nil
         }
-        let now = timeline(of: group, context).position(at: context.now.wall)
+        let timeline = timeline(of: group, context)
+        guard case .playing(let rate, let start, let startAt) = timeline, rate > 0, context.now.wall >= startAt else {
+            interstitialWatch = nil
+            return nil
+        }
+        let now = timeline.position(at: context.now.wall)
         let passed: (Double) -> Bool
         if let watch = interstitialWatch, watch.item == item.id, watch.stretch == group.winner.dot {
             passed = { $0 > watch.position && $0 <= now + 1e-6 }
@@ -302,15 +306,15 @@ extension Playback {
     /// position the playing item reaches.
     func interstitialWake(_ context: PlaybackContext) -> MonotonicInstant? {
         var due = [interstitial?.endsAt, holdDue?.due].compactMap { $0 }.min()
-        guard interstitial == nil, let item = player.item, let group = items[item.id],
-            case .playing(let rate, _, _) = timeline(of: group, context), rate > 0
+        // Read for every input's wake-up: nothing is computed while nothing is scheduled here.
+        guard interstitial == nil, let item = player.item, scheduled[item.id] != nil || !localScheduled.isEmpty,
+            let group = items[item.id]
         else { return due }
-        let now = timeline(of: group, context).position(at: context.now.wall)
-        let ahead = ((scheduled[item.id] ?? []) + localScheduled).map(\.position).filter { $0 > now }
-            .min()
-        if let ahead {
-            let reach =
-                context.now.monotonic + .seconds(saturating: (ahead - now) / rate) + .microseconds(1)
+        let timeline = timeline(of: group, context)
+        guard case .playing(let rate, _, _) = timeline, rate > 0 else { return due }
+        let now = timeline.position(at: context.now.wall)
+        if let ahead = ((scheduled[item.id] ?? []) + localScheduled).map(\.position).filter({ $0 > now }).min() {
+            let reach = context.now.monotonic + .seconds(saturating: (ahead - now) / rate) + .microseconds(1)
             due = due.map { min($0, reach) } ?? reach
         }
         return due
