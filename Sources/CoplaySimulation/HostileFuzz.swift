@@ -163,8 +163,19 @@ struct FuzzValues {
         }
     }
 
+    mutating func interstitial() -> Interstitial {
+        Interstitial(
+            id: pick(["ad", "intro"]), url: pick(["u", "https://example.com/ad.mp4"]),
+            durationSeconds: pick([0.001, 1, Interstitial.durationMax]))
+    }
+
     mutating func operation() -> Operation {
         if random.next() % 5 == 0 { return .queue(queueOperation()) }
+        if random.next() % 8 == 0 {
+            return random.next() % 2 == 0
+                ? .scheduleInterstitial(interstitial(), at: double())
+                : .interstitial(interstitial(), position: double(), rate: double(), requestedAt: wall())
+        }
         return switch random.next() % 8 {
         case 0:
             .share(Activity(url: pick(["u", "v", text(512)]).isEmpty ? "u" : "v", itemID: pick(["movie", "other"])))
@@ -259,6 +270,8 @@ struct FuzzValues {
             "what-happened \(number)", "resume \(number) at=\(number)", "suspend x", "pause", "status", "peers",
             "share https://a/b?x=\(number) id=movie duration=\(number) buffer=\(number)", "load u buffer=\(number)",
             "msg to=bob \(number)", "join", "leave", "end \(number)",
+            "interstitial u duration=\(number) at=\(number)", "interstitial u duration=\(number) for=me",
+            "queue add u duration=\(number)", "next", "previous",
         ])
     }
 }
