@@ -119,6 +119,9 @@ public struct Settings: Sendable, Equatable {
     /// `startLeadMax`; `startLead` while some participant's clock is not known. A start that
     /// still arrives late is not lost: the player starts where the group is by then.
     public var startLead: Duration = .milliseconds(60)
+    /// A `play` while every participant is known to be ready where the group is paused starts at
+    /// once, a lead ahead, without the round of readies (`Playback.startKnownReady`).
+    public var startWhenKnownReady = true
     public var startLeadMin: Duration = .milliseconds(8)
     public var startLeadMargin: Duration = .milliseconds(5)
     public var startLeadMax: Duration = .milliseconds(500)

@@ -19,6 +19,22 @@ struct MpvAgentTests {
         return positionA - (positionB - speedB * Double(second.atUnixNanos - first.atUnixNanos) / 1e9)
     }
 
+    /// alice and bob on loopback, each driving a headless mpv of its own, and an IPC client on
+    /// each mpv (the person in front of it).
+    private func twoAgentsWithMpv(
+        in directory: URL, port: String, session: String
+    ) throws -> (AgentProcess, AgentProcess, [MpvClient]) {
+        let common = [
+            "--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", session, "--player", "mpv",
+            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
+        let alice = try AgentProcess(
+            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
+        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1]])
+        return (alice, bob, try sockets.map { try MpvClient(path: $0) })
+    }
+
     private func waitUntil(_ timeout: Duration, _ condition: () -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -121,15 +137,7 @@ struct MpvAgentTests {
             try MpvClient.makeTestMedia(at: path, seconds: index == 4 ? 60 : 2)
             return path
         }
-        let common = [
-            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(6))", "--session", "mpvq-it", "--player", "mpv",
-            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
-        ]
-        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
-        let alice = try AgentProcess(
-            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
-        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1]])
-        let players = try sockets.map { try MpvClient(path: $0) }
+        let (alice, bob, players) = try twoAgentsWithMpv(in: directory, port: privatePort(6), session: "mpvq-it")
         #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
         // Added by turns, each seen by the other before the next (adds made at once are ordered
         // by their positions, not by when they were typed).
@@ -195,16 +203,7 @@ struct MpvAgentTests {
         let ad = directory.appendingPathComponent("ad.mkv").path
         try MpvClient.makeTestMedia(at: main, seconds: 60)
         try MpvClient.makeTestMedia(at: ad, seconds: 3)
-        let common = [
-            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(15))", "--session", "mpvi-it", "--player",
-            "mpv",
-            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
-        ]
-        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
-        let alice = try AgentProcess(
-            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
-        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1]])
-        let players = try sockets.map { try MpvClient(path: $0) }
+        let (alice, bob, players) = try twoAgentsWithMpv(in: directory, port: privatePort(15), session: "mpvi-it")
         func secondPlayers() -> Int {
             let pgrep = Process()
             pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")

@@ -287,7 +287,9 @@ import Testing
                     return synced >= 2
                 }
             }
-            agents[0].send("share https://example.com/capture.mp4 id=capture title=\"Capture test\"")
+            // The sharer's player needs half a second: the play waits for its ready (a play that
+            // every player is known ready for goes out as a play-now, captured later on).
+            agents[0].send("share https://example.com/capture.mp4 id=capture title=\"Capture test\" buffer=0.5")
             usleep(300_000)
             agents[1].send("play")
             usleep(800_000)
@@ -298,7 +300,9 @@ import Testing
             agents[2].send("msg unreliable everyone")
             usleep(300_000)
             agents[0].send("pause")
-            usleep(500_000)
+            usleep(300_000)
+            agents[2].send("play-now")
+            usleep(300_000)
             for agent in agents { agent.closeInput() }
             for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
             usleep(300_000)
@@ -319,7 +323,8 @@ import Testing
         }
         let operations = Set(lines.compactMap { $0["operation"] as? String })
         #expect(
-            operations.isSuperset(of: ["share", "play", "start", "seek", "pause", "message"]), "\(operations.sorted())")
+            operations.isSuperset(of: ["share", "play", "start", "seek", "pause", "message", "play-now"]),
+            "\(operations.sorted())")
         print("captured session: \(summary); types \(types.sorted())")
 
         // The same capture through tshark and the Lua dissector: every coplay datagram, none malformed.

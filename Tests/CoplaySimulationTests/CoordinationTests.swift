@@ -8,9 +8,10 @@ import Testing
 @Suite struct CoordinationTests {
     let item = LoadedItem(id: "movie", url: "https://example.com/movie.mp4")
 
-    func twoAgents() -> Simulation {
+    func twoAgents(settings: Settings = Settings()) -> Simulation {
         var simulation = Simulation(
-            seed: 1, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 300_000_000, driftPPM: 20)])
+            seed: 1, clocks: [SimulatedClock(offsetNanos: 0), SimulatedClock(offsetNanos: 300_000_000, driftPPM: 20)],
+            settings: settings)
         simulation.schedule(.start(node: 0), at: 0)
         simulation.schedule(.start(node: 1), at: 10_000_000)
         simulation.run(until: 1_000_000_000)
@@ -56,7 +57,9 @@ import Testing
     /// A lost `ready` does not hold the start until the deadline: a ready agent says so again
     /// every 200 ms while the start is collected. Here every agent's first `ready` is lost.
     @Test func aLostReady_isRepeated_soTheStartComesLongBeforeTheDeadline() throws {
-        var simulation = twoAgents()
+        var settings = Settings()
+        settings.startWhenKnownReady = false  // readies, as when a player was not known ready
+        var simulation = twoAgents(settings: settings)
         share(&simulation, from: 0)
         let firstReadies = Mutex<Set<Int>>([])
         simulation.drops = { bytes, from, _ in
@@ -71,6 +74,37 @@ import Testing
         #expect(
             started.atNanos - waited.atNanos < 600_000_000,
             "started \((started.atNanos - waited.atNanos) / 1_000_000) ms after waiting (the deadline is 3 s)")
+    }
+
+    /// Both players ready where the group is paused: a play starts them at one instant, a start's
+    /// lead after it, with no round of readies (on a jittery path, the slowest ready of all would
+    /// hold everyone).
+    @Test func play_whenEveryoneIsKnownReady_startsALeadAhead_withoutReadies() throws {
+        var simulation = twoAgents()
+        share(&simulation, from: 0)
+        simulation.schedule(.command(node: 0, .seek(seconds: 30)), after: .zero)
+        runWithoutLivelock(&simulation, for: .milliseconds(300))
+        let readies = Mutex(0)
+        simulation.drops = { bytes, _, _ in
+            if bytes.count > 5, bytes[5] == MessageType.ready.rawValue { readies.withLock { $0 += 1 } }
+            return false
+        }
+        let pressed = simulation.nowNanos
+        simulation.schedule(.command(node: 1, .play(rate: 1)), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+        #expect(readies.withLock { $0 } == 0, "no readies")
+        for node in 0..<2 {
+            let started = try #require(
+                events(simulation, node).last { if case .playing = $0.event { true } else { false } })
+            #expect(
+                started.atNanos - pressed < 30_000_000, "node \(node) started \(started.atNanos - pressed) ns after")
+            #expect(
+                !events(simulation, node).contains {
+                    $0.atNanos >= pressed && { if case .waiting = $0.event { true } else { false } }($0)
+                })
+        }
+        #expect(abs(position(simulation, 0) - position(simulation, 1)) < 0.000_2)
+        #expect(abs(position(simulation, 0) - 30.98) < 0.03)
     }
 
     @Test func commandForAnotherItem_isKeptAsThatItemsState_andAdoptedOnLoad() throws {

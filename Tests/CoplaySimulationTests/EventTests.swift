@@ -5,9 +5,9 @@ import Testing
 /// One transition, one event, with the cause that produced it; positions clamped the same way
 /// in events and in `status`.
 @Suite struct EventTests {
-    func twoAgents(duration: Double? = nil) -> Simulation {
+    func twoAgents(duration: Double? = nil, settings: Settings = Settings()) -> Simulation {
         var simulation = agentsSharingAnItem(
-            seed: 3, clockOffsetsNanos: [0, 200_000_000], duration: duration, playing: false)
+            seed: 3, clockOffsetsNanos: [0, 200_000_000], settings: settings, duration: duration, playing: false)
         runWithoutLivelock(&simulation, for: .seconds(1))
         return simulation
     }
@@ -31,13 +31,28 @@ import Testing
     }
 
     @Test func aCoordinatedPlay_isOneWaitingThenOnePlaying_noRateChanged() {
-        var simulation = twoAgents()
+        var settings = Settings()
+        settings.startWhenKnownReady = false  // the round of readies, as when someone is not ready
+        var simulation = twoAgents(settings: settings)
         let marks = simulation.nodes.map(\.events.count)
         act(&simulation, 1, .play(rate: 1))
         for node in 0..<2 {
             #expect(
                 playbackEvents(simulation, node, from: marks[node]).map { "\($0.0) \($0.1)" }
                     == ["waiting play", "playing start"], "node\(node)")
+        }
+    }
+
+    /// Everyone already ready where the group is paused: the start goes out at once, one
+    /// `playing` event, no waiting.
+    @Test func aPlayWhenAllAreKnownReady_isOnePlaying() {
+        var simulation = twoAgents()
+        let marks = simulation.nodes.map(\.events.count)
+        act(&simulation, 1, .play(rate: 1))
+        for node in 0..<2 {
+            #expect(
+                playbackEvents(simulation, node, from: marks[node]).map { "\($0.0) \($0.1)" } == ["playing play-now"],
+                "node\(node)")
         }
     }
 

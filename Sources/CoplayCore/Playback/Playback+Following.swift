@@ -35,7 +35,9 @@ extension Playback {
         case .paused(let position):
             coordination = .idle
             let shown = settings.pauseSnapsToOriginatorTime ? position : before
-            tell(.pause(position: shown), into: &out)
+            // A jump while paused (a seek) is a prepare: the player says when it holds the new
+            // position, and until then it is not ready (nor announced ready).
+            tell(jumped(to: shown) ? .prepare(position: shown) : .pause(position: shown), into: &out)
             out.append(.emit(.paused(report(0, shown))))
             if jumped(to: shown) { out.append(.emit(.timeJumped(report(0, shown)))) }
         case .waiting(let position, let rate, let trigger, let requestedAt):
@@ -146,6 +148,34 @@ extension Playback {
         let operation = Operation.start(
             rate: start.rate, position: start.position, at: now.wall + lead, trigger: start.trigger)
         return [.issue(Command(item: start.item, operation: operation))]
+    }
+
+    /// `play` when every participant is already known to be ready where the group is paused (their
+    /// announcements say ready, on this item, not waiting, not suspended; this player holds the
+    /// group's position): the round of readies would only confirm it, and on a lossy or jittery
+    /// path it costs the slowest of them (on the air, one retry among all the participants' frames
+    /// holds everyone). The start goes out at once, at an instant a start's lead ahead: a
+    /// play-now. A participant it reaches late starts where the group is by then.
+    func startKnownReady(rate: Double, item: String, _ context: PlaybackContext) -> Operation? {
+        guard context.isJoined, settings.startWhenKnownReady, interstitial == nil, player.isReady,
+            player.rate == 0, case .idle = coordination
+        else { return nil }
+        let position: Double
+        switch items[item]?.timeline {
+        case .paused(let held)?: position = held
+        case nil: position = 0  // just shared: every agent loaded it at its start
+        case .waiting?, .playing?: return nil
+        }
+        guard abs(player.position(at: context.now) - position) < 0.002 else { return nil }
+        let onItem = context.peers.values.filter { $0.item == item }
+        guard
+            onItem.allSatisfy({
+                $0.liveness == .alive && $0.isReady && !$0.isWaiting && $0.suspensions.isEmpty
+                    && context.offset($0.member.id) != nil
+            })
+        else { return nil }
+        let lead = startLead(to: Set([context.member] + onItem.map(\.member)), context)
+        return .playNow(rate: rate, position: position, at: context.now.wall + lead)
     }
 
     /// How far ahead the start instant goes (`Settings.startLead`): far enough for the start to

@@ -176,6 +176,10 @@ struct Playback: Sendable {
             out.append(.issue(Command(item: proposed.itemID, operation: .share(proposed))))
         case .play(let rate):
             guard let item = requireItem(into: &out) else { break }
+            if let start = startKnownReady(rate: rate, item: item.id, context) {
+                out.append(.issue(Command(item: item.id, operation: start)))
+                break
+            }
             out.append(
                 .issue(
                     Command(
