@@ -287,8 +287,7 @@ import Testing
                     return synced >= 2
                 }
             }
-            // The sharer's player needs half a second: the play waits for its ready (a play that
-            // every player is known ready for goes out as a play-now, captured later on).
+            // The sharer's player needs half a second: the play waits for its ready.
             agents[0].send("share https://example.com/capture.mp4 id=capture title=\"Capture test\" buffer=0.5")
             usleep(300_000)
             agents[1].send("play")

@@ -82,8 +82,11 @@ import Testing
     @Test func play_whenEveryoneIsKnownReady_startsALeadAhead_withoutReadies() throws {
         var simulation = twoAgents()
         share(&simulation, from: 0)
-        simulation.schedule(.command(node: 0, .seek(seconds: 30)), after: .zero)
+        simulation.schedule(.command(node: 0, .playNow(rate: 1)), after: .zero)
         runWithoutLivelock(&simulation, for: .milliseconds(300))
+        simulation.schedule(.command(node: 1, .pause), after: .zero)
+        runWithoutLivelock(&simulation, for: .milliseconds(300))
+        let paused = position(simulation, 0)
         let readies = Mutex(0)
         simulation.drops = { bytes, _, _ in
             if bytes.count > 5, bytes[5] == MessageType.ready.rawValue { readies.withLock { $0 += 1 } }
@@ -104,7 +107,7 @@ import Testing
                 })
         }
         #expect(abs(position(simulation, 0) - position(simulation, 1)) < 0.000_2)
-        #expect(abs(position(simulation, 0) - 30.98) < 0.03)
+        #expect(abs(position(simulation, 0) - (paused + 0.98)) < 0.03, "\(paused)")
     }
 
     @Test func commandForAnotherItem_isKeptAsThatItemsState_andAdoptedOnLoad() throws {

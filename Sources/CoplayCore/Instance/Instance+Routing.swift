@@ -244,13 +244,8 @@ extension Instance {
             case .count(let tally): counters.add(tally)
             }
         }
-        // Whether the player is ready is announced at once when it changes (a load or a seek, and
-        // the player's report that it is done): a `play` starts without a round of readies when
-        // every participant is known ready (`Playback.startKnownReady`).
-        if playback.player.isReady != readyAnnounced { announce = true }
         // One announcement for all the changes of one step, with the state they ended in.
         if announce, state.isJoined {
-            readyAnnounced = playback.player.isReady
             out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))
         }
     }

@@ -39,8 +39,6 @@ public struct Instance: Sendable {
     var queueEndAdvanced: String?
     /// An advance at an entry's end waiting for its turn (`advanceAtEnd`).
     var queueEndDue: (entry: String, due: MonotonicInstant)?
-    /// Whether the player was ready in the last announcement made on a change of playback.
-    var readyAnnounced = false
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
     /// reach by unicast as well as by multicast (`--peer`).

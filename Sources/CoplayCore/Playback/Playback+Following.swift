@@ -35,9 +35,7 @@ extension Playback {
         case .paused(let position):
             coordination = .idle
             let shown = settings.pauseSnapsToOriginatorTime ? position : before
-            // A jump while paused (a seek) is a prepare: the player says when it holds the new
-            // position, and until then it is not ready (nor announced ready).
-            tell(jumped(to: shown) ? .prepare(position: shown) : .pause(position: shown), into: &out)
+            tell(.pause(position: shown), into: &out)
             out.append(.emit(.paused(report(0, shown))))
             if jumped(to: shown) { out.append(.emit(.timeJumped(report(0, shown)))) }
         case .waiting(let position, let rate, let trigger, let requestedAt):
@@ -150,21 +148,28 @@ extension Playback {
         return [.issue(Command(item: start.item, operation: operation))]
     }
 
-    /// `play` when every participant is already known to be ready where the group is paused (their
+    /// `play` when every participant is already known to be ready where the group paused (their
     /// announcements say ready, on this item, not waiting, not suspended; this player holds the
     /// group's position): the round of readies would only confirm it, and on a lossy or jittery
     /// path it costs the slowest of them (on the air, one retry among all the participants' frames
     /// holds everyone). The start goes out at once, at an instant a start's lead ahead: a
     /// play-now. A participant it reaches late starts where the group is by then.
+    ///
+    /// Only after a pause (or on an item just shared, each player having said when its load was
+    /// done): a pause leaves every player holding the frame it stopped on, where a seek sends
+    /// each to fetch another, and a player's `pause` reports nothing when that is done (so after
+    /// a seek the round of readies is what tells). Readiness travels in the announcements (a
+    /// heartbeat, and at once on a change of item or suspension), so a stale one errs towards
+    /// "not ready", the round of readies.
     func startKnownReady(rate: Double, item: String, _ context: PlaybackContext) -> Operation? {
         guard context.isJoined, settings.startWhenKnownReady, interstitial == nil, player.isReady,
             player.rate == 0, case .idle = coordination
         else { return nil }
         let position: Double
-        switch items[item]?.timeline {
-        case .paused(let held)?: position = held
-        case nil: position = 0  // just shared: every agent loaded it at its start
-        case .waiting?, .playing?: return nil
+        switch (items[item]?.timeline, items[item]?.winner.command.operation) {
+        case (.paused(let held)?, .pause?): position = held
+        case (nil, _): position = 0  // just shared: every agent loaded it at its start
+        default: return nil
         }
         guard abs(player.position(at: context.now) - position) < 0.002 else { return nil }
         let onItem = context.peers.values.filter { $0.item == item }
