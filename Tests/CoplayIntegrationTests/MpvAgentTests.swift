@@ -237,10 +237,12 @@ struct MpvAgentTests {
         }
         #expect(waitUntil(.seconds(3)) { players.allSatisfy { $0.property("pause") as? Bool == false } })
         usleep(300_000)
-        let offsets = (0..<5).compactMap { _ in offset(players[0], players[1]) }
-        #expect(offsets.count == 5 && offsets.allSatisfy { abs($0) < 0.02 }, "in step again: \(offsets)")
         let position = (players[0].property("time-pos") as? NSNumber)?.doubleValue ?? 0
         #expect(position > 2 && position < 3, "resumed from 2 s: at \(position)")
+        // Started together (a start under load may be late by a few frames: the rate nudges close it).
+        #expect(
+            waitUntil(.seconds(5)) { offset(players[0], players[1]).map { abs($0) < 0.005 } ?? false },
+            "in step again: \(offset(players[0], players[1]).map { $0 * 1000 } ?? .nan) ms")
         #expect(waitUntil(.seconds(3)) { secondPlayers() == 0 }, "the second mpvs ended")
         for agent in [alice, bob] { agent.closeInput() }
         for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
