@@ -29,10 +29,19 @@ public enum StartUnderLoss {
                 guard simulation.run(for: .milliseconds(10)) else {
                     return delays + Array(repeating: nil, count: rounds - delays.count)
                 }
-                let firsts = (0..<3).map { node in
-                    simulation.nodes[node].events[marks[node]...].first {
-                        if case .playing = $0.event { true } else { false }
-                    }?.atNanos
+                // When each player starts moving: the start's instant (its `playing` event may come
+                // before it, with the start a lead ahead), else the event.
+                let firsts = (0..<3).map { node -> Int64? in
+                    guard
+                        let event = simulation.nodes[node].events[marks[node]...].first(where: {
+                            if case .playing = $0.event { true } else { false }
+                        })
+                    else { return nil }
+                    guard case .moving(_, _, let at)? = simulation.nodes[node].instance?.player.state else {
+                        return event.atNanos
+                    }
+                    let localNow = simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos).wall
+                    return max(event.atNanos, simulation.nowNanos + (at.unixNanos - localNow.unixNanos))
                 }
                 if firsts.allSatisfy({ $0 != nil }) { allPlaying = firsts.compactMap { $0 }.max() }
             }
