@@ -95,7 +95,10 @@ extension Benchmarks {
         for index in 0..<trials {
             guard let current = players[0].property("path") as? String, let at = longs.firstIndex(of: current),
                 at + 1 < longs.count
-            else { break }
+            else {
+                print("    next \(index): player 0 is on \(players[0].property("path") ?? "nothing"): stopped")
+                break
+            }
             usleep(800_000)
             let pressed = MpvClient.unixNanos()
             agents[index % 3].send("next")
