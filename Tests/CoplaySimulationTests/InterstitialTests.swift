@@ -9,13 +9,12 @@ import Testing
 
     private func position(_ simulation: Simulation, _ node: Int) -> Double {
         let instance = simulation.nodes[node].instance!
-        return instance.player.position(
-            at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
+        return instance.player.position(at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
     }
 
-    private func reports(_ simulation: Simulation, _ node: Int, _ phase: InterstitialReport.Phase)
-        -> [(atNanos: Int64, report: InterstitialReport)]
-    {
+    private func reports(_ simulation: Simulation, _ node: Int, _ phase: InterstitialReport.Phase) -> [(
+        atNanos: Int64, report: InterstitialReport
+    )] {
         simulation.nodes[node].events.compactMap { entry in
             guard case .interstitial(let report) = entry.event, report.phase == phase else { return nil }
             return (entry.atNanos, report)
@@ -27,11 +26,8 @@ import Testing
             now: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
     }
 
-    private func interstitial(at: Double?, forAll: Bool = true, duration: Double = 2)
-        -> ConsoleCommand
-    {
-        .interstitial(
-            url: "https://example.com/ad.mp4", durationSeconds: duration, at: at, forAll: forAll)
+    private func interstitial(at: Double?, forAll: Bool = true, duration: Double = 2) -> ConsoleCommand {
+        .interstitial(url: "https://example.com/ad.mp4", durationSeconds: duration, at: at, forAll: forAll)
     }
 
     /// A group interstitial at 5 s: every agent stops its main player at 5 s at one instant and
@@ -45,20 +41,16 @@ import Testing
         for node in 0..<3 {
             #expect(reports(simulation, node, .scheduled).count == 1, "node \(node)")
             let began = try #require(reports(simulation, node, .began).first, "node \(node) began the ad")
-            #expect(
-                abs(began.atNanos - 5_700_000_000) < 5_000_000, "node \(node) began at \(began.atNanos)")
+            #expect(abs(began.atNanos - 5_700_000_000) < 5_000_000, "node \(node) began at \(began.atNanos)")
             #expect(began.report.position == 5 && began.report.forAll)
-            #expect(
-                abs(position(simulation, node) - 5) < 0.001, "node \(node): the main item waits at 5 s")
+            #expect(abs(position(simulation, node) - 5) < 0.001, "node \(node): the main item waits at 5 s")
             #expect(status(&simulation, node).interstitial == began.report.interstitial.id)
         }
         // One hold, at once, from the agent of smallest id (the others' turns never came).
         let smallest = simulation.nodes.map(\.id).min()!
         for node in 0..<3 {
             let holds = simulation.nodes[node].events.compactMap { entry -> PlaybackReport? in
-                guard case .waiting(let report) = entry.event, report.reason == "interstitial" else {
-                    return nil
-                }
+                guard case .waiting(let report) = entry.event, report.reason == "interstitial" else { return nil }
                 return report
             }
             #expect(holds.count == 1, "node \(node): \(holds.count) holds")
@@ -76,8 +68,7 @@ import Testing
                 })
             #expect(resumed.atNanos > ended.atNanos, "node \(node) resumed after its ad")
             guard case .playing(let report) = resumed.event else { continue }
-            #expect(
-                abs(report.position - 5) < 0.001, "node \(node) resumed from 5 s, not \(report.position)")
+            #expect(abs(report.position - 5) < 0.001, "node \(node) resumed from 5 s, not \(report.position)")
         }
         let positions = (0..<3).map { position(simulation, $0) }
         #expect(positions.max()! - positions.min()! < 0.001, "one position: \(positions)")
@@ -140,8 +131,7 @@ import Testing
         #expect(status(&simulation, 2).suspensions == [Suspension.playingInterstitial])
         for node in 0..<2 {
             #expect(simulation.nodes[node].instance!.player.rate == 0, "node \(node) waits")
-            #expect(
-                abs(position(simulation, node) - 3) < 0.05, "node \(node) at \(position(simulation, node))")
+            #expect(abs(position(simulation, node) - 3) < 0.05, "node \(node) at \(position(simulation, node))")
         }
         runWithoutLivelock(&simulation, until: 7_000_000_000)
         let positions = (0..<3).map { position(simulation, $0) }
@@ -154,13 +144,10 @@ import Testing
     /// An agent that joins after the interstitial was scheduled gets it with the group's state,
     /// and plays it with the others.
     @Test func aLateJoiner_getsTheScheduleWithTheState() throws {
-        var simulation = Simulation(
-            seed: 7, clocks: Self.clocks.map { SimulatedClock(offsetNanos: $0) })
+        var simulation = Simulation(seed: 7, clocks: Self.clocks.map { SimulatedClock(offsetNanos: $0) })
         for node in 0..<2 { simulation.schedule(.start(node: node), at: Int64(node) * 10_000_000) }
         simulation.schedule(
-            .command(
-                node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)
-            ),
+            .command(node: 0, .share(Activity(url: "u", itemID: "movie"), durationSeconds: nil, bufferSeconds: 0)),
             at: 500_000_000)
         simulation.schedule(.command(node: 0, interstitial(at: 6)), at: 600_000_000)
         simulation.schedule(.command(node: 0, .playNow(rate: 1)), at: 700_000_000)
@@ -178,13 +165,11 @@ import Testing
         simulation.schedule(.start(node: 0), at: 0)
         simulation.schedule(.command(node: 0, interstitial(at: 5)), at: 100_000_000)
         simulation.schedule(
-            .command(
-                node: 0, .share(Activity(url: "u", itemID: "m"), durationSeconds: 60, bufferSeconds: 0)),
+            .command(node: 0, .share(Activity(url: "u", itemID: "m"), durationSeconds: 60, bufferSeconds: 0)),
             at: 200_000_000)
         simulation.schedule(.command(node: 0, interstitial(at: 61)), at: 300_000_000)
         for index in 0..<17 {
-            simulation.schedule(
-                .command(node: 0, interstitial(at: Double(index))), at: 400_000_000 + Int64(index))
+            simulation.schedule(.command(node: 0, interstitial(at: Double(index))), at: 400_000_000 + Int64(index))
         }
         runWithoutLivelock(&simulation, until: 600_000_000)
         let errors = simulation.nodes[0].events.compactMap { entry -> String? in

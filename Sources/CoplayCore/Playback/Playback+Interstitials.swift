@@ -23,9 +23,7 @@ extension Playback {
         url: String, durationSeconds: Double, at: Double?, forAll: Bool, _ context: PlaybackContext
     ) -> [Output] {
         let usage = Self.interstitialUsage
-        guard let item = player.item else {
-            return [fail("no item is loaded (use load or share first)", usage: usage)]
-        }
+        guard let item = player.item else { return [fail("no item is loaded (use load or share first)", usage: usage)] }
         if let at, let duration = item.durationSeconds, at > duration {
             return [fail("at=\(at) is past the item's end (\(duration) s)", usage: usage)]
         }
@@ -37,42 +35,31 @@ extension Playback {
         let now = context.now
         switch (forAll, at) {
         case (true, _) where !context.isJoined:
-            return [
-                fail("not joined (state \(context.state.name)); for=me plays it here only", usage: usage)
-            ]
+            return [fail("not joined (state \(context.state.name)); for=me plays it here only", usage: usage)]
         case (true, let at?):
             guard (scheduled[item.id]?.count ?? 0) < settings.interstitialsScheduledMax else {
                 return [
-                    fail(
-                        "\(settings.interstitialsScheduledMax) interstitials are scheduled on this item",
-                        usage: usage)
+                    fail("\(settings.interstitialsScheduledMax) interstitials are scheduled on this item", usage: usage)
                 ]
             }
-            out.append(
-                .issue(Command(item: item.id, operation: .scheduleInterstitial(interstitial, at: at))))
+            out.append(.issue(Command(item: item.id, operation: .scheduleInterstitial(interstitial, at: at))))
         case (true, nil):
             let (position, rate) = holdPoint(item.id, context)
             out.append(
                 .issue(
                     Command(
                         item: item.id,
-                        operation: .interstitial(
-                            interstitial, position: position, rate: rate, requestedAt: now.wall))))
+                        operation: .interstitial(interstitial, position: position, rate: rate, requestedAt: now.wall))))
         case (false, let at?):
             guard localScheduled.count < settings.interstitialsScheduledMax else {
-                return [
-                    fail(
-                        "\(settings.interstitialsScheduledMax) interstitials are scheduled here", usage: usage)
-                ]
+                return [fail("\(settings.interstitialsScheduledMax) interstitials are scheduled here", usage: usage)]
             }
-            localScheduled.append(
-                ScheduledInterstitial(interstitial: interstitial, position: at, command: nil))
+            localScheduled.append(ScheduledInterstitial(interstitial: interstitial, position: at, command: nil))
             out.append(
                 .emit(
                     .interstitial(
                         InterstitialReport(
-                            phase: .scheduled, interstitial: interstitial, item: item.id, position: at,
-                            forAll: false,
+                            phase: .scheduled, interstitial: interstitial, item: item.id, position: at, forAll: false,
                             originator: context.originator(context.member)))))
         case (false, nil):
             beginInterstitial(
@@ -83,9 +70,7 @@ extension Playback {
     }
 
     /// Where the item holds for an interstitial played now, and the rate it resumes at.
-    private func holdPoint(_ item: String, _ context: PlaybackContext) -> (
-        position: Double, rate: Double
-    ) {
+    private func holdPoint(_ item: String, _ context: PlaybackContext) -> (position: Double, rate: Double) {
         guard let group = items[item] else { return (player.position(at: context.now), 0) }
         switch timeline(of: group, context) {
         case .playing(let rate, _, _): return (groupPosition(of: item, context), rate)
@@ -99,8 +84,7 @@ extension Playback {
     /// A delivered `interstitial-at`: scheduled on its item (once; at most
     /// `interstitialsScheduledMax` an item, on at most `itemsMax` items).
     mutating func schedule(
-        _ interstitial: Interstitial, at position: Double, by envelope: CommandEnvelope,
-        isHistory: Bool,
+        _ interstitial: Interstitial, at position: Double, by envelope: CommandEnvelope, isHistory: Bool,
         _ context: PlaybackContext, into out: inout [Output]
     ) {
         let item = envelope.command.item
@@ -111,16 +95,14 @@ extension Playback {
         guard list.count < settings.interstitialsScheduledMax,
             scheduled[item] != nil || scheduled.count < settings.itemsMax
         else { return out.append(.count(.interstitialsRefused)) }
-        list.append(
-            ScheduledInterstitial(interstitial: interstitial, position: position, command: envelope))
+        list.append(ScheduledInterstitial(interstitial: interstitial, position: position, command: envelope))
         scheduled[item] = list
         guard !isHistory else { return }
         out.append(
             .emit(
                 .interstitial(
                     InterstitialReport(
-                        phase: .scheduled, interstitial: interstitial, item: item, position: position,
-                        forAll: true,
+                        phase: .scheduled, interstitial: interstitial, item: item, position: position, forAll: true,
                         originator: context.originator(envelope.dot.origin)))))
     }
 
@@ -138,8 +120,7 @@ extension Playback {
         resolve(interstitial.id)
         guard self.interstitial?.interstitial.id != interstitial.id else { return }
         beginInterstitial(
-            interstitial, forAll: true, item: item, position: position, originator: envelope.dot.origin,
-            context,
+            interstitial, forAll: true, item: item, position: position, originator: envelope.dot.origin, context,
             into: &out)
     }
 
@@ -148,9 +129,7 @@ extension Playback {
 
     private mutating func resolve(_ id: String) {
         resolvedInterstitials.append(id)
-        if resolvedInterstitials.count > settings.interstitialsScheduledMax {
-            resolvedInterstitials.removeFirst()
-        }
+        if resolvedInterstitials.count > settings.interstitialsScheduledMax { resolvedInterstitials.removeFirst() }
     }
 
     // MARK: Playing one
@@ -160,25 +139,18 @@ extension Playback {
         _ interstitial: Interstitial, forAll: Bool, item: String, position: Double, originator: Member,
         _ context: PlaybackContext, into out: inout [Output]
     ) {
-        if self.interstitial != nil {
-            endInterstitial(cutShort: "another interstitial began", context, into: &out)
-        }
-        let suspension =
-            forAll ? nil : beginSuspension(Suspension.playingInterstitial, context, into: &out)
-        if player.item?.id == item {
-            tell(.pause(position: player.clamp(position)), into: &out)
-        }
+        if self.interstitial != nil { endInterstitial(cutShort: "another interstitial began", context, into: &out) }
+        let suspension = forAll ? nil : beginSuspension(Suspension.playingInterstitial, context, into: &out)
+        if player.item?.id == item { tell(.pause(position: player.clamp(position)), into: &out) }
         tell(.interstitial(interstitial), into: &out)
         self.interstitial = PlayingInterstitial(
             interstitial: interstitial, forAll: forAll, item: item, position: position,
-            endsAt: context.now.monotonic + .seconds(saturating: interstitial.durationSeconds),
-            suspension: suspension)
+            endsAt: context.now.monotonic + .seconds(saturating: interstitial.durationSeconds), suspension: suspension)
         out.append(
             .emit(
                 .interstitial(
                     InterstitialReport(
-                        phase: .began, interstitial: interstitial, item: item, position: position,
-                        forAll: forAll,
+                        phase: .began, interstitial: interstitial, item: item, position: position, forAll: forAll,
                         originator: context.originator(originator)))))
     }
 
@@ -192,9 +164,7 @@ extension Playback {
         return out
     }
 
-    mutating func endInterstitial(
-        cutShort: String?, _ context: PlaybackContext, into out: inout [Output]
-    ) {
+    mutating func endInterstitial(cutShort: String?, _ context: PlaybackContext, into out: inout [Output]) {
         guard let playing = interstitial else { return }
         interstitial = nil
         tell(.endInterstitial, into: &out)
@@ -205,11 +175,8 @@ extension Playback {
                         phase: .ended, interstitial: playing.interstitial, item: playing.item,
                         position: playing.position, forAll: playing.forAll,
                         originator: context.originator(context.member), cutShort: cutShort))))
-        if let suspension = playing.suspension {
-            return endSuspension(suspension, context, into: &out)
-        }
-        guard !isSuspended, let item = player.item, item.id == playing.item, let group = items[item.id]
-        else { return }
+        if let suspension = playing.suspension { return endSuspension(suspension, context, into: &out) }
+        guard !isSuspended, let item = player.item, item.id == playing.item, let group = items[item.id] else { return }
         switch group.timeline {
         case .waiting: if player.isReady { _ = localReady(context, into: &out) }
         case .playing: followGroup(group, context, into: &out)
@@ -229,16 +196,15 @@ extension Playback {
         if let hold = holdDue, context.now.monotonic >= hold.due {
             holdDue = nil
             if context.isJoined,
-                scheduled[hold.item]?.contains(where: { $0.interstitial.id == hold.interstitial.id })
-                    == true
+                scheduled[hold.item]?.contains(where: { $0.interstitial.id == hold.interstitial.id }) == true
             {
                 out.append(
                     .issue(
                         Command(
                             item: hold.item,
                             operation: .interstitial(
-                                hold.interstitial, position: hold.position, rate: hold.rate,
-                                requestedAt: hold.reachedAt))))
+                                hold.interstitial, position: hold.position, rate: hold.rate, requestedAt: hold.reachedAt
+                            ))))
             }
         }
         guard let reached = reachedInterstitial(context) else { return out }
@@ -254,8 +220,7 @@ extension Playback {
                 $0.liveness == .alive && $0.item == item && $0.suspensions.isEmpty && $0.member.id < context.member.id
             }.count
             holdDue = InterstitialHoldDue(
-                interstitial: scheduledOne.interstitial, item: item, position: scheduledOne.position,
-                rate: rate,
+                interstitial: scheduledOne.interstitial, item: item, position: scheduledOne.position, rate: rate,
                 reachedAt: reachedAt, due: context.now.monotonic + settings.interstitialHoldStagger * rank)
             if rank == 0 { out += checkInterstitials(context) }
         } else {
@@ -271,9 +236,9 @@ extension Playback {
     /// group timeline passed since the last look, with the rate and the instant it was reached.
     /// Within one playing stretch each position is passed once; a new stretch (a start, a seek)
     /// passes its own first position too, so that an interstitial at 0:00 plays at the start.
-    private mutating func reachedInterstitial(
-        _ context: PlaybackContext
-    ) -> (ScheduledInterstitial, rate: Double, reachedAt: WallInstant)? {
+    private mutating func reachedInterstitial(_ context: PlaybackContext) -> (
+        ScheduledInterstitial, rate: Double, reachedAt: WallInstant
+    )? {
         guard interstitial == nil, let item = player.item, scheduled[item.id] != nil || !localScheduled.isEmpty,
             let group = items[item.id]
         else {
@@ -328,8 +293,7 @@ extension Playback {
     /// start is held while its suspension lasts). Sent by the one of smallest id among those not
     /// suspended that wait; two sent at once are two holds at about one position, the later wins.
     mutating func waitForOthersInterstitials(_ context: PlaybackContext) -> [Output] {
-        guard context.isJoined,
-            settings.suspensionReasonsThatTriggerWaiting.contains(Suspension.playingInterstitial),
+        guard context.isJoined, settings.suspensionReasonsThatTriggerWaiting.contains(Suspension.playingInterstitial),
             !isSuspended, interstitial == nil, let item = player.item, let group = items[item.id],
             case .playing(let rate, _, _) = group.timeline
         else { return [] }
@@ -343,9 +307,7 @@ extension Playback {
         let position = groupPosition(of: item.id, context)
         return [
             .issue(
-                Command(
-                    item: item.id,
-                    operation: .play(rate: rate, position: position, requestedAt: context.now.wall)))
+                Command(item: item.id, operation: .play(rate: rate, position: position, requestedAt: context.now.wall)))
         ]
     }
 }
