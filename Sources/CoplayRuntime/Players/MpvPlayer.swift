@@ -106,6 +106,14 @@ struct MpvPlayer: PlayerDriver {
         // Pitch-keeping time stretch, inserted before anything plays so that a later speed change
         // is seamless (mpv would otherwise insert it at the first change, with a glitch).
         send(["af", "add", "@coplay:scaletempo2"], as: .other)
+        // coplay moves from one file to the next itself (a `loadfile` when the group advances), so
+        // mpv's gapless audio buys nothing and costs a transition: with it, a file loaded after the
+        // previous one ended waited some 40 ms for the old audio output (4–9 ms without).
+        send(["set_property", "gapless-audio", "no"], as: .other)
+        // At the end mpv holds the last frame (keep-open) without pausing itself: coplay pauses it
+        // (`eof-reached`). A pause of mpv's own there would look like the person's, a group pause,
+        // and it came before `eof-reached` once gapless audio was off.
+        send(["set_property", "keep-open-pause", "no"], as: .other)
         // The playlist keys move the group through its queue: mpv's own playlist holds one file
         // (coplay loads each entry with `replace`), so they are bound, over mpv's defaults, to
         // messages coplay reads (`client-message`).
