@@ -82,19 +82,25 @@ extension Benchmarks {
         }
 
         // By `next`.
-        agents[0].send("queue clear")
-        usleep(300_000)
+        // After the short entries, where the group is: `next` goes to the first long one.
         for (index, path) in longs.enumerated() {
             agents[index % 3].send("queue add \(path) id=l\(index)")
             usleep(30_000)
         }
         usleep(500_000)
-        agents[0].send("next")  // from the last short entry, cleared: to the first long one
+        // The queue's order, as the group holds it.
+        let mark = agents[0].allEvents.count
+        agents[0].send("queue")
+        let order =
+            (agents[0].waitForEvent(from: mark, timeout: .seconds(3)) { $0.name == "queue" }?["items"]
+            as? [[String: Any]])?
+            .compactMap { $0["url"] as? String } ?? longs
+        agents[0].send("next")
         usleep(1_500_000)
         var byNext: [Double] = []
         for index in 0..<trials {
-            guard let current = players[0].property("path") as? String, let at = longs.firstIndex(of: current),
-                at + 1 < longs.count
+            guard let current = players[0].property("path") as? String, let at = order.firstIndex(of: current),
+                at + 1 < order.count
             else {
                 print("    next \(index): player 0 is on \(players[0].property("path") ?? "nothing"): stopped")
                 break
@@ -103,7 +109,7 @@ extension Benchmarks {
             let pressed = MpvClient.unixNanos()
             agents[index % 3].send("next")
             usleep(1_200_000)
-            let plays = recorders.compactMap { $0.firstUnpause(of: longs[at + 1], after: pressed) }
+            let plays = recorders.compactMap { $0.firstUnpause(of: order[at + 1], after: pressed) }
             guard plays.count == 3 else {
                 print("    next \(index): \(plays.count) players playing the next item")
                 continue
