@@ -440,6 +440,11 @@ public struct Settings: Sendable, Equatable {
     public var playerRequestsMax = 64
     /// The longest error text from a delegating player that is shown (the rest is cut).
     public var playerErrorBytesMax = 512
+    /// mpv's second players (interstitials) asked to end and not yet reaped, at most: each new
+    /// interstitial ends the one before, so a stream of them (a member's commands come from the
+    /// network) could otherwise start processes faster than they exit. Past it an interstitial is
+    /// not shown: it ends at once here, with a `player-error` saying why (`interstitialFailed`).
+    public var interstitialPlayersEndingMax = 4
     /// How often a playing external player is asked for its position: each answer is a sample the
     /// drift correction steers by (10 per second: a 0.5% nudge moves 0.5 ms between samples).
     public var playerSampleInterval: Duration = .milliseconds(100)

@@ -178,6 +178,15 @@ struct MpvPlayer: PlayerDriver {
             break  // mpv stalls for real, or not at all
         case .interstitial(let interstitial):
             stopInterstitial()
+            endingProcesses.removeAll { $0.exitStatus() != nil }
+            guard endingProcesses.count <= settings.interstitialPlayersEndingMax else {
+                processCheckAt = processCheckAt ?? now.monotonic + Self.processCheckInterval
+                return [
+                    .interstitialFailed(
+                        "\(endingProcesses.count) interstitial players are still ending: \(interstitial.url) is not shown"
+                    )
+                ]
+            }
             let arguments =
                 [
                     "mpv", "--no-terminal", "--keep-open=yes", "--ontop", "--title=coplay: interstitial",
