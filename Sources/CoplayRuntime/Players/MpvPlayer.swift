@@ -8,9 +8,13 @@ import Glibc
 ///
 /// - A load or prepare is ready once mpv has loaded the file and finished the seek to the
 ///   position (`playback-restart`), not when the command was sent.
-/// - A start at instant T unpauses mpv at T (less the start latency it has measured), from a
-///   frame it already holds; otherwise it seeks to where the timeline will be once the seek is
-///   done (the seek latency is measured too) and plays from there.
+/// - A start at instant T unpauses mpv at T, shifted by how far its audio clock jumps at an
+///   unpause (measured after each start, apart for a frame reached by a load or seek and one
+///   where a pause stopped it), from a frame it already holds; otherwise it seeks to where the
+///   timeline will be once the seek is done (the seek latency is measured too) and plays from
+///   there.
+/// - A group pause pauses at once; the seek to the position the group paused at follows mpv's
+///   word that it paused, so that the word (what the others wait for) is not held behind it.
 /// - While playing it asks for `audio-pts` (µs-smooth; `time-pos` steps by frames) every
 ///   `Settings.playerSampleInterval` and reports each answer as a sample, stamped at the middle
 ///   of the request's round trip: the core steers by them with rate nudges (`speed`, with
@@ -65,6 +69,10 @@ struct MpvPlayer: PlayerDriver {
     private var seekOnLoad: Double?
     /// The position it holds while paused, when known.
     private var held: Double?
+    /// The seek to the group's pause position, sent once mpv says it paused: sent with the
+    /// pause, it held mpv's word of the pause back by some 0.6 ms, and the pause is what the
+    /// others wait on.
+    private var snapOnPause: Double?
     /// Seeks sent whose `seek` event has not come yet (any other `seek` event is the user's).
     private var ownSeeks = 0
     private var seekSentAt: MonotonicInstant?
@@ -81,9 +89,18 @@ struct MpvPlayer: PlayerDriver {
     private var anchor: Anchor?
     /// When to unpause for a start at an instant (local wall clock).
     private var unpauseAt: WallInstant?
-    /// How far ahead of its timeline mpv's clock is just after an unpause (moving average,
-    /// seconds): the next start is delayed by it.
-    private var startBias = 0.0
+    /// How mpv came to hold the frame a start unpauses from. Its audio clock (`audio-pts`) jumps
+    /// differently at the unpause: after a load or a seek (`playback-restart`) it reads ahead of
+    /// the position asked for by the audio's priming (AAC: 23 ms with mpv 0.35, and from the
+    /// first sample after the unpause on), where after a pause it goes on from where it stopped.
+    /// One average over both kinds was wrong for each, by half the priming.
+    private enum Hold { case restart, pause }
+    private var hold = Hold.restart
+    /// How far ahead of its timeline mpv's clock is just after an unpause, for each kind of hold
+    /// (moving averages, seconds): a start is delayed by it.
+    private var startBias = (restart: 0.0, pause: 0.0)
+    /// The kind of hold of the pending (or last) unpause, whose bias the first sample measures.
+    private var unpauseHold = Hold.restart
     private var measureStartBias = false
     /// Bumped whenever the timeline changes: a sample asked for before is stale.
     private var generation = 0
@@ -134,6 +151,8 @@ struct MpvPlayer: PlayerDriver {
         case .load(let item, let position):
             self.item = item
             fileLoaded = false
+            hold = .restart
+            snapOnPause = nil
             eofReached = false
             stopTimeline()
             setPause(true)
@@ -147,10 +166,13 @@ struct MpvPlayer: PlayerDriver {
             setPause(true)
             // Already held there (the group paused here): ready at once. A seek to where it is
             // would cost the coordinated start tens of milliseconds for nothing.
-            if fileLoaded, ownSeeks == 0, seekOnLoad == nil, !stalled, let held, abs(held - position) < 0.002 {
+            if fileLoaded, ownSeeks == 0, seekOnLoad == nil, snapOnPause == nil, !stalled, let held,
+                abs(held - position) < 0.002
+            {
                 preparing = nil
                 return [.ready(position: position)]
             }
+            snapOnPause = nil
             preparing = position
             held = nil
             if fileLoaded { seek(to: position, now: now) } else { seekOnLoad = position }
@@ -163,12 +185,18 @@ struct MpvPlayer: PlayerDriver {
         case .pause(let position):
             guard item != nil else { return [] }
             let current = estimate(at: now.wall)
+            let wasPlaying = !expectedPause
+            if wasPlaying { hold = .pause }
             stopTimeline()
             setPause(true)
-            if fileLoaded, abs(current - position) > 0.002 { seek(to: position, now: now) }
+            snapOnPause = nil
+            if fileLoaded, abs(current - position) > 0.002 {
+                if wasPlaying { snapOnPause = position } else { seek(to: position, now: now) }
+            }
             held = position
         case .unload:
             stopTimeline()
+            snapOnPause = nil
             item = nil
             fileLoaded = false
             preparing = nil
@@ -248,7 +276,15 @@ struct MpvPlayer: PlayerDriver {
         stopTimeline()
         anchor = new
         let leadNanos = Int64(seekLatency * 1e9)
-        if expectedPause, let held, preparing == nil, new.at >= now.wall, abs(held - new.position) < 0.002 {
+        // A snap not yet made: mpv is not where it is thought to hold.
+        let snapPending = snapOnPause != nil
+        snapOnPause = nil
+        // The unpause comes the start bias after the instant: a start that reaches this agent
+        // after its instant but before then is still on time.
+        let unpauseDelay = bias(hold) / max(new.rate, 0.01)
+        if expectedPause, let held, preparing == nil, !snapPending, abs(held - new.position) < 0.002,
+            Double(new.at.unixNanos &- now.wall.unixNanos) / 1e9 + unpauseDelay >= 0
+        {
             unpauseAt = new.at  // prepared where the start is: unpause at the instant
         } else if new.at.unixNanos > now.wall.unixNanos &+ leadNanos {
             setPause(true)
@@ -260,6 +296,14 @@ struct MpvPlayer: PlayerDriver {
             setPause(true)
             seek(to: new.position(at: start), now: now)
             unpauseAt = start
+        }
+        unpauseHold = hold
+    }
+
+    private func bias(_ hold: Hold) -> Double {
+        switch hold {
+        case .restart: startBias.restart
+        case .pause: startBias.pause
         }
     }
 
@@ -287,7 +331,8 @@ struct MpvPlayer: PlayerDriver {
     func nextEvent(now: Timestamp) -> MonotonicInstant? {
         var due: MonotonicInstant?
         if let unpauseAt {
-            let delay = Double(unpauseAt.unixNanos &- now.wall.unixNanos) / 1e9 + startBias / max(groupRate, 0.01)
+            let delay =
+                Double(unpauseAt.unixNanos &- now.wall.unixNanos) / 1e9 + bias(unpauseHold) / max(groupRate, 0.01)
             due = now.monotonic + .seconds(saturating: max(0, delay))
         }
         if let nextSampleAt, !sampleInFlight { due = due.map { min($0, nextSampleAt) } ?? nextSampleAt }
@@ -298,7 +343,7 @@ struct MpvPlayer: PlayerDriver {
     mutating func advance(now: Timestamp) -> [PlayerReport] {
         let reports = checkProcesses(now: now)
         if let unpauseAt,
-            Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= startBias / max(groupRate, 0.01) - 0.0002
+            Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= bias(unpauseHold) / max(groupRate, 0.01) - 0.0002
         {
             self.unpauseAt = nil
             setPause(false)
@@ -338,7 +383,13 @@ struct MpvPlayer: PlayerDriver {
             if measureStartBias {
                 measureStartBias = false
                 let error = position - anchor.position(at: middle)
-                if abs(error) < 0.25 { startBias = min(max(startBias + error / 2, -0.25), 0.25) }
+                if abs(error) < 0.25 {
+                    let updated = min(max(bias(unpauseHold) + error / 2, -0.25), 0.25)
+                    switch unpauseHold {
+                    case .restart: startBias.restart = updated
+                    case .pause: startBias.pause = updated
+                    }
+                }
             }
             return [.sample(position: position, rate: expectedSpeed, at: middle)]
         case .seek:
@@ -408,13 +459,19 @@ struct MpvPlayer: PlayerDriver {
     private mutating func propertyChanged(_ name: String, to value: JSONValue, now: Timestamp) -> [PlayerReport] {
         switch name {
         case "pause":
+            if value.bool == true, expectedPause, let position = snapOnPause {
+                snapOnPause = nil
+                seek(to: position, now: now)
+            }
             guard let paused = value.bool, paused != expectedPause else { return [] }
+            snapOnPause = nil
             expectedPause = paused
             if paused {
                 guard !eofReached else { return [] }
                 let position = estimate(at: now.wall)
                 stopTimeline()
                 held = position
+                hold = .pause
                 return [.userAction(.pause)]
             }
             unpauseAt = nil
@@ -473,6 +530,7 @@ struct MpvPlayer: PlayerDriver {
     }
 
     private mutating func seek(to position: Double, now: Timestamp) {
+        hold = .restart
         ownSeeks += 1
         seekSentAt = now.monotonic
         lastSample = nil
