@@ -64,6 +64,7 @@ extension Benchmarks {
         agents[1].send("play")
         usleep(UInt32((trials + 1) * 2_300_000 + 1_500_000))
         var atEnd: [Double] = []
+        var atEndByClock: [Double] = []
         for index in 0..<trials {
             let ends = recorders.compactMap { $0.firstChange("eof-reached", to: true, whilePlaying: shorts[index]) }
             let plays = recorders.compactMap { $0.firstUnpause(of: shorts[index + 1]) }
@@ -73,9 +74,29 @@ extension Benchmarks {
                 continue
             }
             atEnd.append(Double(plays.max()! - ends.max()!) / 1e6)
+            let clocks = recorders.compactMap { $0.clockStart(of: shorts[index + 1]) }
+            if clocks.count == 3 { atEndByClock.append(Double(clocks.max()! - ends.max()!) / 1e6) }
+            if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
+                let origin = ends.max()!
+                print(
+                    "    transition \(index): ends \(ends.map { Double($0 - origin) / 1e6 }) plays \(plays.map { Double($0 - origin) / 1e6 })"
+                )
+                for (number, agent) in agents.enumerated() {
+                    let seen = agent.allEvents.filter {
+                        $0.atUnixNanos > origin - 100_000_000 && $0.atUnixNanos < plays.max()! + 20_000_000
+                    }
+                    print(
+                        "      agent \(number): "
+                            + seen.map { "\($0.name)@\(String(format: "%.1f", Double($0.atUnixNanos - origin) / 1e6))" }
+                            .joined(separator: " "))
+                }
+            }
         }
         print(
             "  end of an item (the last player's) → every player playing the next: \(Distribution(atEnd).summary(unit: "ms"))"
+        )
+        print(
+            "    by each player's audio clock (the instant it says the next began): \(Distribution(atEndByClock).summary(unit: "ms"))"
         )
         if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
             for (index, recorder) in recorders.enumerated() { print("player \(index): \(recorder.dump())") }
@@ -98,6 +119,7 @@ extension Benchmarks {
         agents[0].send("next")
         usleep(1_500_000)
         var byNext: [Double] = []
+        var byNextByClock: [Double] = []
         for index in 0..<trials {
             guard let current = players[0].property("path") as? String, let at = order.firstIndex(of: current),
                 at + 1 < order.count
@@ -115,23 +137,49 @@ extension Benchmarks {
                 continue
             }
             byNext.append(Double(plays.max()! - pressed) / 1e6)
+            let clocks = recorders.compactMap { $0.clockStart(of: order[at + 1]) }
+            if clocks.count == 3 { byNextByClock.append(Double(clocks.max()! - pressed) / 1e6) }
         }
         print(
             "  next typed into one agent → every player playing the next item: \(Distribution(byNext).summary(unit: "ms"))"
         )
+        print("    by each player's audio clock: \(Distribution(byNextByClock).summary(unit: "ms"))")
         let departures = agents.map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
         print("  peer-left events: \(departures)")
     }
 
     /// Records one mpv's `pause`, `eof-reached` and `path` changes as they arrive, on a thread of
-    /// its own.
+    /// its own; and, some 50 ms after each unpause, where mpv's audio clock says the file began
+    /// playing (on a second client, so that no event is missed meanwhile).
     private final class Recorder: Sendable {
         private let client: MpvClient
+        private let sampler: MpvClient
         private let changes = Mutex<[(name: String, value: String, at: Int64)]>([])
+        private let unpauses = Mutex<[Int64]>([])
+        /// For each file: the instant at which its position was 0, as mpv's audio clock told it
+        /// after its first unpause (the wall time of a sample, less `audio-pts` / `speed`).
+        private let clockStarts = Mutex<[String: Int64]>([:])
         private let stopped = Atomic<Bool>(false)
 
         init(path: String) throws {
             client = try MpvClient(path: path)
+            sampler = try MpvClient(path: path)
+            Thread { [self] in
+                while !stopped.load(ordering: .relaxed) {
+                    usleep(5_000)
+                    guard let due = unpauses.withLock({ $0.first }), MpvClient.unixNanos() >= due + 50_000_000 else {
+                        continue
+                    }
+                    unpauses.withLock { _ = $0.removeFirst() }
+                    let speed = sampler.number("speed") ?? 1
+                    let sample = sampler.command(["get_property", "audio-pts"])
+                    guard let path = sampler.property("path") as? String,
+                        let position = (sample.data as? NSNumber)?.doubleValue
+                    else { continue }
+                    let start = sample.atUnixNanos - Int64(position / max(speed, 0.01) * 1e9)
+                    clockStarts.withLock { if $0[path] == nil { $0[path] = start } }
+                }
+            }.start()
             for (id, name) in ["pause", "eof-reached", "path"].enumerated() {
                 client.command(["observe_property", id + 1, name])
             }
@@ -148,11 +196,15 @@ extension Benchmarks {
                     default: value = ""
                     }
                     changes.withLock { $0.append((name, value, at)) }
+                    if name == "pause", value == "false" { unpauses.withLock { $0.append(at) } }
                 }
             }.start()
         }
 
         func stop() { stopped.store(true, ordering: .relaxed) }
+
+        /// When mpv's audio clock says `path` was at its start (see `clockStarts`).
+        func clockStart(of path: String) -> Int64? { clockStarts.withLock { $0[path] } }
 
         func dump() -> String {
             changes.withLock {

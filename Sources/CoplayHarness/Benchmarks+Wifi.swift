@@ -17,6 +17,8 @@ extension Benchmarks {
         var trials = 0
         /// `peer-left` events while every agent was alive (coplay only).
         var falseDepartures: Int?
+        /// When each pause was set in player 1, and when each other player followed (debugging).
+        var pausePresses: [(pressed: Int64, followed: [Int64])] = []
     }
 
     /// `coplay-bench wifi`: `hosts` hosts of a `Tools/lan` LAN behind its forwarding hub, for each
@@ -38,12 +40,15 @@ extension Benchmarks {
         let media = directory.appendingPathComponent("pattern.mkv").path
         let seconds = max(options.seconds, 5)
         try MpvClient.makeTestMedia(at: media, seconds: 40 + seconds + trials * 4 + 60)
-        let syncplay = Locations.onPath("syncplay") != nil && Locations.onPath("syncplay-server") != nil
+        let syncplay =
+            !options.coplayOnly && Locations.onPath("syncplay") != nil && Locations.onPath("syncplay-server") != nil
         print(
             "wifi: \(hostCounts.map(String.init).joined(separator: " and ")) hosts behind the test LAN's hub"
                 + " (\(links.joined(separator: ", ")); wifi with DTIM period \(dtim)), one mpv (vo=null, ao=null) on"
                 + " each; \(trials) trials each")
-        if !syncplay { print("  (Syncplay not measured: it needs Debian's syncplay and syncplay-server)") }
+        if !syncplay, !options.coplayOnly {
+            print("  (Syncplay not measured: it needs Debian's syncplay and syncplay-server)")
+        }
         var all: [AirFigures] = []
         for link in links {
             for hosts in hostCounts {
@@ -138,6 +143,28 @@ extension Benchmarks {
         var figures = try measureAir(players, seconds: seconds, trials: trials)
         (figures.system, figures.link, figures.hosts) = ("coplay", link, hosts)
         figures.falseDepartures = agents.map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
+        if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
+            // The hosts share one clock: every offset an agent estimates is its error.
+            for (index, agent) in agents.enumerated() {
+                let estimates = (agent.peers() ?? []).map { peer in
+                    let offset = (peer["offsetNanos"] as? NSNumber)?.doubleValue ?? .nan
+                    let error = (peer["offsetErrorNanos"] as? NSNumber)?.doubleValue ?? .nan
+                    let delay = (peer["delayNanos"] as? NSNumber)?.doubleValue ?? .nan
+                    return String(format: "%+.3f±%.3f (delay %.3f)", offset / 1e6, error / 1e6, delay / 1e6)
+                }
+                print("    h\(index + 1)'s clock estimates, ms: \(estimates.joined(separator: ", "))")
+            }
+            for (pressed, followed) in figures.pausePresses {
+                let events = agents.map { agent in
+                    agent.allEvents.first { $0.name == "paused" && $0.atUnixNanos > pressed }.map {
+                        String(format: "%.2f", Double($0.atUnixNanos - pressed) / 1e6)
+                    } ?? "-"
+                }
+                print(
+                    "    pause: agents' paused events \(events), players paused \(followed.map { String(format: "%.2f", Double($0 - pressed) / 1e6) })"
+                )
+            }
+        }
         return figures
     }
 
@@ -212,11 +239,14 @@ extension Benchmarks {
                 let pressed = MpvClient.unixNanos()
                 first.set("pause", state)
                 var lost = false
+                var followed: [Int64] = []
+                defer { if into == 0 { figures.pausePresses.append((pressed, followed)) } }
                 for observer in observers {
                     guard let changed = observer.waitForChange(of: "pause", to: state, timeout: .seconds(3)) else {
                         lost = true
                         continue
                     }
+                    followed.append(changed)
                     if into == 0 {
                         pauses.append(Double(changed - pressed) / 1e6)
                     } else {

@@ -14,6 +14,8 @@ public enum Benchmarks {
         public var rate = 20_000
         /// Where `sync` and `players` write their figures as SVG plots (`--svg DIR`), if anywhere.
         public var svgDirectory: String?
+        /// `wifi`: coplay alone, without Syncplay beside it (`--coplay-only`).
+        public var coplayOnly = false
         /// Group sizes of the `scale` benchmark (`--sizes`).
         public var scaleSizes = [8, 16, 32, 64]
         /// Seconds the `scale` benchmark waits after the group formed before its idle window

@@ -16,6 +16,7 @@ let usage = """
            coplay-bench soak [--seeds N] [--large-groups N]
            coplay-bench tag
            coplay-bench wifi [--hosts N,…] [--links wired,wifi,wan] [--dtim 1-3] [--trials N] [--seconds S] [--svg DIR]
+                             [--coplay-only] [--floor-only]
            coplay-bench relay [--trials N] [--seconds S]
            coplay-bench queue [--trials N]
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
@@ -53,7 +54,9 @@ let usage = """
                   agents, then Debian's Syncplay (server on host 1, clients on the others) when installed; steady
                   offsets between the players for S seconds, pause and unpause set in one mpv → the others following
                   (--trials, default 20), false departures and lost commands; with --svg DIR also wifi-pause.svg
-                  (root; needs mpv, ffmpeg and ethtool)
+                  (root; needs mpv, ffmpeg and ethtool). First, the link model's floor for a pause: an ideal
+                  protocol's one frame from the pressing host to each other, on the same model (--floor-only: that
+                  alone, no root needed). --coplay-only leaves Syncplay out
       relay       two sites of a test LAN on the wan model (20 ms one way; no multicast between them), a
                   nats-server at each, clustered: the other site seen after an agent starts, idle relay traffic per
                   agent, a headless mpv at each site (offsets for S seconds, pause and unpause across, --trials,
@@ -104,7 +107,12 @@ if kind == "wifi" {
         kind: kind, rounds: 20, agents: 3, seconds: 10,
         executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
     var (hosts, links, dtim) = ([3, 8], ["wired", "wifi"], 1)
+    var floorOnly = false
     while let flag = arguments.popFirst() {
+        if flag == "--floor-only" || flag == "--coplay-only" {
+            if flag == "--floor-only" { floorOnly = true } else { options.coplayOnly = true }
+            continue
+        }
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
         case "--hosts": hosts = numbers(value, in: 2...16, "--hosts takes host counts", "3,8")
@@ -121,9 +129,13 @@ if kind == "wifi" {
         case "--coplay": options.executable = value
         case "--svg": options.svgDirectory = value
         default:
-            fail("unknown option '\(flag)' for wifi (--hosts, --links, --dtim, --trials, --seconds, --coplay, --svg)")
+            fail(
+                "unknown option '\(flag)' for wifi (--hosts, --links, --dtim, --trials, --seconds, --coplay, --svg, --coplay-only, --floor-only)"
+            )
         }
     }
+    LinkFloor.report(links: links, hosts: hosts, dtim: dtim)
+    if floorOnly { exit(0) }
     do {
         try Benchmarks.wifi(
             options, hostCounts: hosts, links: links, dtim: dtim, trials: options.rounds, bench: ownPath)
