@@ -73,13 +73,16 @@ public struct Settings: Sendable, Equatable {
     public var probeJitterFraction = 0.1
     /// A probe whose reply has not come back within this is forgotten.
     public var probeTimeout: Duration = .seconds(1)
-    /// The estimate uses the minimum-delay sample among this many most recent ones (NTP's clock filter).
+    /// The estimate takes each way's quickest crossing among this many most recent samples
+    /// (`OffsetEstimator`).
     public var offsetFilterWindow = 8
     /// On a jittery path — the median of those round trips more than `jitteryPathSpread` above
     /// their minimum, as on Wi-Fi, where each air hop adds milliseconds of jitter — it looks
-    /// further back: the lowest of more round trips is less lopsided. Among 3 simulated agents on
-    /// the Wi-Fi model, offset errors went from p50 310 µs, p99 1.15 ms with 8 to p50 221 µs,
-    /// p99 0.86 ms with 32. On a wire nothing changes.
+    /// further back: the quickest of more crossings is closer to the path's own delay. Among 3
+    /// simulated agents on the Wi-Fi model (`WifiSimulationTests`), with NTP's filter (the one
+    /// sample quickest both ways) offset errors went from p50 310 µs, p99 1.15 ms with 8 to p50
+    /// 221 µs, p99 0.86 ms with 32; each way on its own, with 32, p50 146 µs, p99 713 µs. On a
+    /// wire nothing changes.
     public var offsetFilterWindowJittery = 32
     public var jitteryPathSpread: Duration = .milliseconds(1)
     /// Samples needed before an estimate is reported as synchronised.
