@@ -314,9 +314,14 @@ struct ClockSync: Sendable {
             let budgeted = Duration.nanoseconds(Int64(Double(max(peers.count, 1)) / budget * 1e9))
             return spaced(floor: settings.probeWarmupInterval, budgeted: budgeted, random: &random)
         }
-        let budgeted = Duration.nanoseconds(
-            Int64(Double(max(peers.count, 1)) / settings.probeExchangesPerSecondMax * 1e9))
-        return spaced(floor: settings.probeInterval, budgeted: budgeted, random: &random)
+        // On a jittery path (the air) each estimate needs more crossings to find the quick ones,
+        // and the drift more samples to be told from the jitter.
+        let jittery = clock.estimator.isJittery
+        let budget = jittery ? settings.probeExchangesPerSecondMaxJittery : settings.probeExchangesPerSecondMax
+        let budgeted = Duration.nanoseconds(Int64(Double(max(peers.count, 1)) / budget * 1e9))
+        return spaced(
+            floor: jittery ? settings.probeIntervalJittery : settings.probeInterval, budgeted: budgeted,
+            random: &random)
     }
 
     /// The longer of `floor` and `budgeted`, with the usual jitter; in a group larger than

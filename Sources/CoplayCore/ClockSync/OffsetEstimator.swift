@@ -143,6 +143,9 @@ public struct OffsetEstimator: Hashable, Sendable {
     /// How many recent samples the clock filter looks at: `offsetFilterWindow`, or
     /// `offsetFilterWindowJittery` when the recent round trips' median is more than
     /// `jitteryPathSpread` above their minimum.
+    /// Whether the recent round trips spread as on a jittery path (see `window`).
+    public var isJittery: Bool { window > filterWindow }
+
     var window: Int {
         let recent = samples.suffix(filterWindow).map(\.delayNanos).sorted()
         guard let minimum = recent.first, recent[recent.count / 2] - minimum > jitteryPathSpreadNanos else {
