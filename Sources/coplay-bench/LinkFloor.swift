@@ -28,8 +28,8 @@ enum LinkFloor {
             for (host, at) in model.deliver(from: 0, to: receivers, isGroup: true, at: pressed) {
                 first[host] = min(first[host] ?? .max, at)
             }
-            // A host that got no copy at all waits for a repair: at least the next heartbeat,
-            // counted here as never sooner than a second.
+            // A host that got no copy at all (some 1 in 10,000) waits for a repair, counted here
+            // as a second: it moves the maximum, no percentile shown.
             for receiver in receivers {
                 delays.append(Double((first[receiver] ?? pressed + 1_000_000_000) - pressed) / 1e6)
             }
