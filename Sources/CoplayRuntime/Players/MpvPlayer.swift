@@ -70,8 +70,8 @@ struct MpvPlayer: PlayerDriver {
     /// The position it holds while paused, when known.
     private var held: Double?
     /// The seek to the group's pause position, sent once mpv says it paused: sent with the
-    /// pause, it held mpv's word of the pause back by some 0.6 ms, and the pause is what the
-    /// others wait on.
+    /// pause, it held mpv's word of the pause back, and that word is what the others wait on
+    /// (PLAYERS.md).
     private var snapOnPause: Double?
     /// Seeks sent whose `seek` event has not come yet (any other `seek` event is the user's).
     private var ownSeeks = 0
@@ -91,9 +91,9 @@ struct MpvPlayer: PlayerDriver {
     private var unpauseAt: WallInstant?
     /// How mpv came to hold the frame a start unpauses from. Its audio clock (`audio-pts`) jumps
     /// differently at the unpause: after a load or a seek (`playback-restart`) it reads ahead of
-    /// the position asked for by the audio's priming (AAC: 23 ms with mpv 0.35, and from the
-    /// first sample after the unpause on), where after a pause it goes on from where it stopped.
-    /// One average over both kinds was wrong for each, by half the priming.
+    /// the position asked for by the audio codec's priming (AAC's encoder delay, with mpv 0.35),
+    /// where after a pause it goes on from where it stopped. One average over both kinds was
+    /// wrong for each, by about half the priming.
     private enum Hold { case restart, pause }
     private var hold = Hold.restart
     /// How far ahead of its timeline mpv's clock is just after an unpause, for each kind of hold
@@ -465,10 +465,12 @@ struct MpvPlayer: PlayerDriver {
             }
             guard let paused = value.bool, paused != expectedPause else { return [] }
             snapOnPause = nil
+            // Where it stopped, read while it still counts as moving (paused, the estimate is the
+            // held position: none, after an unpause, and the group's pause would seek it there).
+            let position = estimate(at: now.wall)
             expectedPause = paused
             if paused {
                 guard !eofReached else { return [] }
-                let position = estimate(at: now.wall)
                 stopTimeline()
                 held = position
                 hold = .pause

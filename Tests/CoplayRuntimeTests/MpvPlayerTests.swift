@@ -1,0 +1,133 @@
+import CoplayCore
+import Foundation
+import Testing
+
+@testable import CoplayRuntime
+
+/// The mpv driver against a scripted mpv: the other end of a socket pair, whose lines the test
+/// reads and to which it answers as mpv would.
+@Suite struct MpvPlayerTests {
+    final class FakeMpv {
+        let descriptor: Int32
+        private var pending: [UInt8] = []
+        var player: MpvPlayer
+        var now = Timestamp(
+            monotonic: MonotonicInstant(nanos: 5_000_000_000), wall: WallInstant(unixNanos: 1_780_000_000_000_000_000))
+
+        init() {
+            var pair: [Int32] = [0, 0]
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
+            descriptor = pair[1]
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            player = MpvPlayer(socket: LineSocket(descriptor: pair[0]), process: nil, settings: Settings())
+        }
+
+        deinit { close(descriptor) }
+
+        /// The commands the driver sent since the last call, each as its JSON array.
+        func sent() -> [[Any]] {
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                pending += chunk[..<count]
+            }
+            var commands: [[Any]] = []
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Data(pending[..<newline])
+                pending.removeSubrange(...newline)
+                if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
+                    let command = object["command"] as? [Any]
+                {
+                    commands.append(command + [object["request_id"] ?? 0])
+                }
+            }
+            return commands
+        }
+
+        @discardableResult
+        func says(_ json: String) -> [PlayerReport] { player.receive(line: Array(json.utf8), at: now) }
+
+        func wait(_ interval: Duration) -> [PlayerReport] {
+            now = now.advanced(by: interval)
+            return player.advance(now: now)
+        }
+
+        /// Loads a file at 0 and answers as mpv does, up to its `ready`.
+        func loadAndPlay() {
+            _ = player.perform(.load(LoadedItem(url: "/media/a.mkv"), position: 0), now: now)
+            says(#"{"event":"file-loaded"}"#)
+            says(#"{"event":"playback-restart"}"#)
+            _ = player.perform(.play(rate: 1, position: 0, at: now.wall), now: now)
+            _ = wait(.zero)
+            says(#"{"event":"property-change","name":"pause","data":false}"#)
+        }
+
+        static func isSeek(_ command: [Any]) -> Bool { command.first as? String == "seek" }
+        static func isPause(_ command: [Any], _ value: Bool) -> Bool {
+            command.count >= 3 && command[0] as? String == "set_property" && command[1] as? String == "pause"
+                && command[2] as? Bool == value
+        }
+    }
+
+    @Test func aGroupPause_pausesAtOnce_andSeeksToTheGroupsPositionOnlyOnceMpvSaysItPaused() {
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = mpv.wait(.seconds(1))
+        _ = mpv.sent()
+        // The group paused at 5 s, mpv plays at about 1 s: a snap is due, after the pause.
+        _ = mpv.player.perform(.pause(position: 5), now: mpv.now)
+        let first = mpv.sent()
+        #expect(first.contains { FakeMpv.isPause($0, true) })
+        #expect(!first.contains(where: FakeMpv.isSeek))
+        mpv.says(#"{"event":"property-change","name":"pause","data":true}"#)
+        let seeks = mpv.sent().filter(FakeMpv.isSeek)
+        #expect(seeks.count == 1)
+        #expect((seeks.first?[1] as? Double) == 5)
+    }
+
+    @Test func theStartBiasAfterALoad_isNotTheOneAfterAPause() throws {
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        // 30 ms after the unpause the driver asks for audio-pts; mpv's clock reads 29 ms ahead
+        // (a load's priming): the bias after a load is learnt from it.
+        _ = mpv.sent()
+        _ = mpv.wait(.milliseconds(30))
+        let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
+        let id = try #require(ask.last as? Int)
+        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.059}"#)
+        // The person pauses in mpv 1 s on, then the group starts from there 100 ms later.
+        _ = mpv.wait(.seconds(1))
+        mpv.says(#"{"event":"property-change","name":"pause","data":true}"#)
+        let position = 1.059  // where its clock said it was: 59 ms at 30 ms, and 1 s on
+        let at = mpv.now.wall + .milliseconds(100)
+        _ = mpv.player.perform(.play(rate: 1, position: position, at: at), now: mpv.now)
+        // From where a pause stopped mpv its clock does not jump: the unpause is at the instant,
+        // not the load's bias later.
+        let due = try #require(mpv.player.nextEvent(now: mpv.now))
+        #expect(abs((due - mpv.now.monotonic).nanoseconds - 100_000_000) < 1_000)
+        // A new load: its start is delayed by what the last load measured (half of 29 ms).
+        _ = mpv.player.perform(.load(LoadedItem(url: "/media/b.mkv"), position: 0), now: mpv.now)
+        mpv.says(#"{"event":"file-loaded"}"#)
+        mpv.says(#"{"event":"playback-restart"}"#)
+        _ = mpv.player.perform(.play(rate: 1, position: 0, at: mpv.now.wall + .milliseconds(100)), now: mpv.now)
+        let delayed = try #require(mpv.player.nextEvent(now: mpv.now))
+        #expect(abs((delayed - mpv.now.monotonic).nanoseconds - 114_500_000) < 1_000)
+    }
+
+    @Test func aPauseSetInMpv_holdsWhereItStopped_soTheGroupsPauseThereMakesNoSeek() throws {
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = mpv.wait(.milliseconds(30))
+        let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
+        let id = try #require(ask.last as? Int)
+        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.030}"#)
+        _ = mpv.wait(.seconds(2))
+        // The person pauses mpv at 2.03 s; the group's pause comes back with that position.
+        let reports = mpv.says(#"{"event":"property-change","name":"pause","data":true}"#)
+        #expect(reports.contains { if case .userAction(.pause) = $0 { true } else { false } })
+        _ = mpv.sent()
+        _ = mpv.player.perform(.pause(position: 2.030), now: mpv.now)
+        #expect(!mpv.sent().contains(where: FakeMpv.isSeek))
+    }
+}
