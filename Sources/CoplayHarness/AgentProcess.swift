@@ -54,6 +54,7 @@ public final class AgentProcess: @unchecked Sendable {
     private var events: [AgentEvent] = []
     private var stderrLines: [String] = []
     private var outputEnded = false
+    private var errorsEnded = false
     public static let eventsMax = 100_000
     /// Events one per command applied: past `eventsMax` these are no longer kept, so that an agent
     /// driven through a long history still answers `status` (up to twice `eventsMax` in all).
@@ -97,14 +98,22 @@ public final class AgentProcess: @unchecked Sendable {
 
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    /// Waits for the process to exit; nil if it is still running after `timeout`.
+    /// Waits for the process to exit; nil if it is still running after `timeout`. Then, for up
+    /// to half a second, for its output and diagnostics to be read to their end: the exit can be
+    /// seen before the reading threads took its last lines (a test that read `diagnostics` at
+    /// once found them empty, now and then). A child it started may hold the pipes open longer.
     public func waitForExit(timeout: Duration) -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
             if ContinuousClock.now > deadline { return nil }
             usleep(5_000)
         }
-        return process.terminationStatus
+        let drained = Date().addingTimeInterval(0.5)
+        condition.lock()
+        while !(outputEnded && errorsEnded), condition.wait(until: drained) {}
+        condition.unlock()
+        while process.isRunning, ContinuousClock.now <= deadline { usleep(1_000) }
+        return process.isRunning ? nil : process.terminationStatus
     }
 
     /// Every event so far.
@@ -164,7 +173,7 @@ public final class AgentProcess: @unchecked Sendable {
                 guard let self else { return }
                 if chunk.isEmpty {
                     self.condition.lock()
-                    if isOutput { self.outputEnded = true }
+                    if isOutput { self.outputEnded = true } else { self.errorsEnded = true }
                     self.condition.broadcast()
                     self.condition.unlock()
                     return
