@@ -72,11 +72,12 @@ public struct Settings: Sendable, Equatable {
     public var probeExchangesPerSecondMax = 1.5
     /// The same to a peer whose path is jittery (`OffsetEstimator.isJittery`, as on the air;
     /// never on a wire): there each way's quickest crossing and the drift need more samples.
-    /// Among 8 hosts on the Wi-Fi model (`coplay-bench wifi --hosts 8 --links wifi`) the offsets'
-    /// p99 went from 1.87 to 1.31 ms with these against the wired ones, while the hub forwarded
-    /// 23% more frames (10,386 against 8,450 in 71 s, heartbeats and all); among 3 simulated
-    /// agents (`WifiSimulationTests`) the clocks' error p50 went from 146 to 102 µs, p99 from
-    /// 713 to 603 µs.
+    /// Among 8 hosts on the Wi-Fi model (`coplay-bench wifi --hosts 3,8 --links wired,wifi`) the
+    /// offsets' p99 went from 1.87 to 1.62 ms with these rather than the wired values (1.31 ms in
+    /// a run of `--hosts 8 --links wifi` alone), while the hub forwarded 23% more frames (10,368
+    /// against 8,450 in 71 s, heartbeats and all); among 3 simulated agents
+    /// (`WifiSimulationTests`) the clocks' error p50 went from 146 to 102 µs, p99 from 713 to
+    /// 603 µs.
     public var probeIntervalJittery: Duration = .seconds(1)
     public var probeExchangesPerSecondMaxJittery = 4.0
     public var probeJitterFraction = 0.1

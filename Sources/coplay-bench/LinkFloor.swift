@@ -2,8 +2,9 @@ import CoplayHarness
 import CoplaySimulation
 
 /// What the link model itself allows a pause: an ideal protocol whose agents take no time sends,
-/// at the press, one unicast frame from the pressing host to each other host (on `wifi`, where
-/// coplay sends commands so) and one multicast frame, on an otherwise idle link; each other host
+/// at the press, one unicast frame from the pressing host to each other host (on `wifi` and
+/// `wan`, where coplay sends commands so: the air holds multicast, and no multicast crosses
+/// sites) and one multicast frame, on an otherwise idle link; each other host
 /// has it when its first copy arrives. No protocol that starts from the pressing host does
 /// better on the model: every frame it sends crosses that host's uplink, one FIFO queue, and a
 /// frame held there by retries (2% of frames, 20–120 ms) holds every copy behind it.
@@ -18,7 +19,7 @@ enum LinkFloor {
             // Any instant: the beacons' phase is drawn from the seed.
             let pressed: Int64 = 1_000_000_000
             var first: [Int: Int64] = [:]
-            if link == .wifi {
+            if link != .wired {
                 for receiver in receivers {
                     for (host, at) in model.deliver(from: 0, to: [receiver], isGroup: false, at: pressed) {
                         first[host] = min(first[host] ?? .max, at)

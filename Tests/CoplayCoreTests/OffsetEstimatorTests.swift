@@ -99,6 +99,9 @@ import Testing
             quickest.append(abs(filter.offsetNanos - 1_000_000))
         }
         let (p90, filterP90) = (ours.sorted()[360], quickest.sorted()[360])
+        print(
+            "clock estimate on the air's jitter, error p90: each way on its own \(p90 / 1000) µs, NTP's filter \(filterP90 / 1000) µs"
+        )
         #expect(p90 < 400_000)
         #expect(p90 * 2 < filterP90)
     }
