@@ -63,11 +63,13 @@ import Testing
         #expect(joined != nil, "the hello behind 200 strangers was dropped")
         // The strangers' probes past the share of a turn are dropped unread (with perhaps an echo
         // of the agent's own last heartbeat, which counts as a stranger's): 78 if one turn reads
-        // them all, fewer if the turn's time (`receiveTurnDurationMax`) ran out first — in this
-        // debug build each admitted stranger costs a millisecond or more — and the next turn
-        // gave strangers a share again.
+        // them all, fewer if the turn's time (`receiveTurnDurationMax`) ran out first and the
+        // next turn gave strangers a share again — none at all if it ran out before the share
+        // was spent, as on CI's machine, where this debug build took over 1.6 ms an admitted
+        // stranger. Never more than the share leaves. (That the share is enforced at all is
+        // `HostileLANTests.datagramFlood_isCountedAndLosesNoCommand`'s to show.)
         let unread = agent.counter("receiveQueueDrops")
-        #expect((1...200 - 122 + 2).contains(unread), "\(unread) dropped unread")
+        #expect((0...200 - 122 + 2).contains(unread), "\(unread) dropped unread")
         #expect(agent.counter("kernelDrops") == 0)
         agent.closeInput()
         #expect(agent.waitForExit(timeout: .seconds(5)) == 0)
