@@ -29,6 +29,7 @@ extension Benchmarks {
             try FileManager.default.linkItem(atPath: long, toPath: path)
             return path
         }
+        try mpvAlone(long, in: directory)
         print(
             "queue: 3 agents on loopback, one headless mpv each; \(trials) transitions at an item's end, \(trials) by next"
         )
@@ -65,6 +66,7 @@ extension Benchmarks {
         usleep(UInt32((trials + 1) * 2_300_000 + 1_500_000))
         var atEnd: [Double] = []
         var atEndByClock: [Double] = []
+        var atEndApart: [Double] = []
         for index in 0..<trials {
             let ends = recorders.compactMap { $0.firstChange("eof-reached", to: true, whilePlaying: shorts[index]) }
             let plays = recorders.compactMap { $0.firstUnpause(of: shorts[index + 1]) }
@@ -75,7 +77,10 @@ extension Benchmarks {
             }
             atEnd.append(Double(plays.max()! - ends.max()!) / 1e6)
             let clocks = recorders.compactMap { $0.clockStart(of: shorts[index + 1]) }
-            if clocks.count == 3 { atEndByClock.append(Double(clocks.max()! - ends.max()!) / 1e6) }
+            if clocks.count == 3 {
+                atEndByClock.append(Double(clocks.max()! - ends.max()!) / 1e6)
+                atEndApart.append(Double(clocks.max()! - clocks.min()!) / 1e6)
+            }
             if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
                 let origin = ends.max()!
                 print(
@@ -98,6 +103,7 @@ extension Benchmarks {
         print(
             "    by each player's audio clock (the instant it says the next began): \(Distribution(atEndByClock).summary(unit: "ms"))"
         )
+        print("    players apart at the start, by those instants: \(Distribution(atEndApart).summary(unit: "ms"))")
         if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
             for (index, recorder) in recorders.enumerated() { print("player \(index): \(recorder.dump())") }
         }
@@ -120,6 +126,7 @@ extension Benchmarks {
         usleep(1_500_000)
         var byNext: [Double] = []
         var byNextByClock: [Double] = []
+        var byNextApart: [Double] = []
         for index in 0..<trials {
             guard let current = players[0].property("path") as? String, let at = order.firstIndex(of: current),
                 at + 1 < order.count
@@ -137,15 +144,82 @@ extension Benchmarks {
                 continue
             }
             byNext.append(Double(plays.max()! - pressed) / 1e6)
+            if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
+                print("    next \(index): plays \(plays.map { Double($0 - pressed) / 1e6 })")
+                for (number, agent) in agents.enumerated() {
+                    let seen = agent.allEvents.filter {
+                        $0.atUnixNanos > pressed && $0.atUnixNanos < plays.max()! + 20_000_000
+                    }
+                    print(
+                        "      agent \(number): "
+                            + seen.map {
+                                "\($0.name)@\(String(format: "%.1f", Double($0.atUnixNanos - pressed) / 1e6))"
+                            }
+                            .joined(separator: " "))
+                }
+            }
             let clocks = recorders.compactMap { $0.clockStart(of: order[at + 1]) }
-            if clocks.count == 3 { byNextByClock.append(Double(clocks.max()! - pressed) / 1e6) }
+            if clocks.count == 3 {
+                byNextByClock.append(Double(clocks.max()! - pressed) / 1e6)
+                byNextApart.append(Double(clocks.max()! - clocks.min()!) / 1e6)
+            }
         }
         print(
             "  next typed into one agent → every player playing the next item: \(Distribution(byNext).summary(unit: "ms"))"
         )
         print("    by each player's audio clock: \(Distribution(byNextByClock).summary(unit: "ms"))")
+        print("    players apart at the start, by those instants: \(Distribution(byNextApart).summary(unit: "ms"))")
         let departures = agents.map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
         print("  peer-left events: \(departures)")
+    }
+
+    /// What mpv alone costs a `next` (no coplay): a headless mpv plays `path` for half a second, is
+    /// paused, and at once told to load it again; the time from that `loadfile` to `file-loaded`,
+    /// at mpv's own `video-timing-offset` (50 ms: its video output blocks until a frame's time,
+    /// rendered that far ahead) and at the 10 ms coplay sets.
+    private static func mpvAlone(_ path: String, in directory: URL) throws {
+        let socket = directory.appendingPathComponent("mpv-alone.sock").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Locations.onPath("mpv").orThrow("mpv is not installed"))
+        process.arguments = [
+            "--idle=yes", "--keep-open=yes", "--pause", "--no-terminal", "--vo=null", "--ao=null",
+            "--input-ipc-server=\(socket)",
+        ]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let mpv = try MpvClient(path: socket)
+        func event(_ name: String) -> Int64? {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline, let (event, at) = mpv.nextEvent() {
+                if event["event"] as? String == name { return at }
+            }
+            return nil
+        }
+        print("mpv alone: loadfile right after pausing a playing file → file-loaded (8 each)")
+        for offset in [0.05, 0.01] {
+            mpv.set("video-timing-offset", offset)
+            var costs: [Double] = []
+            for _ in 0..<8 {
+                mpv.command(["loadfile", path, "replace"])
+                guard event("playback-restart") != nil else { continue }
+                mpv.set("pause", false)
+                usleep(500_000)
+                mpv.set("pause", true)
+                let sent = MpvClient.unixNanos()
+                mpv.command(["loadfile", path, "replace"])
+                guard let loaded = event("file-loaded") else { continue }
+                costs.append(Double(loaded - sent) / 1e6)
+            }
+            let label = offset == 0.05 ? "mpv's default" : "coplay's"
+            print(
+                "  video-timing-offset \(offset) (\(label)): \(Distribution(costs).summary(unit: "ms"))")
+        }
     }
 
     /// Records one mpv's `pause`, `eof-reached` and `path` changes as they arrive, on a thread of

@@ -99,6 +99,10 @@ guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     print(usage)
     exit(0)
 }
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage)
+    exit(0)
+}
 if kind == "hub" { runHub(Array(arguments)) }
 if kind == "wifi" {
     let ownPath =

@@ -14,12 +14,13 @@ import Testing
         var now = Timestamp(
             monotonic: MonotonicInstant(nanos: 5_000_000_000), wall: WallInstant(unixNanos: 1_780_000_000_000_000_000))
 
-        init() {
+        init(options: [String] = []) {
             var pair: [Int32] = [0, 0]
             socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
             descriptor = pair[1]
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-            player = MpvPlayer(socket: LineSocket(descriptor: pair[0]), process: nil, settings: Settings())
+            player = MpvPlayer(
+                socket: LineSocket(descriptor: pair[0]), process: nil, settings: Settings(), options: options)
         }
 
         deinit { close(descriptor) }
@@ -70,6 +71,21 @@ import Testing
         }
     }
 
+    /// mpv's video output blocks until a frame's time once it has rendered it, and a `loadfile`
+    /// waits for it: the driver shortens that wait (a `next` while playing cost 40 ms more), unless
+    /// the person gave mpv a value of their own.
+    @Test func theVideoOutputsWaitIsShortened_unlessThePersonSetIt() {
+        func timingOffsets(_ sent: [[Any]]) -> [Double] {
+            sent.filter {
+                $0.count >= 3 && $0[0] as? String == "set_property" && $0[1] as? String == "video-timing-offset"
+            }
+            .compactMap { ($0[2] as? NSNumber)?.doubleValue }
+        }
+        #expect(timingOffsets(FakeMpv().sent()) == [MpvPlayer.videoTimingOffset])
+        #expect(MpvPlayer.videoTimingOffset < 0.05)
+        #expect(timingOffsets(FakeMpv(options: ["vo=null", "video-timing-offset=0.05"]).sent()).isEmpty)
+    }
+
     @Test func aGroupPause_pausesAtOnce_andSeeksToTheGroupsPositionOnlyOnceMpvSaysItPaused() {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
@@ -89,17 +105,17 @@ import Testing
     @Test func theStartBiasAfterALoad_isNotTheOneAfterAPause() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
-        // 30 ms after the unpause the driver asks for audio-pts; mpv's clock reads 29 ms ahead
-        // (a load's priming): the bias after a load is learnt from it.
+        // 60 ms after the unpause (`firstSampleDelay`) the driver asks for audio-pts; mpv's clock
+        // reads 29 ms ahead (a load's priming): the bias after a load is learnt from it.
         _ = mpv.sent()
-        _ = mpv.wait(.milliseconds(30))
+        _ = mpv.wait(MpvPlayer.firstSampleDelay)
         let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
         let id = try #require(ask.last as? Int)
-        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.059}"#)
+        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.089}"#)
         // The person pauses in mpv 1 s on, then the group starts from there 100 ms later.
         _ = mpv.wait(.seconds(1))
         mpv.says(#"{"event":"property-change","name":"pause","data":true}"#)
-        let position = 1.059  // where its clock said it was: 59 ms at 30 ms, and 1 s on
+        let position = 1.089  // where its clock said it was: 89 ms at 60 ms, and 1 s on
         let at = mpv.now.wall + .milliseconds(100)
         _ = mpv.player.perform(.play(rate: 1, position: position, at: at), now: mpv.now)
         // From where a pause stopped mpv its clock does not jump: the unpause is at the instant,
@@ -118,16 +134,16 @@ import Testing
     @Test func aPauseSetInMpv_holdsWhereItStopped_soTheGroupsPauseThereMakesNoSeek() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
-        _ = mpv.wait(.milliseconds(30))
+        _ = mpv.wait(MpvPlayer.firstSampleDelay)
         let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
         let id = try #require(ask.last as? Int)
-        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.030}"#)
+        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.060}"#)
         _ = mpv.wait(.seconds(2))
-        // The person pauses mpv at 2.03 s; the group's pause comes back with that position.
+        // The person pauses mpv at 2.06 s; the group's pause comes back with that position.
         let reports = mpv.says(#"{"event":"property-change","name":"pause","data":true}"#)
         #expect(reports.contains { if case .userAction(.pause) = $0 { true } else { false } })
         _ = mpv.sent()
-        _ = mpv.player.perform(.pause(position: 2.030), now: mpv.now)
+        _ = mpv.player.perform(.pause(position: 2.060), now: mpv.now)
         #expect(!mpv.sent().contains(where: FakeMpv.isSeek))
     }
 }

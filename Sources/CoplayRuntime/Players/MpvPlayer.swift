@@ -111,6 +111,13 @@ struct MpvPlayer: PlayerDriver {
 
     /// Properties observed, by observation id.
     private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached"]
+    /// mpv's `video-timing-offset` under coplay, in seconds (mpv's own is 0.05): how long before
+    /// a frame's time its video output renders it, and then blocks until that time.
+    static let videoTimingOffset = 0.01
+    /// How long after an unpause mpv's audio clock is first read: it jumps in its first tens of
+    /// milliseconds (the audio output starting, the codec's priming skipped), and read inside
+    /// them, as at 30 ms, the start bias learnt from it differed from one player to the next.
+    static let firstSampleDelay: Duration = .milliseconds(60)
 
     init(socket: LineSocket, process: ChildProcess?, settings: Settings, options: [String] = []) {
         self.socket = socket
@@ -127,6 +134,14 @@ struct MpvPlayer: PlayerDriver {
         // mpv's gapless audio buys nothing and costs a transition: with it, a file loaded after the
         // previous one ended waited some 40 ms for the old audio output (4–9 ms without).
         send(["set_property", "gapless-audio", "no"], as: .other)
+        // mpv's video output renders each frame `video-timing-offset` (50 ms) before its time and
+        // then blocks until that time; a `loadfile` or a seek waits for it. A `next` while playing
+        // (or right after a pause) paid some 40 ms for it before mpv even opened the file (the
+        // first lines of `coplay-bench queue` time it, at both values). 10 ms is still ample for
+        // a frame's rendering; a value given with --mpv-option wins.
+        if !options.contains(where: { $0.hasPrefix("video-timing-offset=") }) {
+            send(["set_property", "video-timing-offset", .double(Self.videoTimingOffset)], as: .other)
+        }
         // At the end mpv holds the last frame (keep-open) without pausing itself: coplay pauses it
         // (`eof-reached`). A pause of mpv's own there would look like the person's, a group pause,
         // and it came before `eof-reached` once gapless audio was off.
@@ -349,7 +364,7 @@ struct MpvPlayer: PlayerDriver {
             setPause(false)
             held = nil
             measureStartBias = true
-            nextSampleAt = now.monotonic + .milliseconds(30)
+            nextSampleAt = now.monotonic + Self.firstSampleDelay
         }
         if let due = nextSampleAt, due <= now.monotonic, !sampleInFlight, !expectedPause, anchor != nil {
             nextSampleAt = now.monotonic + settings.playerSampleInterval
@@ -430,7 +445,7 @@ struct MpvPlayer: PlayerDriver {
                 held = position
                 if !stalled { reports.append(.ready(position: position)) }
             }
-            if !expectedPause, anchor != nil { nextSampleAt = now.monotonic + .milliseconds(30) }
+            if !expectedPause, anchor != nil { nextSampleAt = now.monotonic + Self.firstSampleDelay }
             return reports
         case "file-loaded":
             fileLoaded = true
