@@ -9,6 +9,8 @@ extension Benchmarks {
         var hosts: Int
         /// |player 1 − player k| for every other player, sampled.
         var offsets = Distribution([])
+        /// How well each offset reading itself was timed (half its two round trips).
+        var offsetUncertainties = Distribution([])
         /// Pause (unpause) set in player 1 → each other player paused (playing), ms.
         var pause = Distribution([])
         var unpause = Distribution([])
@@ -80,6 +82,7 @@ extension Benchmarks {
     private static func report(_ figures: AirFigures) {
         print("  \(figures.system), \(figures.link), \(figures.hosts) hosts:")
         print("    offset |1-k|:   \(figures.offsets.summary(unit: "ms"))")
+        print("      (each reading timed to within: \(figures.offsetUncertainties.summary(unit: "ms")))")
         print("    pause → others: \(figures.pause.summary(unit: "ms"))")
         print("    unpause → others playing: \(figures.unpause.summary(unit: "ms"))")
         let departures = figures.falseDepartures.map { ", false departures \($0)" } ?? ""
@@ -215,19 +218,20 @@ extension Benchmarks {
         var figures = AirFigures(system: "", link: "", hosts: players.count)
         let first = players[0]
         var offsets: [Double] = []
+        var uncertainties: [Double] = []
         for _ in 0..<(seconds * 5) {
             for other in players.dropFirst() {
-                let a = first.command(["get_property", "audio-pts"])
-                let b = other.command(["get_property", "audio-pts"])
-                guard let x = (a.data as? NSNumber)?.doubleValue, let y = (b.data as? NSNumber)?.doubleValue else {
-                    continue
-                }
-                let speed = other.number("speed") ?? 1
-                offsets.append(abs(x - (y - speed * Double(b.atUnixNanos - a.atUnixNanos) / 1e9)) * 1000)
+                // The best of five readings (`audioOffset`): 8 mpv, 8 agents and the hub share
+                // this machine's two cores, and a reading taken alone was off by up to half a
+                // delayed reply's round trip.
+                guard let reading = first.audioOffset(of: other) else { continue }
+                offsets.append(abs(reading.offset) * 1000)
+                uncertainties.append(reading.uncertainty * 1000)
             }
             usleep(200_000)
         }
         figures.offsets = Distribution(offsets)
+        figures.offsetUncertainties = Distribution(uncertainties)
         let observers = try players.dropFirst().map { player in
             let observer = try MpvClient(path: player.path)
             observer.command(["observe_property", 1, "pause"])

@@ -42,9 +42,10 @@ public final class MpvClient: @unchecked Sendable {
     deinit { close(descriptor) }
 
     /// Sends one command and returns its reply's `data` (nil on an error reply or a timeout),
-    /// with the true Unix time in nanoseconds at the middle of the round trip.
+    /// with the true Unix time in nanoseconds at the middle of the round trip, and the round
+    /// trip's length (a reading's time is known to within half of it).
     @discardableResult
-    public func command(_ arguments: [Any]) -> (data: Any?, atUnixNanos: Int64) {
+    public func command(_ arguments: [Any]) -> (data: Any?, atUnixNanos: Int64, roundTripNanos: Int64) {
         let id = nextID
         nextID += 1
         let request = try! JSONSerialization.data(withJSONObject: ["command": arguments, "request_id": id])
@@ -58,9 +59,9 @@ public final class MpvClient: @unchecked Sendable {
             else { continue }  // an event, or another client's reply
             let received = Self.unixNanos()
             let middle = sent + (received - sent) / 2
-            return ((object["error"] as? String) == "success" ? object["data"] : nil, middle)
+            return ((object["error"] as? String) == "success" ? object["data"] : nil, middle, received - sent)
         }
-        return (nil, sent)
+        return (nil, sent, Self.unixNanos() - sent)
     }
 
     /// Waits for a `property-change` event of `name` to `value` (after `observe_property`);
@@ -92,6 +93,26 @@ public final class MpvClient: @unchecked Sendable {
     }
 
     public func property(_ name: String) -> Any? { command(["get_property", name]).data }
+
+    /// How far `other`'s `audio-pts` is from this one's, in seconds (positive: ahead), read over
+    /// both sockets up to `attempts` times: the reading whose two round trips were shortest,
+    /// with its own uncertainty (half their sum). On a busy machine a reply can wait a
+    /// millisecond for its reader, and one reading taken alone is off by half of that.
+    public func audioOffset(of other: MpvClient, attempts: Int = 5) -> (offset: Double, uncertainty: Double)? {
+        var best: (offset: Double, uncertainty: Double)?
+        for _ in 0..<max(1, attempts) {
+            let a = command(["get_property", "audio-pts"])
+            let b = other.command(["get_property", "audio-pts"])
+            guard let x = (a.data as? NSNumber)?.doubleValue, let y = (b.data as? NSNumber)?.doubleValue else {
+                continue
+            }
+            let speed = other.number("speed") ?? 1
+            let offset = y - speed * Double(b.atUnixNanos - a.atUnixNanos) / 1e9 - x
+            let uncertainty = Double(a.roundTripNanos + b.roundTripNanos) / 2e9
+            if best.map({ uncertainty < $0.uncertainty }) ?? true { best = (offset, uncertainty) }
+        }
+        return best
+    }
     public func number(_ name: String) -> Double? { (property(name) as? NSNumber)?.doubleValue }
     public func set(_ name: String, _ value: Any) { command(["set_property", name, value]) }
 

@@ -90,10 +90,10 @@ struct MpvPlayer: PlayerDriver {
     /// When to unpause for a start at an instant (local wall clock).
     private var unpauseAt: WallInstant?
     /// How mpv came to hold the frame a start unpauses from. Its audio clock (`audio-pts`) jumps
-    /// differently at the unpause: after a load or a seek (`playback-restart`) it reads ahead of
-    /// the position asked for by the audio codec's priming (AAC's encoder delay, with mpv 0.35),
-    /// where after a pause it goes on from where it stopped. One average over both kinds was
-    /// wrong for each, by about half the priming.
+    /// differently at the unpause: after a load or a seek (`playback-restart`) it is off the
+    /// position asked for by the audio codec's priming (AAC's encoder delay, with mpv 0.35) and
+    /// by how long the audio output waits for the first video frame, where after a pause it goes
+    /// on from where it stopped. One average over both kinds was wrong for each.
     private enum Hold { case restart, pause }
     private var hold = Hold.restart
     /// How far ahead of its timeline mpv's clock is just after an unpause, for each kind of hold
