@@ -10,8 +10,8 @@ public protocol DrivenPlayer {
 /// instance: their clock readings (a probe's origin, a reply's transmit time) were taken when the
 /// input arrived, and a line written to standard output can wake its reader, which may take the
 /// CPU before the datagram behind it is sent (among 64 agents started together, a sixth of the
-/// first probes' round trips measured such a wait, milliseconds long). Then the rest in order:
-/// the player's commands are performed on the player, everything else is handed to `carry`.
+/// first probes' round trips measured such a wait, milliseconds long). Then the player's
+/// commands, performed on the player in order; then everything else, handed to `carry` in order.
 /// What the player reported goes back to the instance, one report at a time, and each answer is
 /// carried out the same way.
 public enum PlayerLoop {
@@ -52,12 +52,17 @@ public enum PlayerLoop {
         }
         var reports: [PlayerReport] = []
         var outcome = Outcome()
+        // Then the player's commands (those before an exit): what the person sees waits for no
+        // line a script reads, for the same reason.
+        for directive in directives {
+            if case .exit = directive { break }
+            guard case .player(let command) = directive else { continue }
+            outcome.playerTouched = true
+            reports += player.perform(command, now: now())
+        }
         for directive in directives {
             switch directive {
-            case .multicast, .unicast: continue
-            case .player(let command):
-                outcome.playerTouched = true
-                reports += player.perform(command, now: now())
+            case .multicast, .unicast, .player: continue
             case .emit(let event): carry(.emit(event))
             case .diagnose(let text): carry(.diagnose(text))
             case .wake(let instant): carry(.wake(at: instant))
