@@ -48,14 +48,7 @@ public struct Settings: Sendable, Equatable {
     public var probeBurstCount = 8
     public var probeBurstSpacing: Duration = .milliseconds(4)
     /// After the burst: probes `probeWarmupInterval` apart until `probeBurstCount +
-    /// probeWarmupCount` samples have arrived, then `probeInterval` apart. On a jittery path
-    /// (`OffsetEstimator.isJittery`, as on the air) the warm-up goes on until
-    /// `offsetFilterWindowJittery` samples have: at the steady `probeIntervalJittery` that window
-    /// took half a minute to fill, and early in a session the estimate leaned on a few
-    /// crossings each way. Among 3 simulated agents on the Wi-Fi model (`WifiSimulationTests`)
-    /// the clocks' error from 10 to 25 s after the start went from p99 1.44 to 0.91 ms; from 30
-    /// to 90 s, p99 603 → 555 µs (p50 102 → 110 µs). A quicker warm-up did worse early: its
-    /// window spanned too short a time for the drift.
+    /// probeWarmupCount` samples have arrived, then `probeInterval` apart.
     public var probeWarmupCount = 10
     public var probeWarmupInterval: Duration = .milliseconds(500)
     /// Warm-up probe exchanges this agent starts per second over all its peers, up to

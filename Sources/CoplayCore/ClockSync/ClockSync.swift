@@ -303,11 +303,7 @@ struct ClockSync: Sendable {
         if !clock.isSynced, clock.probesSent < burstCount + settings.probesUntilSyncMax {
             return random.jittered(settings.probeWarmupInterval, fraction: settings.probeJitterFraction)
         }
-        // On a jittery path the warm-up fills the longer window (`Settings.probeWarmupCount`).
-        let jittery = clock.estimator.isJittery
-        let warmupSamples = burstCount + settings.probeWarmupCount
-        let warmupTarget = jittery ? max(warmupSamples, settings.offsetFilterWindowJittery) : warmupSamples
-        if clock.estimator.sampleCount < warmupTarget {
+        if clock.estimator.sampleCount < burstCount + settings.probeWarmupCount {
             // Within a budget over all peers that shrinks as the group grows (RTCP's rule again):
             // 255 peers each warmed up every 500 ms were 510 probes a second from every agent of
             // 256, for as long as the warm-ups lasted.
@@ -320,6 +316,7 @@ struct ClockSync: Sendable {
         }
         // On a jittery path (the air) each estimate needs more crossings to find the quick ones,
         // and the drift more samples to be told from the jitter.
+        let jittery = clock.estimator.isJittery
         let budget = jittery ? settings.probeExchangesPerSecondMaxJittery : settings.probeExchangesPerSecondMax
         let budgeted = Duration.nanoseconds(Int64(Double(max(peers.count, 1)) / budget * 1e9))
         return spaced(
