@@ -136,9 +136,10 @@ struct MpvPlayer: PlayerDriver {
         send(["set_property", "gapless-audio", "no"], as: .other)
         // mpv's video output renders each frame `video-timing-offset` (50 ms) before its time and
         // then blocks until that time; a `loadfile` or a seek waits for it. A `next` while playing
-        // (or right after a pause) paid some 40 ms for it before mpv even opened the file (the
-        // first lines of `coplay-bench queue` time it, at both values). 10 ms is still ample for
-        // a frame's rendering; a value given with --mpv-option wins.
+        // (or right after a pause) paid for it before mpv even opened the file: the first lines
+        // of `coplay-bench queue` time a `loadfile` right after a pause, p50 22 ms at 50 ms and
+        // 6 ms at 10 ms. 10 ms is still ample for a frame's rendering; a value given with
+        // --mpv-option wins.
         if !options.contains(where: { $0.hasPrefix("video-timing-offset=") }) {
             send(["set_property", "video-timing-offset", .double(Self.videoTimingOffset)], as: .other)
         }
