@@ -196,15 +196,8 @@ extension Benchmarks {
     private static func measure(_ pair: PlayerPair, seconds: Int, rounds: Int) throws -> PlayerFigures {
         let (mpvA, mpvB) = (pair.a, pair.b)
         usleep(5_000_000)  // settled: coplay's first start bias is steered away
-        /// mpv A's audio position minus mpv B's, B's reading taken back to the middle of A's request.
-        func offset() -> Double? {
-            let first = mpvA.command(["get_property", "audio-pts"])
-            let second = mpvB.command(["get_property", "audio-pts"])
-            guard let a = (first.data as? NSNumber)?.doubleValue, let b = (second.data as? NSNumber)?.doubleValue
-            else { return nil }
-            let speed = mpvB.number("speed") ?? 1
-            return a - (b - speed * Double(second.atUnixNanos - first.atUnixNanos) / 1e9)
-        }
+        /// mpv A's audio position minus mpv B's, one reading (`MpvClient.audioOffset`).
+        func offset() -> Double? { mpvA.audioOffset(of: mpvB)?.offset }
         var figures = PlayerFigures()
         var steady: [Double] = []
         let began = ContinuousClock.now

@@ -86,15 +86,7 @@ extension Benchmarks {
                 print(
                     "    transition \(index): ends \(ends.map { Double($0 - origin) / 1e6 }) plays \(plays.map { Double($0 - origin) / 1e6 })"
                 )
-                for (number, agent) in agents.enumerated() {
-                    let seen = agent.allEvents.filter {
-                        $0.atUnixNanos > origin - 100_000_000 && $0.atUnixNanos < plays.max()! + 20_000_000
-                    }
-                    print(
-                        "      agent \(number): "
-                            + seen.map { "\($0.name)@\(String(format: "%.1f", Double($0.atUnixNanos - origin) / 1e6))" }
-                            .joined(separator: " "))
-                }
+                printEvents(of: agents, from: origin - 100_000_000, to: plays.max()! + 20_000_000, origin: origin)
             }
         }
         print(
@@ -146,17 +138,7 @@ extension Benchmarks {
             byNext.append(Double(plays.max()! - pressed) / 1e6)
             if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
                 print("    next \(index): plays \(plays.map { Double($0 - pressed) / 1e6 })")
-                for (number, agent) in agents.enumerated() {
-                    let seen = agent.allEvents.filter {
-                        $0.atUnixNanos > pressed && $0.atUnixNanos < plays.max()! + 20_000_000
-                    }
-                    print(
-                        "      agent \(number): "
-                            + seen.map {
-                                "\($0.name)@\(String(format: "%.1f", Double($0.atUnixNanos - pressed) / 1e6))"
-                            }
-                            .joined(separator: " "))
-                }
+                printEvents(of: agents, from: pressed, to: plays.max()! + 20_000_000, origin: pressed)
             }
             let clocks = recorders.compactMap { $0.clockStart(of: order[at + 1]) }
             if clocks.count == 3 {
@@ -171,6 +153,18 @@ extension Benchmarks {
         print("    players apart at the start, by those instants: \(Distribution(byNextApart).summary(unit: "ms"))")
         let departures = agents.map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
         print("  peer-left events: \(departures)")
+    }
+
+    /// Each agent's events between `start` and `end` (Unix nanoseconds), each with its time in
+    /// milliseconds from `origin` (with COPLAY_BENCH_DEBUG).
+    private static func printEvents(of agents: [AgentProcess], from start: Int64, to end: Int64, origin: Int64) {
+        for (number, agent) in agents.enumerated() {
+            let seen = agent.allEvents.filter { $0.atUnixNanos > start && $0.atUnixNanos < end }
+            print(
+                "      agent \(number): "
+                    + seen.map { "\($0.name)@\(String(format: "%.1f", Double($0.atUnixNanos - origin) / 1e6))" }
+                    .joined(separator: " "))
+        }
     }
 
     /// What mpv alone costs a `next` (no coplay): a headless mpv plays `path` for half a second, is

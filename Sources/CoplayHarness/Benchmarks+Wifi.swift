@@ -225,7 +225,7 @@ extension Benchmarks {
                 // The best of five readings (`audioOffset`): 8 mpv, 8 agents and the hub share
                 // this machine's two cores, and a reading taken alone was off by up to half a
                 // delayed reply's round trip.
-                guard let reading = first.audioOffset(of: other) else { continue }
+                guard let reading = first.audioOffset(of: other, attempts: 5) else { continue }
                 offsets.append(abs(reading.offset) * 1000)
                 uncertainties.append(reading.uncertainty * 1000)
             }

@@ -94,11 +94,12 @@ public final class MpvClient: @unchecked Sendable {
 
     public func property(_ name: String) -> Any? { command(["get_property", name]).data }
 
-    /// How far `other`'s `audio-pts` is from this one's, in seconds (positive: ahead), read over
-    /// both sockets up to `attempts` times: the reading whose two round trips were shortest,
-    /// with its own uncertainty (half their sum). On a busy machine a reply can wait a
-    /// millisecond for its reader, and one reading taken alone is off by half of that.
-    public func audioOffset(of other: MpvClient, attempts: Int = 5) -> (offset: Double, uncertainty: Double)? {
+    /// How far this mpv's `audio-pts` is ahead of `other`'s, in seconds, `other`'s reading taken
+    /// back to the middle of this one's request at the rate it plays. Read over both sockets
+    /// `attempts` times, it is the reading whose two round trips were shortest, with its own
+    /// uncertainty (half their sum): on a busy machine a reply can wait a millisecond for its
+    /// reader, and one reading taken alone is off by half of that.
+    public func audioOffset(of other: MpvClient, attempts: Int = 1) -> (offset: Double, uncertainty: Double)? {
         var best: (offset: Double, uncertainty: Double)?
         for _ in 0..<max(1, attempts) {
             let a = command(["get_property", "audio-pts"])
@@ -107,12 +108,13 @@ public final class MpvClient: @unchecked Sendable {
                 continue
             }
             let speed = other.number("speed") ?? 1
-            let offset = y - speed * Double(b.atUnixNanos - a.atUnixNanos) / 1e9 - x
+            let offset = x - (y - speed * Double(b.atUnixNanos - a.atUnixNanos) / 1e9)
             let uncertainty = Double(a.roundTripNanos + b.roundTripNanos) / 2e9
             if best.map({ uncertainty < $0.uncertainty }) ?? true { best = (offset, uncertainty) }
         }
         return best
     }
+
     public func number(_ name: String) -> Double? { (property(name) as? NSNumber)?.doubleValue }
     public func set(_ name: String, _ value: Any) { command(["set_property", name, value]) }
 

@@ -7,17 +7,9 @@ import Testing
 /// mpv's socket plays the person in front of it and reads where it is.
 @Suite(.serialized, .enabled(if: MpvClient.isInstalled, "mpv is not installed (.ci/run installs it)"))
 struct MpvAgentTests {
-    /// mpv's position (`audio-pts`) moved to a common instant: B's reading is taken back to the
-    /// middle of A's request at the rate it plays.
-    private func offset(_ a: MpvClient, _ b: MpvClient) -> Double? {
-        let first = a.command(["get_property", "audio-pts"])
-        let second = b.command(["get_property", "audio-pts"])
-        guard let positionA = (first.data as? NSNumber)?.doubleValue,
-            let positionB = (second.data as? NSNumber)?.doubleValue
-        else { return nil }
-        let speedB = b.number("speed") ?? 1
-        return positionA - (positionB - speedB * Double(second.atUnixNanos - first.atUnixNanos) / 1e9)
-    }
+    /// mpv A's position (`audio-pts`) minus mpv B's at a common instant: B's reading is taken
+    /// back to the middle of A's request at the rate it plays (`MpvClient.audioOffset`).
+    private func offset(_ a: MpvClient, _ b: MpvClient) -> Double? { a.audioOffset(of: b)?.offset }
 
     /// alice and bob on loopback, each driving a headless mpv of its own, and an IPC client on
     /// each mpv (the person in front of it).
