@@ -8,7 +8,8 @@ extension Benchmarks {
     /// events as they arrive):
     /// - each transition: the last player's end of the item (`eof-reached`) → every player playing
     ///   the next one (its file loaded, `pause` false);
-    /// - `next` typed into one agent while a long item plays → every player playing the next.
+    /// - `next` typed into one agent, or `>` pressed in one mpv (in turn), while a long item plays
+    ///   → every player playing the next.
     public static func queue(_ options: Options, trials: Int) throws {
         guard MpvClient.isInstalled else { throw BenchError(description: "mpv is not installed (apt-get install mpv)") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-queue-\(getpid())")
@@ -24,14 +25,14 @@ extension Benchmarks {
             try FileManager.default.copyItem(atPath: short, toPath: path)
             return path
         }
-        let longs = try (0...trials).map { index in
+        let longs = try (0...2 * trials).map { index in
             let path = directory.appendingPathComponent("long-\(index).mkv").path
             try FileManager.default.linkItem(atPath: long, toPath: path)
             return path
         }
         try mpvAlone(long, in: directory)
         print(
-            "queue: 3 agents on loopback, one headless mpv each; \(trials) transitions at an item's end, \(trials) by next"
+            "queue: 3 agents on loopback, one headless mpv each; \(trials) transitions at an item's end, \(trials) by next typed and \(trials) by > pressed"
         )
         let port = String(46_000 + Int(getpid() % 1_000))
         var agents: [AgentProcess] = []
@@ -84,7 +85,7 @@ extension Benchmarks {
             if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
                 let origin = ends.max()!
                 print(
-                    "    transition \(index): ends \(ends.map { Double($0 - origin) / 1e6 }) plays \(plays.map { Double($0 - origin) / 1e6 })"
+                    "    transition \(index): ends \(ends.map { Double($0 - origin) / 1e6 }) plays \(plays.map { Double($0 - origin) / 1e6 }) clocks \(clocks.map { Double($0 - origin) / 1e6 })"
                 )
                 printEvents(of: agents, from: origin - 100_000_000, to: plays.max()! + 20_000_000, origin: origin)
             }
@@ -116,10 +117,10 @@ extension Benchmarks {
             .compactMap { $0["url"] as? String } ?? longs
         agents[0].send("next")
         usleep(1_500_000)
-        var byNext: [Double] = []
-        var byNextByClock: [Double] = []
-        var byNextApart: [Double] = []
-        for index in 0..<trials {
+        // Typed into an agent and pressed in an mpv (`>`, which coplay binds to `next`), in turn.
+        var typed = NextFigures()
+        var keyed = NextFigures()
+        for index in 0..<(2 * trials) {
             guard let current = players[0].property("path") as? String, let at = order.firstIndex(of: current),
                 at + 1 < order.count
             else {
@@ -127,32 +128,61 @@ extension Benchmarks {
                 break
             }
             usleep(800_000)
+            let byKey = index % 2 == 1
             let pressed = MpvClient.unixNanos()
-            agents[index % 3].send("next")
+            if byKey {
+                players[(index / 2) % 3].command(["keypress", ">"])
+            } else {
+                agents[(index / 2) % 3].send("next")
+            }
             usleep(1_200_000)
             let plays = recorders.compactMap { $0.firstUnpause(of: order[at + 1], after: pressed) }
             guard plays.count == 3 else {
                 print("    next \(index): \(plays.count) players playing the next item")
                 continue
             }
-            byNext.append(Double(plays.max()! - pressed) / 1e6)
+            let clocks = recorders.compactMap { $0.clockStart(of: order[at + 1]) }
+            if byKey {
+                keyed.add(plays: plays, clocks: clocks, pressed: pressed)
+            } else {
+                typed.add(plays: plays, clocks: clocks, pressed: pressed)
+            }
             if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
-                print("    next \(index): plays \(plays.map { Double($0 - pressed) / 1e6 })")
+                print(
+                    "    next \(index)\(byKey ? " (>)" : ""): plays \(plays.map { Double($0 - pressed) / 1e6 }) clocks \(clocks.map { Double($0 - pressed) / 1e6 })"
+                )
+                for (number, recorder) in recorders.enumerated() {
+                    print("      mpv \(number): \(recorder.events(from: pressed, to: plays.max()! + 20_000_000))")
+                }
                 printEvents(of: agents, from: pressed, to: plays.max()! + 20_000_000, origin: pressed)
             }
-            let clocks = recorders.compactMap { $0.clockStart(of: order[at + 1]) }
-            if clocks.count == 3 {
-                byNextByClock.append(Double(clocks.max()! - pressed) / 1e6)
-                byNextApart.append(Double(clocks.max()! - clocks.min()!) / 1e6)
-            }
         }
-        print(
-            "  next typed into one agent → every player playing the next item: \(Distribution(byNext).summary(unit: "ms"))"
-        )
-        print("    by each player's audio clock: \(Distribution(byNextByClock).summary(unit: "ms"))")
-        print("    players apart at the start, by those instants: \(Distribution(byNextApart).summary(unit: "ms"))")
+        typed.print(as: "next typed into one agent")
+        keyed.print(as: "> pressed in one mpv")
         let departures = agents.map { $0.allEvents.count { $0.name == "peer-left" } }.reduce(0, +)
         print("  peer-left events: \(departures)")
+    }
+
+    /// The figures of one way of moving the group on by hand: press → every player playing the
+    /// next item, by each mpv's unpause and by its audio clock; how far apart they began it.
+    private struct NextFigures {
+        var byUnpause: [Double] = []
+        var byClock: [Double] = []
+        var apart: [Double] = []
+
+        mutating func add(plays: [Int64], clocks: [Int64], pressed: Int64) {
+            byUnpause.append(Double(plays.max()! - pressed) / 1e6)
+            guard clocks.count == 3 else { return }
+            byClock.append(Double(clocks.max()! - pressed) / 1e6)
+            apart.append(Double(clocks.max()! - clocks.min()!) / 1e6)
+        }
+
+        func print(as label: String) {
+            Swift.print(
+                "  \(label) → every player playing the next item: \(Distribution(byUnpause).summary(unit: "ms"))")
+            Swift.print("    by each player's audio clock: \(Distribution(byClock).summary(unit: "ms"))")
+            Swift.print("    players apart at the start, by those instants: \(Distribution(apart).summary(unit: "ms"))")
+        }
     }
 
     /// Each agent's events between `start` and `end` (Unix nanoseconds), each with its time in
@@ -254,6 +284,10 @@ extension Benchmarks {
             Thread { [self] in
                 while !stopped.load(ordering: .relaxed) {
                     guard let (event, at) = client.nextEvent() else { continue }
+                    if let name = event["event"] as? String, ["file-loaded", "playback-restart"].contains(name) {
+                        changes.withLock { $0.append((name, "", at)) }
+                        continue
+                    }
                     guard event["event"] as? String == "property-change", let name = event["name"] as? String else {
                         continue
                     }
@@ -273,6 +307,17 @@ extension Benchmarks {
 
         /// When mpv's audio clock says `path` was at its start (see `clockStarts`).
         func clockStart(of path: String) -> Int64? { clockStarts.withLock { $0[path] } }
+
+        /// What mpv said between `start` and `end`, in milliseconds from `start` (for debugging).
+        func events(from start: Int64, to end: Int64) -> String {
+            changes.withLock {
+                $0.filter { $0.at >= start && $0.at <= end }
+                    .map {
+                        "\($0.name)=\($0.value.split(separator: "/").last ?? "")@\(String(format: "%.1f", Double($0.at - start) / 1e6))"
+                    }
+                    .joined(separator: " ")
+            }
+        }
 
         func dump() -> String {
             changes.withLock {

@@ -63,8 +63,8 @@ let usage = """
                   default 20), and fail-over when the connected server is killed (time, commands lost)
                   (root; needs mpv, ffmpeg, ethtool and nats-server)
       queue       3 agents on loopback, one headless mpv each (needs mpv and ffmpeg), play a queue through: the last
-                  player's end of an item → every player playing the next, and next typed into one agent → every
-                  player playing the next item (--trials, default 20, each)
+                  player's end of an item → every player playing the next, and next typed into one agent or > pressed
+                  in one mpv → every player playing the next item (--trials, default 20, each)
       hub         the forwarding hub of a test LAN with a link model (Tools/lan up N --link …; root, inside the
                   LAN's hub namespace): forwards the frames of the hub's veth ends P1,P2,… with the delays and losses
                   of the wired, wifi (one access point; DTIM period 1-3) or wan (two sites) model, for at most S

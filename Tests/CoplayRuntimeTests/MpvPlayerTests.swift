@@ -131,6 +131,27 @@ import Testing
         #expect(abs((delayed - mpv.now.monotonic).nanoseconds - 114_500_000) < 1_000)
     }
 
+    /// A transition loads the next item and at once asks every player to prepare at its start.
+    /// The driver seeks there as the file is loaded (one seek, ending with the load's restart),
+    /// which is the ready: without that seek, after a load at an item's end mpv began its audio
+    /// output while paused and three players began the item 5 ms apart instead of 1.
+    @Test func aPrepareWhereTheLoadIsGoing_seeksOnceTheFileIsLoaded_andIsReadyAtTheRestart() {
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = mpv.wait(.seconds(1))
+        _ = mpv.sent()
+        #expect(mpv.player.perform(.load(LoadedItem(url: "/media/b.mkv"), position: 0), now: mpv.now).isEmpty)
+        #expect(mpv.player.perform(.prepare(position: 0), now: mpv.now).isEmpty)
+        let beforeLoaded = mpv.sent()
+        #expect(beforeLoaded.contains { $0.first as? String == "loadfile" })
+        #expect(!beforeLoaded.contains(where: FakeMpv.isSeek), "mpv refuses a seek before the file is loaded")
+        #expect(mpv.says(#"{"event":"file-loaded"}"#).isEmpty)
+        #expect(mpv.sent().filter(FakeMpv.isSeek).map { $0[1] as? Double } == [0])
+        mpv.says(#"{"event":"seek"}"#)
+        let reports = mpv.says(#"{"event":"playback-restart"}"#)
+        #expect(reports.contains { if case .ready(0) = $0 { true } else { false } })
+    }
+
     @Test func aPauseSetInMpv_holdsWhereItStopped_soTheGroupsPauseThereMakesNoSeek() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
