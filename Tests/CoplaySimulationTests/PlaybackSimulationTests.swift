@@ -3,10 +3,10 @@ import CoplaySimulation
 import Testing
 
 @Suite struct PlaybackSimulationTests {
-    /// 80 seeded runs (see `PlaybackScenario`) in the quick tier; `coplay-bench soak` runs
+    /// 30 seeded runs (see `PlaybackScenario`) in the quick tier; `coplay-bench soak` runs
     /// thousands in release. A failure names the seed that replays it.
     @Test func seededScenarios_convergeCausallyAndExactlyOnce() async {
-        let seeds = ScenarioRunner.seeds(count: 50, salt: ScenarioRunner.playbackSalt)
+        let seeds = ScenarioRunner.seeds(count: 30, salt: ScenarioRunner.playbackSalt)
         let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) { PlaybackScenario(seed: $0).run() }
         #expect(outcomes.count == seeds.count)
         for outcome in outcomes {

@@ -158,10 +158,10 @@ import Testing
         #expect(delays.sorted()[delays.count / 2] < 0.3, "median \(delays.sorted()[delays.count / 2]) s")
     }
 
-    /// 16 seeded runs (see `ReplicationScenario`) with histories of up to 400 commands; the soak
+    /// 10 seeded runs (see `ReplicationScenario`) with histories of up to 400 commands; the soak
     /// tier runs a thousand with up to 3,000. A failure names the seed that replays it.
     @Test func seededReplicationScenarios_converge() async {
-        let seeds = ScenarioRunner.seeds(count: 16, salt: ScenarioRunner.replicationSalt)
+        let seeds = ScenarioRunner.seeds(count: 10, salt: ScenarioRunner.replicationSalt)
         // One seed named by COPLAY_SEED replays the soak's run of it: its histories go to 3,000.
         let historyMax = ProcessInfo.processInfo.environment["COPLAY_SEED"] == nil ? 400 : 3_000
         let outcomes = await ScenarioRunner.run(seeds, seedOf: \.seed) {
