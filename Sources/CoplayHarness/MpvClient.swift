@@ -101,13 +101,13 @@ public final class MpvClient: @unchecked Sendable {
     /// reader, and one reading taken alone is off by half of that.
     public func audioOffset(of other: MpvClient, attempts: Int = 1) -> (offset: Double, uncertainty: Double)? {
         var best: (offset: Double, uncertainty: Double)?
+        let speed = other.number("speed") ?? 1
         for _ in 0..<max(1, attempts) {
             let a = command(["get_property", "audio-pts"])
             let b = other.command(["get_property", "audio-pts"])
             guard let x = (a.data as? NSNumber)?.doubleValue, let y = (b.data as? NSNumber)?.doubleValue else {
                 continue
             }
-            let speed = other.number("speed") ?? 1
             let offset = x - (y - speed * Double(b.atUnixNanos - a.atUnixNanos) / 1e9)
             let uncertainty = Double(a.roundTripNanos + b.roundTripNanos) / 2e9
             if best.map({ uncertainty < $0.uncertainty }) ?? true { best = (offset, uncertainty) }

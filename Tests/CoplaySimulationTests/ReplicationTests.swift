@@ -159,7 +159,8 @@ import Testing
     }
 
     /// 10 seeded runs (see `ReplicationScenario`) with histories of up to 400 commands; the soak
-    /// tier runs a thousand with up to 3,000. A failure names the seed that replays it.
+    /// tier runs one for every ten of its seeds (500 in CI) with up to 3,000. A failure names the
+    /// seed that replays it.
     @Test func seededReplicationScenarios_converge() async {
         let seeds = ScenarioRunner.seeds(count: 10, salt: ScenarioRunner.replicationSalt)
         // One seed named by COPLAY_SEED replays the soak's run of it: its histories go to 3,000.
