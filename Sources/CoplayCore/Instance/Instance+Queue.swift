@@ -29,11 +29,15 @@ extension Instance {
             guard queue.byteCount + SharedQueue.bytes(of: item, at: position) <= settings.queueBytesMax else {
                 return fail("the queue is full (\(settings.queueBytesMax / 1000) KB of entries): remove some first")
             }
+            // The first entry of an empty queue, when nothing is watched, becomes the group's
+            // activity, as `share`. Only of an empty one: an add that arrived here without its
+            // adder's advance (a separate datagram, still on its way) is already the first, and
+            // a second advance, ordered after that one, would skip it.
+            let first = queue.count == 0 && queue.currentID == nil && playback.activity == nil
             issue(
                 Command(item: QueueChange.itemMarker, operation: .queue(.add(item, at: position))), now: now, into: &out
             )
-            // The first entry when nothing is watched becomes the group's activity, as `share`.
-            if queue.currentID == nil, playback.activity == nil {
+            if first {
                 issue(
                     Command(
                         item: item.id,

@@ -1,0 +1,95 @@
+import CoplayCore
+import Testing
+
+/// The queue's commands through `Instance`, between two agents whose datagrams the test carries
+/// by hand (so that it can hold one back).
+@Suite struct RouterQueueTests {
+    private let aliceEndpoint = Endpoint(address: 0x7F00_0001, port: 50_001)
+
+    /// Alice and bob, started, having exchanged their hellos and clock probes (a peer's commands
+    /// wait for its clock).
+    private func aliceAndBob() throws -> (Instance, Instance) {
+        var alice = makeInstance()
+        var bob = makeInstance(id: bobID, name: "bob")
+        var toBob = alice.start(now: at(0))
+        var toAlice = bob.start(now: at(0))
+        var millis = 1.0
+        while alice.clockEstimate(of: bobID, at: at(millis).monotonic) == nil
+            || bob.clockEstimate(of: aliceID, at: at(millis).monotonic) == nil
+        {
+            try #require(millis < 20, "the clocks are known within a few exchanges")
+            let now = at(millis)
+            let (forBob, forAlice) = (toBob, toAlice)
+            (toBob, toAlice) = ([], [])
+            for datagram in datagrams(forBob) {
+                toAlice += bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: now, now: now)
+            }
+            for datagram in datagrams(forAlice) {
+                toBob += alice.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: now, now: now)
+            }
+            millis += 0.1
+        }
+        return (alice, bob)
+    }
+
+    /// What an agent sends, to the group or to the other one.
+    private func datagrams(_ directives: [Directive]) -> [Datagram] {
+        directives.multicasts + directives.unicasts.map(\.0)
+    }
+
+    private func add(_ id: String) -> ConsoleCommand {
+        .queue(.add(url: "https://example.com/\(id).mkv", id: id, title: "", durationSeconds: nil, after: .last))
+    }
+
+    private func advances(_ directives: [Directive]) -> [Datagram] {
+        directives.multicasts.filter {
+            if case .command(let envelope, _) = $0.payload, case .queue(.advance) = envelope.command.operation {
+                return true
+            }
+            return false
+        }
+    }
+
+    /// Alice adds the first entry: her add and her advance to it go as two datagrams. Bob gets the
+    /// add, and adds a second entry before her advance reaches him (in CI, the advance came after
+    /// bob had read his own line). Bob makes no advance of his own: the group goes to alice's
+    /// entry, the first, not to his (an advance of his, ordered after hers, would skip it).
+    @Test func anAddSeenWithoutItsAdvance_isNotSkippedByTheNextAdd() throws {
+        var (alice, bob) = try aliceAndBob()
+        let first = alice.onCommand(add("part1"), now: at(10))
+        let held = try #require(advances(first).first, "alice advances to her first entry")
+        for datagram in first.multicasts where datagram != held {
+            _ = bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11))
+        }
+        #expect(bob.queueEntries.map(\.item.id) == ["part1"] && bob.queueCurrent == nil)
+
+        let second = bob.onCommand(add("part2"), now: at(12))
+        #expect(advances(second).isEmpty, "bob's add to a queue that is not empty advances nowhere")
+        _ = bob.onDatagram(WireFormat.encode(held), from: aliceEndpoint, receivedAt: at(13), now: at(13))
+        for datagram in second.multicasts {
+            _ = alice.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: at(13), now: at(13))
+        }
+        for instance in [alice, bob] {
+            #expect(instance.queueEntries.map(\.item.id) == ["part1", "part2"])
+            #expect(instance.queueCurrent == "part1", "\(instance.queueCurrent ?? "none")")
+        }
+    }
+
+    /// Two first adds made at once, each to an empty queue: both advance, and the advance ordered
+    /// last is the current entry on both.
+    @Test func twoFirstAddsAtOnce_endOnOneCurrentEntry() throws {
+        var (alice, bob) = try aliceAndBob()
+        let fromAlice = alice.onCommand(add("a1"), now: at(10))
+        let fromBob = bob.onCommand(add("b1"), now: at(10))
+        #expect(advances(fromAlice).count == 1 && advances(fromBob).count == 1)
+        for datagram in fromAlice.multicasts {
+            _ = bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11))
+        }
+        for datagram in fromBob.multicasts {
+            _ = alice.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: at(11), now: at(11))
+        }
+        #expect(alice.queueEntries.map(\.item.id) == bob.queueEntries.map(\.item.id))
+        #expect(alice.queueEntries.count == 2)
+        #expect(alice.queueCurrent != nil && alice.queueCurrent == bob.queueCurrent)
+    }
+}
