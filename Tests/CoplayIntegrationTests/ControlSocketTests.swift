@@ -7,7 +7,7 @@ import Testing
 /// input has ended runs on; several clients at once; replies go to the asker; followers get
 /// every event; garbage, a client that never reads, and one client too many hurt nobody else;
 /// and the agent runs as `Tools/coplay.service` starts it.
-@Suite(.serialized) struct ControlSocketTests {
+@Suite(.serialized, .onALane) struct ControlSocketTests {
     private func socketPath(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("cp-\(getpid())-\(name).sock").path
     }

@@ -6,7 +6,7 @@ import Testing
 
 /// Real agents on loopback with group keys: the same key makes a group; another key, or none,
 /// is not let in — and says why in the drop counters.
-@Suite(.serialized) struct GroupKeyAgentTests {
+@Suite(.serialized, .onALane) struct GroupKeyAgentTests {
     @Test func agentsWithTheSameKey_formAGroup_anotherKeyAndForgedDatagramsAreRefused() throws {
         let port = privatePort(3)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-keys-\(getpid())")

@@ -7,7 +7,7 @@ import Testing
 /// Attacks from a third host on a `Tools/lan` LAN: alice (host 1) and bob (host 2) are agents;
 /// host 3 is the attacker, with a raw UDP socket that hears the group and sends what it likes —
 /// forged commands, replays of what it heard, takeovers, NACKs meant to be reflected.
-@Suite(.serialized) struct HostileLANTests {
+@Suite(.serialized, .onALane) struct HostileLANTests {
     private static let group = "239.255.77.1"
     private static let port: UInt16 = 47_100
     private static let session = SessionID(name: "hostile")

@@ -12,7 +12,7 @@ import Testing
 /// fast tier with `COPLAY_LARGE_GROUP=1 swift test --filter LargeGroupLANTests`. With
 /// `COPLAY_LARGE_GROUP_AGENTS=64` (18 to 128) it starts that many, best in release
 /// (`swift test -c release`).
-@Suite(.serialized) struct LargeGroupLANTests {
+@Suite(.serialized, .onALane) struct LargeGroupLANTests {
     static let environment = ProcessInfo.processInfo.environment
     static let enabled = isRoot && environment["COPLAY_LARGE_GROUP"] == "1"
     /// nil when `COPLAY_LARGE_GROUP_AGENTS` is set to anything but a count from 18 to 128.

@@ -5,7 +5,7 @@ import Testing
 /// Two real agents on loopback, each driving its own headless mpv (`vo=null`, `ao=null`) over
 /// its JSON IPC, with a media file ffmpeg writes for the test. A separate IPC client on each
 /// mpv's socket plays the person in front of it and reads where it is.
-@Suite(.serialized, .enabled(if: MpvClient.isInstalled, "mpv is not installed (.ci/run installs it)"))
+@Suite(.serialized, .onALane, .enabled(if: MpvClient.isInstalled, "mpv is not installed (.ci/run installs it)"))
 struct MpvAgentTests {
     /// mpv A's position (`audio-pts`) minus mpv B's at a common instant: B's reading is taken
     /// back to the middle of A's request at the rate it plays (`MpvClient.audioOffset`).

@@ -7,7 +7,7 @@ import Testing
 /// request and, on cue, says it is paused for its cache: the buffering of a real network
 /// stream, which a local file never has. The agent must turn it into a `stallRecovery`
 /// suspension and end it once the player has caught up.
-@Suite(.serialized) struct MpvStallTests {
+@Suite(.serialized, .onALane) struct MpvStallTests {
     /// Listens on `path`; answers each request with success, `file-loaded` and
     /// `playback-restart` after a `loadfile`, and `seek` and `playback-restart` after a `seek`.
     final class FakeMpv: @unchecked Sendable {

@@ -6,7 +6,7 @@ import Testing
 
 /// A few short tests of real `coplay` processes. The protocol itself is tested in the
 /// simulation; these check the sockets, the process contract and the namespace LAN.
-@Suite(.serialized) struct RealAgentTests {
+@Suite(.serialized, .onALane) struct RealAgentTests {
     @Test(.enabled(if: isRoot, "needs root for network namespaces"))
     func threeAgentsInNamespaces_discoverEachOther_andDetectAKilledOne() throws {
         var lanName = ""
@@ -175,7 +175,7 @@ import Testing
 }
 
 /// Real agents on a lossy network: `nft` in each namespace drops 20% of incoming UDP.
-@Suite(.serialized) struct LossyNetworkTests {
+@Suite(.serialized, .onALane) struct LossyNetworkTests {
     @Test(.enabled(if: isRoot && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft"), "needs root and nft"))
     func threeAgents_withTwentyPercentLoss_convergeOnOneState() throws {
         try withLAN(hosts: 3) { prefix in
@@ -253,7 +253,7 @@ import Testing
 }
 
 /// A real session captured with tcpdump decodes completely with `coplay dump`.
-@Suite(.serialized) struct CaptureIntegrationTests {
+@Suite(.serialized, .onALane) struct CaptureIntegrationTests {
     @Test(
         .enabled(
             if: isRoot && FileManager.default.isExecutableFile(atPath: "/usr/bin/tcpdump"), "needs root and tcpdump"))

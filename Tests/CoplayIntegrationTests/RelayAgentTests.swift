@@ -7,7 +7,7 @@ import Testing
 
 /// Agents that share no multicast path, joined through a NATS cluster of Debian's nats-server:
 /// two servers on loopback, clustered, with token auth, started and stopped by the test.
-@Suite(.serialized) struct RelayAgentTests {
+@Suite(.serialized, .onALane) struct RelayAgentTests {
     @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
     func agentsOnTwoGroupsFormOneThroughTheRelay_survivingTheirServersDeath() throws {
         let cluster = try NatsCluster(servers: 2, token: "s3cret", salt: 0)
@@ -378,7 +378,7 @@ final class NatsCluster: @unchecked Sendable {
 /// A NATS "server" of the test's own that misbehaves on purpose, one way per connection: the
 /// agent must cut each connection, count it, connect again, and keep running with its memory
 /// bounded.
-@Suite struct HostileRelayServerTests {
+@Suite(.onALane) struct HostileRelayServerTests {
     @Test func anAgentSurvivesAHostileServer_cuttingEachConnection_withMemoryBounded() throws {
         let listener = try TestListener()
         defer { listener.close() }

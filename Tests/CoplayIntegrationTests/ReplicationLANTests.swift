@@ -6,7 +6,7 @@ import Testing
 /// receives (`nft`): two agents build a history of 5,000 commands (a burst from both), a third
 /// joins late and must stand on the group's state; then all three issue a burst of 3,000 and
 /// must end on the same commands and the same state.
-@Suite(.serialized) struct ReplicationLANTests {
+@Suite(.serialized, .onALane) struct ReplicationLANTests {
     /// Commands an agent has delivered one by one or that an adopted snapshot stood for.
     static func commandsHeld(_ agent: AgentProcess) -> Int? {
         guard let counters = agent.status(timeout: .seconds(10))?["counters"] as? [String: Any] else { return nil }

@@ -6,7 +6,7 @@ import Testing
 /// The delegating-player socket, driven by the reference client `Tools/coplay-player-example`
 /// (a clock-driven model of a player): agent A drives it over `--player socket:PATH`; agent B
 /// has the simulated player.
-@Suite(.serialized, .enabled(if: Locations.onPath("python3") != nil, "python3 runs the reference client"))
+@Suite(.serialized, .onALane, .enabled(if: Locations.onPath("python3") != nil, "python3 runs the reference client"))
 struct SocketPlayerTests {
     /// The reference client as a process: its stdin is the person in front of the player, its
     /// stdout what it got and where it is.

@@ -5,7 +5,7 @@ import Testing
 
 /// An agent stopped (SIGSTOP) for 4 s and let go (SIGCONT) reports no `peer-left` for any of its
 /// peers: their silence was its own. The others may see it go and come back.
-@Suite(.serialized) struct StallTests {
+@Suite(.serialized, .onALane) struct StallTests {
     @Test func aStoppedAgent_wakesWithoutBlamingItsPeers() throws {
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(11))", "--session", "stall-it"]
         let agents = try ["a", "b", "c"].map { try AgentProcess(executable: coplay, name: $0, arguments: common) }

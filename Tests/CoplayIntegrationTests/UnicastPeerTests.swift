@@ -7,7 +7,7 @@ import Testing
 /// fixed `--port` and hosts 2 and 3 know only host 1 (`--peer`): through host 1's peer lists they
 /// find each other, and a pause from one reaches both others. Over IPv6 the same, and a group
 /// on an IPv6 multicast address with multicast working.
-@Suite(.serialized) struct UnicastPeerTests {
+@Suite(.serialized, .onALane) struct UnicastPeerTests {
     enum Network: String, CaseIterable, CustomTestStringConvertible {
         case ipv4WithoutMulticast, ipv6WithoutMulticast, ipv6Multicast
         var testDescription: String { rawValue }

@@ -7,7 +7,7 @@ import Testing
 /// misses a tenth of them. Each agent must find its multicast slow and ask for unicast copies, a
 /// pause must reach the others without waiting for a beacon, and no live peer may be declared
 /// gone.
-@Suite(.serialized) struct WifiLANTests {
+@Suite(.serialized, .onALane) struct WifiLANTests {
     @Test(
         .enabled(if: isRoot && Locations.onPath("ethtool") != nil, "needs root and ethtool"),
         .timeLimit(.minutes(2)))
