@@ -25,7 +25,7 @@ import Testing
         try Locations.run("/usr/sbin/ip", ["netns", "add", namespace])
         defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
         try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
-        let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(13))", "--session", "big"]
+        let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(18))", "--session", "big"]
         let count = try #require(Self.agentCount, "COPLAY_LARGE_GROUP_AGENTS: a count from 18 to 128")
         // Started at once, from several threads.
         let slots = Mutex<[AgentProcess?]>(Array(repeating: nil, count: count))

@@ -78,7 +78,7 @@ import Testing
         let agent = try AgentProcess(
             executable: coplay, name: "viewer",
             arguments: [
-                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(6))", "--session", "stall-it", "--player",
+                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(16))", "--session", "stall-it", "--player",
                 "mpv", "--mpv-attach", "--mpv-socket", path,
             ])
         #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
@@ -116,7 +116,7 @@ import Testing
         let agent = try AgentProcess(
             executable: coplay, name: "viewer",
             arguments: [
-                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(7))", "--session", "held-it", "--player",
+                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(17))", "--session", "held-it", "--player",
                 "mpv", "--mpv-attach", "--mpv-socket", path,
             ])
         defer { agent.closeInput() }
