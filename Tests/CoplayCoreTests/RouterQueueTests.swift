@@ -75,6 +75,22 @@ import Testing
         }
     }
 
+    /// Alice's advance to her first entry is lost for good (she crashed between the two
+    /// datagrams): the group holds entries and none is current, and a later add starts nothing.
+    /// `next` does, from the first entry.
+    @Test func aQueueWithoutACurrentEntry_startsWithNext_fromItsFirst() throws {
+        var (alice, bob) = try aliceAndBob()
+        let first = alice.onCommand(add("part1"), now: at(10))
+        let lost = try #require(advances(first).first)
+        for datagram in first.multicasts where datagram != lost {
+            _ = bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11))
+        }
+        #expect(advances(bob.onCommand(add("part2"), now: at(12))).isEmpty)
+        let next = bob.onCommand(.next, now: at(13))
+        #expect(advances(next).count == 1)
+        #expect(bob.queueCurrent == "part1", "\(bob.queueCurrent ?? "none")")
+    }
+
     /// Two first adds made at once, each to an empty queue: both advance, and the advance ordered
     /// last is the current entry on both.
     @Test func twoFirstAddsAtOnce_endOnOneCurrentEntry() throws {
