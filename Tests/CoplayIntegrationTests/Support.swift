@@ -56,7 +56,8 @@ func dropUDP(percent: Int, onHosts hosts: ClosedRange<Int>, of prefix: String) t
           }
         }
         """
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-loss-\(getpid()).nft")
+    // Named by the LAN, not the process: two tests on lanes of their own may drop at once.
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-loss-\(prefix).nft")
     try rules.write(to: file, atomically: true, encoding: .utf8)
     defer { try? FileManager.default.removeItem(at: file) }
     for host in hosts {
