@@ -23,15 +23,15 @@ struct OnALane: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         await Lanes.shared.enter()
         let executor = ThreadExecutor(name: test.name)
+        var failure: (any Error)?
         do {
             try await withTaskExecutorPreference(executor) { try await function() }
         } catch {
-            executor.stop()
-            await Lanes.shared.leave()
-            throw error
+            failure = error
         }
         executor.stop()
         await Lanes.shared.leave()
+        if let failure { throw failure }
     }
 }
 
