@@ -22,7 +22,7 @@ struct OnALane: SuiteTrait, TestTrait, TestScoping {
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         await Lanes.shared.enter()
-        let executor = ThreadExecutor(name: test.name)
+        let executor = ThreadExecutor()
         var failure: (any Error)?
         do {
             try await withTaskExecutorPreference(executor) { try await function() }
@@ -43,9 +43,9 @@ extension Trait where Self == OnALane {
 /// At most `width` lane tests at once; the others wait their turn, in the order they came.
 actor Lanes {
     static let shared = Lanes()
-    /// Four. On two cores the fast tier took 120 s with all tests on the pool, 120 s with two
+    /// Four. On two cores the fast tier took 117–120 s with all tests on the pool, 120 s with two
     /// lanes (the agents' suites, some 140 s of waiting in all, then outlast the simulations by
-    /// a minute), 90 s with four, 78 s with six; four keeps the agents of at most four tests
+    /// a minute), 82–101 s with four, 78 s with six; four keeps the agents of at most four tests
     /// beside the simulations' two threads.
     static let width = 4
 
@@ -78,10 +78,10 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var stopped = false
 
-    init(name: String) {
-        let thread = Thread { [self] in run() }
-        thread.name = "lane: \(name)"
-        thread.start()
+    /// Its thread takes the pool thread's name on Linux (Foundation does not pass a `Thread`'s
+    /// name on to it, and Swift's Glibc module does not export `pthread_setname_np`).
+    init() {
+        Thread { [self] in run() }.start()
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
