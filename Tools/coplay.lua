@@ -33,6 +33,8 @@ f.incarnation = ProtoField.uint32("coplay.incarnation", "Sender incarnation")
 f.sequence = ProtoField.uint32("coplay.sequence", "Sequence")
 f.payload_length = ProtoField.uint16("coplay.payload_length", "Payload length")
 f.tag = ProtoField.bytes("coplay.tag", "Authentication tag")
+f.sent_at = ProtoField.int64("coplay.sent_at", "Send time (Unix ns, the sender's clock)")
+f.age = ProtoField.double("coplay.age_ms", "Age on capture (ms, capture clock minus send time)")
 f.announce_flags = ProtoField.uint8("coplay.announce.flags", "Announcement flags", base.HEX)
 f.reply = ProtoField.bool("coplay.announce.reply", "Reply", 8, nil, 0x01)
 f.waiting = ProtoField.bool("coplay.announce.waiting", "Waiting", 8, nil, 0x02)
@@ -481,15 +483,17 @@ function coplay.dissector(tvb, pinfo, tree)
     local flags, tag_length = tvb(6, 1):uint(), tvb(7, 1):uint()
     root:add(f.flags, tvb(6, 1))
     root:add(f.tag_length, tvb(7, 1))
-    if bit.band(flags, 0xFE) ~= 0 then return bad("reserved flags") end
-    if (flags == 1 and (tag_length < 1 or tag_length > 32)) or (flags == 0 and tag_length ~= 0) then return bad("tag length") end
+    if bit.band(flags, 0xFC) ~= 0 then return bad("reserved flags") end
+    local tagged, timed = bit.band(flags, 1) ~= 0, bit.band(flags, 2) ~= 0
+    if (tagged and (tag_length < 1 or tag_length > 32)) or (not tagged and tag_length ~= 0) then return bad("tag length") end
+    local time_length = timed and 8 or 0
     root:add(f.session, tvb(8, 8))
     root:add(f.sender, tvb(16, 8))
     root:add(f.incarnation, tvb(24, 4))
     root:add(f.sequence, tvb(28, 4))
     local payload_length = tvb(32, 2):uint()
     root:add(f.payload_length, tvb(32, 2))
-    if 34 + payload_length + tag_length ~= length then return bad("lengths do not add up") end
+    if 34 + payload_length + time_length + tag_length ~= length then return bad("lengths do not add up") end
     local name = message_types[kind]
     root:append_text(", " .. name)
     pinfo.cols.info = string.format("%s from %s/%d seq %d", name, tvb(16, 8):uint64():tohex(), tvb(24, 4):uint(), tvb(28, 4):uint())
@@ -498,7 +502,15 @@ function coplay.dissector(tvb, pinfo, tree)
     local ok, problem = pcall(payload, kind, r, body)
     if not ok then return bad(tostring(problem)) end
     if r.offset ~= 34 + payload_length then return bad((34 + payload_length - r.offset) .. " trailing bytes") end
-    if tag_length > 0 then root:add(f.tag, tvb(34 + payload_length, tag_length)) end
+    if timed then
+        local sent = tvb(34 + payload_length, 8)
+        root:add(f.sent_at, sent)
+        -- The send time as an age on capture (a replayed recording shows how old it is).
+        local captured = pinfo.abs_ts
+        local age = (captured - sent:int64():tonumber() / 1e9) * 1000
+        root:add(f.age, sent, age):set_generated()
+    end
+    if tag_length > 0 then root:add(f.tag, tvb(34 + payload_length + time_length, tag_length)) end
     return length
 end
 

@@ -264,6 +264,20 @@ public struct Settings: Sendable, Equatable {
     /// An incarnation is accepted only up to this far ahead of this agent's clock (incarnations
     /// count tenths of a second): a week covers any honest clock skew, and not 2^32 - 1.
     public var incarnationAheadMax: Duration = .seconds(7 * 24 * 3600)
+    /// Freshness (`Freshness`, with a group key): a datagram older than this on arrival, by the
+    /// sender's clock as this agent measured it, is refused (`stale`). Transit is milliseconds on
+    /// a LAN and on loopback, ~0.1 s through a relay cluster; a relay server frozen for seconds
+    /// releases a backlog that is no longer news. What is refused is made up by repair, fresh.
+    public var sentTimeAgeMax: Duration = .seconds(2)
+    /// …and one stamped further than this ahead of the sender's measured clock (the estimate's
+    /// error is milliseconds; a clock stepped since the last probe takes this much slack).
+    public var sentTimeAheadMax: Duration = .milliseconds(500)
+    /// Before this agent has measured the sender's clock (its first hellos), the stamp is judged
+    /// against this agent's own clock, and the window must hold the two clocks' difference too:
+    /// machines kept by NTP agree within milliseconds, and the protocol's targets allow a skew of
+    /// ±0.5 s. So a recording is refused by anyone after 5 s, and a machine whose clock is more
+    /// than 5 s off is told so (its datagrams are refused with their distance in the diagnostic).
+    public var sentTimeUnsyncedMax: Duration = .seconds(5)
     /// Memberships remembered as once admitted: the origins this agent's commands may depend on
     /// (an origin never seen as a member, e.g. invented by a forger, is not depended on).
     public var membersRememberedMax = 1024

@@ -15,9 +15,14 @@ import Testing
         return alice
     }
 
-    func signed(_ payload: Payload, from sender: Member = bob, sequence: UInt32 = 1, with keys: [[UInt8]]) -> [UInt8] {
+    /// Sent at `sentAt` (by default the start of the test's clock: every test here receives it
+    /// within seconds, fresh enough for a sender whose clock is not measured yet).
+    func signed(
+        _ payload: Payload, from sender: Member = bob, sequence: UInt32 = 1, with keys: [[UInt8]],
+        sentAt: Timestamp = at(0)
+    ) -> [UInt8] {
         WireFormat.encode(
-            Datagram(session: session, sender: sender, sequence: sequence, payload: payload),
+            Datagram(session: session, sender: sender, sequence: sequence, payload: payload, sentAt: sentAt.wall),
             signedWith: GroupKeys(keys: keys, session: session))
     }
 
@@ -49,8 +54,7 @@ import Testing
             now: at(0), keys: [key])
         let out = bobAgent.start(now: at(0))
         let hello = out.compactMap { if case .multicast(let datagram) = $0 { datagram } else { nil } }.first!
-        _ = alice.onDatagram(
-            WireFormat.encode(hello, signedWith: bobAgent.keys), from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(bobAgent.encode(hello, at: at(1)), from: bobEndpoint, receivedAt: at(1), now: at(1))
         #expect(alice.peers[bobID] != nil)
     }
 

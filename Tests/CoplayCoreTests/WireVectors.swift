@@ -316,6 +316,13 @@ enum WireVectors {
                                             bytes: Array("hi".utf8))))),
                         ])))
         ),
+        (
+            "timed-tagged-heartbeat",
+            Datagram(
+                session: session, sender: sender, sequence: 8,
+                payload: .heartbeat(Announcement(unicastPort: 40_001, name: "alice")),
+                sentAt: WallInstant(unixNanos: 1_780_000_000_123_456_789), authTag: Array(repeating: 0xAB, count: 16))
+        ),
     ]
 
     /// The state vector with `mutate` applied to its bytes.
@@ -368,6 +375,7 @@ enum WireVectors {
             ("unknown-type", patched(5, 0x7F), .unknownType),
             ("reserved-flag", patched(6, 0x80), .badFlags),
             ("tag-length-without-flag", patched(7, 4), .badFlags),
+            ("time-flag-without-time", patched(6, 0x02), .lengthMismatch),
             ("payload-length-too-long", patched(33, UInt8(hello.count - 34 + 1)), .lengthMismatch),
             ("truncated-payload", Array(hello.dropLast()), .lengthMismatch),
             ("zero-port", patched(36, 0).enumerated().map { $0.offset == 35 ? 0 : $0.element }, .malformedPayload),

@@ -31,6 +31,9 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     case badTag
     /// With a group key: a sequence number already accepted from that sender (a replay).
     case replayed
+    /// With a group key: sent too long before it arrived (a recording replayed, a relay's stale
+    /// backlog), or stamped too far ahead, or without a send time (`Freshness`).
+    case stale
     /// An incarnation far beyond what this agent's clock allows (a takeover attempt).
     case implausibleIncarnation
     /// A snapshot whose parts cannot be true (disagreeing parts, a winner beyond the frontier, a
@@ -47,7 +50,7 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .tooShort, .tooLong, .badMagic, .unsupportedVersion, .unknownType, .badFlags, .lengthMismatch,
             .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply, .missingTag,
-            .badTag, .implausibleIncarnation, .badState:
+            .badTag, .stale, .implausibleIncarnation, .badState:
             true
         case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender,
             .pendingFull, .unrepairableGap, .replayed, .stateNotWanted:

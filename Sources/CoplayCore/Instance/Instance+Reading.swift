@@ -42,9 +42,11 @@ extension Instance {
 
     // MARK: What the shell asks
 
-    /// A directive's datagram as it goes on the wire (signed, in a keyed group): the shell and
-    /// the simulation send what this returns.
-    public func encode(_ datagram: Datagram) -> [UInt8] { authentication.seal(datagram) }
+    /// A directive's datagram as it goes on the wire at `now` (stamped and signed, in a keyed
+    /// group): the shell and the simulation send what this returns.
+    public func encode(_ datagram: Datagram, at now: Timestamp) -> [UInt8] {
+        authentication.seal(datagram, sentAt: now.wall)
+    }
 
     /// Whether a received datagram, its header read but not yet decoded, claims a sender that is
     /// no live peer: the shell reads strangers after the group's own traffic and, in a flood,

@@ -1,9 +1,10 @@
 /// One received datagram: the gate (who may speak), then the table (one line per payload kind,
 /// each calling the machine that owns the kind).
 extension Instance {
-    /// The gate: the session, the tag and freshness (`Authentication`), a plausible incarnation,
-    /// not this agent's own, joined, not from a departed membership; then, by kind, only a
-    /// current member, and proof that the sender is alive. Then the table.
+    /// The gate: the session, the tag, the send time and the replay window (`Authentication`), a
+    /// plausible incarnation, not this agent's own, joined, not from a departed membership nor
+    /// from an incarnation older than one seen; then, by kind, only a current member, and proof
+    /// that the sender is alive. Then the table.
     mutating func receive(
         _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp,
         viaGroup: Bool, into out: inout [Directive]
@@ -11,7 +12,10 @@ extension Instance {
         guard datagram.session == session else {
             return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
         }
-        if let refusal = authentication.admit(datagram, bytes: bytes) {
+        let senderClock = clocks.estimate(of: datagram.sender.id, at: now.monotonic)?.offsetNanos
+        if let refusal = authentication.admit(
+            datagram, bytes: bytes, receivedAt: receivedAt.wall, senderOffsetNanos: senderClock)
+        {
             // The network's copy of an announcement that the relay brought first still says the
             // peer is reachable on the network, and there it stays served.
             if refusal.reason == .replayed, !source.isRelay, let announcement = datagram.payload.announcement {
@@ -39,6 +43,10 @@ extension Instance {
         }
         guard !membership.hasDeparted(sender) else {
             return reportDrop(.fromDeparted, detail: "\(sender) has left", from: source, into: &out)
+        }
+        if let newer = membership.newestIncarnation(of: sender.id), sender.incarnation < newer {
+            return reportDrop(
+                .staleIncarnation, detail: "\(sender) after incarnation \(newer.rawValue)", from: source, into: &out)
         }
         let heardAt = receivedAt.monotonic
         defer {

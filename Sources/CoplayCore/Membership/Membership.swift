@@ -72,6 +72,18 @@ struct Membership: Sendable {
 
     func hasDeparted(_ member: Member) -> Bool { departed[member] != nil }
 
+    /// The newest incarnation of `id` this agent knows, live or remembered as departed: anything
+    /// from an older one is a restarted agent's past (or a recording of it), not news.
+    func newestIncarnation(of id: PeerID) -> Incarnation? {
+        if let record = peers[id] { return record.member.incarnation }
+        guard !departed.isEmpty else { return nil }
+        var newest: Incarnation?
+        for member in departed.keys where member.id == id && newest.map({ member.incarnation > $0 }) ?? true {
+            newest = member.incarnation
+        }
+        return newest
+    }
+
     /// Whether `member` was ever admitted here (a live peer, or one that left).
     func wasAdmitted(_ member: Member) -> Bool { admitted.contains(member) }
 

@@ -43,10 +43,17 @@ public enum PlayerLoop {
         _ directives: [Directive], instance: inout Instance, player: inout Player, now: () -> Timestamp,
         carry: (Step) -> Void
     ) -> Outcome {
+        // One reading of the clock stamps the list's datagrams (`Datagram.sentAt`).
+        var sentAt: Timestamp?
+        func send(_ datagram: Datagram, to endpoint: Endpoint?) {
+            let at = sentAt ?? now()
+            sentAt = at
+            carry(.datagram(instance.encode(datagram, at: at), to: endpoint))
+        }
         for directive in directives {
             switch directive {
-            case .multicast(let datagram): carry(.datagram(instance.encode(datagram), to: nil))
-            case .unicast(let datagram, let endpoint): carry(.datagram(instance.encode(datagram), to: endpoint))
+            case .multicast(let datagram): send(datagram, to: nil)
+            case .unicast(let datagram, let endpoint): send(datagram, to: endpoint)
             case .player, .emit, .diagnose, .wake, .exit: continue
             }
         }

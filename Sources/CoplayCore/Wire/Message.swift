@@ -281,14 +281,22 @@ public struct Datagram: Hashable, Sendable {
     /// Per-sender-incarnation datagram counter, starting at 1 and wrapping at 2^32.
     public var sequence: UInt32
     public var payload: Payload
+    /// When the sender sent it, by its own wall clock (flag bit 1): every datagram of a keyed
+    /// group carries it, under the tag, so that a recorded one cannot pass for news later
+    /// (`Freshness`). Set as the datagram is encoded, not when it is made.
+    public var sentAt: WallInstant?
     /// The authentication tag, empty when the datagram is not authenticated.
     public var authTag: [UInt8]
 
-    public init(session: SessionID, sender: Member, sequence: UInt32, payload: Payload, authTag: [UInt8] = []) {
+    public init(
+        session: SessionID, sender: Member, sequence: UInt32, payload: Payload, sentAt: WallInstant? = nil,
+        authTag: [UInt8] = []
+    ) {
         self.session = session
         self.sender = sender
         self.sequence = sequence
         self.payload = payload
+        self.sentAt = sentAt
         self.authTag = authTag
     }
 }

@@ -3,14 +3,16 @@
 extension MessageType {
     /// What a datagram of this kind is called when it is dropped for coming from no current
     /// member; nil for kinds anyone may send. Only a member may ask for repair or state, send
-    /// state, or point this agent's traffic somewhere (with a key, only an authentic one).
+    /// state, point this agent's traffic somewhere (with a key, only an authentic one), or end
+    /// the session for everyone.
     var membersOnly: String? {
         switch self {
         case .nack: "nack"
         case .stateRequest: "state request"
         case .state: "state"
         case .peerList: "peer list"
-        case .hello, .heartbeat, .leave, .probe, .probeReply, .command, .ready, .end, .unreliableMessage: nil
+        case .end: "end"
+        case .hello, .heartbeat, .leave, .probe, .probeReply, .command, .ready, .unreliableMessage: nil
         }
     }
 

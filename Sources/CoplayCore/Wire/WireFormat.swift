@@ -1,4 +1,5 @@
-/// Wire format version 1: a 34-byte header, a typed payload, an optional authentication tag.
+/// Wire format version 1: a 34-byte header, a typed payload, an optional send time, an optional
+/// authentication tag.
 /// All integers are big-endian. PROTOCOL.md is the byte-by-byte specification of this file.
 ///
 /// ```
@@ -6,7 +7,7 @@
 ///  0     4   magic "CPLY" (43 50 4C 59)
 ///  4     1   version (1)
 ///  5     1   type (MessageType)
-///  6     1   flags: bit 0 = authentication tag present; bits 1-7 zero
+///  6     1   flags: bit 0 = authentication tag present, bit 1 = send time present; bits 2-7 zero
 ///  7     1   tag length in bytes: 0 without bit 0, 1...32 with it
 ///  8     8   session id (FNV-1a 64 of the session name)
 /// 16     8   sender peer id
@@ -14,7 +15,8 @@
 /// 28     4   sequence number
 /// 32     2   payload length n
 /// 34     n   payload
-/// 34+n   t   authentication tag
+/// 34+n   s   send time: 8 bytes (signed Unix nanoseconds, the sender's clock) with bit 1, else 0
+/// 34+n+s t   authentication tag
 /// ```
 public enum WireFormat {
     public static let magic: [UInt8] = [0x43, 0x50, 0x4C, 0x59]
@@ -47,6 +49,9 @@ public enum WireFormat {
     public static let defaultPort: UInt16 = 47700
 
     private static let flagAuthTag: UInt8 = 0x01
+    private static let flagSentTime: UInt8 = 0x02
+    /// The bytes of the send time, when flag bit 1 says it is there.
+    public static let sentTimeBytes = 8
     private static let helloFlagReply: UInt8 = 0x01
     private static let helloFlagWaiting: UInt8 = 0x02
     private static let helloFlagReady: UInt8 = 0x04
@@ -65,7 +70,7 @@ public enum WireFormat {
         writer.write(bytes: magic)
         writer.write(version)
         writer.write(datagram.payload.type.rawValue)
-        writer.write(datagram.authTag.isEmpty ? 0 : flagAuthTag)
+        writer.write((datagram.authTag.isEmpty ? 0 : flagAuthTag) | (datagram.sentAt == nil ? 0 : flagSentTime))
         writer.write(UInt8(datagram.authTag.count))
         writer.write(datagram.session.rawValue)
         writer.write(datagram.sender.id.rawValue)
@@ -75,6 +80,7 @@ public enum WireFormat {
         let payloadStart = writer.bytes.count
         encodePayload(datagram.payload, into: &writer)
         writer.patch(UInt16(writer.bytes.count - payloadStart), at: payloadStart - 2)
+        if let sentAt = datagram.sentAt { writer.write(UInt64(bitPattern: sentAt.unixNanos)) }
         writer.write(bytes: datagram.authTag)
         return writer.bytes
     }
@@ -177,7 +183,7 @@ public enum WireFormat {
         }
         let flags = try reader.readUInt8()
         let tagLength = Int(try reader.readUInt8())
-        guard flags & ~flagAuthTag == 0 else {
+        guard flags & ~(flagAuthTag | flagSentTime) == 0 else {
             throw DecodeError(.badFlags, "reserved flag bits 0x\(String(flags, radix: 16))")
         }
         let hasTag = flags & flagAuthTag != 0
@@ -188,18 +194,22 @@ public enum WireFormat {
         let sender = Member(id: PeerID(try reader.readUInt64()), incarnation: Incarnation(try reader.readUInt32()))
         let sequence = try reader.readUInt32()
         let payloadLength = Int(try reader.readUInt16())
-        guard headerBytes + payloadLength + tagLength == bytes.count else {
+        let timeLength = flags & flagSentTime != 0 ? sentTimeBytes : 0
+        guard headerBytes + payloadLength + timeLength + tagLength == bytes.count else {
             throw DecodeError(
                 .lengthMismatch,
-                "header \(headerBytes) + payload \(payloadLength) + tag \(tagLength) != \(bytes.count) bytes")
+                "header \(headerBytes) + payload \(payloadLength) + time \(timeLength) + tag \(tagLength) != \(bytes.count) bytes"
+            )
         }
         var payloadReader = ByteReader(try reader.readBytes(payloadLength))
         let payload = try decodePayload(type, from: &payloadReader, nameBytesMax: nameBytesMax)
         guard payloadReader.remaining == 0 else {
             throw DecodeError(.malformedPayload, "\(payloadReader.remaining) trailing bytes in \(type)")
         }
+        let sentAt = timeLength == 0 ? nil : WallInstant(unixNanos: Int64(bitPattern: try reader.readUInt64()))
         let tag = Array(try reader.readBytes(tagLength))
-        return Datagram(session: session, sender: sender, sequence: sequence, payload: payload, authTag: tag)
+        return Datagram(
+            session: session, sender: sender, sequence: sequence, payload: payload, sentAt: sentAt, authTag: tag)
     }
 
     public static func decode(_ bytes: [UInt8], datagramBytesMax: Int = 1200, nameBytesMax: Int = 64)

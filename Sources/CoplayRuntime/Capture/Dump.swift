@@ -192,6 +192,10 @@ public enum Dump {
                 ("sequence", .int(Int64(datagram.sequence))),
             ]
             if let name { members.append(("senderName", .string(name))) }
+            if let sentAt = datagram.sentAt {
+                members.append(("sentAtUnixNanos", .int(sentAt.unixNanos)))
+                members.append(("ageNanos", .int(captured.timestampNanos &- sentAt.unixNanos)))
+            }
             if !datagram.authTag.isEmpty { members.append(("authTagBytes", .int(Int64(datagram.authTag.count)))) }
             if let tag { members.append(("tag", .string(tag))) }
             if let subject = captured.relaySubject { members.append(("relaySubject", .string(subject))) }
@@ -199,9 +203,19 @@ public enum Dump {
         }
         let who = name.map { "\($0) " } ?? ""
         let via = captured.relaySubject.map { " relay \($0)" } ?? ""
+        // The send time as an age: how long before the capture the sender stamped it, by the two
+        // machines' clocks (a replayed recording shows its true age here).
+        let age = datagram.sentAt.map { " age=\(ageText(captured.timestampNanos &- $0.unixNanos))" } ?? ""
         return
-            "\(timeText(captured.timestampNanos)) \(captured.source) > \(captured.destination)\(via) \(datagram.payload.type) session=\(datagram.session.description.prefix(8)) from \(who)\(datagram.sender) seq=\(datagram.sequence) \(words)"
+            "\(timeText(captured.timestampNanos)) \(captured.source) > \(captured.destination)\(via) \(datagram.payload.type) session=\(datagram.session.description.prefix(8)) from \(who)\(datagram.sender) seq=\(datagram.sequence)\(age) \(words)"
             + (tag.map { " tag=\($0 == "forged" ? "FORGED" : $0)" } ?? "")
+    }
+
+    /// An age in milliseconds with a sign, three decimals: `+0.412ms`, `-1.000ms`, `+86400000.000ms`.
+    static func ageText(_ nanos: Int64) -> String {
+        let magnitude = nanos.magnitude
+        let micros = magnitude / 1000
+        return "\(nanos < 0 ? "-" : "+")\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())ms"
     }
 
     static func clock(_ clock: VectorClock) -> JSONValue {
