@@ -393,6 +393,9 @@ public struct Settings: Sendable, Equatable {
     /// The `--relay` seeds plus the servers their cluster announced (INFO's `connect_urls`):
     /// a cluster of more servers than this is reached through the first ones.
     public var relayServersMax = 16
+    /// A server the cluster announced that failed this many times in a row leaves the list (a
+    /// server gone for good is not tried forever; the `--relay` seeds always stay).
+    public var relayAnnouncedFailuresMax = 3
     /// A protocol line from the server (an INFO lists its cluster's URLs: some 40 bytes each).
     /// A longer line is a broken or hostile server: the connection is cut.
     public var relayLineBytesMax = 16_384

@@ -12,7 +12,7 @@ import Testing
         let seal = RelaySeal(keys: [key], sessionName: "movie night")
         let datagram = Array("a datagram, tag and all".utf8)
         let frame = seal.seal(datagram, subject: seal.groupSubject, nonce: nonce)
-        #expect(frame.count == datagram.count + RelaySeal.overheadBytes)
+        #expect(frame.count == 1 + 12 + 128 + 16, "padded to the first size")
         #expect(frame[0] == RelaySeal.version)
         #expect(!frame.windowContains(Array("datagram".utf8)), "nothing readable on the relay")
         #expect(seal.open(frame, subject: seal.groupSubject) == datagram)
@@ -25,7 +25,7 @@ import Testing
         tampered[tampered.count / 2] ^= 0x20
         #expect(seal.open(tampered, subject: seal.groupSubject) == nil)
         var version = frame
-        version[0] = 2
+        version[0] = 1  // the unpadded version, or any other
         #expect(seal.open(version, subject: seal.groupSubject) == nil)
         #expect(seal.open(Array(frame.prefix(RelaySeal.overheadBytes)), subject: seal.groupSubject) == nil)
     }
@@ -42,12 +42,31 @@ import Testing
         #expect(RelaySeal(keys: [otherKey], sessionName: "movie night").groupSubject != seal.groupSubject)
         #expect(RelaySeal(keys: [key], sessionName: "movie night 2").groupSubject != seal.groupSubject)
         let peer = PeerID(0xABC)
-        #expect(seal.peerSubject(peer) == seal.prefixes[0] + ".p.0000000000000abc")
+        #expect(seal.peerSubject(peer).hasPrefix(seal.prefixes[0] + ".p."))
+        #expect(seal.peerSubject(peer).count == seal.prefixes[0].count + ".p.".count + 24)
+        #expect(!seal.peerSubject(peer).contains("abc"), "the id is not in the subject")
+        #expect(seal.peerSubject(peer) != seal.peerSubject(PeerID(0xABD)))
+        #expect(
+            RelaySeal(keys: [key], sessionName: "movie night 2").peerSubject(peer) != seal.peerSubject(peer),
+            "an id kept from one session to the next is not followable")
         #expect(seal.subscriptions(own: peer) == [seal.groupSubject, seal.peerSubject(peer)])
     }
 
     /// During a key rotation an agent with the new key and the old one below it seals with the
     /// new, subscribes under both, and opens what agents still on the old key send.
+    /// Frames come in a few sizes, so that an observer cannot read message types from them.
+    @Test func framesArePaddedToAFewSizes_andOpenToTheirDatagram() {
+        let seal = RelaySeal(keys: [key], sessionName: "s")
+        var sizes: Set<Int> = []
+        for length in [0, 1, 60, 126, 127, 200, 254, 255, 400, 1000, 1200] {
+            let datagram = (0..<length).map { UInt8(truncatingIfNeeded: $0) }
+            let frame = seal.seal(datagram, subject: seal.groupSubject, nonce: nonce)
+            sizes.insert(frame.count)
+            #expect(seal.open(frame, subject: seal.groupSubject) == datagram, "\(length) bytes")
+        }
+        #expect(sizes == Set(RelaySeal.paddedSizes.map { $0 + 1 + 12 + 16 }))
+    }
+
     @Test func aRotationOpensTheOldKeysFrames() {
         var newKey = key
         newKey[5] ^= 0xFF

@@ -101,11 +101,22 @@ import Testing
                     timestampNanos: 0, source: endpoint, destination: endpoint, sequence: sequence, isSyn: false,
                     payload: Array("PING\r\n".utf8)[...]))
         }
-        // A MSG within our bound but beyond the max_payload the server announced.
-        var announced = parser()
-        #expect(throws: NatsParser.Failure.self) {
-            _ = try announced.feed(Array("INFO {\"max_payload\":4}\r\nMSG S 1 5\r\n".utf8))
-        }
+    }
+
+    /// A server's `max_payload` bounds what it accepts in a PUB, not what it delivers: in a
+    /// cluster, a message published through a server with a larger limit arrives whole. Within
+    /// a frame's bound it is read (it was cut, and an agent on a server with `max_payload` 256
+    /// reconnected 26 times in 13 s); beyond it, read past; beyond any server's limit, cut.
+    @Test func aMessageOverTheServersOwnLimit_isRead_notCut() throws {
+        var parser = parser()
+        let messages = try parser.feed(Array("INFO {\"max_payload\":4}\r\nMSG S 1 5\r\nabcde\r\nPING\r\n".utf8))
+        #expect(messages.count == 3)
+        #expect(messages[1] == .msg(subject: "S", sid: "1", replyTo: nil, payload: Array("abcde".utf8)))
+        var skipping = self.parser()
+        let skipped = try skipping.feed(Array("MSG S 1 5000\r\n".utf8) + [UInt8](repeating: 0x61, count: 5000) + Array("\r\nPONG\r\n".utf8))
+        #expect(skipped == [.pong] && skipping.oversizedSkipped == 1)
+        var cut = self.parser()
+        #expect(throws: NatsParser.Failure.self) { _ = try cut.feed(Array("MSG S 1 67108865\r\n".utf8)) }
     }
 
     /// Random bytes and mutations of a real exchange: an error or messages, never a trap, and
@@ -203,8 +214,10 @@ import Testing
         var tls = session()
         let tlsOutputs = tls.received(
             Array("INFO {\"tls_required\":true}\r\n".utf8), now: MonotonicInstant(nanos: 0))
-        guard case .failed(let reason, true)? = tlsOutputs.first else {
-            Issue.record("expected a refusal, got \(tlsOutputs)")
+        // A server that requires TLS gets its own message, not the credentials' (they were not
+        // refused: the connection never got that far).
+        guard case .failed(let reason, false)? = tlsOutputs.first else {
+            Issue.record("expected a failure that is no refusal of credentials, got \(tlsOutputs)")
             return
         }
         #expect(reason.contains("TLS"))
@@ -268,10 +281,40 @@ import Testing
         let added = servers.learn([
             "127.0.0.1:4222", "127.0.0.2:4300", "relay.example:4222", "[::1]:4400", "10.0.0.1:1",
         ])
-        #expect(added == 2)
+        #expect(added.added == 2)
         #expect(servers.servers.map(\.name) == ["s1", "s2", "127.0.0.2:4300", "[::1]:4400"])
         #expect(servers.servers[3].credentials == NatsCommand.Credentials(token: "t"))
         #expect(!servers.servers[3].isSeed)
+    }
+
+    /// The list follows the cluster: a server it stops announcing leaves, one that keeps failing
+    /// leaves, a port out of range names no server (it was dialled on 4222), and a server whose
+    /// max_payload cannot carry a frame is passed over while another can.
+    @Test func announcedServers_comeAndGoWithTheCluster() {
+        let seed = RelayServer(
+            endpoint: Endpoint(address: 0x7F00_0001, port: 4222), name: "seed", credentials: .init(token: "t"))
+        var servers = RelayServers(seeds: [seed], settings: Settings())
+        var random = SplitMix64(seed: 2)
+        #expect(RelayServers.endpoint("127.0.0.2:99999") == nil && RelayServers.endpoint("127.0.0.2:0") == nil)
+        #expect(RelayServers.endpoint("127.0.0.2:+42") == nil && RelayServers.endpoint("127.0.0.2") != nil)
+        let first = servers.learn(["127.0.0.1:4222", "127.0.0.2:4222", "127.0.0.3:4222", "127.0.0.4:99999"])
+        #expect(first.added == 2 && first.dropped == 0)
+        let second = servers.learn(["127.0.0.1:4222", "127.0.0.3:4222"])
+        #expect(second.added == 0 && second.dropped == 1, "127.0.0.2 is no longer announced")
+        #expect(servers.servers.map(\.name) == ["seed", "127.0.0.3:4222"])
+        // The announced server fails three times in a row: it leaves; the seed stays.
+        for _ in 0..<6 { _ = servers.failed(random: &random) }
+        #expect(servers.servers.map(\.name) == ["seed"])
+        // Too small a max_payload: passed over while another server may carry frames.
+        _ = servers.learn(["127.0.0.5:4222"])
+        let another = servers.markTooSmall()
+        #expect(another, "127.0.0.5 may")
+        _ = servers.failed(random: &random)
+        #expect(servers.server.name == "127.0.0.5:4222")
+        _ = servers.failed(random: &random)
+        #expect(servers.server.name == "127.0.0.5:4222", "the seed is passed over")
+        let none = servers.markTooSmall()
+        #expect(!none, "no server left that may")
     }
 
     @Test func relayURLsParseWithTheirCredentials() throws {

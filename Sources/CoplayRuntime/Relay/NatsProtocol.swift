@@ -26,11 +26,13 @@ public struct NatsServerInfo: Equatable, Sendable {
 }
 
 /// Reads the server's side of a connection from bytes as they arrive. The server is hostile
-/// until parsed: a line longer than `lineBytesMax`, a MSG larger than the server's own
-/// `max_payload`, an unknown operation or a malformed line is an error (the client cuts the
-/// connection and connects again); a MSG larger than `payloadBytesMax` but within the
-/// server's limit is read past without being kept and counted. Memory stays bounded by
-/// `lineBytesMax` plus `payloadBytesMax` plus what one `feed` hands over.
+/// until parsed: a line longer than `lineBytesMax`, a MSG larger than any server may carry
+/// (`messageBytesMax`, NATS's own ceiling for `max_payload`), an unknown operation or a malformed
+/// line is an error (the client cuts the connection and connects again); a MSG larger than
+/// `payloadBytesMax` is read past without being kept and counted. The server's own
+/// `max_payload` bounds what it accepts in a PUB, not what it delivers: a message published
+/// through another server of its cluster, with a larger limit, arrives whole, and is read.
+/// Memory stays bounded by `lineBytesMax` plus `payloadBytesMax` plus what one `feed` hands over.
 public struct NatsParser: Sendable {
     public struct Failure: Error, Equatable, CustomStringConvertible {
         public var reason: String
@@ -39,8 +41,9 @@ public struct NatsParser: Sendable {
 
     let lineBytesMax: Int
     let payloadBytesMax: Int
-    /// The largest MSG the server may send: its INFO's `max_payload` once known.
-    var serverPayloadMax = 1_048_576
+    /// The largest MSG read past rather than cut: 64 MiB, the most a nats-server's `max_payload`
+    /// may be set to.
+    static let messageBytesMax = 64 << 20
     private var buffer: [UInt8] = []
     /// A MSG line read, its payload not yet complete.
     private var pending: (subject: String, sid: String, replyTo: String?, size: Int)?
@@ -121,9 +124,7 @@ public struct NatsParser: Sendable {
             }
             return .err(message)
         case "INFO":
-            let info = try Self.info(from: Array(rest.utf8))
-            serverPayloadMax = info.maxPayload
-            return .info(info)
+            return .info(try Self.info(from: Array(rest.utf8)))
         case "MSG":
             let fields = rest.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count == 3 || fields.count == 4, let sizeText = fields.last,
@@ -131,8 +132,8 @@ public struct NatsParser: Sendable {
             else {
                 throw Failure(reason: "a malformed MSG line")
             }
-            guard size <= serverPayloadMax else {
-                throw Failure(reason: "a MSG of \(size) bytes, beyond the server's max_payload of \(serverPayloadMax)")
+            guard size <= Self.messageBytesMax else {
+                throw Failure(reason: "a MSG of \(size) bytes, beyond what any server carries (\(Self.messageBytesMax))")
             }
             guard size <= payloadBytesMax else {
                 oversizedSkipped += 1

@@ -89,7 +89,7 @@ struct NatsSession {
                     return out
                         + fail(
                             "the server requires TLS, which coplay's relay does not speak (the datagrams are sealed; use a server or leaf node that accepts plain connections)",
-                            refused: true)
+                            refused: false)
                 }
                 self.info = info
                 var hello = NatsCommand.connect(credentials, name: clientName)

@@ -4,8 +4,9 @@ import Glibc
 /// The relay's socket: one non-blocking TCP connection to a server of a NATS cluster, on the
 /// agent's event loop. It connects (`RelayServers` says where and when), runs a `NatsSession`
 /// over the connection, writes PUBs from a bounded buffer, and hands what arrives on the
-/// subscriptions to the shell. It decides nothing about the protocol: the shell seals and opens
-/// frames and the core never knows a relay exists, but for the endpoints of relay peers.
+/// subscriptions to the shell. It decides nothing about the protocol: frames are sealed and
+/// opened by `RelaySeal`, and the core never knows a relay exists, but for the endpoints of relay
+/// peers.
 ///
 /// Used only on the event loop's thread, by the shell (its owner), like the shell's own state.
 final class RelayClient {
@@ -52,6 +53,10 @@ final class RelayClient {
     private var everEstablished = false
     /// The last refusal's reason, so that a server refusing again and again is said once.
     private var lastFailure: String?
+    /// A frame over the server's `max_payload` was said, on this connection.
+    private var oversizeSaid = false
+    /// The largest frame: a datagram at its bound, sealed.
+    private var frameBytesMax: Int { settings.datagramBytesMax + RelaySeal.overheadBytes }
     private var readBuffer = [UInt8](repeating: 0, count: 16_384)
     private(set) var statistics = Statistics()
     private let handlers: (readable: @Sendable () -> Void, writable: @Sendable () -> Void)
@@ -95,11 +100,22 @@ final class RelayClient {
         return handle(outputs, now: now)
     }
 
-    /// Publishes a sealed frame; dropped (counted) unless connected with room to write it.
+    /// Publishes a sealed frame; dropped (counted) unless connected with room to write it. A frame
+    /// over the server's `max_payload` is dropped too, and said once per connection.
     func publish(_ frame: [UInt8], on subject: String, now: MonotonicInstant) -> [Event] {
-        guard let session, session.phase == .established, frame.count <= session.maxPayload ?? 0 else {
+        guard let session, session.phase == .established else {
             statistics.framesDropped += 1
             return []
+        }
+        if let limit = session.maxPayload, frame.count > limit {
+            statistics.framesDropped += 1
+            guard !oversizeSaid else { return [] }
+            oversizeSaid = true
+            return [
+                .diagnose(
+                    "relay \(servers.server.name): a frame of \(frame.count) bytes is over the server's max_payload of \(limit): dropped, and so will be every frame that large while connected there"
+                )
+            ]
         }
         let command = NatsCommand.pub(subject, payload: frame)
         guard outbound.count - outboundStart + command.count <= settings.relayWriteBufferBytesMax else {
@@ -182,6 +198,7 @@ final class RelayClient {
         }
         socket = fd
         session = nil
+        oversizeSaid = false
         outbound.removeAll(keepingCapacity: true)
         outboundStart = 0
         connectStartedAt = now
@@ -204,10 +221,25 @@ final class RelayClient {
             case .established(let info):
                 let learned = servers.learn(info.connectURLs)
                 guard !statistics.connected else {
-                    if learned > 0 {
-                        events.append(.diagnose("relay: the cluster announced \(learned) more server(s)"))
+                    if learned.added > 0 || learned.dropped > 0 {
+                        events.append(
+                            .diagnose(
+                                "relay: the cluster announced \(learned.added) more server(s), and no longer names \(learned.dropped)"
+                            ))
                     }
                     continue
+                }
+                // A server that cannot carry a frame would split the group silently (what it
+                // drops, its peers never get): another server of the cluster, if one can.
+                if info.maxPayload < frameBytesMax {
+                    let limit = "takes messages of at most \(info.maxPayload) bytes (its max_payload), and frames are up to \(frameBytesMax)"
+                    if servers.markTooSmall() {
+                        return events + fail("\(limit): moving to another server of the cluster", refused: false, now: now)
+                    }
+                    events.append(
+                        .diagnose(
+                            "relay \(servers.server.name): \(limit), and no server known can carry them: larger frames are dropped (raise max_payload to at least \(frameBytesMax))"
+                        ))
                 }
                 statistics.connected = true
                 if everEstablished { statistics.reconnections += 1 }
