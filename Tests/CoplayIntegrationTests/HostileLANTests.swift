@@ -106,10 +106,13 @@ import Testing
                 (scene.bobMember.incarnation.rawValue + 1, nil),
                 (UInt32.max, GroupKeys(keys: key, session: Self.session)),
             ] as [(UInt32, GroupKeys?)] {
+                // Stamped now, as an insider's agent would: fresh, so that the incarnation is what
+                // is judged.
                 let takeover = Datagram(
                     session: Self.session,
                     sender: Member(id: scene.bobMember.id, incarnation: Incarnation(incarnation)),
-                    sequence: 1, payload: .hello(Announcement(unicastPort: 9, name: "takeover")))
+                    sequence: 1, payload: .hello(Announcement(unicastPort: 9, name: "takeover")),
+                    sentAt: keys == nil ? nil : WallInstant(unixNanos: Int64(Date().timeIntervalSince1970 * 1e9)))
                 scene.toGroup(keys.map { WireFormat.encode(takeover, signedWith: $0) } ?? WireFormat.encode(takeover))
             }
             usleep(800_000)
@@ -127,6 +130,76 @@ import Testing
                 (bobAsAliceSeesHim["incarnation"] as? NSNumber)?.uint32Value == scene.bobMember.incarnation.rawValue,
                 "bob keeps his identity")
             #expect(alice.peers()?.count == 1 && bob.peers()?.count == 1, "nobody new in the group")
+        }
+    }
+
+    /// Freshness: the attacker records a whole evening of a keyed group from the wire (hellos,
+    /// heartbeats, commands, and the `end` that closed it), and replays it all into the group's
+    /// next meeting (same key, same session) and again to a late joiner. Before send times, the
+    /// recorded `end` ended the new session and the recorded hellos admitted yesterday's agents as
+    /// ghosts, whom coordinated starts then waited for. Now each datagram is refused as stale and
+    /// counted; the new session goes on, with its own members only, and starts at once.
+    @Test(.enabled(if: isRoot, "needs root for network namespaces"))
+    func withAKey_aRecordingOfOneSession_replayedIntoTheNext_changesNothing() throws {
+        let keyPath = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-fresh-\(getpid()).key")
+            .path
+        _ = FileManager.default.createFile(atPath: keyPath, contents: Data(KeyFile.generate().utf8))
+        defer { try? FileManager.default.removeItem(atPath: keyPath) }
+        try withLAN(hosts: 3) { prefix in
+            // The first evening, recorded from host 3.
+            var recording: [[UInt8]] = []
+            do {
+                let scene = try Scene(prefix: prefix, extra: ["--key-file", keyPath])
+                recording += scene.attacker.received(within: 1.2)
+                scene.alice.send("pause")
+                scene.alice.send("end movie-over")
+                recording += scene.attacker.received(within: 0.8)
+                #expect(
+                    scene.bob.waitForEvent(timeout: .seconds(3)) { $0.name == "session" && $0["state"] as? String == "invalidated" }
+                        != nil, "the end, live, ends the evening: the recording holds a real end")
+                scene.stop()
+            }
+            let ends = recording.filter { (try? WireFormat.decode($0))?.payload.type == .end }.count
+            #expect(ends >= 1 && recording.count >= 10, "recorded \(recording.count) datagrams, \(ends) ends")
+            let recordedAt = Date()
+
+            // The next meeting, once the recording is older than the window before a clock is
+            // measured (5 s; yesterday's would be a day old).
+            usleep(UInt32(max(0, 5.5 - Date().timeIntervalSince(recordedAt)) * 1e6) + 500_000)
+            let scene = try Scene(prefix: prefix, extra: ["--key-file", keyPath])
+            defer { scene.stop() }
+            let (alice, bob) = (scene.alice, scene.bob)
+            let mark = bob.allEvents.count
+            for bytes in recording { scene.toGroup(bytes) }
+            usleep(800_000)
+            for agent in [alice, bob] {
+                #expect(agent.status()?["state"] as? String == "joined", "\(agent.name): the recorded end ends nothing")
+                #expect(agent.peers()?.count == 1, "\(agent.name): no ghost of the first evening")
+                #expect(agent.counter("drops", "stale") >= recording.count / 2, "\(agent.name) counts the replay")
+            }
+            #expect(bob.allEvents[mark...].allSatisfy { $0.name != "peer-joined" }, "nobody joined from the recording")
+            // A coordinated start waits for nobody: a pause and a play, and bob plays at once.
+            alice.send("pause")
+            _ = try #require(bob.waitForEvent(from: mark, timeout: .seconds(3)) { $0.name == "paused" })
+            let pressed = Date()
+            alice.send("play")
+            _ = try #require(bob.waitForEvent(from: mark, timeout: .seconds(3)) { $0.name == "playing" })
+            #expect(Date().timeIntervalSince(pressed) < 1, "the start waited for no ghost")
+
+            // A late joiner, who has measured nobody's clock, hears the recording as it starts.
+            let carol = try AgentProcess(
+                executable: coplay, name: "carol",
+                arguments: [
+                    "--interface", "eth0", "--group", "\(Self.group):\(Self.port)", "--session", "hostile",
+                    "--key-file", keyPath,
+                ], namespace: "\(prefix)-h3")
+            for bytes in recording { scene.toGroup(bytes) }
+            _ = carol.waitForEvent(timeout: .seconds(5)) { $0.name == "peer-joined" }
+            usleep(1_000_000)
+            #expect(carol.peers()?.count == 2, "carol sees alice and bob, and no ghost")
+            #expect(carol.status()?["state"] as? String == "joined")
+            carol.closeInput()
+            #expect(carol.waitForExit(timeout: .seconds(5)) == 0)
         }
     }
 

@@ -388,7 +388,7 @@ final class NatsCluster: @unchecked Sendable {
                 "a line longer than",
                 { fd in sendAll(fd, Array("INFO ".utf8) + [UInt8](repeating: 0x41, count: 64_000_000)) }
             ),
-            ("beyond the server's max_payload", { fd in sendAll(fd, Array((info + "MSG x 1 99999999999\r\n").utf8)) }),
+            ("beyond what any server carries", { fd in sendAll(fd, Array((info + "MSG x 1 99999999999\r\n").utf8)) }),
             (
                 "an unknown operation",
                 { fd in
