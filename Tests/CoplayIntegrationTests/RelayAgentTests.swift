@@ -122,6 +122,54 @@ import Testing
         for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
 
+    /// One server of the cluster set with `max_payload` 256, below a frame's 1,231 bytes: it
+    /// accepts every PUB of the agents' small frames and drops the larger ones, while it delivers
+    /// the other server's large messages whole. An agent on it reconnected 26 times in 13 s
+    /// (taking those deliveries for hostility), and the two sites ended on different items. Now
+    /// it reads what arrives, says why it moves, moves once to the server that can carry its
+    /// frames, and the group stays one: large commands cross both ways.
+    @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
+    func aServerWithASmallMaxPayload_isLeftOnce_andTheGroupStaysOne() throws {
+        let cluster = try NatsCluster(servers: 2, token: "s3cret", salt: 1, maxPayloads: [1: 256])
+        defer { cluster.stop() }
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-small-\(getpid()).key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        func agent(_ name: String, group: Int, relay: String) throws -> AgentProcess {
+            try AgentProcess(
+                executable: coplay, name: name,
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.79.\(group):\(privatePort(30 + group))", "--session",
+                    "small", "--key-file", key, "--relay", relay,
+                ])
+        }
+        let alice = try agent("alice", group: 1, relay: cluster.url(0))
+        let bob = try agent("bob", group: 2, relay: cluster.url(1))  // only the small server
+        defer { for agent in [alice, bob] { agent.signal(SIGKILL) } }
+        #expect(
+            waitUntil(seconds: 5) { bob.diagnostics.contains { $0.contains("at most 256 bytes (its max_payload)") } },
+            "bob says why he leaves the small server: \(bob.diagnostics.suffix(4))")
+        #expect(
+            waitUntil(seconds: 5) { bob.diagnostics.contains { $0.contains("relay: connected to \(cluster.address(0))") } },
+            "and moves to the one that carries frames")
+        _ = try #require(alice.waitForEvent(timeout: .seconds(8)) { $0.name == "peer-joined" })
+        // Large frames both ways: a share with a long URL from alice, a long message from bob.
+        let path = String(repeating: "long/", count: 80)  // a 450-byte URL: a share of over 500 bytes
+        alice.send("share https://example.com/\(path)film.mp4 id=film")
+        #expect(bob.waitForEvent(timeout: .seconds(4)) { $0.name == "activity" } != nil, "alice's large share crosses")
+        bob.send("seek 30")
+        #expect(
+            waitUntil(seconds: 4) { (alice.status()?["position"] as? NSNumber)?.doubleValue ?? 0 >= 30 },
+            "bob's seek reaches alice")
+        usleep(1_000_000)
+        let relay = try #require(bob.status()?["relay"] as? [String: Any])
+        let reconnections = (relay["reconnections"] as? NSNumber)?.intValue ?? -1
+        #expect((0...1).contains(reconnections), "one move, no reconnect loop: \(reconnections)")
+        print("relay: a server with max_payload 256 was left after \(reconnections) reconnection(s)")
+        for agent in [alice, bob] { agent.closeInput() }
+        for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
     /// Tools/nats's configurations as shipped: each is accepted by `nats-server -t`; a home leaf
     /// node (which only dials out) joined to a hub carries a group between an agent at home
     /// and one on the hub. Run with their ports moved to this test's own.
@@ -300,10 +348,14 @@ final class NatsCluster: @unchecked Sendable {
     let token: String
     private let ports: [Int]
     private var processes: [Process?]
+    /// Servers given a `max_payload` of their own (by index), through a configuration file.
+    private let maxPayloads: [Int: Int]
+    private var configurations: [String] = []
 
-    init(servers: Int, token: String, salt: Int) throws {
+    init(servers: Int, token: String, salt: Int, maxPayloads: [Int: Int] = [:]) throws {
         guard Self.serverPath != nil else { throw LANError(description: "nats-server is not installed") }
         self.token = token
+        self.maxPayloads = maxPayloads
         let base = 20_000 + Int(getpid() % 2_000) * 8 + salt * 4
         ports = (0..<servers).map { base + $0 }
         processes = Array(repeating: nil, count: servers)
@@ -328,6 +380,14 @@ final class NatsCluster: @unchecked Sendable {
             "--cluster", "nats://127.0.0.1:\(ports[index] + 2_000)",
         ]
         if index > 0 { arguments += ["--routes", "nats://127.0.0.1:\(ports[0] + 2_000)"] }
+        if let limit = maxPayloads[index] {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "coplay-nats-\(getpid())-\(ports[index]).conf"
+            ).path
+            _ = FileManager.default.createFile(atPath: path, contents: Data("max_payload: \(limit)\n".utf8))
+            configurations.append(path)
+            arguments += ["-c", path]
+        }
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -355,7 +415,11 @@ final class NatsCluster: @unchecked Sendable {
         processes[index] = nil
     }
 
-    func stop() { for index in processes.indices { kill(index) } }
+    func stop() {
+        for index in processes.indices { kill(index) }
+        for path in configurations { try? FileManager.default.removeItem(atPath: path) }
+        configurations = []
+    }
 
     deinit { stop() }
 
