@@ -33,7 +33,7 @@ f.incarnation = ProtoField.uint32("coplay.incarnation", "Sender incarnation")
 f.sequence = ProtoField.uint32("coplay.sequence", "Sequence")
 f.payload_length = ProtoField.uint16("coplay.payload_length", "Payload length")
 f.tag = ProtoField.bytes("coplay.tag", "Authentication tag")
-f.sent_at = ProtoField.int64("coplay.sent_at", "Send time (Unix ns, the sender's clock)")
+f.datagram_sent_at = ProtoField.int64("coplay.sent_at", "Send time (Unix ns, the sender's clock)")
 f.age = ProtoField.double("coplay.age_ms", "Age on capture (ms, capture clock minus send time)")
 f.announce_flags = ProtoField.uint8("coplay.announce.flags", "Announcement flags", base.HEX)
 f.reply = ProtoField.bool("coplay.announce.reply", "Reply", 8, nil, 0x01)
@@ -504,7 +504,7 @@ function coplay.dissector(tvb, pinfo, tree)
     if r.offset ~= 34 + payload_length then return bad((34 + payload_length - r.offset) .. " trailing bytes") end
     if timed then
         local sent = tvb(34 + payload_length, 8)
-        root:add(f.sent_at, sent)
+        root:add(f.datagram_sent_at, sent)
         -- The send time as an age on capture (a replayed recording shows how old it is).
         local captured = pinfo.abs_ts
         local age = (captured - sent:int64():tonumber() / 1e9) * 1000

@@ -144,16 +144,18 @@ import Testing
         let now = at(500)
         for (sequence, sentAt) in [
             (900, at(1500).wall), (901, WallInstant(unixNanos: .min)), (902, WallInstant(unixNanos: .max)), (903, nil),
+            // A stamp wrapped past Int64's end: an age at the edge of the range, said, not negated.
+            (905, WallInstant(unixNanos: at(500).wall.unixNanos &+ Int64.max &- 1)),
         ] as [(UInt32, WallInstant?)] {
             _ = alice.onDatagram(
                 heartbeat(sequence: sequence, sentAt: sentAt), from: bobEndpoint, receivedAt: now, now: now,
                 viaGroup: true)
         }
-        #expect(alice.counters.drops[.stale] == 4)
+        #expect(alice.counters.drops[.stale] == 5)
         _ = alice.onDatagram(
             heartbeat(sequence: 904, sentAt: at(499).wall), from: bobEndpoint, receivedAt: now, now: now,
             viaGroup: true)
-        #expect(alice.counters.drops[.stale] == 4, "a fresh one passes")
+        #expect(alice.counters.drops[.stale] == 5, "a fresh one passes")
     }
 
     @Test func aCommandOfAnOlderIncarnation_isRefusedAtTheGate() throws {

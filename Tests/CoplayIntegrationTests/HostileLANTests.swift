@@ -155,7 +155,9 @@ import Testing
                 scene.alice.send("end movie-over")
                 recording += scene.attacker.received(within: 0.8)
                 #expect(
-                    scene.bob.waitForEvent(timeout: .seconds(3)) { $0.name == "session" && $0["state"] as? String == "invalidated" }
+                    scene.bob.waitForEvent(timeout: .seconds(3)) {
+                        $0.name == "session" && $0["state"] as? String == "invalidated"
+                    }
                         != nil, "the end, live, ends the evening: the recording holds a real end")
                 scene.stop()
             }

@@ -150,7 +150,9 @@ import Testing
             waitUntil(seconds: 5) { bob.diagnostics.contains { $0.contains("at most 256 bytes (its max_payload)") } },
             "bob says why he leaves the small server: \(bob.diagnostics.suffix(4))")
         #expect(
-            waitUntil(seconds: 5) { bob.diagnostics.contains { $0.contains("relay: connected to \(cluster.address(0))") } },
+            waitUntil(seconds: 5) {
+                bob.diagnostics.contains { $0.contains("relay: connected to \(cluster.address(0))") }
+            },
             "and moves to the one that carries frames")
         _ = try #require(alice.waitForEvent(timeout: .seconds(8)) { $0.name == "peer-joined" })
         // Large frames both ways: a share with a long URL from alice, a long message from bob.

@@ -236,7 +236,7 @@ import Testing
             "coplay.state.lamport",
             "coplay.state.wanted", "coplay.state.commands", "coplay.announce.number",
             "coplay.announce.sent_at",
-            "coplay.announce.wants_unicast",
+            "coplay.announce.wants_unicast", "coplay.sent_at",
             "_ws.expert.message",
         ]
         let rows = try Self.tsharkFields(file.path, fields)
@@ -269,6 +269,10 @@ import Testing
                 number(value["coplay.incarnation"]) == UInt64(datagram.sender.incarnation.rawValue),
                 "\(vector.name): incarnation")
             #expect(number(value["coplay.sequence"]) == UInt64(datagram.sequence), "\(vector.name): sequence")
+            // The send time (a keyed datagram's freshness): the dissector, the dump and the codec agree.
+            let sentTime = (json["sentTimeUnixNanos"] as? NSNumber)?.int64Value
+            #expect(sentTime == datagram.sentAt?.unixNanos, "\(vector.name): the dump's send time")
+            #expect(value["coplay.sent_at"].flatMap { Int64($0) } == sentTime, "\(vector.name): the dissector's")
             if datagram.payload.type == .hello || datagram.payload.type == .heartbeat {
                 #expect(value["coplay.announce.name"] == json["name"] as? String, "\(vector.name): name")
                 // The multicast path's stamp and flag: the dissector, the dump and the codec agree.

@@ -113,7 +113,8 @@ import Testing
         #expect(messages.count == 3)
         #expect(messages[1] == .msg(subject: "S", sid: "1", replyTo: nil, payload: Array("abcde".utf8)))
         var skipping = self.parser()
-        let skipped = try skipping.feed(Array("MSG S 1 5000\r\n".utf8) + [UInt8](repeating: 0x61, count: 5000) + Array("\r\nPONG\r\n".utf8))
+        let skipped = try skipping.feed(
+            Array("MSG S 1 5000\r\n".utf8) + [UInt8](repeating: 0x61, count: 5000) + Array("\r\nPONG\r\n".utf8))
         #expect(skipped == [.pong] && skipping.oversizedSkipped == 1)
         var cut = self.parser()
         #expect(throws: NatsParser.Failure.self) { _ = try cut.feed(Array("MSG S 1 67108865\r\n".utf8)) }

@@ -34,10 +34,12 @@ struct Freshness: Sendable {
         guard !senderNow.overflow, !age.overflow else { return "a send time out of any range" }
         let (older, ahead) = senderOffsetNanos == nil ? (unsyncedMax, unsyncedMax) : (ageMax, aheadMax)
         if age.partialValue > older.nanoseconds {
-            return "sent \(Self.seconds(age.partialValue)) before it arrived, by \(Self.clock(senderOffsetNanos)); at most \(older) is news"
+            return
+                "sent \(Self.seconds(age.partialValue.magnitude)) before it arrived, by \(Self.clock(senderOffsetNanos)); at most \(older) is news"
         }
         if age.partialValue < -ahead.nanoseconds {
-            return "sent \(Self.seconds(-age.partialValue)) after it arrived, by \(Self.clock(senderOffsetNanos)): a clock that far off, or a forgery"
+            return
+                "sent \(Self.seconds(age.partialValue.magnitude)) after it arrived, by \(Self.clock(senderOffsetNanos)): a clock that far off, or a forgery"
         }
         return nil
     }
@@ -46,7 +48,7 @@ struct Freshness: Sendable {
         offset == nil ? "this agent's clock (the sender's is not measured yet)" : "the sender's measured clock"
     }
 
-    private static func seconds(_ nanos: Int64) -> String {
+    private static func seconds(_ nanos: UInt64) -> String {
         let millis = nanos / 1_000_000
         return "\(millis / 1000).\(String(millis % 1000 + 1000).dropFirst()) s"
     }

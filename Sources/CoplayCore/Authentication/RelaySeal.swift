@@ -60,7 +60,9 @@ public struct RelaySeal: Sendable {
     public var groupSubject: String { prefixes[0] + ".all" }
 
     /// The subject one peer subscribes to for what is sent to it alone, under the current key.
-    public func peerSubject(_ peer: PeerID) -> String { Self.peerSubject(peer, prefix: prefixes[0], names: peerNames[0]) }
+    public func peerSubject(_ peer: PeerID) -> String {
+        Self.peerSubject(peer, prefix: prefixes[0], names: peerNames[0])
+    }
 
     /// What this agent subscribes to: the group's and its own subject under each key in force.
     public func subscriptions(own: PeerID) -> [String] {

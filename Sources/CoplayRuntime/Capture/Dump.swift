@@ -193,7 +193,7 @@ public enum Dump {
             ]
             if let name { members.append(("senderName", .string(name))) }
             if let sentAt = datagram.sentAt {
-                members.append(("sentAtUnixNanos", .int(sentAt.unixNanos)))
+                members.append(("sentTimeUnixNanos", .int(sentAt.unixNanos)))
                 members.append(("ageNanos", .int(captured.timestampNanos &- sentAt.unixNanos)))
             }
             if !datagram.authTag.isEmpty { members.append(("authTagBytes", .int(Int64(datagram.authTag.count)))) }

@@ -133,7 +133,8 @@ public struct NatsParser: Sendable {
                 throw Failure(reason: "a malformed MSG line")
             }
             guard size <= Self.messageBytesMax else {
-                throw Failure(reason: "a MSG of \(size) bytes, beyond what any server carries (\(Self.messageBytesMax))")
+                throw Failure(
+                    reason: "a MSG of \(size) bytes, beyond what any server carries (\(Self.messageBytesMax))")
             }
             guard size <= payloadBytesMax else {
                 oversizedSkipped += 1

@@ -232,9 +232,11 @@ final class RelayClient {
                 // A server that cannot carry a frame would split the group silently (what it
                 // drops, its peers never get): another server of the cluster, if one can.
                 if info.maxPayload < frameBytesMax {
-                    let limit = "takes messages of at most \(info.maxPayload) bytes (its max_payload), and frames are up to \(frameBytesMax)"
+                    let limit =
+                        "takes messages of at most \(info.maxPayload) bytes (its max_payload), and frames are up to \(frameBytesMax)"
                     if servers.markTooSmall() {
-                        return events + fail("\(limit): moving to another server of the cluster", refused: false, now: now)
+                        return events
+                            + fail("\(limit): moving to another server of the cluster", refused: false, now: now)
                     }
                     events.append(
                         .diagnose(
