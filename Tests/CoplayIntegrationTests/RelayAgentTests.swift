@@ -172,6 +172,67 @@ import Testing
         for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
 
+    /// Freshness through the relay: someone with the server's token but not the group key
+    /// subscribes to everything, records an evening's frames (sealed: unreadable to them) and
+    /// publishes them again on the same subjects when the group meets next. The frames open, for
+    /// they were sealed with the group's key, but the datagrams inside are stale: the recorded
+    /// `end` ends nothing and no one of the first evening comes back.
+    @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
+    func framesRecordedFromTheRelay_andPublishedIntoTheNextMeeting_changeNothing() throws {
+        let cluster = try NatsCluster(servers: 1, token: "s3cret", salt: 2)
+        defer { cluster.stop() }
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-tap-\(getpid()).key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        func agent(_ name: String, group: Int) throws -> AgentProcess {
+            try AgentProcess(
+                executable: coplay, name: name,
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.80.\(group):\(privatePort(40 + group))", "--session",
+                    "tapped", "--key-file", key, "--relay", cluster.url(0),
+                ])
+        }
+        let tap = try NatsTap(address: cluster.address(0), token: "s3cret")
+        var recording: [(subject: String, frame: [UInt8])] = []
+        do {
+            let (alice, bob) = (try agent("alice", group: 1), try agent("bob", group: 2))
+            defer { for agent in [alice, bob] { agent.signal(SIGKILL) } }
+            _ = try #require(alice.waitForEvent(timeout: .seconds(8)) { $0.name == "peer-joined" })
+            alice.send("share https://example.com/film.mp4 id=film")
+            recording += tap.record(seconds: 1.0)
+            alice.send("end movie-over")
+            recording += tap.record(seconds: 0.8)
+            #expect(
+                bob.waitForEvent(timeout: .seconds(3)) {
+                    $0.name == "session" && $0["state"] as? String == "invalidated"
+                } != nil, "the end, live, ends the evening")
+        }
+        #expect(recording.count >= 6, "recorded \(recording.count) frames")
+        let recordedAt = Date()
+        usleep(UInt32(max(0, 5.5 - Date().timeIntervalSince(recordedAt)) * 1e6) + 500_000)
+
+        let (alice, bob) = (try agent("alice", group: 1), try agent("bob", group: 2))
+        defer { for agent in [alice, bob] { agent.signal(SIGKILL) } }
+        _ = try #require(alice.waitForEvent(timeout: .seconds(8)) { $0.name == "peer-joined" })
+        _ = try #require(bob.waitForEvent(timeout: .seconds(8)) { $0.name == "peer-joined" })
+        usleep(500_000)
+        tap.publish(recording)
+        usleep(1_000_000)
+        for agent in [alice, bob] {
+            #expect(agent.status()?["state"] as? String == "joined", "\(agent.name): the recorded end ends nothing")
+            #expect(agent.peers()?.count == 1, "\(agent.name): no ghost of the first evening")
+            // Every frame on the group's subject reaches both (those on the first evening's peers'
+            // subjects reach no one: those subjects name yesterday's ids), and each is stale.
+            let toAll = recording.filter { $0.subject.hasSuffix(".all") }.count
+            #expect(agent.counter("drops", "stale") >= toAll, "\(agent.name) counts the replay (\(toAll) to all)")
+        }
+        print(
+            "relay freshness: \(recording.count) recorded frames published again, stale at alice \(alice.counter("drops", "stale")), at bob \(bob.counter("drops", "stale"))"
+        )
+        for agent in [alice, bob] { agent.closeInput() }
+        for agent in [alice, bob] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
     /// Tools/nats's configurations as shipped: each is accepted by `nats-server -t`; a home leaf
     /// node (which only dials out) joined to a hub carries a group between an agent at home
     /// and one on the hub. Run with their ports moved to this test's own.
@@ -558,5 +619,56 @@ private final class TestListener: @unchecked Sendable {
     func close() {
         shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
+    }
+}
+
+/// A NATS client of the test's own: what someone holding the server's token, but not the group
+/// key, can do: subscribe to every subject, record, and publish again.
+final class NatsTap {
+    private let fd: Int32
+    private var parser = NatsParser(lineBytesMax: 65_536, payloadBytesMax: 65_536)
+
+    init(address: String, token: String) throws {
+        let parts = address.split(separator: ":")
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var peer = sockaddr_in()
+        peer.sin_family = sa_family_t(AF_INET)
+        peer.sin_port = UInt16(parts[1])!.bigEndian
+        peer.sin_addr.s_addr = inet_addr(String(parts[0]))
+        let connected = withUnsafePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { throw LANError(description: "the tap could not connect to \(address)") }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        sendAll(
+            fd,
+            NatsCommand.connect(.init(token: token), name: "tap") + NatsCommand.sub(">", sid: 1)
+                + Array("PING\r\n".utf8))
+    }
+
+    deinit { close(fd) }
+
+    /// The messages published on any subject during `seconds`.
+    func record(seconds: Double) -> [(subject: String, frame: [UInt8])] {
+        var messages: [(subject: String, frame: [UInt8])] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { continue }
+            for message in (try? parser.feed(buffer[0..<count])) ?? [] {
+                if case .msg(let subject, _, _, let payload) = message { messages.append((subject, payload)) }
+                if case .ping = message { sendAll(fd, Array("PONG\r\n".utf8)) }
+            }
+        }
+        return messages
+    }
+
+    /// Publishes each recorded message again on its subject.
+    func publish(_ messages: [(subject: String, frame: [UInt8])]) {
+        for message in messages { sendAll(fd, NatsCommand.pub(message.subject, payload: message.frame)) }
     }
 }
