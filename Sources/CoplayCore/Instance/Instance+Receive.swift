@@ -12,7 +12,9 @@ extension Instance {
         guard datagram.session == session else {
             return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
         }
-        let senderClock = clocks.estimate(of: datagram.sender.id, at: now.monotonic)?.offsetNanos
+        // Only a keyed group judges send times: an open one spares the lookup on every datagram.
+        let senderClock =
+            authentication.keys == nil ? nil : clocks.estimate(of: datagram.sender.id, at: now.monotonic)?.offsetNanos
         if let refusal = authentication.admit(
             datagram, bytes: bytes, receivedAt: receivedAt.wall, senderOffsetNanos: senderClock)
         {
