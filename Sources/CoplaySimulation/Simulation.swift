@@ -57,7 +57,7 @@ public struct Simulation {
         /// Busy with an input until then.
         fileprivate var busyUntil: Int64 = 0
         /// Datagrams waiting to be read, with their arrival times, from `inboxHead` on.
-        fileprivate var inbox: [(bytes: [UInt8], from: Endpoint, arrivedAt: Int64)] = []
+        fileprivate var inbox: [(bytes: [UInt8], from: Endpoint, arrivedAt: Int64, viaGroup: Bool)] = []
         fileprivate var inboxHead = 0
         fileprivate var serving = false
         /// A timer came due while datagrams waited (or the node was paused): it fires once the
@@ -70,7 +70,7 @@ public struct Simulation {
     }
 
     private enum Item {
-        case deliver(bytes: [UInt8], from: Endpoint, to: Int)
+        case deliver(bytes: [UInt8], from: Endpoint, to: Int, viaGroup: Bool)
         /// A paused or starved node reads the next datagram of its receive buffer.
         case serve(node: Int)
         case resume(node: Int)
@@ -99,9 +99,14 @@ public struct Simulation {
     /// The player a node starts with (and gets again after a crash), when not the default one:
     /// a clock that runs fast, a player that reports position samples.
     public var playerOfNode: [Int: SimulatedPlayer] = [:]
+    /// Peers a node reaches by unicast as well as by multicast (its `--peer` seeds).
+    public var seedsOfNode: [Int: [Endpoint]] = [:]
     /// A fault of the test's choosing: datagrams (bytes, sender, receiver) for which it returns
     /// true are lost, besides the random loss of the network conditions.
     public var drops: (@Sendable (_ bytes: [UInt8], _ from: Int, _ to: Int) -> Bool)?
+    /// A network that filters multicast: datagrams to the group from `from` never reach `to`
+    /// when this returns true (unicast between them still does).
+    public var groupDrops: (@Sendable (_ from: Int, _ to: Int) -> Bool)?
 
     private var queue = EventQueue<Item>()
     private var random: SplitMix64
@@ -146,15 +151,15 @@ public struct Simulation {
             let (at, item) = queue.pop()!
             nowNanos = at
             switch item {
-            case .deliver(let bytes, let source, let index):
+            case .deliver(let bytes, let source, let index, let viaGroup):
                 datagramsDelivered += 1
                 guard nodes[index].instance != nil else { continue }
                 nodes[index].datagramsReceived += 1
                 if bytes.count > 5 { receivedByType[bytes[5], default: 0] += 1 }
                 if nodes[index].pausedUntil != nil || nodes[index].busyUntil > at || nodes[index].waiting > 0 {
-                    hold(bytes, from: source, at: at, for: index)
+                    hold(bytes, from: source, at: at, viaGroup: viaGroup, for: index)
                 } else {
-                    receive(bytes, from: source, arrivedAt: at, by: index)
+                    receive(bytes, from: source, arrivedAt: at, viaGroup: viaGroup, by: index)
                 }
             case .serve(let index):
                 nodes[index].serving = false
@@ -205,7 +210,9 @@ public struct Simulation {
 
     /// A datagram for a node that is paused, busy, or has others waiting: into its receive
     /// buffer, or lost if that is full.
-    private mutating func hold(_ bytes: [UInt8], from source: Endpoint, at arrival: Int64, for index: Int) {
+    private mutating func hold(
+        _ bytes: [UInt8], from source: Endpoint, at arrival: Int64, viaGroup: Bool, for index: Int
+    ) {
         guard nodes[index].waiting < receiveBufferDatagrams else {
             nodes[index].receiveBufferDrops += 1
             return
@@ -215,7 +222,7 @@ public struct Simulation {
             nodes[index].wakeAfter = nodes[index].wakeAfter.map { max(0, $0 - nodes[index].inboxHead) }
             nodes[index].inboxHead = 0
         }
-        nodes[index].inbox.append((bytes, source, arrival))
+        nodes[index].inbox.append((bytes, source, arrival, viaGroup))
         if nodes[index].pausedUntil == nil { scheduleServe(index, at: max(nowNanos, nodes[index].busyUntil)) }
     }
 
@@ -247,7 +254,7 @@ public struct Simulation {
         } else if nodes[index].waiting > 0 {
             let next = nodes[index].inbox[nodes[index].inboxHead]
             nodes[index].inboxHead += 1
-            receive(next.bytes, from: next.from, arrivedAt: next.arrivedAt, by: index)
+            receive(next.bytes, from: next.from, arrivedAt: next.arrivedAt, viaGroup: next.viaGroup, by: index)
         }
         if nodes[index].waiting > 0 || nodes[index].wakeAfter != nil {
             scheduleServe(index, at: max(nowNanos, nodes[index].busyUntil))
@@ -255,15 +262,22 @@ public struct Simulation {
     }
 
     /// The node reads one datagram, stamped with its arrival (the kernel's timestamp) and
-    /// handled now.
-    private mutating func receive(_ bytes: [UInt8], from source: Endpoint, arrivedAt: Int64, by index: Int) {
+    /// handled now, as the shell does: a turn of reading (here, of one datagram) on the socket it
+    /// arrived at, the group's or the node's own.
+    private mutating func receive(
+        _ bytes: [UInt8], from source: Endpoint, arrivedAt: Int64, viaGroup: Bool, by index: Int
+    ) {
         let (receivedAt, now) = (
             nodes[index].clock.timestamp(atTrue: arrivedAt), nodes[index].clock.timestamp(atTrue: nowNanos)
         )
         // Mutated in place: a copy taken out and put back would share the instance's tables, and
         // its first change would copy them all.
-        guard let directives = nodes[index].instance?.onDatagram(bytes, from: source, receivedAt: receivedAt, now: now)
+        guard var turn = nodes[index].instance?.beginReceiveTurn(),
+            var directives = nodes[index].instance?.onDatagram(
+                bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, turn: &turn),
+            let deferred = nodes[index].instance?.endReceiveTurn(turn, drained: true, now: now)
         else { return }
+        directives += deferred
         nodes[index].busyUntil = nowNanos + nodes[index].perInputNanos
         carryOut(directives, for: index)
     }
@@ -323,7 +337,7 @@ public struct Simulation {
             var instance = Instance(
                 identity: identity, settings: settingsOfNode[index] ?? settings,
                 seed: seed ^ UInt64(index << 32) ^ UInt64(nodes[index].starts),
-                now: now)
+                now: now, seeds: seedsOfNode[index] ?? [])
             let directives = instance.start(now: now)
             nodes[index].instance = instance
             carryOut(directives, for: index)
@@ -386,7 +400,7 @@ public struct Simulation {
             datagramsSent += 1
             guard link == nil else { return transmitOnLink(bytes, from: index, isGroup: true) }
             for receiver in nodes.indices where receiver != index {
-                transmit(bytes, from: index, to: receiver)
+                transmit(bytes, from: index, to: receiver, viaGroup: true)
             }
         case .datagram(let bytes, let endpoint?):
             datagramsSent += 1
@@ -394,8 +408,10 @@ public struct Simulation {
                 endpoint.port == nodes[receiver].endpoint.port
             {
                 guard link == nil else { return transmitOnLink(bytes, from: index, to: receiver, isGroup: false) }
-                transmit(bytes, from: index, to: receiver)
+                transmit(bytes, from: index, to: receiver, viaGroup: false)
             }
+        case .publish:
+            return  // no relay in the simulation
         case .emit(let event):
             nodes[index].events.append((nowNanos, event))
             if nodes[index].events.count > eventLogMax { nodes[index].events.removeFirst(eventLogMax / 10) }
@@ -445,23 +461,28 @@ public struct Simulation {
         for (receiver, at) in arrivals {
             if random.nextUnit() < conditions.lossProbability { continue }
             if let drops, drops(bytes, sender, receiver) { continue }
+            if isGroup, let groupDrops, groupDrops(sender, receiver) { continue }
             let copies = random.nextUnit() < conditions.duplicationProbability ? 2 : 1
             for _ in 0..<copies {
                 queue.push(
-                    .deliver(bytes: bytes, from: nodes[sender].endpoint, to: receiver), at: max(at, nowNanos + 1))
+                    .deliver(bytes: bytes, from: nodes[sender].endpoint, to: receiver, viaGroup: isGroup),
+                    at: max(at, nowNanos + 1))
             }
         }
     }
 
-    private mutating func transmit(_ bytes: [UInt8], from sender: Int, to receiver: Int) {
+    private mutating func transmit(_ bytes: [UInt8], from sender: Int, to receiver: Int, viaGroup: Bool) {
         if let groupOf, groupOf[sender] != groupOf[receiver] { return }
         if random.nextUnit() < conditions.lossProbability { return }
         if let drops, drops(bytes, sender, receiver) { return }
+        if viaGroup, let groupDrops, groupDrops(sender, receiver) { return }
         let copies = random.nextUnit() < conditions.duplicationProbability ? 2 : 1
         for _ in 0..<copies {
             let jitter = -log(1 - random.nextUnit()) * Double(conditions.jitterMean.nanoseconds)
             let delay = conditions.baseDelay.nanoseconds + Int64(jitter)
-            queue.push(.deliver(bytes: bytes, from: nodes[sender].endpoint, to: receiver), at: nowNanos + delay)
+            queue.push(
+                .deliver(bytes: bytes, from: nodes[sender].endpoint, to: receiver, viaGroup: viaGroup),
+                at: nowNanos + delay)
         }
     }
 }

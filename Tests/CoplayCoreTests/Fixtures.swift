@@ -38,13 +38,15 @@ let bob = Member(id: bobID, incarnation: Incarnation(100))
 func aliceKnowingBobsClock() throws -> Instance {
     var alice = makeInstance()
     _ = alice.start(now: at(0))
-    let out = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
+    let out = alice.onDatagram(
+        bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10), viaGroup: true)
     let probe = try #require(
         out.unicasts.compactMap { if case .probe(let probe) = $0.0.payload { probe } else { nil } }.first)
     let reply = ClockProbeReply(
         token: probe.token, originWall: probe.originWall, receiveWall: at(10.05).wall, transmitWall: at(10.06).wall)
     _ = alice.onDatagram(
-        bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1))
+        bytes(.probeReply(reply), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(10.1), now: at(10.1),
+        viaGroup: true)
     try #require(alice.clockEstimate(of: bobID, at: at(10.1).monotonic) != nil)
     return alice
 }

@@ -29,21 +29,24 @@ import Testing
     @Test func aSignedDatagram_isAccepted_untaggedForgedOtherKeyAndReplayedOnesAreDroppedByReason() {
         var alice = keyedAlice([key])
         let hello = signed(bobHello, with: [key])
-        _ = alice.onDatagram(hello, from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(hello, from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true)
         #expect(alice.peers[bobID] != nil, "an authentic hello admits bob")
-        _ = alice.onDatagram(hello, from: bobEndpoint, receivedAt: at(2), now: at(2))
+        _ = alice.onDatagram(hello, from: bobEndpoint, receivedAt: at(2), now: at(2), viaGroup: true)
         _ = alice.onDatagram(
-            bytes(bobHeartbeat, from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(3), now: at(3))
+            bytes(bobHeartbeat, from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(3), now: at(3),
+            viaGroup: true)
         _ = alice.onDatagram(
-            signed(bobHeartbeat, sequence: 3, with: [otherKey]), from: bobEndpoint, receivedAt: at(4), now: at(4))
+            signed(bobHeartbeat, sequence: 3, with: [otherKey]), from: bobEndpoint, receivedAt: at(4), now: at(4),
+            viaGroup: true)
         var forged = signed(bobHeartbeat, sequence: 4, with: [key])
         forged[forged.count - 20] ^= 0x01  // a bit of the payload changed after signing
-        _ = alice.onDatagram(forged, from: bobEndpoint, receivedAt: at(5), now: at(5))
+        _ = alice.onDatagram(forged, from: bobEndpoint, receivedAt: at(5), now: at(5), viaGroup: true)
         #expect(alice.counters.drops[.replayed] == 1)
         #expect(alice.counters.drops[.missingTag] == 1)
         #expect(alice.counters.drops[.badTag] == 2, "another key's tag and a forged one")
         _ = alice.onDatagram(
-            signed(bobHeartbeat, sequence: 5, with: [key]), from: bobEndpoint, receivedAt: at(6), now: at(6))
+            signed(bobHeartbeat, sequence: 5, with: [key]), from: bobEndpoint, receivedAt: at(6), now: at(6),
+            viaGroup: true)
         #expect(alice.counters.dropsTotal == 4, "a fresh authentic one is accepted")
     }
 
@@ -54,13 +57,15 @@ import Testing
             now: at(0), keys: [key])
         let out = bobAgent.start(now: at(0))
         let hello = out.compactMap { if case .multicast(let datagram) = $0 { datagram } else { nil } }.first!
-        _ = alice.onDatagram(bobAgent.encode(hello, at: at(1)), from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(
+            bobAgent.encode(hello, at: at(1)), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true)
         #expect(alice.peers[bobID] != nil)
     }
 
     @Test func rotation_anOlderKeyIsStillAccepted_butTheCurrentOneSigns() {
         var alice = keyedAlice([newKey, key])  // rotated: new first, old below it
-        _ = alice.onDatagram(signed(bobHello, with: [key]), from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(
+            signed(bobHello, with: [key]), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true)
         #expect(alice.peers[bobID] != nil, "bob has not rotated yet: still accepted")
         let ownHello = WireFormat.encode(
             Datagram(session: session, sender: alice.member, sequence: 9, payload: bobHello), signedWith: alice.keys)
@@ -68,7 +73,8 @@ import Testing
         #expect(!GroupKeys(keys: [key], session: session).verifies(ownHello))
         alice.onKeysChanged([newKey])  // the rotation is over (SIGHUP after the file changed)
         _ = alice.onDatagram(
-            signed(bobHeartbeat, sequence: 2, with: [key]), from: bobEndpoint, receivedAt: at(2), now: at(2))
+            signed(bobHeartbeat, sequence: 2, with: [key]), from: bobEndpoint, receivedAt: at(2), now: at(2),
+            viaGroup: true)
         #expect(alice.counters.drops[.badTag] == 1)
     }
 
@@ -82,7 +88,8 @@ import Testing
         var alice = makeInstance()
         _ = alice.start(now: at(0))
         let takeover = Member(id: bobID, incarnation: Incarnation(.max))
-        _ = alice.onDatagram(bytes(bobHello, from: takeover), from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(
+            bytes(bobHello, from: takeover), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true)
         #expect(alice.counters.drops[.implausibleIncarnation] == 1 && alice.peers.isEmpty)
     }
 

@@ -9,7 +9,8 @@ import Testing
     private func aliceKnowingBobOnAnItem() -> Instance {
         var alice = makeInstance()
         _ = alice.start(now: at(0))
-        _ = alice.onDatagram(bytes(bobHelloPayload, from: bob), from: bobEndpoint, receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(
+            bytes(bobHelloPayload, from: bob), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true)
         _ = alice.onCommand(
             .share(Activity(url: "u", itemID: "movie"), durationSeconds: 600, bufferSeconds: 0), now: at(2))
         return alice
@@ -36,7 +37,8 @@ import Testing
                     transmitWall: WallInstant(unixNanos: .min))),
         ]
         for payload in hostile {
-            _ = alice.onDatagram(bytes(payload, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3))
+            _ = alice.onDatagram(
+                bytes(payload, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3), viaGroup: true)
         }
         #expect(alice.counters.drops[.malformedPayload] == hostile.count)
         _ = alice.onTick(now: at(500))
@@ -49,7 +51,7 @@ import Testing
         let member = alice.member
         let out = alice.onDatagram(
             bytes(.nack([MissingRange(origin: member, from: 1, to: .max)]), from: bob), from: bobEndpoint,
-            receivedAt: at(4), now: at(4))
+            receivedAt: at(4), now: at(4), viaGroup: true)
         #expect(out.unicasts.count == 6, "the share and 5 pauses: what exists, and no more work than that")
         #expect(out.unicasts.allSatisfy { $0.1 == bobEndpoint }, "to bob's announced endpoint")
         #expect(alice.log.stored(MissingRange(origin: member, from: .max - 1, to: .max), limit: 64).isEmpty)
@@ -80,7 +82,7 @@ import Testing
         let victim = Endpoint(address: 0x0A00_0063, port: 53)
         let out = alice.onDatagram(
             bytes(.nack([MissingRange(origin: alice.member, from: 1, to: 6)]), from: stranger), from: victim,
-            receivedAt: at(4), now: at(4))
+            receivedAt: at(4), now: at(4), viaGroup: true)
         #expect(out.unicasts.isEmpty)
         #expect(alice.counters.drops[.unknownSender] == 1)
     }
@@ -118,7 +120,7 @@ import Testing
                 command: Command(item: "other", operation: .pause(position: 1, at: at(12).wall)))
             _ = alice.onDatagram(
                 bytes(.command(envelope, isRepair: true), from: bob, sequence: UInt32(3 + index)), from: bobEndpoint,
-                receivedAt: at(12), now: at(12))
+                receivedAt: at(12), now: at(12), viaGroup: true)
         }
         #expect(alice.log.delivered.count >= 60, "the invented origins' commands were delivered")
         out = alice.onCommand(.pause, now: at(13))
@@ -152,7 +154,7 @@ import Testing
         var alice = try aliceKnowingBobsClock()
         let out = alice.onDatagram(
             bytes(part(frontier: VectorClock([bob: 100]), winners: [pause(100)]), from: bob, sequence: 3),
-            from: bobEndpoint, receivedAt: at(11), now: at(11))
+            from: bobEndpoint, receivedAt: at(11), now: at(11), viaGroup: true)
         #expect(alice.log.count(of: bob) == 100)
         #expect(alice.items["movie"]?.winner.dot == Dot(origin: bob, counter: 100))
         #expect(
@@ -176,16 +178,16 @@ import Testing
             let before = alice.counters.drops[reason] ?? 0
             _ = alice.onDatagram(
                 bytes(payload, from: sender, sequence: UInt32(10 + index)), from: bobEndpoint, receivedAt: at(11),
-                now: at(11))
+                now: at(11), viaGroup: true)
             #expect(alice.counters.drops[reason] == before + 1, "\(reason)")
         }
         // Two parts that disagree on how many there are.
         _ = alice.onDatagram(
             bytes(part(frontier: VectorClock([bob: 5]), winners: [], index: 0, count: 2), from: bob, sequence: 20),
-            from: bobEndpoint, receivedAt: at(12), now: at(12))
+            from: bobEndpoint, receivedAt: at(12), now: at(12), viaGroup: true)
         _ = alice.onDatagram(
             bytes(part(frontier: VectorClock(), winners: [], index: 1, count: 3), from: bob, sequence: 21),
-            from: bobEndpoint, receivedAt: at(12), now: at(12))
+            from: bobEndpoint, receivedAt: at(12), now: at(12), viaGroup: true)
         #expect(alice.counters.drops[.badState] == 3)
         #expect(alice.log.count(of: bob) == 0, "nothing adopted")
         #expect(alice.items.isEmpty)
@@ -200,7 +202,8 @@ import Testing
         let stranger = Member(id: PeerID(0xBAD), incarnation: Incarnation(1))
         let victim = Endpoint(address: 0x0A00_0063, port: 53)
         var out = alice.onDatagram(
-            bytes(.stateRequest(StateRequest()), from: stranger), from: victim, receivedAt: at(12), now: at(12))
+            bytes(.stateRequest(StateRequest()), from: stranger), from: victim, receivedAt: at(12), now: at(12),
+            viaGroup: true)
         #expect(out.unicasts.isEmpty)
         #expect(alice.counters.drops[.unknownSender] == 1)
         // A member asking 10,000 times in a second gets at most its repair budget's worth.
@@ -208,7 +211,7 @@ import Testing
         for index in 0..<10_000 {
             out = alice.onDatagram(
                 bytes(.stateRequest(StateRequest()), from: bob, sequence: UInt32(100 + index)), from: bobEndpoint,
-                receivedAt: at(13 + Double(index) / 10), now: at(13 + Double(index) / 10))
+                receivedAt: at(13 + Double(index) / 10), now: at(13 + Double(index) / 10), viaGroup: true)
             #expect(out.unicasts.allSatisfy { $0.1 == bobEndpoint })
             sent += out.unicasts.map { WireFormat.encode($0.0).count }.reduce(0, +)
         }
@@ -225,7 +228,8 @@ import Testing
         for (index, member) in members.enumerated() {
             _ = alice.onDatagram(
                 bytes(.heartbeat(Announcement(unicastPort: 40_000, name: "m\(index)")), from: member),
-                from: Endpoint(address: 0x0A00_0100 + UInt32(index), port: 40_000), receivedAt: at(20), now: at(20))
+                from: Endpoint(address: 0x0A00_0100 + UInt32(index), port: 40_000), receivedAt: at(20), now: at(20),
+                viaGroup: true)
         }
         #expect(alice.peers.count == 101)
         // Each member's first command, relayed by bob (whose clock alice knows).
@@ -235,7 +239,7 @@ import Testing
                 command: Command(item: "other", operation: .pause(position: 1, at: at(21).wall)))
             _ = alice.onDatagram(
                 bytes(.command(envelope, isRepair: true), from: bob, sequence: UInt32(10 + index)), from: bobEndpoint,
-                receivedAt: at(21), now: at(21))
+                receivedAt: at(21), now: at(21), viaGroup: true)
         }
         #expect(alice.log.delivered.count == 100)
         func issued(_ out: [Directive]) throws -> CommandEnvelope {

@@ -82,12 +82,13 @@ import Testing
         let stranger = Member(id: PeerID(0xE71), incarnation: Incarnation(1))
         _ = alice.onDatagram(
             bytes(.peerList(Array(strangers.prefix(32))), from: stranger), from: bobEndpoint, receivedAt: at(1),
-            now: at(1))
+            now: at(1), viaGroup: true)
         #expect(alice.counters.drops[.unknownSender] == 1)
         #expect(alice.onConsoleLine("status", now: at(2)).unicasts.isEmpty)
 
         // From bob, a member: at most `gossipedEndpointsMax` endpoints, for a limited time.
-        _ = alice.onDatagram(bytes(bobHello, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3))
+        _ = alice.onDatagram(
+            bytes(bobHello, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3), viaGroup: true)
         for (index, chunk) in [strangers[0..<32], strangers[32..<64], strangers[64...]].enumerated() {
             _ = alice.onDatagram(
                 bytes(.peerList(Array(chunk)), from: bob, sequence: UInt32(10 + index)), from: bobEndpoint,

@@ -7,7 +7,8 @@ import Testing
     func aliceKnowingBob() -> Instance {
         var alice = makeInstance()
         _ = alice.start(now: at(0))
-        _ = alice.onDatagram(bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10))
+        _ = alice.onDatagram(
+            bytes(bobHeartbeat, from: bob), from: bobEndpoint, receivedAt: at(10), now: at(10), viaGroup: true)
         return alice
     }
 
@@ -45,7 +46,7 @@ import Testing
         _ = alice.start(now: at(0))
         let out = alice.onDatagram(
             bytes(bobHello, from: bob), from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(5),
-            now: at(5))
+            now: at(5), viaGroup: true)
         let joined = try #require(out.events.first)
         guard case .peerJoined(let info) = joined else {
             Issue.record("expected peerJoined, got \(joined)")
@@ -63,7 +64,8 @@ import Testing
         var alice = makeInstance()
         _ = alice.start(now: at(0))
         let reply = Payload.hello(Announcement(isReply: true, unicastPort: bobEndpoint.port, name: "bob"))
-        let out = alice.onDatagram(bytes(reply, from: bob), from: bobEndpoint, receivedAt: at(5), now: at(5))
+        let out = alice.onDatagram(
+            bytes(reply, from: bob), from: bobEndpoint, receivedAt: at(5), now: at(5), viaGroup: true)
         #expect(!out.unicasts.contains { if case .hello = $0.0.payload { true } else { false } })
         #expect(alice.peers[bobID] != nil)
     }
@@ -81,11 +83,11 @@ import Testing
                     let probe = ClockProbe(token: 7, originWall: at(probeMillis).wall)
                     _ = alice.onDatagram(
                         bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(probeMillis),
-                        now: at(probeMillis))
+                        now: at(probeMillis), viaGroup: true)
                 }
                 let out = alice.onDatagram(
                     bytes(bobHello, from: bob, sequence: sequence), from: bobEndpoint, receivedAt: at(millis),
-                    now: at(millis))
+                    now: at(millis), viaGroup: true)
                 answers +=
                     out.unicasts.filter { if case .hello = $0.0.payload { $0.1 == bobEndpoint } else { false } }
                     .count
@@ -128,7 +130,8 @@ import Testing
         _ = alice.onTick(now: at(800))
         #expect(alice.peers[bobID]?.liveness == .suspected)
         let out = alice.onDatagram(
-            bytes(bobHeartbeat, from: bob, sequence: 9), from: bobEndpoint, receivedAt: at(900), now: at(900))
+            bytes(bobHeartbeat, from: bob, sequence: 9), from: bobEndpoint, receivedAt: at(900), now: at(900),
+            viaGroup: true)
         #expect(out.events.contains { if case .peerResponsive = $0 { true } else { false } })
         #expect(alice.peers[bobID]?.liveness == .alive)
         _ = alice.onTick(now: at(1300))
@@ -138,11 +141,13 @@ import Testing
     @Test func leave_removesPeerAtOnceAndItsLateHeartbeatDoesNotResurrectIt() {
         var alice = aliceKnowingBob()
         let out = alice.onDatagram(
-            bytes(.leave(.left), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(20), now: at(20))
+            bytes(.leave(.left), from: bob, sequence: 2), from: bobEndpoint, receivedAt: at(20), now: at(20),
+            viaGroup: true)
         #expect(out.events.contains { if case .peerLeft(let info, .left) = $0 { info.member == bob } else { false } })
         #expect(alice.peers.isEmpty)
         _ = alice.onDatagram(
-            bytes(bobHeartbeat, from: bob, sequence: 1), from: bobEndpoint, receivedAt: at(21), now: at(21))
+            bytes(bobHeartbeat, from: bob, sequence: 1), from: bobEndpoint, receivedAt: at(21), now: at(21),
+            viaGroup: true)
         #expect(alice.peers.isEmpty)
         #expect(alice.counters.drops[.fromDeparted] == 1)
     }
@@ -154,7 +159,8 @@ import Testing
         for millis in stride(from: 500.0, through: 2000, by: 500) { _ = alice.onTick(now: at(millis)) }
         #expect(alice.peers.isEmpty)
         let out = alice.onDatagram(
-            bytes(bobHeartbeat, from: bob, sequence: 50), from: bobEndpoint, receivedAt: at(2100), now: at(2100))
+            bytes(bobHeartbeat, from: bob, sequence: 50), from: bobEndpoint, receivedAt: at(2100), now: at(2100),
+            viaGroup: true)
         #expect(out.events.contains { if case .peerJoined = $0 { true } else { false } })
         #expect(alice.peers[bobID]?.member == bob)
     }
@@ -162,20 +168,23 @@ import Testing
     @Test func newerIncarnation_replacesTheOldOneAsARestart() {
         var alice = aliceKnowingBob()
         let reborn = Member(id: bobID, incarnation: Incarnation(101))
-        let out = alice.onDatagram(bytes(bobHello, from: reborn), from: bobEndpoint, receivedAt: at(30), now: at(30))
+        let out = alice.onDatagram(
+            bytes(bobHello, from: reborn), from: bobEndpoint, receivedAt: at(30), now: at(30), viaGroup: true)
         #expect(
             out.events.contains { if case .peerLeft(let info, .restarted) = $0 { info.member == bob } else { false } })
         #expect(out.events.contains { if case .peerJoined(let info) = $0 { info.member == reborn } else { false } })
         #expect(alice.peers[bobID]?.member == reborn)
         _ = alice.onDatagram(
-            bytes(bobHeartbeat, from: bob, sequence: 7), from: bobEndpoint, receivedAt: at(31), now: at(31))
+            bytes(bobHeartbeat, from: bob, sequence: 7), from: bobEndpoint, receivedAt: at(31), now: at(31),
+            viaGroup: true)
         #expect(alice.peers[bobID]?.member == reborn)
     }
 
     @Test func olderIncarnation_isDroppedAsStale() {
         var alice = aliceKnowingBob()
         let older = Member(id: bobID, incarnation: Incarnation(99))
-        _ = alice.onDatagram(bytes(bobHeartbeat, from: older), from: bobEndpoint, receivedAt: at(30), now: at(30))
+        _ = alice.onDatagram(
+            bytes(bobHeartbeat, from: older), from: bobEndpoint, receivedAt: at(30), now: at(30), viaGroup: true)
         #expect(alice.peers[bobID]?.member == bob)
         #expect(alice.counters.drops[.staleIncarnation] == 1)
     }
@@ -185,7 +194,7 @@ import Testing
         _ = alice.start(now: at(0))
         _ = alice.onDatagram(
             bytes(bobHello, from: bob, session: SessionID(name: "other")), from: bobEndpoint, receivedAt: at(5),
-            now: at(5))
+            now: at(5), viaGroup: true)
         #expect(alice.peers.isEmpty)
         #expect(alice.counters.drops[.otherSession] == 1)
     }
@@ -194,7 +203,8 @@ import Testing
         var alice = makeInstance()
         let out = alice.start(now: at(0))
         let hello = WireFormat.encode(out.multicasts[0])
-        _ = alice.onDatagram(hello, from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(1), now: at(1))
+        _ = alice.onDatagram(
+            hello, from: Endpoint(address: 0x7F00_0001, port: 47_700), receivedAt: at(1), now: at(1), viaGroup: true)
         #expect(alice.peers.isEmpty)
         #expect(alice.counters.ownEchoes == 1)
         #expect(alice.counters.dropsTotal == 0)
@@ -205,7 +215,7 @@ import Testing
         let before = alice.peers
         let out = alice.onDatagram(
             Array("GET / HTTP/1.1\r\n\r\n".utf8) + Array(repeating: 0, count: 30), from: bobEndpoint,
-            receivedAt: at(20), now: at(20))
+            receivedAt: at(20), now: at(20), viaGroup: true)
         #expect(alice.counters.drops[.badMagic] == 1)
         #expect(out.contains { if case .diagnose(let text) = $0 { text.contains("badMagic") } else { false } })
         #expect(alice.peers == before)
@@ -220,7 +230,7 @@ import Testing
             let member = Member(id: PeerID(UInt64(index)), incarnation: Incarnation(1))
             _ = alice.onDatagram(
                 bytes(bobHeartbeat, from: member), from: bobEndpoint, receivedAt: at(Double(index)),
-                now: at(Double(index)))
+                now: at(Double(index)), viaGroup: true)
         }
         #expect(alice.peers.count == 3)
         #expect(alice.counters.drops[.peerTableFull] == 2)
@@ -230,7 +240,8 @@ import Testing
         var alice = aliceKnowingBob()
         let probe = ClockProbe(token: 42, originWall: WallInstant(unixNanos: 123))
         let out = alice.onDatagram(
-            bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(20), now: at(20.5))
+            bytes(.probe(probe), from: bob, sequence: 3), from: bobEndpoint, receivedAt: at(20), now: at(20.5),
+            viaGroup: true)
         let (reply, to) = try #require(out.unicasts.first)
         #expect(to == bobEndpoint)
         #expect(
@@ -256,11 +267,12 @@ import Testing
                     transmitWall: bobReceives.wall)
                 let replyOut = alice.onDatagram(
                     bytes(.probeReply(reply), from: bob, sequence: 5), from: bobEndpoint, receivedAt: at(now + 0.08),
-                    now: at(now + 0.08))
+                    now: at(now + 0.08), viaGroup: true)
                 for case .clockSynced(let info) in replyOut.events { synced = info }
             }
             _ = alice.onDatagram(
-                bytes(bobHeartbeat, from: bob, sequence: 6), from: bobEndpoint, receivedAt: at(now), now: at(now))
+                bytes(bobHeartbeat, from: bob, sequence: 6), from: bobEndpoint, receivedAt: at(now), now: at(now),
+                viaGroup: true)
             now = Double(try #require(out.wake).nanos - at(0).monotonic.nanos) / 1_000_000
             if synced != nil { break }
         }
@@ -276,7 +288,8 @@ import Testing
             token: 999, originWall: WallInstant(unixNanos: 0), receiveWall: WallInstant(unixNanos: 0),
             transmitWall: WallInstant(unixNanos: 0))
         _ = alice.onDatagram(
-            bytes(.probeReply(forged), from: bob, sequence: 4), from: bobEndpoint, receivedAt: at(20), now: at(20))
+            bytes(.probeReply(forged), from: bob, sequence: 4), from: bobEndpoint, receivedAt: at(20), now: at(20),
+            viaGroup: true)
         #expect(alice.counters.drops[.unexpectedProbeReply] == 1)
         #expect(alice.clockEstimate(of: bobID, at: at(20).monotonic) == nil)
     }
@@ -288,12 +301,14 @@ import Testing
         _ = alice.onCommand(.join, now: at(51))
         #expect(alice.incarnation > oldLeave.sender.incarnation)
         let echoes = alice.counters.ownEchoes
-        _ = alice.onDatagram(WireFormat.encode(oldLeave), from: bobEndpoint, receivedAt: at(52), now: at(52))
+        _ = alice.onDatagram(
+            WireFormat.encode(oldLeave), from: bobEndpoint, receivedAt: at(52), now: at(52), viaGroup: true)
         #expect(alice.counters.drops[.idConflict] == nil, "a rejoin is the same participant, not a conflict")
         #expect(alice.counters.ownEchoes == echoes + 1)
         // Another agent really using alice's id is still a conflict.
         let impostor = Member(id: aliceID, incarnation: Incarnation(7))
-        _ = alice.onDatagram(bytes(bobHeartbeat, from: impostor), from: bobEndpoint, receivedAt: at(53), now: at(53))
+        _ = alice.onDatagram(
+            bytes(bobHeartbeat, from: impostor), from: bobEndpoint, receivedAt: at(53), now: at(53), viaGroup: true)
         #expect(alice.counters.drops[.idConflict] == 1)
     }
 
@@ -377,7 +392,7 @@ import Testing
         alice.onDatagram(
             bytes(
                 .heartbeat(Announcement(unicastPort: 40_000, name: "p\(index)")), from: peer(index), sequence: sequence),
-            from: endpoint(index), receivedAt: at(millis), now: at(millis))
+            from: endpoint(index), receivedAt: at(millis), now: at(millis), viaGroup: true)
     }
 
     /// Alice and `count` peers that each sent a heartbeat at 10 and 20 ms (heard twice: not a
@@ -484,7 +499,7 @@ import Testing
                 let replyAt = millis + roundTripMillis
                 let replyOut = alice.onDatagram(
                     bytes(.probeReply(reply), from: Self.peer(0), sequence: UInt32(10 + replies)),
-                    from: Self.endpoint(0), receivedAt: at(replyAt), now: at(replyAt))
+                    from: Self.endpoint(0), receivedAt: at(replyAt), now: at(replyAt), viaGroup: true)
                 if repliesUntilSynced == nil,
                     replyOut.events.contains(where: { if case .clockSynced = $0 { true } else { false } })
                 {

@@ -22,10 +22,12 @@ import Testing
             let (forBob, forAlice) = (toBob, toAlice)
             (toBob, toAlice) = ([], [])
             for datagram in datagrams(forBob) {
-                toAlice += bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: now, now: now)
+                toAlice += bob.onDatagram(
+                    WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: now, now: now, viaGroup: true)
             }
             for datagram in datagrams(forAlice) {
-                toBob += alice.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: now, now: now)
+                toBob += alice.onDatagram(
+                    WireFormat.encode(datagram), from: bobEndpoint, receivedAt: now, now: now, viaGroup: true)
             }
             millis += 0.1
         }
@@ -59,15 +61,18 @@ import Testing
         let first = alice.onCommand(add("part1"), now: at(10))
         let held = try #require(advances(first).first, "alice advances to her first entry")
         for datagram in first.multicasts where datagram != held {
-            _ = bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11))
+            _ = bob.onDatagram(
+                WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11), viaGroup: true)
         }
         #expect(bob.queueEntries.map(\.item.id) == ["part1"] && bob.queueCurrent == nil)
 
         let second = bob.onCommand(add("part2"), now: at(12))
         #expect(advances(second).isEmpty, "bob's add to a queue that is not empty advances nowhere")
-        _ = bob.onDatagram(WireFormat.encode(held), from: aliceEndpoint, receivedAt: at(13), now: at(13))
+        _ = bob.onDatagram(
+            WireFormat.encode(held), from: aliceEndpoint, receivedAt: at(13), now: at(13), viaGroup: true)
         for datagram in second.multicasts {
-            _ = alice.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: at(13), now: at(13))
+            _ = alice.onDatagram(
+                WireFormat.encode(datagram), from: bobEndpoint, receivedAt: at(13), now: at(13), viaGroup: true)
         }
         for instance in [alice, bob] {
             #expect(instance.queueEntries.map(\.item.id) == ["part1", "part2"])
@@ -83,7 +88,8 @@ import Testing
         let first = alice.onCommand(add("part1"), now: at(10))
         let lost = try #require(advances(first).first)
         for datagram in first.multicasts where datagram != lost {
-            _ = bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11))
+            _ = bob.onDatagram(
+                WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11), viaGroup: true)
         }
         #expect(advances(bob.onCommand(add("part2"), now: at(12))).isEmpty)
         let next = bob.onCommand(.next, now: at(13))
@@ -99,10 +105,12 @@ import Testing
         let fromBob = bob.onCommand(add("b1"), now: at(10))
         #expect(advances(fromAlice).count == 1 && advances(fromBob).count == 1)
         for datagram in fromAlice.multicasts {
-            _ = bob.onDatagram(WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11))
+            _ = bob.onDatagram(
+                WireFormat.encode(datagram), from: aliceEndpoint, receivedAt: at(11), now: at(11), viaGroup: true)
         }
         for datagram in fromBob.multicasts {
-            _ = alice.onDatagram(WireFormat.encode(datagram), from: bobEndpoint, receivedAt: at(11), now: at(11))
+            _ = alice.onDatagram(
+                WireFormat.encode(datagram), from: bobEndpoint, receivedAt: at(11), now: at(11), viaGroup: true)
         }
         #expect(alice.queueEntries.map(\.item.id) == bob.queueEntries.map(\.item.id))
         #expect(alice.queueEntries.count == 2)

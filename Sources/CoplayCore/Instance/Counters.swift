@@ -80,6 +80,11 @@ public struct Counters: Hashable, Sendable {
     public var bytesSent = 0
     /// Own multicast datagrams looped back by the kernel (expected, not an error).
     public var ownEchoes = 0
+    /// Datagrams dropped unread: strangers past their share of a turn of reading (`ReceiveTurn`).
+    public var receiveQueueDrops = 0
+    /// Relay frames that did not open under the group's keys (another key, or tampering), or
+    /// held no datagram (`RelayCarriage`).
+    public var relayFramesRefused = 0
     public var drops: [DropReason: Int] = [:]
     /// Datagrams decoded, and datagrams built here, by type (a multicast is built once, whoever
     /// receives it): what the traffic is made of, which the totals do not say. At most one key

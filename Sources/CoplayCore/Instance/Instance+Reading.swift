@@ -48,17 +48,6 @@ extension Instance {
         authentication.seal(datagram, sentAt: now.wall)
     }
 
-    /// Whether a received datagram, its header read but not yet decoded, claims a sender that is
-    /// no live peer: the shell reads strangers after the group's own traffic and, in a flood,
-    /// drops them unread (a forged claim is still checked when decoded). `isHello`: it claims to
-    /// be a hello, which a stranger joining sends (set aside rather than dropped).
-    public func stranger(_ header: ArraySlice<UInt8>) -> (isStranger: Bool, isHello: Bool) {
-        guard let claim = WireFormat.claimedSender(of: header), membership.peers[PeerID(claim)] != nil else {
-            return (true, WireFormat.claimedType(of: header) == .hello)
-        }
-        return (false, false)
-    }
-
     // MARK: Reports
 
     func peerInfo(_ record: PeerRecord, now: MonotonicInstant) -> PeerInfo {

@@ -33,6 +33,8 @@ public struct Instance: Sendable {
     var authentication: Authentication
     var paths: MulticastPath
     var queue: SharedQueue
+    /// With `--relay`: how datagrams travel through it (`RelayCarriage`).
+    var relay: RelayCarriage?
     /// Queue adds typed here, for the ids of entries added without one.
     var queueAddsIssued = 0
     /// The entry whose end this agent already advanced from (the player may say so twice).
@@ -41,10 +43,11 @@ public struct Instance: Sendable {
     var queueEndDue: (entry: String, due: MonotonicInstant)?
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
-    /// reach by unicast as well as by multicast (`--peer`).
+    /// reach by unicast as well as by multicast (`--peer`). `relayEntropy`: with `--relay` (a
+    /// keyed group only), 32 bytes from the system's generator for the relay's nonces.
     public init(
         identity: LocalIdentity, settings: Settings = Settings(), seed: UInt64, now: Timestamp, keys: [[UInt8]]? = nil,
-        seeds: [Endpoint] = []
+        seeds: [Endpoint] = [], relayEntropy: [UInt8]? = nil
     ) {
         precondition(
             identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
@@ -64,10 +67,18 @@ public struct Instance: Sendable {
         paths = MulticastPath(settings: settings)
         queue = SharedQueue(entriesMax: settings.queueEntriesMax * 2)
         authentication = Authentication(keys: keys, session: session, settings: settings)
+        if let keys, let relayEntropy {
+            relay = RelayCarriage(keys: keys, sessionName: identity.sessionName, entropy: relayEntropy)
+        }
     }
 
-    /// The key file was read again (SIGHUP): sign with its current key, accept its keys.
-    public mutating func onKeysChanged(_ keys: [[UInt8]]?) { authentication.rekey(keys) }
+    /// The key file was read again (SIGHUP): sign and seal with its current key, accept its keys.
+    /// The relay's subjects follow the keys: a shell with a relay subscribes to
+    /// `relaySubscriptions` again.
+    public mutating func onKeysChanged(_ keys: [[UInt8]]?) {
+        authentication.rekey(keys)
+        if let keys { relay?.rekey(keys) }
+    }
 
     // MARK: Inputs
 
@@ -135,10 +146,12 @@ public struct Instance: Sendable {
         return finish(out, now: now)
     }
 
-    /// One datagram from either socket. `receivedAt` is when the shell's receive loop got it;
-    /// `now` is when this handler runs; `viaGroup` whether it came to the multicast socket.
+    /// One datagram, handled at once (a turn of its own: `onDatagram(_:…turn:)` is what a shell
+    /// reading a socket calls). `receivedAt` is when the shell's receive loop got it; `now` is when
+    /// this handler runs; `viaGroup` whether it came to the multicast socket (or the relay's group
+    /// subject) rather than to this agent alone.
     public mutating func onDatagram(
-        _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool = true
+        _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool
     ) -> [Directive] {
         var out: [Directive] = []
         counters.datagramsReceived += 1

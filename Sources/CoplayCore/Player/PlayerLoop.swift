@@ -19,6 +19,8 @@ public enum PlayerLoop {
     public enum Step {
         /// Send these bytes to the session's group (`to` nil) or to an endpoint.
         case datagram([UInt8], to: Endpoint?)
+        /// Publish this frame on the relay's subject (`--relay`; a shell without one gets none).
+        case publish([UInt8], subject: String)
         case emit(Event)
         case diagnose(String)
         case wake(at: MonotonicInstant)
@@ -45,10 +47,16 @@ public enum PlayerLoop {
     ) -> Outcome {
         // One reading of the clock stamps the list's datagrams (`Datagram.sentAt`).
         var sentAt: Timestamp?
+        // A datagram to the group goes on the LAN and the relay's group subject; one to a relay
+        // endpoint only to that peer's subject.
         func send(_ datagram: Datagram, to endpoint: Endpoint?) {
             let at = sentAt ?? now()
             sentAt = at
-            carry(.datagram(instance.encode(datagram, at: at), to: endpoint))
+            let bytes = instance.encode(datagram, at: at)
+            if endpoint?.isRelay != true { carry(.datagram(bytes, to: endpoint)) }
+            if let (subject, frame) = instance.relayFrame(bytes, to: endpoint) {
+                carry(.publish(frame, subject: subject))
+            }
         }
         for directive in directives {
             switch directive {

@@ -16,30 +16,11 @@ public struct EventFormatter: Sendable {
         public var datagramsSent = 0
         public var bytesSent = 0
         public var sendErrors = 0
-        /// Datagrams dropped on arrival because too many were already waiting.
-        public var receiveQueueDrops = 0
         /// Datagrams the kernel dropped before they could be read (full receive buffer).
         public var kernelDrops = 0
         /// The relay's connection and counts, with `--relay`.
-        public var relay: Relay?
+        public var relay: RelayStatistics?
         public init() {}
-
-        public struct Relay: Sendable {
-            /// The server connected to or being tried (`host:port`).
-            public var server: String?
-            public var connected = false
-            /// Connections established after the first: fail-overs and reconnections.
-            public var reconnections = 0
-            public var framesPublished = 0
-            public var framesReceived = 0
-            /// Frames not published: no connection, a full write buffer, or over `max_payload`.
-            public var framesDropped = 0
-            /// Frames that did not open under the group key (another key, or tampered with).
-            public var framesRefused = 0
-            public var bytesWritten = 0
-            public var bytesRead = 0
-            public init() {}
-        }
     }
 
     public func lines(for event: Event, wire: WireStatistics, atUnixNanos: Int64) -> [String] {
@@ -117,7 +98,10 @@ public struct EventFormatter: Sendable {
                 ("peers", .int(Int64(report.peerCount))),
                 ("activity", report.activity.map { .object(activityFields($0)) } ?? .null),
                 ("player", playerObject(report)), ("counters", countersObject(report.counters, wire: wire)),
-                ("relay", wire.relay.map(Self.relayObject) ?? .null),
+                (
+                    "relay",
+                    wire.relay.map { Self.relayObject($0, refused: report.counters.relayFramesRefused) } ?? .null
+                ),
             ]
         case .peers(let infos):
             return [("peers", .array(infos.map(peerObject)))]
@@ -279,13 +263,15 @@ public struct EventFormatter: Sendable {
         return .object(members)
     }
 
-    private static func relayObject(_ relay: WireStatistics.Relay) -> JSONValue {
+    /// The relay's connection and counts; `refused` is the core's count of frames that did not
+    /// open (`Counters.relayFramesRefused`).
+    private static func relayObject(_ relay: RelayStatistics, refused: Int) -> JSONValue {
         .object([
             ("server", relay.server.map { .string($0) } ?? .null), ("connected", .bool(relay.connected)),
             ("reconnections", .int(Int64(relay.reconnections))),
             ("framesPublished", .int(Int64(relay.framesPublished))),
             ("framesReceived", .int(Int64(relay.framesReceived))), ("framesDropped", .int(Int64(relay.framesDropped))),
-            ("framesRefused", .int(Int64(relay.framesRefused))), ("bytesWritten", .int(Int64(relay.bytesWritten))),
+            ("framesRefused", .int(Int64(refused))), ("bytesWritten", .int(Int64(relay.bytesWritten))),
             ("bytesRead", .int(Int64(relay.bytesRead))),
         ])
     }
@@ -303,7 +289,8 @@ public struct EventFormatter: Sendable {
             ("datagramsReceived", .int(Int64(counters.datagramsReceived))),
             ("datagramsSent", .int(Int64(wire.datagramsSent))),
             ("bytesSent", .int(Int64(wire.bytesSent))), ("sendErrors", .int(Int64(wire.sendErrors))),
-            ("receiveQueueDrops", .int(Int64(wire.receiveQueueDrops))), ("kernelDrops", .int(Int64(wire.kernelDrops))),
+            ("receiveQueueDrops", .int(Int64(counters.receiveQueueDrops))),
+            ("kernelDrops", .int(Int64(wire.kernelDrops))),
             ("ownEchoes", .int(Int64(counters.ownEchoes))), ("dropped", .int(Int64(counters.dropsTotal))),
             ("drops", .object(drops)), ("receivedByType", byType(counters.receivedByType)),
             ("builtByType", byType(counters.builtByType)), ("commandErrors", .int(Int64(counters.commandErrors))),

@@ -4,11 +4,29 @@ import Glibc
 /// The relay's socket: one non-blocking TCP connection to a server of a NATS cluster, on the
 /// agent's event loop. It connects (`RelayServers` says where and when), runs a `NatsSession`
 /// over the connection, writes PUBs from a bounded buffer, and hands what arrives on the
-/// subscriptions to the shell. It decides nothing about the protocol: frames are sealed and
-/// opened by `RelaySeal`, and the core never knows a relay exists, but for the endpoints of relay
-/// peers.
+/// subscriptions to the shell. It decides nothing about the protocol: the core says what to
+/// subscribe to and publish, and opens what arrives (`RelayCarriage`).
 ///
 /// Used only on the event loop's thread, by the shell (its owner), like the shell's own state.
+/// What `ctl status` shows of the relay's connection (the frames that did not open are the
+/// core's count, `Counters.relayFramesRefused`).
+public struct RelayStatistics: Sendable {
+    /// The server connected to or being tried (`host:port`).
+    public var server: String?
+    public var connected = false
+    /// Connections established after the first (fail-overs and reconnections).
+    public var reconnections = 0
+    public var framesPublished = 0
+    public var framesReceived = 0
+    public var bytesWritten = 0
+    public var bytesRead = 0
+    /// Frames not published: no connection, or the write buffer full, or over `max_payload`.
+    public var framesDropped = 0
+    /// MSGs too large to be a frame, read past.
+    public var oversized = 0
+    public init() {}
+}
+
 final class RelayClient {
     enum Event {
         /// A frame arrived on `subject`.
@@ -18,27 +36,9 @@ final class RelayClient {
         case connected
     }
 
-    /// What `ctl status` shows of the relay.
-    struct Statistics {
-        var server: String?
-        var connected = false
-        /// Connections established after the first (fail-overs and reconnections).
-        var reconnections = 0
-        var framesPublished = 0
-        var framesReceived = 0
-        var bytesWritten = 0
-        var bytesRead = 0
-        /// Frames not published: no connection, or the write buffer full, or over `max_payload`.
-        var framesDropped = 0
-        /// Frames that did not open under the group key (a wrong key, or tampering).
-        var framesRefused = 0
-        /// MSGs too large to be a frame, read past.
-        var oversized = 0
-    }
-
     private let loop: EventLoop
     private let settings: Settings
-    private let subjects: [String]
+    private var subjects: [String]
     private let clientName: String
     private var servers: RelayServers
     private var random: SplitMix64
@@ -58,7 +58,7 @@ final class RelayClient {
     /// The largest frame: a datagram at its bound, sealed.
     private var frameBytesMax: Int { settings.datagramBytesMax + RelaySeal.overheadBytes }
     private var readBuffer = [UInt8](repeating: 0, count: 16_384)
-    private(set) var statistics = Statistics()
+    private(set) var statistics = RelayStatistics()
     private let handlers: (readable: @Sendable () -> Void, writable: @Sendable () -> Void)
 
     init(
@@ -78,6 +78,19 @@ final class RelayClient {
 
     /// Starts the first connection.
     func start(now: MonotonicInstant) -> [Event] { connect(now: now) }
+
+    /// The subjects changed (the group's keys were rotated): a connection made from now on
+    /// subscribes to these; one up now is made again at once, so that no frame under the new
+    /// key is missed for long.
+    func resubscribe(_ subjects: [String], now: MonotonicInstant) -> [Event] {
+        guard subjects != self.subjects else { return [] }
+        self.subjects = subjects
+        guard socket != nil else { return [] }
+        close()
+        statistics.connected = false
+        reconnectAt = nil
+        return [.diagnose("relay: the keys changed; subscribing again under them")] + connect(now: now)
+    }
 
     /// When `tick` next has something to do.
     var nextWake: MonotonicInstant? {

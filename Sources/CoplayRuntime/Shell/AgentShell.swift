@@ -52,16 +52,13 @@ public actor AgentShell {
     private var receiveBuffer: [UInt8]
     /// The bounds of one turn of reading a socket, from `Settings` (read once: a value read
     /// through this actor's `instance` is a copy of the whole instance).
-    private let turn: (datagramsMax: Int, strangersMax: Int, strangersDeferredMax: Int, durationMax: Duration)
+    private let turn: (datagramsMax: Int, durationMax: Duration)
     private var receiveControl = [UInt8](repeating: 0, count: 64)
     private let signalSources: [DispatchSourceSignal]
     private var wire = EventFormatter.WireStatistics()
     private var signalsSeen = 0
     /// The external player closed its connection.
     private var playerGone = false
-    /// Datagrams dropped unread because a turn of the loop held more strangers than
-    /// `Settings.receiveQueueStrangersPercent` allows (reported as `receiveQueueDrops`).
-    private var strangersDropped = 0
     /// Standard-input lines queued and not yet processed (at most `Settings.inputLinesQueuedMax`).
     private let lineSlots: DispatchSemaphore
     /// The control socket (`--control`), its clients' replies and followers' events in JSON.
@@ -69,13 +66,10 @@ public actor AgentShell {
     private let controlFormatter: EventFormatter
     /// While a control client's line is handled: that client, and the lines of its reply so far.
     private var reply: (client: Int, lines: [String])?
-    /// `--relay`: the servers, and how frames are sealed; the client is made by `run()`.
+    /// `--relay`: the servers; the client is made by `run()`.
     private let relaySeeds: [RelayServer]
-    private let relaySeal: RelaySeal?
     private var relay: RelayClient?
     private var relayTimer: EventLoop.Timer?
-    /// Frames that did not open, said at most a few times.
-    private var relayRefusals = 0
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration, mode: ShellMode = .standardStreams) throws {
@@ -120,25 +114,19 @@ public actor AgentShell {
         let identity = LocalIdentity(
             id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
             sessionName: configuration.sessionName, unicastPort: transport.local.port, playerKind: player.kind)
+        let relayEntropy = configuration.relays.isEmpty ? nil : (0..<32).map { _ in UInt8.random(in: 0...255) }
         instance = Instance(
             identity: identity, settings: configuration.settings, seed: system.next(), now: clock.now(),
-            keys: configuration.keys, seeds: configuration.peers)
+            keys: configuration.keys, seeds: configuration.peers, relayEntropy: relayEntropy)
         keyFile = configuration.keyFile
         relaySeeds = configuration.relays
-        relaySeal = configuration.keys.flatMap { keys in
-            configuration.relays.isEmpty ? nil : RelaySeal(keys: keys, sessionName: configuration.sessionName)
-        }
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         formatter = EventFormatter(json: configuration.json, clock: clock)
         controlFormatter = EventFormatter(json: true, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
         let settings = configuration.settings
-        turn = (
-            settings.receiveQueueDatagramsMax,
-            settings.receiveQueueDatagramsMax * settings.receiveQueueStrangersPercent / 100,
-            settings.receiveQueueStrangersDeferredMax, settings.receiveTurnDurationMax
-        )
+        turn = (settings.receiveQueueDatagramsMax, settings.receiveTurnDurationMax)
         do {
             loop = try EventLoop()
         } catch {
@@ -291,19 +279,15 @@ public actor AgentShell {
         return exitStatus ?? 0
     }
 
-    /// Reads and handles the datagrams waiting on one socket: at most
-    /// `Settings.receiveQueueDatagramsMax` in one turn, and for at most
-    /// `receiveTurnDurationMax`, so that the loop's other inputs and timers are not held back by
-    /// a flood or by the agent's own slowness. Honest traffic first: past
-    /// `receiveQueueStrangersPercent` of that many in one turn, a datagram whose header does not
-    /// claim a known member as its sender is dropped unread (a flood of junk and invented peers
-    /// cannot crowd out the group's own commands; a forged claim is still checked when decoded).
+    /// Reads and handles the datagrams waiting on one socket, in one turn of at most
+    /// `Settings.receiveQueueDatagramsMax` datagrams and `receiveTurnDurationMax`, so that the
+    /// loop's other inputs and timers are not held back by a flood or by the agent's own slowness.
+    /// Which datagrams of a turn are read is the core's decision (`ReceiveTurn`).
     private func readDatagrams(from socket: Int32, viaGroup: Bool) {
-        let (turnMax, strangersMax, deferredMax) = (turn.datagramsMax, turn.strangersMax, turn.strangersDeferredMax)
         let turnEnds = clock.now().monotonic + turn.durationMax
-        var (read, strangers, drained) = (0, 0, false)
-        var deferred: [(bytes: [UInt8], received: UDPTransport.Received)] = []
-        while exitStatus == nil, read < turnMax {
+        var (read, drained) = (0, false)
+        var receiving = instance.beginReceiveTurn()
+        while exitStatus == nil, read < turn.datagramsMax {
             if read > 0, clock.now().monotonic > turnEnds { break }
             guard
                 let received = transport.receive(
@@ -313,45 +297,16 @@ public actor AgentShell {
                 break
             }
             read += 1
-            let claim = Self.stranger(receiveBuffer[0..<received.count], to: &instance)
-            if claim.isStranger {
-                strangers += 1
-                if strangers > strangersMax {
-                    if deferred.count < deferredMax, claim.isHello {
-                        deferred.append((Array(receiveBuffer[0..<received.count]), received))
-                    } else {
-                        strangersDropped += 1
-                    }
-                    continue
-                }
-            }
-            handle(Array(receiveBuffer[0..<received.count]), received, viaGroup: viaGroup)
+            // The relay's endpoints are no network's (RFC 6666's discard-only block): a datagram
+            // claiming to come from one is forged.
+            guard !received.source.isRelay else { continue }
+            let directives = instance.onDatagram(
+                Array(receiveBuffer[0..<received.count]), from: received.source, receivedAt: received.stamp,
+                now: clock.now(), viaGroup: viaGroup, turn: &receiving)
+            finishIf(carryOut(directives))
         }
-        // The socket emptied within the turn: the strangers' hellos set aside held nothing back.
-        guard drained else {
-            strangersDropped += deferred.count
-            return
-        }
-        for (bytes, received) in deferred where exitStatus == nil { handle(bytes, received, viaGroup: viaGroup) }
-    }
-
-    /// Whether a datagram's claimed sender is no live peer of `instance` (`Instance.stranger`).
-    /// Asked through `inout`: a non-mutating call on `instance` through this actor's property
-    /// copies the whole instance first, a retain and a release of each of its tables, and this
-    /// runs for every datagram.
-    private static func stranger(_ header: ArraySlice<UInt8>, to instance: inout Instance) -> (
-        isStranger: Bool, isHello: Bool
-    ) {
-        instance.stranger(header)
-    }
-
-    private func handle(_ bytes: [UInt8], _ received: UDPTransport.Received, viaGroup: Bool) {
-        // The relay's endpoints are no network's (RFC 6666's discard-only block): a datagram
-        // claiming to come from one is forged.
-        guard !received.source.isRelay else { return }
-        let directives = instance.onDatagram(
-            bytes, from: received.source, receivedAt: received.stamp, now: clock.now(), viaGroup: viaGroup)
-        finishIf(carryOut(directives))
+        guard exitStatus == nil else { return }
+        finishIf(carryOut(instance.endReceiveTurn(receiving, drained: drained, now: clock.now())))
     }
 
     /// The wake-up timer fired.
@@ -400,16 +355,15 @@ public actor AgentShell {
     private func carry(_ step: PlayerLoop.Step) {
         switch step {
         case .datagram(let bytes, let destination):
-            if let seal = relaySeal, let peer = destination?.relayPeer {
-                publish(bytes, on: seal.peerSubject(peer))
-                return
-            }
             send(bytes, to: destination ?? transport.group)
-            if destination == nil, let seal = relaySeal { publish(bytes, on: seal.groupSubject) }
+        case .publish(let frame, let subject):
+            // Dropped and counted while not connected: the protocol's repair makes up what is missed.
+            guard let relay else { return }
+            let events = relay.publish(frame, on: subject, now: clock.now().monotonic)
+            if !events.isEmpty { relayEvents(events) }
         case .emit(let event):
-            wire.receiveQueueDrops = strangersDropped
             wire.kernelDrops = transport.kernelDrops
-            if let relay { wire.relay = Self.relayFigures(relay.statistics, refused: relayRefusals) }
+            wire.relay = relay?.statistics
             let now = AgentClock.trueUnixNanosNow()
             switch mode {
             case .standardStreams:
@@ -436,10 +390,11 @@ public actor AgentShell {
 
     /// Connects to the first `--relay` server, subscribed to the group's subjects.
     private func startRelay() {
-        guard let seal = relaySeal, !relaySeeds.isEmpty else { return }
+        let subjects = instance.relaySubscriptions
+        guard !subjects.isEmpty, !relaySeeds.isEmpty else { return }
         var system = SystemRandomNumberGenerator()
         let client = RelayClient(
-            seeds: relaySeeds, subjects: seal.subscriptions(own: instance.identity.id),
+            seeds: relaySeeds, subjects: subjects,
             clientName: "coplay", settings: instance.settings, seed: system.next(),
             loop: loop,
             readable: { [self] in assumeIsolated { $0.relayReadable() } },
@@ -464,67 +419,20 @@ public actor AgentShell {
         relayEvents(relay.tick(now: clock.now().monotonic))
     }
 
-    /// What the relay client reported: frames are opened and handed to the instance as datagrams
-    /// from the relay endpoint of the peer their (authenticated) header names.
+    /// What the relay client reported: each frame goes to the instance, which opens it.
     private func relayEvents(_ events: [RelayClient.Event]) {
         for event in events where exitStatus == nil {
             switch event {
             case .diagnose(let text):
                 diagnose(text)
             case .connected:
-                let now = clock.now()
-                finishIf(carryOut(instance.onPathRestored(now: now)))
+                finishIf(carryOut(instance.onPathRestored(now: clock.now())))
             case .frame(let subject, let frame):
-                guard let seal = relaySeal else { continue }
-                guard let datagram = seal.open(frame, subject: subject),
-                    let sender = WireFormat.claimedSender(of: datagram[...])
-                else {
-                    relayRefusals += 1
-                    if relayRefusals <= 3 || relayRefusals % 1000 == 0 {
-                        diagnose(
-                            "relay: a frame on the group's subject did not open under the group key (\(relayRefusals) so far): another key, or tampering"
-                        )
-                    }
-                    continue
-                }
                 let now = clock.now()
-                let group = subject.hasSuffix(".all")
-                let directives = instance.onDatagram(
-                    datagram, from: .relay(PeerID(sender)), receivedAt: now, now: now, viaGroup: group)
-                finishIf(carryOut(directives))
+                finishIf(carryOut(instance.onRelayFrame(frame, subject: subject, receivedAt: now, now: now)))
             }
         }
         if let relay, let relayTimer, let due = relay.nextWake { loop.schedule(relayTimer, at: due) }
-    }
-
-    /// Seals a datagram and publishes it on `subject` (dropped and counted while not connected:
-    /// the protocol's repair makes up what is missed).
-    private func publish(_ bytes: [UInt8], on subject: String) {
-        guard let relay, let seal = relaySeal else { return }
-        var system = SystemRandomNumberGenerator()
-        var nonce = [UInt8](repeating: 0, count: ChaChaPoly.nonceBytes)
-        let (first, second) = (system.next(), system.next())
-        for index in 0..<8 { nonce[index] = UInt8(truncatingIfNeeded: first >> UInt64(8 * index)) }
-        for index in 0..<4 { nonce[8 + index] = UInt8(truncatingIfNeeded: second >> UInt64(8 * index)) }
-        let events = relay.publish(
-            seal.seal(bytes, subject: subject, nonce: nonce), on: subject, now: clock.now().monotonic)
-        if !events.isEmpty { relayEvents(events) }
-    }
-
-    private static func relayFigures(_ statistics: RelayClient.Statistics, refused: Int)
-        -> EventFormatter.WireStatistics.Relay
-    {
-        var figures = EventFormatter.WireStatistics.Relay()
-        figures.server = statistics.server
-        figures.connected = statistics.connected
-        figures.reconnections = statistics.reconnections
-        figures.framesPublished = statistics.framesPublished
-        figures.framesReceived = statistics.framesReceived
-        figures.framesDropped = statistics.framesDropped
-        figures.framesRefused = refused
-        figures.bytesWritten = statistics.bytesWritten
-        figures.bytesRead = statistics.bytesRead
-        return figures
     }
 
     private func send(_ bytes: [UInt8], to destination: Endpoint) {
@@ -548,6 +456,7 @@ public actor AgentShell {
         case .success(let keys):
             instance.onKeysChanged(keys)
             diagnose("SIGHUP: key file reread, \(keys.count) key\(keys.count == 1 ? "" : "s") in force")
+            if let relay { relayEvents(relay.resubscribe(instance.relaySubscriptions, now: clock.now().monotonic)) }
         case .failure(let error):
             diagnose("SIGHUP: \(error.message); the keys in force stay")
         }
@@ -594,27 +503,4 @@ public actor AgentShell {
                 ]).serialized)
         }
     }
-}
-
-/// A count of items in flight between threads, with a ceiling.
-final class QueueGauge: Sendable {
-    private let queued = Atomic<Int>(0)
-    private let drops = Atomic<Int>(0)
-
-    /// Counts one more item, or refuses (and counts a drop) at `limit`.
-    func enter(limit: Int) -> Bool {
-        if queued.wrappingAdd(1, ordering: .relaxed).newValue > limit {
-            queued.wrappingSubtract(1, ordering: .relaxed)
-            drops.wrappingAdd(1, ordering: .relaxed)
-            return false
-        }
-        return true
-    }
-
-    func leave() { queued.wrappingSubtract(1, ordering: .relaxed) }
-    var dropped: Int { drops.load(ordering: .relaxed) }
-}
-
-public enum CoplayVersion {
-    public static let current = "0.1.0"
 }

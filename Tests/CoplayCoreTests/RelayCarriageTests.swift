@@ -1,0 +1,171 @@
+import Testing
+
+@testable import CoplayCore
+
+/// The relay as the core carries it (`RelayCarriage`): what a shell publishes and on which
+/// subject, what it hands back, and what is refused. Two instances talk through nothing but the
+/// frames `PlayerLoop` gives out, as two shells on a NATS cluster would.
+@Suite struct RelayCarriageTests {
+    private let key = (0..<32).map { UInt8($0 ^ 0x5A) }
+
+    private func agent(_ id: PeerID, _ name: String, entropy: UInt8, key: [UInt8]? = nil) -> Instance {
+        Instance(
+            identity: LocalIdentity(id: id, name: name, sessionName: "movie night", unicastPort: 50_001), seed: 3,
+            now: at(0), keys: [key ?? self.key], relayEntropy: [UInt8](repeating: entropy, count: 32))
+    }
+
+    /// Carries out `directives` at `now` and returns what the shell would do with the network.
+    private func steps(_ directives: [Directive], _ instance: inout Instance, now: Timestamp)
+        -> (lan: [Endpoint?], frames: [(frame: [UInt8], subject: String)])
+    {
+        var player = NoPlayer()
+        var result: (lan: [Endpoint?], frames: [(frame: [UInt8], subject: String)]) = ([], [])
+        _ = PlayerLoop.carryOut(
+            directives, instance: &instance, player: &player, now: { now },
+            carry: { step in
+                switch step {
+                case .datagram(_, let to): result.lan.append(to)
+                case .publish(let frame, let subject): result.frames.append((frame, subject))
+                default: break
+                }
+            })
+        return result
+    }
+
+    private struct NoPlayer: DrivenPlayer {
+        mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] { [] }
+    }
+
+    @Test func groupDatagramsGoOnTheLANAndTheGroupSubject_andTheOtherAgentAdmitsThem() {
+        var alice = agent(aliceID, "alice", entropy: 1)
+        var bob = agent(bobID, "bob", entropy: 2)
+        #expect(alice.relaySubscriptions.count == 2)
+        let group = alice.relaySubscriptions[0]
+        #expect(bob.relaySubscriptions.contains(group), "one group subject for the whole group")
+        let hello = steps(alice.start(now: at(0)), &alice, now: at(0))
+        #expect(hello.lan == [nil], "the hello goes to the LAN's group once")
+        #expect(hello.frames.map(\.subject) == [group])
+        _ = steps(bob.start(now: at(1)), &bob, now: at(1))
+        for frame in hello.frames {
+            _ = bob.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
+        }
+        #expect(bob.isPeer(aliceID))
+        #expect(bob.counters.relayFramesRefused == 0)
+    }
+
+    @Test func aDatagramToARelayPeerGoesOnlyToThatPeersSubject() {
+        var alice = agent(aliceID, "alice", entropy: 1)
+        _ = alice.start(now: at(0))
+        let datagram = Datagram(session: alice.session, sender: alice.member, sequence: 9, payload: bobHeartbeat)
+        let out = steps([.unicast(datagram, to: .relay(bobID))], &alice, now: at(1))
+        #expect(out.lan.isEmpty, "nothing to the discard-only block on the LAN")
+        let bob = agent(bobID, "bob", entropy: 2)
+        #expect(out.frames.map(\.subject) == [bob.relaySubscriptions[1]], "bob's own subject")
+        let lan = steps([.unicast(datagram, to: bobEndpoint)], &alice, now: at(1))
+        #expect(lan.lan == [bobEndpoint] && lan.frames.isEmpty, "a LAN endpoint is not the relay's")
+    }
+
+    @Test func aFrameUnderAnotherKey_isRefusedCountedAndSaid() {
+        var mallory = agent(PeerID(0xBAD), "mallory", entropy: 3, key: [UInt8](repeating: 9, count: 32))
+        var bob = agent(bobID, "bob", entropy: 2)
+        _ = bob.start(now: at(0))
+        let frames = steps(mallory.start(now: at(0)), &mallory, now: at(0)).frames
+        let out = bob.onRelayFrame(frames[0].frame, subject: bob.relaySubscriptions[0], receivedAt: at(1), now: at(1))
+        #expect(bob.counters.relayFramesRefused == 1)
+        #expect(out.contains { if case .diagnose(let text) = $0 { text.contains("did not open") } else { false } })
+        #expect(!bob.isPeer(PeerID(0xBAD)))
+    }
+
+    @Test func nonceSourcesNeverRepeat_andDifferByEntropy() {
+        var first = NonceSource(entropy: [UInt8](repeating: 1, count: 32))
+        var second = NonceSource(entropy: [UInt8](repeating: 2, count: 32))
+        let a = (0..<1000).map { _ in first.next() }
+        let b = (0..<1000).map { _ in second.next() }
+        #expect(Set(a).count == 1000 && Set(b).count == 1000)
+        #expect(Set(a).isDisjoint(with: b))
+        #expect(a.allSatisfy { $0.count == 12 })
+        // Block n of ChaCha20's key stream under the entropy (RFC 8439 §2.3), its first 12 bytes.
+        #expect(
+            a[5]
+                == Array(
+                    ChaCha20.block(
+                        key: [UInt8](repeating: 1, count: 32), nonce: [UInt8](repeating: 0, count: 12), counter: 5
+                    ).prefix(12)))
+    }
+
+    @Test func aRotationMovesTheSubjectsAndSealsUnderTheNewKey() {
+        var alice = agent(aliceID, "alice", entropy: 1)
+        let before = alice.relaySubscriptions
+        var newKey = key
+        newKey[0] ^= 1
+        alice.onKeysChanged([newKey, key])
+        #expect(alice.relaySubscriptions.count == 4)
+        #expect(alice.relaySubscriptions.contains(before[0]), "the old key's group subject still heard")
+        #expect(alice.relaySubscriptions[0] != before[0], "the new key's first")
+    }
+}
+
+/// The stranger quota of a turn of reading (`ReceiveTurn`): past its share, strangers are
+/// dropped unread and counted; a newcomer's hello is set aside and admitted when the socket
+/// emptied within the turn.
+@Suite struct ReceiveTurnTests {
+    private func crowd(_ count: Int) -> [[UInt8]] {
+        (0..<count).map { index in
+            bytes(bobHeartbeat, from: Member(id: PeerID(UInt64(0x5000 + index)), incarnation: Incarnation(1)))
+        }
+    }
+
+    private func alice() -> Instance {
+        var settings = Settings()
+        settings.receiveQueueDatagramsMax = 100
+        settings.receiveQueueStrangersPercent = 10
+        settings.peersMax = 500
+        var alice = makeInstance(settings: settings)
+        _ = alice.start(now: at(0))
+        return alice
+    }
+
+    @Test func pastTheShare_strangersAreDroppedUnread_andAHelloIsAdmittedWhenTheSocketEmptied() {
+        var alice = alice()
+        var turn = alice.beginReceiveTurn()
+        for datagram in crowd(30) {
+            _ = alice.onDatagram(
+                datagram, from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
+        }
+        _ = alice.onDatagram(
+            bytes(bobHello, from: bob), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
+        #expect(alice.counters.receiveQueueDrops == 20, "10 strangers read, 20 dropped unread")
+        #expect(alice.counters.datagramsReceived == 10)
+        #expect(!alice.isPeer(bobID), "bob's hello set aside")
+        _ = alice.endReceiveTurn(turn, drained: true, now: at(2))
+        #expect(alice.isPeer(bobID), "and admitted at the turn's end")
+        #expect(alice.counters.receiveQueueDrops == 20)
+    }
+
+    @Test func aTurnCutShort_dropsTheHellosSetAside() {
+        var alice = alice()
+        var turn = alice.beginReceiveTurn()
+        for datagram in crowd(10) + [bytes(bobHello, from: bob)] {
+            _ = alice.onDatagram(
+                datagram, from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
+        }
+        _ = alice.endReceiveTurn(turn, drained: false, now: at(2))
+        #expect(!alice.isPeer(bobID))
+        #expect(alice.counters.receiveQueueDrops == 1)
+    }
+
+    @Test func membersAreNeverCountedAsStrangers() {
+        var alice = alice()
+        _ = alice.onDatagram(
+            bytes(bobHello, from: bob), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true)
+        var turn = alice.beginReceiveTurn()
+        for sequence in 2..<40 {
+            _ = alice.onDatagram(
+                bytes(bobHeartbeat, from: bob, sequence: UInt32(sequence)), from: bobEndpoint, receivedAt: at(2),
+                now: at(2),
+                viaGroup: true, turn: &turn)
+        }
+        #expect(alice.counters.receiveQueueDrops == 0)
+        #expect(alice.counters.receivedByType[.heartbeat] == 38)
+    }
+}
