@@ -110,4 +110,4 @@ public struct SimulatedPlayer: Hashable, Sendable {
     }
 }
 
-extension SimulatedPlayer: DrivenPlayer {}
+extension SimulatedPlayer: PlayerLoop.Player {}

@@ -32,7 +32,7 @@ import Testing
         return result
     }
 
-    private struct NoPlayer: DrivenPlayer {
+    private struct NoPlayer: PlayerLoop.Player {
         mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] { [] }
     }
 

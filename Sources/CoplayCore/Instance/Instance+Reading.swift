@@ -1,6 +1,5 @@
-/// What the outside may read of an agent: its state, its peers, the group's state, what the
-/// shell asks of a datagram, and its reports (`status`, `peers`). Nothing here changes the
-/// instance.
+/// What the outside may read of an agent: its state, its peers, the group's state, and its
+/// reports (`status`, `peers`). Nothing here changes the instance.
 extension Instance {
     public var state: SessionState { lifecycle.state }
     public var incarnation: Incarnation { lifecycle.incarnation }
@@ -39,14 +38,6 @@ extension Instance {
         clocks.estimate(of: peer, at: now)
     }
     public func isClockSynced(_ peer: PeerID) -> Bool { clocks.isSynced(peer) }
-
-    // MARK: What the shell asks
-
-    /// A directive's datagram as it goes on the wire at `now` (stamped and signed, in a keyed
-    /// group): the shell and the simulation send what this returns.
-    public func encode(_ datagram: Datagram, at now: Timestamp) -> [UInt8] {
-        authentication.seal(datagram, sentAt: now.wall)
-    }
 
     // MARK: Reports
 

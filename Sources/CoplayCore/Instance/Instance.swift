@@ -272,6 +272,12 @@ public struct Instance: Sendable {
 
     // MARK: Outgoing datagrams and reports
 
+    /// A directive's datagram as it goes on the wire at `now` (stamped and signed, in a keyed
+    /// group): the shell and the simulation send what this returns.
+    public func encode(_ datagram: Datagram, at now: Timestamp) -> [UInt8] {
+        authentication.seal(datagram, sentAt: now.wall)
+    }
+
     mutating func stamp(_ payload: Payload) -> Datagram {
         counters.datagramsSent += 1
         counters.builtByType[payload.type, default: 0] += 1

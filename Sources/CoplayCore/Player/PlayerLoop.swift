@@ -1,9 +1,3 @@
-/// A player the loop hands the core's commands to: the simulated one, mpv, a delegating socket.
-public protocol DrivenPlayer {
-    /// Carries out `command`; what it reports at once (ready, a failure, …).
-    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport]
-}
-
 /// The loop between an instance and its player, the one the shell and the simulation both run.
 ///
 /// A directive list is carried out with its datagrams first, encoded (and signed) by the
@@ -15,6 +9,13 @@ public protocol DrivenPlayer {
 /// What the player reported goes back to the instance, one report at a time, and each answer is
 /// carried out the same way.
 public enum PlayerLoop {
+    /// A player the loop hands the core's commands to: the simulated one, mpv, a delegating
+    /// socket (a shell's own player refines this with its timers and its connection).
+    public protocol Player {
+        /// Carries out `command`; what it reports at once (ready, a failure, …).
+        mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport]
+    }
+
     /// A directive for the host to carry out (everything but the player's commands and the exit).
     public enum Step {
         /// Send these bytes to the session's group (`to` nil) or to an endpoint.
@@ -41,7 +42,7 @@ public enum PlayerLoop {
     }
 
     /// Carries out `directives` (see `PlayerLoop`).
-    public static func carryOut<Player: DrivenPlayer>(
+    public static func carryOut<Player: PlayerLoop.Player>(
         _ directives: [Directive], instance: inout Instance, player: inout Player, now: () -> Timestamp,
         carry: (Step) -> Void
     ) -> Outcome {
@@ -94,7 +95,7 @@ public enum PlayerLoop {
     /// Hands what the player reported (to a command, when its timer fired, on its connection)
     /// back to the instance, one report at a time, and carries out each answer. Returns the exit
     /// status if one said to exit.
-    public static func feed<Player: DrivenPlayer>(
+    public static func feed<Player: PlayerLoop.Player>(
         _ reports: [PlayerReport], instance: inout Instance, player: inout Player, now: () -> Timestamp,
         carry: (Step) -> Void
     ) -> Int32? {

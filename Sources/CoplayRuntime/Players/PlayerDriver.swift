@@ -5,7 +5,7 @@ import CoplaySimulatedPlayer
 /// come out, at once, when its timer fires (`nextEvent`/`advance`), or when it writes a line on
 /// its connection (`receive`). The simulated player, mpv and a delegating socket all sit behind
 /// this one boundary.
-protocol PlayerDriver: DrivenPlayer, Sendable {
+protocol PlayerDriver: PlayerLoop.Player, Sendable {
     /// "simulated", "mpv", "socket": shown by `status`.
     var kind: String { get }
     /// When it next has something to do or report, on the monotonic clock.
@@ -45,4 +45,53 @@ extension SimulatedPlayer: PlayerDriver {
     func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { [] }
     func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], false) }
     func close() {}
+}
+
+/// The connections of the player `--player` chose: the one the shell reads mpv's lines from, or
+/// the socket a delegating player connects to (neither for the simulated player).
+struct PlayerConnections {
+    var connection: LineSocket?
+    var server: LineServer?
+
+    /// Opens the player: its driver, and its connections.
+    static func open(_ choice: PlayerChoice, settings: Settings, clock: AgentClock) throws -> (
+        any PlayerDriver, PlayerConnections
+    ) {
+        switch choice {
+        case .simulated:
+            return (SimulatedPlayer(), PlayerConnections())
+        case .mpv(let options):
+            let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
+            return (mpv, PlayerConnections(connection: socket))
+        case .socket(let path):
+            let server = try LineServer.listen(path: path)
+            return (SocketPlayer(server: server, clock: clock, settings: settings), PlayerConnections(server: server))
+        }
+    }
+
+    /// Starts reading the player's lines into `feed`, at most `Settings.playerLinesQueuedMax`
+    /// waiting (counted by `queued`; the rest dropped there). Returns what to say, if anything.
+    func startReading(
+        into feed: AsyncStream<ShellInput>.Continuation, queued: QueueGauge, settings: Settings, clock: AgentClock
+    ) -> String? {
+        let (linesMax, lineBytesMax) = (settings.playerLinesQueuedMax, settings.playerLineBytesMax)
+        @Sendable func read(_ socket: LineSocket, ended: @escaping @Sendable () -> Void) {
+            socket.startReading(
+                lineBytesMax: lineBytesMax, clock: clock,
+                line: { bytes, stamp in
+                    guard queued.enter(limit: linesMax) else { return }
+                    feed.yield(.playerLine(bytes, receivedAt: stamp))
+                }, ended: ended)
+        }
+        if let connection { read(connection) { feed.yield(.playerClosed) } }
+        guard let server else { return nil }
+        server.start(refusal: #"{"error":"another player is connected to this agent"}"#) { socket in
+            feed.yield(.playerConnected)
+            read(socket) {
+                server.release(socket)
+                feed.yield(.playerClosed)
+            }
+        }
+        return "waiting for a player on \(server.path)"
+    }
 }

@@ -23,21 +23,21 @@ public actor AgentShell {
     private let loop: EventLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     private let mode: ShellMode
+    /// Where events and diagnostics go (standard streams, the control socket).
+    private let output: EventSink
     /// The group key file, reread on SIGHUP.
     private let keyFile: String?
     private var instance: Instance
     /// The local player, on the far side of the core's player boundary.
     private var player: any PlayerDriver
-    /// The connection of an external player, read once `run()` starts.
-    private let playerSocket: LineSocket?
-    /// The socket a delegating player connects to, listened on once `run()` starts.
-    private let playerServer: LineServer?
+    /// The connection of an external player, or the socket a delegating player connects to,
+    /// read once `run()` starts.
+    private let playerConnections: PlayerConnections
     /// Lines from an external player queued and not yet handled (at most
     /// `Settings.playerLinesQueuedMax`).
     private let queuedPlayerLines = QueueGauge()
     private let transport: UDPTransport
     private let clock: AgentClock
-    private let formatter: EventFormatter
     private let inputs: AsyncStream<ShellInput>
     private let feed: AsyncStream<ShellInput>.Continuation
     /// Fires when the instance asked to be woken (`Directive.wake`); made by `run()`.
@@ -54,18 +54,15 @@ public actor AgentShell {
     /// through this actor's `instance` is a copy of the whole instance).
     private let turn: (datagramsMax: Int, durationMax: Duration)
     private var receiveControl = [UInt8](repeating: 0, count: 64)
-    private let signalSources: [DispatchSourceSignal]
-    private var wire = EventFormatter.WireStatistics()
+    /// SIGINT, SIGTERM and SIGHUP as inputs, in the standard-streams agent only.
+    private var signals: Signals?
     private var signalsSeen = 0
     /// The external player closed its connection.
     private var playerGone = false
     /// Standard-input lines queued and not yet processed (at most `Settings.inputLinesQueuedMax`).
     private let lineSlots: DispatchSemaphore
-    /// The control socket (`--control`), its clients' replies and followers' events in JSON.
-    private let control: ControlServer?
-    private let controlFormatter: EventFormatter
-    /// While a control client's line is handled: that client, and the lines of its reply so far.
-    private var reply: (client: Int, lines: [String])?
+    /// The control socket (`--control`): its clients' lines come in as inputs.
+    private var control: ControlServer? { output.control }
     /// `--relay`: the servers; the client is made by `run()`.
     private let relaySeeds: [RelayServer]
     private var relay: RelayClient?
@@ -79,27 +76,13 @@ public actor AgentShell {
             try NetworkInterface.lookup(name)
         }
         transport = try UDPTransport(group: configuration.group, interface: interface, port: configuration.port)
-        switch configuration.player {
-        case .simulated:
-            player = SimulatedPlayer()
-            (playerSocket, playerServer) = (nil, nil)
-        case .mpv(let options):
-            do {
-                (player, playerSocket) = try MpvPlayer.connect(options, settings: configuration.settings)
-                playerServer = nil
-            } catch {
-                transport.close()
-                throw error
-            }
-        case .socket(let path):
-            do {
-                let server = try LineServer.listen(path: path)
-                player = SocketPlayer(server: server, clock: clock, settings: configuration.settings)
-                (playerSocket, playerServer) = (nil, server)
-            } catch {
-                transport.close()
-                throw error
-            }
+        let control: ControlServer?
+        do {
+            (player, playerConnections) = try PlayerConnections.open(
+                configuration.player, settings: configuration.settings, clock: clock)
+        } catch {
+            transport.close()
+            throw error
         }
         do {
             control = try configuration.controlPath.map { path throws(SocketError) in
@@ -110,6 +93,7 @@ public actor AgentShell {
             player.close()
             throw error
         }
+        output = EventSink(mode: mode, json: configuration.json, clock: clock, control: control)
         var system = SystemRandomNumberGenerator()
         let identity = LocalIdentity(
             id: configuration.peerID ?? PeerID(system.next()), name: configuration.name,
@@ -121,8 +105,6 @@ public actor AgentShell {
         keyFile = configuration.keyFile
         relaySeeds = configuration.relays
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
-        formatter = EventFormatter(json: configuration.json, clock: clock)
-        controlFormatter = EventFormatter(json: true, clock: clock)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
         let settings = configuration.settings
@@ -134,14 +116,6 @@ public actor AgentShell {
             player.close()
             control?.close()
             throw error
-        }
-        let queue = DispatchQueue(label: "coplay-signals", qos: .userInteractive)
-        // Only the standard-streams agent handles signals (an unresumed source must not exist:
-        // releasing one traps in libdispatch).
-        if case .standardStreams = mode {
-            signalSources = [SIGINT, SIGTERM, SIGHUP].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
-        } else {
-            signalSources = []
         }
     }
 
@@ -163,15 +137,7 @@ public actor AgentShell {
     /// Runs until the agent exits; returns the process exit status.
     public func run() async -> Int32 {
         let feed = self.feed
-        if case .standardStreams = mode {
-            signal(SIGPIPE, SIG_IGN)
-            for source in signalSources {
-                signal(Int32(source.handle), SIG_IGN)
-                let number = Int32(source.handle)
-                source.setEventHandler { feed.yield(.signal(number)) }
-                source.resume()
-            }
-        }
+        if case .standardStreams = mode { signals = Signals(into: feed) }
         // The loop calls these on its thread, the actor's executor: `assumeIsolated` holds.
         tickTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.fireTick()) } }
         playerTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.firePlayerTimer()) } }
@@ -181,28 +147,10 @@ public actor AgentShell {
         loop.watch(groupSocket) { [self] in assumeIsolated { $0.readDatagrams(from: groupSocket, viaGroup: true) } }
         loop.watch(unicastSocket) { [self] in assumeIsolated { $0.readDatagrams(from: unicastSocket, viaGroup: false) }
         }
-        let lines = queuedPlayerLines
-        let (linesMax, lineBytesMax, clock) = (
-            instance.settings.playerLinesQueuedMax, instance.settings.playerLineBytesMax, self.clock
-        )
-        @Sendable func read(_ socket: LineSocket, ended: @escaping @Sendable () -> Void) {
-            socket.startReading(
-                lineBytesMax: lineBytesMax, clock: clock,
-                line: { bytes, stamp in
-                    guard lines.enter(limit: linesMax) else { return }
-                    feed.yield(.playerLine(bytes, receivedAt: stamp))
-                }, ended: ended)
-        }
-        if let playerSocket { read(playerSocket) { feed.yield(.playerClosed) } }
-        if let server = playerServer {
-            server.start(refusal: #"{"error":"another player is connected to this agent"}"#) { socket in
-                feed.yield(.playerConnected)
-                read(socket) {
-                    server.release(socket)
-                    feed.yield(.playerClosed)
-                }
-            }
-            diagnose("waiting for a player on \(server.path)")
+        if let text = playerConnections.startReading(
+            into: feed, queued: queuedPlayerLines, settings: instance.settings, clock: clock)
+        {
+            diagnose(text)
         }
         defer {
             relay?.close()
@@ -243,7 +191,10 @@ public actor AgentShell {
                 }
                 directives = instance.onCommand(.quit, now: clock.now())
             case .controlLine(let client, let line):
-                if let status = handleControl(line, from: client) { return status }
+                let handled = output.controlLine(line, from: client) {
+                    carryOut(instance.onConsoleLine($0, now: clock.now()))
+                }
+                if let status = handled { return status }
                 continue
             case .signal(SIGHUP):
                 reloadKeys()
@@ -355,25 +306,18 @@ public actor AgentShell {
     private func carry(_ step: PlayerLoop.Step) {
         switch step {
         case .datagram(let bytes, let destination):
-            send(bytes, to: destination ?? transport.group)
+            if let (error, errors) = transport.send(bytes, to: destination ?? transport.group),
+                errors <= 3 || errors % 1000 == 0
+            {
+                diagnose("\(error) (\(errors) send errors so far)")
+            }
         case .publish(let frame, let subject):
             // Dropped and counted while not connected: the protocol's repair makes up what is missed.
-            guard let relay else { return }
-            let events = relay.publish(frame, on: subject, now: clock.now().monotonic)
-            if !events.isEmpty { relayEvents(events) }
+            onRelay { $0.publish(frame, on: subject, now: $1) }
         case .emit(let event):
-            wire.kernelDrops = transport.kernelDrops
+            var wire = transport.statistics
             wire.relay = relay?.statistics
-            let now = AgentClock.trueUnixNanosNow()
-            switch mode {
-            case .standardStreams:
-                for line in formatter.lines(for: event, wire: wire, atUnixNanos: now) { writeLine(line) }
-            case .embedded(let events):
-                events(event, now)
-            }
-            if let control, reply != nil || control.hasFollowers {
-                for line in controlFormatter.lines(for: event, wire: wire, atUnixNanos: now) { toControl(line) }
-            }
+            output.emit(event, wire: wire)
         case .diagnose(let text):
             diagnose(text)
         case .wake(let instant):
@@ -393,30 +337,19 @@ public actor AgentShell {
         let subjects = instance.relaySubscriptions
         guard !subjects.isEmpty, !relaySeeds.isEmpty else { return }
         var system = SystemRandomNumberGenerator()
-        let client = RelayClient(
-            seeds: relaySeeds, subjects: subjects,
-            clientName: "coplay", settings: instance.settings, seed: system.next(),
-            loop: loop,
-            readable: { [self] in assumeIsolated { $0.relayReadable() } },
-            writable: { [self] in assumeIsolated { $0.relayWritable() } })
-        relay = client
-        relayTimer = loop.makeTimer { [self] in assumeIsolated { $0.relayTick() } }
-        relayEvents(client.start(now: clock.now().monotonic))
+        relay = RelayClient(
+            seeds: relaySeeds, subjects: subjects, clientName: "coplay", settings: instance.settings,
+            seed: system.next(), loop: loop,
+            readable: { [self] in assumeIsolated { $0.onRelay { $0.readable(now: $1) } } },
+            writable: { [self] in assumeIsolated { $0.onRelay { $0.writable(now: $1) } } })
+        relayTimer = loop.makeTimer { [self] in assumeIsolated { $0.onRelay { $0.tick(now: $1) } } }
+        onRelay { $0.start(now: $1) }
     }
 
-    private func relayReadable() {
+    /// Something for the relay client to do now (its socket, its timer, a publish, new keys).
+    private func onRelay(_ act: (RelayClient, MonotonicInstant) -> [RelayClient.Event]) {
         guard let relay else { return }
-        relayEvents(relay.readable(now: clock.now().monotonic))
-    }
-
-    private func relayWritable() {
-        guard let relay else { return }
-        relayEvents(relay.writable(now: clock.now().monotonic))
-    }
-
-    private func relayTick() {
-        guard let relay else { return }
-        relayEvents(relay.tick(now: clock.now().monotonic))
+        relayEvents(act(relay, clock.now().monotonic))
     }
 
     /// What the relay client reported: each frame goes to the instance, which opens it.
@@ -435,18 +368,6 @@ public actor AgentShell {
         if let relay, let relayTimer, let due = relay.nextWake { loop.schedule(relayTimer, at: due) }
     }
 
-    private func send(_ bytes: [UInt8], to destination: Endpoint) {
-        if let error = transport.send(bytes, to: destination) {
-            wire.sendErrors += 1
-            if wire.sendErrors <= 3 || wire.sendErrors % 1000 == 0 {
-                diagnose("\(error) (\(wire.sendErrors) send errors so far)")
-            }
-        } else {
-            wire.datagramsSent += 1
-            wire.bytesSent += bytes.count
-        }
-    }
-
     /// SIGHUP: read the key file again, so that a key can be rotated without stopping the group
     /// (first add the new key as the current one with the old one below it on every agent, then
     /// drop the old one). A file that cannot be read keeps the keys in force.
@@ -456,51 +377,12 @@ public actor AgentShell {
         case .success(let keys):
             instance.onKeysChanged(keys)
             diagnose("SIGHUP: key file reread, \(keys.count) key\(keys.count == 1 ? "" : "s") in force")
-            if let relay { relayEvents(relay.resubscribe(instance.relaySubscriptions, now: clock.now().monotonic)) }
+            let subjects = instance.relaySubscriptions
+            onRelay { $0.resubscribe(subjects, now: $1) }
         case .failure(let error):
             diagnose("SIGHUP: \(error.message); the keys in force stay")
         }
     }
 
-    /// One line from a control client: `follow`, or a command handled as if typed, whose
-    /// events go back to that client followed by a `done` line.
-    private func handleControl(_ line: String, from client: Int) -> Int32? {
-        guard let control else { return nil }
-        defer { control.handled(by: client) }
-        let now = clock.now()
-        let done = JSONValue.object([
-            ("event", .string("done")), ("atUnixNanos", .int(AgentClock.trueUnixNanosNow())),
-        ]).serialized
-        if line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }) == ["follow"] {
-            control.follow(client)
-            control.reply(to: client, [done])
-            return nil
-        }
-        reply = (client, [])
-        let status = carryOut(instance.onConsoleLine(line, now: now))
-        control.reply(to: client, (reply?.lines ?? []) + [done])
-        reply = nil
-        return status
-    }
-
-    /// An event or diagnostic line for the control socket: into the reply being made, and to
-    /// every follower.
-    private func toControl(_ line: String) {
-        guard let control else { return }
-        reply?.lines.append(line)
-        control.broadcast(line, except: reply?.client)
-    }
-
-    private func writeLine(_ line: String) { StandardStreams.writeOutput(line) }
-
-    private func diagnose(_ text: String) {
-        if case .standardStreams = mode { StandardStreams.writeError("coplay: \(text)") }
-        if let control, reply != nil || control.hasFollowers {
-            toControl(
-                JSONValue.object([
-                    ("event", .string("diagnostic")), ("message", .string(text)),
-                    ("atUnixNanos", .int(AgentClock.trueUnixNanosNow())),
-                ]).serialized)
-        }
-    }
+    private func diagnose(_ text: String) { output.diagnose(text) }
 }

@@ -10,7 +10,8 @@ enum ShellInput: Sendable {
     case controlLine(client: Int, String)
     /// Standard input ended.
     case endOfInput
-    /// SIGINT or SIGTERM.
+    /// SIGINT or SIGTERM (leave and exit; a second one exits at once), or SIGHUP (reread the
+    /// key file).
     case signal(Int32)
     /// A datagram or a timer, handled on the event loop outside `run()`'s loop, ended the
     /// agent.

@@ -42,8 +42,21 @@ public final class UDPTransport: Sendable {
     private let kernelDropsGroup = SharedCounter()
     private let kernelDropsUnicast = SharedCounter()
 
+    /// Datagrams and bytes sent, and sends that failed.
+    private let sent = (datagrams: SharedCounter(), bytes: SharedCounter(), errors: SharedCounter())
+
     /// Datagrams the kernel dropped before coplay could read them (a flood or a stall).
     public var kernelDrops: Int { kernelDropsGroup.value + kernelDropsUnicast.value }
+
+    /// What the sockets did, for `status` (the relay's figures are added by the shell).
+    var statistics: EventFormatter.WireStatistics {
+        var figures = EventFormatter.WireStatistics()
+        (figures.datagramsSent, figures.bytesSent, figures.sendErrors) = (
+            sent.datagrams.value, sent.bytes.value, sent.errors.value
+        )
+        figures.kernelDrops = kernelDrops
+        return figures
+    }
 
     /// Receive buffer asked for on each socket (the kernel may grant less).
     public static let receiveBufferBytes: Int32 = 1 << 20
@@ -157,9 +170,20 @@ public final class UDPTransport: Sendable {
         Glibc.close(unicastSocket)
     }
 
-    /// Sends one datagram; returns the error instead of throwing so a lost send never stops the agent.
+    /// Sends one datagram and counts it; returns the error (and how many sends failed so far)
+    /// instead of throwing, so a lost send never stops the agent.
     @discardableResult
-    public func send(_ bytes: [UInt8], to destination: Endpoint) -> SocketError? {
+    public func send(_ bytes: [UInt8], to destination: Endpoint) -> (error: SocketError, errors: Int)? {
+        guard let error = attempt(bytes, to: destination) else {
+            sent.datagrams.value += 1
+            sent.bytes.value += bytes.count
+            return nil
+        }
+        sent.errors.value += 1
+        return (error, sent.errors.value)
+    }
+
+    private func attempt(_ bytes: [UInt8], to destination: Endpoint) -> SocketError? {
         guard destination.address.isIPv4 == group.address.isIPv4 else {
             return SocketError("send to \(destination) (another address family than the group's)", code: EAFNOSUPPORT)
         }
