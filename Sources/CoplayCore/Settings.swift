@@ -1,5 +1,5 @@
 /// Every timer, limit and bound of the protocol, in one place. The defaults are the ones the
-/// README's figures were measured with; tests and the simulation change them freely.
+/// MEASUREMENTS.md's figures were measured with; tests and the simulation change them freely.
 public struct Settings: Sendable, Equatable {
     // MARK: Membership
     /// When the announce burst's hellos go out, from the moment of joining (mDNS-like, shortened).

@@ -212,7 +212,7 @@ import Testing
     /// Without a key: forged commands with extreme values (a rate of 5e-324, an instant at
     /// Int64.min, a Lamport clock of 2^64 − 1) and a NACK over 2^32 counters are dropped and
     /// counted, and both agents go on — while a well-formed forged pause in alice's name *does*
-    /// pause bob: without a key, anyone on the LAN can drive playback (the README's threat model).
+    /// pause bob: without a key, anyone on the LAN can drive playback (README, "A group key").
     @Test(.enabled(if: isRoot, "needs root for network namespaces"))
     func withoutAKey_extremeForgeriesAreDropped_butAWellFormedForgeryDrivesPlayback() throws {
         try withLAN(hosts: 3) { prefix in

@@ -17,7 +17,7 @@ import Testing
                 "\(outcome.failures.prefix(5).joined(separator: "; ")) [\(outcome.summary)] — reproduce with COPLAY_SEED=\(outcome.seed) swift test --filter MembershipSimulationTests"
             )
         }
-        // The quality of the clock estimates over all runs: the targets in the README ("Measured").
+        // The quality of the clock estimates over all runs: the targets in MEASUREMENTS.md.
         let errors = outcomes.flatMap(\.offsetErrorsNanos).map { abs($0) }
         let crash = outcomes.flatMap(\.crashDetectionNanos)
         let discovery = outcomes.flatMap(\.discoveryNanos)
