@@ -4,8 +4,8 @@ import Glibc
 
 let status: Int32
 switch CommandLineOptions.parse(Array(CommandLine.arguments.dropFirst())) {
-case .success(.help):
-    StandardStreams.writeOutput(CommandLineOptions.usage)
+case .success(.help(let topic)):
+    StandardStreams.writeOutput(CommandLineOptions.help(topic))
     status = 0
 case .success(.version):
     StandardStreams.writeOutput("coplay \(CoplayVersion.current) (wire format v1)")

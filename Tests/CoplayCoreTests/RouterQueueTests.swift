@@ -97,6 +97,31 @@ import Testing
         #expect(bob.queueCurrent == "part1", "\(bob.queueCurrent ?? "none")")
     }
 
+    /// An item shared outside the queue is playing; entries added meanwhile wait (the group is
+    /// watching something). `next` moves the group to the queue's first entry and plays on, as
+    /// `help next` says: the advance carries the shared item's rate, not a paused one.
+    @Test func nextFromAPlayingSharedItem_playsTheFirstEntry() throws {
+        var (alice, _) = try aliceAndBob()
+        _ = alice.onCommand(
+            .share(Activity(url: "https://example.com/film.mkv", itemID: "film"), durationSeconds: 600, bufferSeconds: 0),
+            now: at(10))
+        _ = alice.onCommand(.playNow(rate: 1), now: at(11))
+        let added = alice.onCommand(add("ep1"), now: at(12))
+        #expect(advances(added).isEmpty, "an add while an item is shared waits for next")
+        #expect(alice.queueCurrent == nil)
+        let next = alice.onCommand(.next, now: at(13))
+        let advance = try #require(advances(next).first)
+        guard case .command(let envelope, _) = advance.payload,
+            case .queue(.advance(let from, let to, let rate, _)) = envelope.command.operation
+        else {
+            Issue.record("not an advance")
+            return
+        }
+        #expect(from == nil && to.id == "ep1")
+        #expect(rate == 1, "the group was playing: it plays on")
+        #expect(alice.queueCurrent == "ep1")
+    }
+
     /// Two first adds made at once, each to an empty queue: both advance, and the advance ordered
     /// last is the current entry on both.
     @Test func twoFirstAddsAtOnce_endOnOneCurrentEntry() throws {

@@ -163,6 +163,24 @@ import Testing
         #expect((worst ?? 99) < 1, "worst sync error \(worst ?? -1) ms")
     }
 
+    /// Help answers wherever it is asked, and exits 0: `coplay help`, `coplay help SUB`, `coplay
+    /// SUB --help` (once a usage error, exit 2), `coplay help COMMAND`; an unknown topic is a
+    /// usage error.
+    @Test func helpAnswersWhereverItIsAsked() throws {
+        for (arguments, expected) in [
+            (["help"], "Usage:"), (["--help"], "Usage:"), (["help", "dump"], "coplay dump FILE|-"),
+            (["dump", "--help"], "coplay dump FILE|-"), (["ctl", "-h"], "coplay ctl PATH --follow"),
+            (["keygen", "--help"], "coplay keygen"), (["demo", "--help"], "coplay demo"),
+            (["help", "queue"], "help queue: "),
+        ] {
+            let (status, output) = try Locations.run(coplay, arguments)
+            #expect(status == 0, "coplay \(arguments.joined(separator: " "))")
+            #expect(output.contains(expected), "coplay \(arguments.joined(separator: " ")): \(output.prefix(200))")
+        }
+        let (status, output) = try Locations.run(coplay, ["help", "nope"])
+        #expect(status == 2 && output.contains("no help on 'nope'"))
+    }
+
     @Test func badFlag_exitsTwoWithTheProblemAndTheHint() throws {
         let (status, output) = try Locations.run(coplay, ["--interface"])
         #expect(status == 2)

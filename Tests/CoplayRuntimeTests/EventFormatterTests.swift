@@ -67,9 +67,34 @@ import Testing
             for: .commandError(.init(message: "unknown command 'x'", usage: "status")), wire: .init(), atUnixNanos: 0)
         #expect(error == ["error: unknown command 'x'; usage: status"])
         #expect(formatter.lines(for: .peers([]), wire: .init(), atUnixNanos: 0) == ["peers none"])
-        #expect(
-            formatter.lines(for: .help(ConsoleCommand.usages), wire: .init(), atUnixNanos: 0).count == ConsoleCommand
-                .usages.count + 1)
+    }
+
+    /// `help` lists every command on an 80-column terminal (it once padded every line to 277
+    /// characters); `help COMMAND` gives its usage, rules and example, as wide.
+    @Test func help_fitsEightyColumns_andHelpCommandExplainsOne() throws {
+        let formatter = EventFormatter(json: false, clock: clock)
+        let list = formatter.lines(for: .help(ConsoleCommand.usages), wire: .init(), atUnixNanos: 0)
+        #expect(list.allSatisfy { $0.count <= 80 }, "\(list.map(\.count).max() ?? 0) columns")
+        for usage in ConsoleCommand.usages {
+            #expect(list.contains { $0.hasPrefix("  \(usage.name) ") }, "\(usage.name) listed")
+            let one = formatter.lines(for: .help([usage]), wire: .init(), atUnixNanos: 0)
+            #expect(one.allSatisfy { $0.count <= 80 }, "help \(usage.name): \(one.map(\.count).max() ?? 0) columns")
+            #expect(one.first?.hasPrefix("help \(usage.name): ") == true)
+            #expect(one.joined(separator: " ").contains("example:"))
+        }
+        let queue = try #require(ConsoleCommand.usages.first { $0.name == "queue" })
+        let rules = formatter.lines(for: .help([queue]), wire: .init(), atUnixNanos: 0).joined(separator: " ")
+        #expect(rules.contains("while the") && rules.contains("group watches nothing"))
+        guard case .success(.help(let topic))? = Optional(ConsoleCommand.parse("help Queue")) else {
+            Issue.record("help Queue does not parse")
+            return
+        }
+        #expect(topic == "queue")
+        guard case .failure(let error) = ConsoleCommand.parse("help nope") else {
+            Issue.record("help nope parses")
+            return
+        }
+        #expect(error.message.contains("no command 'nope'"))
     }
 
     @Test func controlCharactersInStrings_areEscaped() {

@@ -128,7 +128,10 @@ extension Instance {
     private mutating func advance(
         from current: String?, to item: QueueItem, now: Timestamp, into out: inout [Directive]
     ) {
-        let rate = current.flatMap { playback.items[$0]?.timeline.rate } ?? 0
+        // The group plays on if it was playing: the current entry's item, or, from an item shared
+        // outside the queue, that one.
+        let playing = current ?? playback.sharedActivity?.itemID
+        let rate = playing.flatMap { playback.items[$0]?.timeline.rate } ?? 0
         issue(
             Command(
                 item: item.id, operation: .queue(.advance(from: current, to: item, rate: rate, requestedAt: now.wall))),

@@ -111,8 +111,8 @@ public struct Instance: Sendable {
             out.append(.emit(.status(statusReport(now: now))))
         case .peers:
             out.append(.emit(.peers(peerInfos(now: now.monotonic))))
-        case .help:
-            out.append(.emit(.help(ConsoleCommand.usages)))
+        case .help(let topic):
+            out.append(.emit(.help(ConsoleCommand.usages.filter { topic == nil || $0.name == topic })))
         case .quit:
             if state.isJoined { leave(with: .leave(.shutdown), reason: .shutdown, now: now, into: &out) }
             if lifecycle.requestExit() { return out + [.exit(status: 0)] }

@@ -12,7 +12,9 @@ public enum Invocation: Sendable {
     case keygen
     /// `coplay ctl PATH COMMAND…|--follow|--watch`: talk to a running agent's control socket.
     case control(path: String, request: ControlRequest)
-    case help
+    /// `--help`, `coplay help [TOPIC]`, `coplay SUB --help`: the usage, or one subcommand's or
+    /// console command's (exit 0).
+    case help(topic: String?)
     case version
 }
 
@@ -40,6 +42,7 @@ public enum CommandLineOptions {
           coplay ctl PATH --watch [--times N]
                                             redraw a table of the group once a second (N times)
           coplay [options]                  run one agent; type commands on standard input
+          coplay help [SUBCOMMAND|COMMAND]  one subcommand's usage, or one stdin command's
           coplay --help | --version
           (coplay-bench measures agents on loopback: coplay-bench --help)
 
@@ -105,6 +108,57 @@ public enum CommandLineOptions {
         command line.
         """
 
+    /// Each subcommand's usage, for `coplay help SUB` and `coplay SUB --help`.
+    public static let subcommandUsages: [(name: String, text: String)] = [
+        (
+            "dump",
+            """
+            coplay dump FILE|- [--json] [--key-file PATH]
+              Decode the coplay datagrams of a pcap or pcapng capture (- reads standard input,
+              e.g. from tcpdump -U -w -): one line per datagram, or one JSON object with --json.
+              With --key-file: check each tag, open relay frames, show each datagram's age.
+              What is not coplay is skipped and counted; a summary goes to standard error.
+              Exit status: 0, or 1 if the file cannot be read.
+            """
+        ),
+        (
+            "ctl",
+            """
+            coplay ctl PATH COMMAND…          send one command to the agent whose --control
+                                              socket is PATH; print its reply (JSON lines)
+            coplay ctl PATH --follow          print every event of that agent as it happens
+            coplay ctl PATH --watch [--times N]
+                                              redraw a table of the group once a second
+              Exit status: 0, or 1 if the agent refused the command or cannot be reached.
+            """
+        ),
+        (
+            "keygen",
+            """
+            coplay keygen
+              Print a new random group key (64 hex digits) on standard output: save it as a
+              key file (chmod 600) and give it to every agent with --key-file.
+            """
+        ),
+        (
+            "demo",
+            """
+            coplay demo
+              Run four agents on loopback through a scripted session (share, play, seek, pause,
+              a late joiner, a queue) and print what each did and how far apart they were.
+            """
+        ),
+    ]
+
+    /// What `coplay help TOPIC` prints: a subcommand's usage, or a console command's (nil: the
+    /// whole usage).
+    public static func help(_ topic: String?) -> String {
+        guard let topic else { return usage }
+        if let sub = subcommandUsages.first(where: { $0.name == topic }) { return sub.text }
+        let command = ConsoleCommand.usages.first { $0.name == topic }
+        return command.map { EventFormatter.helpText([$0]).joined(separator: "\n") } ?? usage
+    }
+
     /// One command of the usage text: the synopsis, then the summary in a column (on the next
     /// line when the synopsis is longer than the column).
     static func usageLine(_ usage: ConsoleCommand.Usage) -> String {
@@ -118,6 +172,23 @@ public enum CommandLineOptions {
     public static func parse(_ arguments: [String], defaultName: String = hostName()) -> Result<Invocation, UsageError>
     {
         var remaining = arguments[...]
+        if remaining.first == "help" {
+            guard remaining.count <= 2 else { return .failure(UsageError(message: "help takes at most one topic")) }
+            guard let topic = remaining.dropFirst().first else { return .success(.help(topic: nil)) }
+            let known =
+                subcommandUsages.contains { $0.name == topic } || ConsoleCommand.usages.contains { $0.name == topic }
+            guard known else {
+                let subs = subcommandUsages.map(\.name).joined(separator: ", ")
+                return .failure(UsageError(message: "no help on '\(topic.prefix(40))': try \(subs), or a command (help)"))
+            }
+            return .success(.help(topic: topic))
+        }
+        // `coplay SUB --help` (or -h, anywhere among its arguments): that subcommand's usage.
+        if let sub = remaining.first, subcommandUsages.contains(where: { $0.name == sub }),
+            remaining.contains(where: { $0 == "--help" || $0 == "-h" })
+        {
+            return .success(.help(topic: sub))
+        }
         if remaining.first == "dump" {
             remaining.removeFirst()
             var json = false
@@ -168,7 +239,7 @@ public enum CommandLineOptions {
             do throws(UsageError) {
                 switch argument {
                 case "--help", "-h":
-                    return .success(.help)
+                    return .success(.help(topic: nil))
                 case "--version":
                     return .success(.version)
                 case "--json":

@@ -113,7 +113,8 @@ public struct EventFormatter: Sendable {
                         usages.map {
                             .object([
                                 ("name", .string($0.name)), ("usage", .string($0.synopsis)),
-                                ("summary", .string($0.summary)),
+                                ("summary", .string($0.summary)), ("example", .string($0.example)),
+                                ("details", .string($0.details)),
                             ])
                         })
                 )
@@ -379,9 +380,7 @@ public struct EventFormatter: Sendable {
             }
             return ["peers \(infos.count): " + entries.joined(separator: " | ")]
         case .help(let usages):
-            let width = usages.map(\.synopsis.count).max() ?? 0
-            return ["help commands (one per line on standard input):"]
-                + usages.map { "help   \($0.synopsis.padded(to: width))  \($0.summary)" }
+            return Self.helpText(usages)
         case .commandError(let error):
             return ["error: \(error.message); usage: \(error.usage)"]
         case .activityChanged(let activity, let originator):
@@ -486,6 +485,39 @@ public struct EventFormatter: Sendable {
     }
 
     private static func millis(_ duration: Duration) -> String { "\(Int(duration.milliseconds.rounded()))ms" }
+
+    /// `help`: the commands, one line each, names aligned; `help COMMAND` (one usage): its
+    /// summary, usage, rules and an example. Every line fits 80 columns.
+    static func helpText(_ usages: [ConsoleCommand.Usage]) -> [String] {
+        if usages.count == 1, let usage = usages.first {
+            return wrapped("help \(usage.name): \(usage.summary)", indent: "  ")
+                + wrapped("usage: \(usage.synopsis)", indent: "    ", first: "  ")
+                + (usage.details.isEmpty ? [] : wrapped(usage.details, indent: "  ", first: "  "))
+                + wrapped("example: \(usage.example)", indent: "    ", first: "  ")
+        }
+        let width = usages.map(\.name.count).max() ?? 0
+        return ["help: one command per line; help COMMAND for its usage and rules"]
+            + usages.flatMap { usage in
+                wrapped(usage.summary, indent: String(repeating: " ", count: width + 4), first: "  \(usage.name.padded(to: width))  ")
+            }
+    }
+
+    /// `text` in lines of at most `columns`, broken at spaces: the first after `first`, the
+    /// others after `indent` (a word longer than a line stands alone).
+    static func wrapped(_ text: String, indent: String, first: String = "", columns: Int = 80) -> [String] {
+        var lines: [String] = []
+        var line = first
+        var lineHasWord = false
+        for word in text.split(separator: " ") {
+            if lineHasWord, line.count + 1 + word.count > columns {
+                lines.append(line)
+                (line, lineHasWord) = (indent, false)
+            }
+            line += (lineHasWord ? " " : "") + word
+            lineHasWord = true
+        }
+        return lines + [line]
+    }
 }
 
 extension String {
