@@ -18,7 +18,7 @@ local message_types = {
 }
 local operations = { [1] = "share", [2] = "play", [3] = "seek", [4] = "start", [5] = "play-now", [6] = "pause", [7] = "rate", [8] = "message",
     [9] = "queue-add", [10] = "queue-remove", [11] = "queue-move", [12] = "queue-clear", [13] = "advance", [14] = "queue-entry",
-    [15] = "interstitial-at", [16] = "interstitial" }
+    [15] = "interstitial-at", [16] = "interstitial", [17] = "play-ready" }
 local leave_reasons = { [0] = "left", [1] = "shutdown" }
 
 local f = coplay.fields
@@ -291,7 +291,7 @@ local function command(r, tree, stripped)
         short_string(r, tree, f.item_type, 128)
         long_string(r, tree, f.fallback, 512)
         double(r, tree, f.duration, 0, 1e9)
-    elseif code == 2 or code == 5 then
+    elseif code == 2 or code == 5 or code == 17 then
         rate(r, tree, f.rate, true)
         double(r, tree, f.position, 0, 1e9)
         instant(r, tree, f.at)

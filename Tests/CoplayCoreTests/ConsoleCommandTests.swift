@@ -10,6 +10,15 @@ import Testing
         #expect(try ConsoleCommand.parse("  STATUS  ").get() == .status)
     }
 
+    /// `end` without a reason ends the session without inventing one: the event says who ended
+    /// it (it said "ended by vm: ended").
+    @Test func endWithoutAReason_saysOnlyWhoEndedIt() throws {
+        #expect(try ConsoleCommand.parse("end").get() == .end(reason: ""))
+        #expect(try ConsoleCommand.parse("end movie over").get() == .end(reason: "movie over"))
+        #expect(InvalidationReason.ended(by: "vm", reason: "").description == "ended by vm")
+        #expect(InvalidationReason.ended(by: "vm", reason: "movie over").description == "ended by vm: movie over")
+    }
+
     @Test func blankAndCommentLines_areNoCommand() throws {
         #expect(try ConsoleCommand.parse("").get() == nil)
         #expect(try ConsoleCommand.parse("   \t ").get() == nil)

@@ -323,6 +323,19 @@ enum WireVectors {
                 payload: .heartbeat(Announcement(unicastPort: 40_001, name: "alice")),
                 sentAt: WallInstant(unixNanos: 1_780_000_000_123_456_789), authTag: Array(repeating: 0xAB, count: 16))
         ),
+        (
+            "command-play-ready",
+            Datagram(
+                session: session, sender: sender, sequence: 17,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 8), lamport: 13, dependencies: VectorClock(),
+                        command: Command(
+                            item: "bbb",
+                            operation: .playReady(
+                                rate: 1, position: 42.5, at: WallInstant(unixNanos: 1_780_000_033_000_000_000)))),
+                    isRepair: false))
+        ),
     ]
 
     /// The state vector with `mutate` applied to its bytes.

@@ -97,6 +97,14 @@ import Testing
         #expect(error.message.contains("no command 'nope'"))
     }
 
+    /// A nudged player's rate reads as a person would write it (it printed 0.9987975837240562).
+    @Test func ratesPrintWithAtMostFourDecimals() {
+        #expect(EventFormatter.rateText(0.998_797_583_724_056_2) == "0.9988")
+        #expect(EventFormatter.rateText(1) == "1.0")
+        #expect(EventFormatter.rateText(1.005) == "1.005")
+        #expect(EventFormatter.rateText(.infinity) == "inf")
+    }
+
     @Test func controlCharactersInStrings_areEscaped() {
         #expect(JSONValue.string("a\u{1}b").serialized == "\"a\\u0001b\"")
         #expect(

@@ -51,7 +51,7 @@ import Testing
         act(&simulation, 1, .play(rate: 1))
         for node in 0..<2 {
             #expect(
-                playbackEvents(simulation, node, from: marks[node]).map { "\($0.0) \($0.1)" } == ["playing play-now"],
+                playbackEvents(simulation, node, from: marks[node]).map { "\($0.0) \($0.1)" } == ["playing play"],
                 "node\(node)")
         }
     }

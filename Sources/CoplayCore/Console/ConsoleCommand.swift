@@ -176,7 +176,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             guard reason.utf8.count <= WireFormat.endReasonBytesMax else {
                 throw fail("the reason is longer than \(WireFormat.endReasonBytesMax) bytes")
             }
-            return .end(reason: reason.isEmpty ? "ended" : reason)
+            return .end(reason: reason)
         case "play": return .play(rate: try optionalRate())
         case "play-now": return .playNow(rate: try optionalRate())
         case "seek": return .seek(seconds: try oneNumber("the position in seconds", in: 0...WireFormat.positionMax))

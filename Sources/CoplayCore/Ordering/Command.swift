@@ -54,6 +54,10 @@ public enum Operation: Hashable, Sendable {
     case start(rate: Double, position: Double, at: WallInstant, trigger: Dot)
     /// Start at once (playImmediately): the media is at `position` at `at`, moving at `rate`.
     case playNow(rate: Double, position: Double, at: WallInstant)
+    /// A `play` that needed no round of readies: everyone on the item was known ready where the
+    /// group paused, so it starts at once, as `playNow` does (its own name, so that every agent
+    /// says a play was pressed, not a play-now).
+    case playReady(rate: Double, position: Double, at: WallInstant)
     /// Pause at `position` (the originator's media time when it paused, at `at`).
     case pause(position: Double, at: WallInstant)
     /// Change the rate while playing: at `at` the media is at `position`, moving at `rate` after.
@@ -85,6 +89,7 @@ public enum Operation: Hashable, Sendable {
         case .seek: "seek"
         case .start: "start"
         case .playNow: "play-now"
+        case .playReady: "play-ready"
         case .pause: "pause"
         case .rate: "rate"
         case .message: "message"
@@ -92,6 +97,13 @@ public enum Operation: Hashable, Sendable {
         case .scheduleInterstitial: "interstitial-at"
         case .interstitial: "interstitial"
         }
+    }
+
+    /// What a person did, for the reason an event gives: the operation's name, but for a
+    /// play-ready, which is the `play` that was pressed.
+    public var reason: String {
+        if case .playReady = self { return "play" }
+        return name
     }
 
     /// The same operation with every time moved by `nanos` (to re-express it on another clock).
@@ -111,6 +123,8 @@ public enum Operation: Hashable, Sendable {
         case .start(let rate, let position, let at, let trigger):
             return .start(rate: rate, position: position, at: shift(at), trigger: trigger)
         case .playNow(let rate, let position, let at): return .playNow(rate: rate, position: position, at: shift(at))
+        case .playReady(let rate, let position, let at):
+            return .playReady(rate: rate, position: position, at: shift(at))
         case .pause(let position, let at): return .pause(position: position, at: shift(at))
         case .rate(let rate, let position, let at): return .rate(rate: rate, position: position, at: shift(at))
         }

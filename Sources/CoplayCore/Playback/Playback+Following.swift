@@ -22,7 +22,7 @@ extension Playback {
         let now = context.now
         let before = player.position(at: now)
         let who = context.originator(cause.dot.origin)
-        let reason = cause.command.operation.name
+        let reason = cause.command.operation.reason
         func report(_ rate: Double, _ position: Double) -> PlaybackReport {
             PlaybackReport(
                 item: item.id, rate: rate, position: player.clamp(position), originator: who, reason: reason,
@@ -153,7 +153,7 @@ extension Playback {
     /// group's position): the round of readies would only confirm it, and on a lossy or jittery
     /// path it costs the slowest of them (on the air, one retry among all the participants' frames
     /// holds everyone). The start goes out at once, at an instant a start's lead ahead: a
-    /// play-now. A participant it reaches late starts where the group is by then.
+    /// play-ready (a play-now by another name). A participant it reaches late starts where the group is by then.
     ///
     /// Only after a pause (or on an item just shared, each player having said when its load was
     /// done): a pause leaves every player holding the frame it stopped on, where a seek sends
@@ -180,7 +180,7 @@ extension Playback {
             })
         else { return nil }
         let lead = startLead(to: Set([context.member] + onItem.map(\.member)), context)
-        return .playNow(rate: rate, position: position, at: context.now.wall + lead)
+        return .playReady(rate: rate, position: position, at: context.now.wall + lead)
     }
 
     /// How far ahead the start instant goes (`Settings.startLead`): far enough for the start to

@@ -211,7 +211,7 @@ extension Playback {
             } else if let winner = items[item.id]?.winner, winner.dot != proposal.winner {
                 let who = context.originator(winner.dot.origin)
                 report(
-                    .superseded(by: "a \(winner.command.operation.name) by \(who.isLocal ? "this agent" : who.name)"))
+                    .superseded(by: "a \(winner.command.operation.reason) by \(who.isLocal ? "this agent" : who.name)"))
             } else {
                 report(.sent)
                 let resume: Double

@@ -366,7 +366,8 @@ struct Playback: Sendable {
                         .commandIgnored(
                             IgnoredCommand(
                                 commandItem: command.item, currentItem: player.item?.id,
-                                operation: command.operation.name, originator: context.originator(envelope.dot.origin),
+                                operation: command.operation.reason,
+                                originator: context.originator(envelope.dot.origin),
                                 dot: envelope.dot))))
             }
         }

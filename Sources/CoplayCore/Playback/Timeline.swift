@@ -71,7 +71,8 @@ public enum Timeline: Hashable, Sendable {
                 resumeRate > 0
                 ? .waiting(position: position, rate: resumeRate, trigger: dot, requestedAt: requestedAt)
                 : .paused(position: position)
-        case .start(let rate, let position, let at, _), .playNow(let rate, let position, let at):
+        case .start(let rate, let position, let at, _), .playNow(let rate, let position, let at),
+            .playReady(let rate, let position, let at):
             self = .playing(rate: rate, position: position, at: at)
         case .pause(let position, _):
             self = .paused(position: position)

@@ -40,7 +40,7 @@ public enum InvalidationReason: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .left: "left"
         case .shutdown: "shutdown"
-        case .ended(let by, let reason): "ended by \(by): \(reason)"
+        case .ended(let by, let reason): reason.isEmpty ? "ended by \(by)" : "ended by \(by): \(reason)"
         }
     }
 }

@@ -41,6 +41,7 @@ extension WireFormat {
         case queueEntry = 14
         case interstitialAt = 15
         case interstitial = 16
+        case playReady = 17
     }
 
     static func writeInterstitial(_ interstitial: Interstitial, into writer: inout ByteWriter) {
@@ -217,8 +218,9 @@ extension WireFormat {
             writer.write(position)
             writer.write(at.unixNanos)
             writeDot(trigger, into: &writer)
-        case .playNow(let rate, let position, let at):
-            writer.write(OperationCode.playNow.rawValue)
+        case .playNow(let rate, let position, let at), .playReady(let rate, let position, let at):
+            let isReady = if case .playReady = envelope.command.operation { true } else { false }
+            writer.write((isReady ? OperationCode.playReady : OperationCode.playNow).rawValue)
             writer.write(rate)
             writer.write(position)
             writer.write(at.unixNanos)
@@ -320,6 +322,8 @@ extension WireFormat {
                 rate: try rate(positive: true), position: try position(), at: try wall(),
                 trigger: try readDot(from: &reader))
         case .playNow: operation = .playNow(rate: try rate(positive: true), position: try position(), at: try wall())
+        case .playReady:
+            operation = .playReady(rate: try rate(positive: true), position: try position(), at: try wall())
         case .pause: operation = .pause(position: try position(), at: try wall())
         case .rate: operation = .rate(rate: try rate(positive: false), position: try position(), at: try wall())
         case .message: operation = .message(try readMessagePart(from: &reader))

@@ -414,7 +414,8 @@ public enum Dump {
                     ("trigger", dot(trigger)),
                 ]
             )
-        case .playNow(let rate, let position, let at), .rate(let rate, let position, let at):
+        case .playNow(let rate, let position, let at), .playReady(let rate, let position, let at),
+            .rate(let rate, let position, let at):
             return (
                 "rate=\(rate) position=\(position) at=\(at.unixNanos)",
                 [("rate", .double(rate)), ("position", .double(position)), ("at", .int(at.unixNanos))]

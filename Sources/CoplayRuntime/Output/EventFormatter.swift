@@ -365,7 +365,7 @@ public struct EventFormatter: Sendable {
             let suspensions = report.suspensions.isEmpty ? "-" : report.suspensions.joined(separator: ",")
             return [
                 "status \(report.name) id=\(report.member.id) session=\(report.sessionName) state=\(report.state.name) "
-                    + "item=\(report.item ?? "-") rate=\(report.rate) position=\(String(format3: report.positionSeconds)) "
+                    + "item=\(report.item ?? "-") rate=\(Self.rateText(report.rate)) position=\(String(format3: report.positionSeconds)) "
                     + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) "
                     + (report.interstitial.map { "interstitial=\($0) " } ?? "") + "peers=\(report.peerCount) "
                     + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal) "
@@ -486,6 +486,13 @@ public struct EventFormatter: Sendable {
 
     private static func millis(_ duration: Duration) -> String { "\(Int(duration.milliseconds.rounded()))ms" }
 
+    /// A rate as a person reads it: at most 4 decimals (a player's rate nudged by the drift
+    /// correction printed as 0.9987975837240562), 1.0 as 1.0.
+    public static func rateText(_ rate: Double) -> String {
+        guard rate.isFinite, abs(rate) < 1e9 else { return "\(rate)" }
+        return "\((rate * 10_000).rounded() / 10_000)"
+    }
+
     /// `help`: the commands, one line each, names aligned; `help COMMAND` (one usage): its
     /// summary, usage, rules and an example. Every line fits 80 columns.
     static func helpText(_ usages: [ConsoleCommand.Usage]) -> [String] {
@@ -498,7 +505,9 @@ public struct EventFormatter: Sendable {
         let width = usages.map(\.name.count).max() ?? 0
         return ["help: one command per line; help COMMAND for its usage and rules"]
             + usages.flatMap { usage in
-                wrapped(usage.summary, indent: String(repeating: " ", count: width + 4), first: "  \(usage.name.padded(to: width))  ")
+                wrapped(
+                    usage.summary, indent: String(repeating: " ", count: width + 4),
+                    first: "  \(usage.name.padded(to: width))  ")
             }
     }
 
