@@ -29,14 +29,22 @@ extension ConsoleCommand {
                 "queue [add <url> [id=<id>] [title=…] [duration=<s>] [after=<id>|first|last] | remove <id> | move <id> after=<id>|first|last | clear]",
             summary: "show the group's queue, or add, remove, move or clear its entries",
             example: "queue add https://example.com/ep2.mp4 id=ep2 title=\"Episode 2\" after=ep1",
-            details:
-                "Everyone sees the same entries in the same order; edits made at once on several agents all stay. The first entry added to an empty queue, while the group watches nothing, becomes the group's item (paused at 0:00); added while an item is shared, entries wait for next. When an entry ends, the group moves to the one after it, playing if it was."),
+            details: """
+                Everyone sees the same entries in the same order; edits made at once on several \
+                agents all stay. The first entry added to an empty queue, while the group watches \
+                nothing, becomes the group's item (paused at 0:00); added while an item is shared, \
+                entries wait for next. When an entry ends, the group moves to the one after it, \
+                playing if it was.
+                """),
         Usage(
             name: "next", synopsis: "next",
             summary: "move the whole group to the queue's next entry (playing on if it was)",
             example: "next",
-            details:
-                "From a shared item that is not in the queue, next moves the group to the queue's first entry. The group plays the entry if it was playing, and stays paused at 0:00 if it was paused."),
+            details: """
+                From a shared item that is not in the queue, next moves the group to the queue's \
+                first entry. The group plays the entry if it was playing, and stays paused at 0:00 \
+                if it was paused.
+                """),
         Usage(
             name: "previous", synopsis: "previous",
             summary: "move the whole group to the queue's previous entry (playing on if it was)", example: "previous"),

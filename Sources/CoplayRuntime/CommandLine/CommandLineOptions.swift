@@ -179,7 +179,8 @@ public enum CommandLineOptions {
                 subcommandUsages.contains { $0.name == topic } || ConsoleCommand.usages.contains { $0.name == topic }
             guard known else {
                 let subs = subcommandUsages.map(\.name).joined(separator: ", ")
-                return .failure(UsageError(message: "no help on '\(topic.prefix(40))': try \(subs), or a command (help)"))
+                let message = "no help on '\(topic.prefix(40))': try \(subs), or a command (help)"
+                return .failure(UsageError(message: message))
             }
             return .success(.help(topic: topic))
         }
