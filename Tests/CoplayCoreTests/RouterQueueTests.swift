@@ -103,7 +103,8 @@ import Testing
     @Test func nextFromAPlayingSharedItem_playsTheFirstEntry() throws {
         var (alice, _) = try aliceAndBob()
         _ = alice.onCommand(
-            .share(Activity(url: "https://example.com/film.mkv", itemID: "film"), durationSeconds: 600, bufferSeconds: 0),
+            .share(
+                Activity(url: "https://example.com/film.mkv", itemID: "film"), durationSeconds: 600, bufferSeconds: 0),
             now: at(10))
         _ = alice.onCommand(.playNow(rate: 1), now: at(11))
         let added = alice.onCommand(add("ep1"), now: at(12))

@@ -36,6 +36,32 @@ struct MpvAgentTests {
         return condition()
     }
 
+    /// An agent leaves nothing in the socket directory however it ends (mpv left its IPC socket
+    /// behind every time), and a person closing mpv, or Ctrl-C, is no `player-error` (it printed
+    /// "player-error mpv quit").
+    @Test(arguments: ["quit", "SIGINT", "mpv closed"])
+    func anAgentWithMpv_endsCleanly(_ ending: String) throws {
+        let arguments = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(19))", "--session", "clean-\(ending.count)",
+            "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let agent = try AgentProcess(executable: coplay, name: "tidy", arguments: arguments)
+        let directory = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let socket = "\(directory)/coplay-mpv-\(agent.pid).sock"
+        #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
+        let mpv = try MpvClient(path: socket)
+        switch ending {
+        case "quit": agent.send("quit")
+        case "SIGINT": agent.signal(SIGINT)
+        default: _ = mpv.command(["quit"])
+        }
+        #expect(agent.waitForExit(timeout: .seconds(8)) == 0)
+        #expect(!FileManager.default.fileExists(atPath: socket), "\(socket) left behind")
+        #expect(!agent.allEvents.contains { $0.name == "player-error" }, "\(agent.allEvents.map(\.name))")
+        let said = agent.diagnostics.contains { $0.contains("closed: leaving the session") }
+        #expect(said == (ending == "mpv closed"), "\(agent.diagnostics)")
+    }
+
     @Test func twoMpvPlayersFollowTheGroup_andThePersonInFrontOfMpvIsAParticipant() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpv-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

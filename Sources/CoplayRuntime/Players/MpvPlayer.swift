@@ -32,6 +32,8 @@ struct MpvPlayer: PlayerDriver {
     private let socket: LineSocket
     /// The mpv process, when the agent started it (then it quits it when exiting).
     private let process: ChildProcess?
+    /// The IPC socket of the mpv this agent started, which mpv leaves behind: removed at close.
+    private let ownedSocketPath: String?
     private let settings: Settings
     /// The `--mpv-option`s, for the second mpv.
     private let options: [String]
@@ -119,9 +121,13 @@ struct MpvPlayer: PlayerDriver {
     /// them, as at 30 ms, the start bias learnt from it differed from one player to the next.
     static let firstSampleDelay: Duration = .milliseconds(60)
 
-    init(socket: LineSocket, process: ChildProcess?, settings: Settings, options: [String] = []) {
+    init(
+        socket: LineSocket, process: ChildProcess?, settings: Settings, options: [String] = [],
+        ownedSocketPath: String? = nil
+    ) {
         self.socket = socket
         self.process = process
+        self.ownedSocketPath = ownedSocketPath
         self.settings = settings
         self.options = options
         for (index, name) in Self.observed.enumerated() {
@@ -581,9 +587,9 @@ struct MpvPlayer: PlayerDriver {
 
     // MARK: Ending
 
-    func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
-        ([.failed("mpv quit: leaving the session")], true)
-    }
+    /// mpv closed its connection: the person closed its window (or it quit with the agent). Not
+    /// an error: the agent leaves and exits, and says why (`AgentShell`).
+    func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], true) }
 
     mutating func close() {
         stopInterstitial()
@@ -593,6 +599,7 @@ struct MpvPlayer: PlayerDriver {
             process.waitForExit(patience: .seconds(2))
         }
         socket.close()
+        if let ownedSocketPath { unlink(ownedSocketPath) }
     }
 }
 
@@ -621,11 +628,14 @@ extension MpvPlayer {
                 }
             }
             return (
-                MpvPlayer(socket: socket, process: process, settings: settings, options: options.options),
+                MpvPlayer(
+                    socket: socket, process: process, settings: settings, options: options.options,
+                    ownedSocketPath: path),
                 socket
             )
         } catch {
             process.waitForExit(patience: .zero)
+            unlink(path)
             throw error
         }
     }

@@ -222,6 +222,7 @@ public actor AgentShell {
                 }
                 guard !playerGone else { continue }
                 playerGone = true
+                if signalsSeen == 0 { diagnose("the player (\(player.kind)) closed: leaving the session") }
                 directives =
                     reports.flatMap { instance.onPlayerReport($0, now: now) } + instance.onCommand(.quit, now: now)
             }
