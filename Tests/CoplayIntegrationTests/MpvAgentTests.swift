@@ -46,7 +46,8 @@ struct MpvAgentTests {
             "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
         ]
         let agent = try AgentProcess(executable: coplay, name: "tidy", arguments: arguments)
-        let directory = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let runtime = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? ""
+        let directory = runtime.isEmpty ? "/tmp" : runtime
         let socket = "\(directory)/coplay-mpv-\(agent.pid).sock"
         #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
         let mpv = try MpvClient(path: socket)
