@@ -120,6 +120,38 @@ import Testing
         #expect(abs(later.offsetNanos - (3_000_000 + 19 * 20_000)) < 1_000)
     }
 
+    /// Two agents of one host (no drift at all), samples with tens of microseconds of jitter:
+    /// a few seconds in, the fitted drift is a guess, and the estimate says how much of one
+    /// (the newcomer saw drift=41-67ppm printed as a measurement). Before the fit, it is unknown.
+    @Test func aDriftFittedOverAFewSeconds_carriesItsDoubt() throws {
+        var estimator = OffsetEstimator(settings: settings)
+        var random = SplitMix64(seed: 41)
+        func sample(_ millis: Double) {
+            let jitter = Int64(random.next() % 80_000)
+            estimator.add(
+                OffsetSample(receivedAt: at(millis).monotonic, offsetNanos: jitter - 40_000, delayNanos: 60_000 + jitter))
+        }
+        for index in 0..<8 { sample(Double(index) * 50) }
+        #expect(try #require(estimator.estimate(at: at(400).monotonic)).driftErrorPPM == nil, "not known yet")
+        for index in 0..<10 { sample(400 + Double(index) * 300) }
+        let early = try #require(estimator.estimate(at: at(3_400).monotonic))
+        let error = try #require(early.driftErrorPPM)
+        #expect(error > 1, "seconds of jittery samples leave ppm of doubt: \(error)")
+        #expect(abs(early.driftPPM) <= 3 * error, "drift \(early.driftPPM) ± \(error)")
+    }
+
+    @Test func aDriftFittedOverAMinute_isTight() throws {
+        var estimator = OffsetEstimator(settings: settings)
+        for second in 0..<60 {
+            let offset = 3_000_000 + Int64(second) * 50_000 + Int64(second % 3) * 500
+            estimator.add(
+                OffsetSample(receivedAt: at(Double(second) * 1000).monotonic, offsetNanos: offset, delayNanos: 60_000))
+        }
+        let estimate = try #require(estimator.estimate(at: at(60_000).monotonic))
+        #expect(abs(estimate.driftPPM - 50) < 0.1)
+        #expect(try #require(estimate.driftErrorPPM) < 0.1)
+    }
+
     @Test func estimator_reportsNoDriftBeforeTheMinimumSpan() {
         var estimator = OffsetEstimator(settings: settings)
         for index in 0..<8 {

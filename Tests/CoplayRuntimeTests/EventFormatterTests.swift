@@ -105,6 +105,20 @@ import Testing
         #expect(EventFormatter.rateText(.infinity) == "inf")
     }
 
+    /// A drift not fitted yet is unknown (it printed drift=0.000ppm); a fitted one comes with
+    /// its doubt.
+    @Test func driftIsUnknownUntilFitted_thenGivenWithItsError() {
+        var estimator = OffsetEstimator(settings: Settings())
+        estimator.add(OffsetSample(receivedAt: MonotonicInstant(nanos: 1_000_000), offsetNanos: 0, delayNanos: 60_000))
+        guard var estimate = estimator.estimate(at: MonotonicInstant(nanos: 2_000_000)) else {
+            Issue.record("no estimate from a sample")
+            return
+        }
+        #expect(EventFormatter.driftText(estimate) == "drift=unknown")
+        (estimate.driftPPM, estimate.driftErrorPPM) = (-41.26, 38.04)
+        #expect(EventFormatter.driftText(estimate) == "drift=-41.3±38.0ppm")
+    }
+
     @Test func controlCharactersInStrings_areEscaped() {
         #expect(JSONValue.string("a\u{1}b").serialized == "\"a\\u0001b\"")
         #expect(

@@ -15,6 +15,11 @@ public struct OffsetEstimate: Hashable, Sendable {
     /// each way add up to (the path's asymmetry can be no larger) plus the dispersion since
     /// (15 ppm of the age while the drift is not known, 2 ppm once it is).
     public var errorNanos: Int64 = 0
+    /// The drift's standard error, in ppm: nil while the drift is not known (the history spans
+    /// less than `Settings.driftMinimumSpan`, and `driftPPM` is 0 for want of a fit). A few
+    /// seconds of samples with microseconds of jitter leave tens of ppm of doubt, and a display
+    /// says so rather than show a guess as a measurement.
+    public var driftErrorPPM: Double?
 
     /// The peer's wall clock reading that corresponds to our wall clock reading `ours`.
     public func peerWall(forLocal ours: WallInstant) -> WallInstant {
@@ -138,7 +143,7 @@ public struct OffsetEstimator: Hashable, Sendable {
         let carried = offset &+ Int64(saturating: (elapsedNanos * line.slopePPM / 1_000_000).rounded())
         return OffsetEstimate(
             offsetNanos: carried, driftPPM: line.slopePPM, delayNanos: best.delayNanos, sampleCount: samples.count,
-            at: now, errorNanos: bound(dispersionPPM: 2))
+            at: now, errorNanos: bound(dispersionPPM: 2), driftErrorPPM: line.slopeErrorPPM)
     }
 
     /// Whether the recent round trips spread as on a jittery path (see `window`).
@@ -163,6 +168,8 @@ public struct OffsetEstimator: Hashable, Sendable {
         var meanXNanos: Double
         var meanYNanos: Double
         var slopePPM: Double
+        /// The slope's standard error (weighted least squares), in ppm.
+        var slopeErrorPPM: Double
         var minimumDelayNanos: Int64
 
         func offset(at instant: MonotonicInstant) -> Int64 {
@@ -208,9 +215,21 @@ public struct OffsetEstimator: Hashable, Sendable {
             variance += point.w * (point.x - meanX) * (point.x - meanX)
         }
         guard variance > 0 else { return nil }
-        let slope = min(max(covariance / variance * 1_000_000, -driftMaxPPM), driftMaxPPM)
+        let fitted = covariance / variance
+        var residuals = 0.0
+        for point in points {
+            let residual = point.y - meanY - fitted * (point.x - meanX)
+            residuals += point.w * residual * residual
+        }
+        // The weights are relative: the slope's variance is the residuals' weighted variance over
+        // the abscissae's, divided by the degrees of freedom of the effective number of points
+        // (the low-delay samples carry most of the weight, so fewer than all of them count).
+        let sumW2 = points.reduce(0.0) { $0 + $1.w * $1.w }
+        let effective = sumW * sumW / sumW2
+        let slopeError = (residuals / variance / max(1, effective - 2)).squareRoot() * 1_000_000
+        let slope = min(max(fitted * 1_000_000, -driftMaxPPM), driftMaxPPM)
         return Line(
             originNanos: origin, meanXNanos: meanX, meanYNanos: meanY + Double(anchor), slopePPM: slope,
-            minimumDelayNanos: minimumDelay)
+            slopeErrorPPM: slopeError.isFinite ? slopeError : driftMaxPPM, minimumDelayNanos: minimumDelay)
     }
 }
