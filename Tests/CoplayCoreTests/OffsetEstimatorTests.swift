@@ -129,7 +129,8 @@ import Testing
         func sample(_ millis: Double) {
             let jitter = Int64(random.next() % 80_000)
             estimator.add(
-                OffsetSample(receivedAt: at(millis).monotonic, offsetNanos: jitter - 40_000, delayNanos: 60_000 + jitter))
+                OffsetSample(
+                    receivedAt: at(millis).monotonic, offsetNanos: jitter - 40_000, delayNanos: 60_000 + jitter))
         }
         for index in 0..<8 { sample(Double(index) * 50) }
         #expect(try #require(estimator.estimate(at: at(400).monotonic)).driftErrorPPM == nil, "not known yet")

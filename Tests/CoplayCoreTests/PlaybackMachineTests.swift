@@ -106,3 +106,30 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(playback.player.rate == 1)
     }
 }
+
+/// A load the player could not do ends in a clear state: the item is left, and a `play` after
+/// it leaves nobody suspended (it left the agent in a stallRecovery suspension until another
+/// item was shared).
+@Suite struct LoadFailureTests {
+    @Test func aFailedLoad_leavesTheItem_andAPlayAfterItSuspendsNobody() {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onCommand(
+            .share(
+                Activity(url: "https://example.com/missing.mkv", itemID: "a"), durationSeconds: 100, bufferSeconds: 0),
+            now: at(1))
+        #expect(alice.player.item?.id == "a")
+        let failed = alice.onPlayerReport(.loadFailed("mpv could not play it: loading failed"), now: at(2))
+        #expect(failed.events.contains(.itemUnloaded(item: "a", reason: "the player could not load it")))
+        #expect(failed.events.contains(.playerError("mpv could not play it: loading failed")))
+        #expect(alice.player.item == nil)
+        _ = alice.onCommand(.play(rate: 1), now: at(3))
+        var millis = 3.0
+        while millis < 8_000 {
+            millis += 50
+            _ = alice.onTick(now: at(millis))
+        }
+        #expect(!alice.isSuspended, "\(alice.suspensions)")
+        #expect(alice.statusReport(now: at(millis)).suspensions.isEmpty)
+    }
+}

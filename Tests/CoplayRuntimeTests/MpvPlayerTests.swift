@@ -167,4 +167,13 @@ import Testing
         _ = mpv.player.perform(.pause(position: 2.060), now: mpv.now)
         #expect(!mpv.sent().contains(where: FakeMpv.isSeek))
     }
+
+    /// mpv's `end-file` with an error is a load the player could not do, which the core answers
+    /// by leaving the item (it was a generic failure, and the agent waited for it forever).
+    @Test func aFileMpvCannotOpen_isALoadFailure() {
+        let mpv = FakeMpv()
+        _ = mpv.player.perform(.load(LoadedItem(url: "/media/missing.mkv"), position: 0), now: mpv.now)
+        let reports = mpv.says(#"{"event":"end-file","reason":"error","file_error":"loading failed"}"#)
+        #expect(reports == [.loadFailed("mpv could not play /media/missing.mkv: loading failed")])
+    }
 }

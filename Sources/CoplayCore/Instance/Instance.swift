@@ -182,6 +182,10 @@ public struct Instance: Sendable {
             }
         case .failed(let text):
             return finish([.emit(.playerError(text))], now: now)
+        case .loadFailed(let text):
+            var out: [Directive] = [.emit(.playerError(text))]
+            routePlayback(playback.onLoadFailed(context(now)), now: now, into: &out)
+            return finish(out, now: now)
         case .interstitialFailed(let text):
             var out: [Directive] = [.emit(.playerError(text))]
             routePlayback(playback.endInterstitial(cutShort: text, context(now)), now: now, into: &out)

@@ -38,7 +38,7 @@ extension Playback {
             (correction.samplePosition, correction.sampleAt) = (position, at)
             out.append(.count(.playerSamples))
             out += correct(toSample: position, at: at, context)
-        case .userAction, .failed, .interstitialFailed:
+        case .userAction, .failed, .loadFailed, .interstitialFailed:
             break
         }
         return out
@@ -289,5 +289,22 @@ extension Playback {
             due = due.map { min($0, giveUp) } ?? giveUp
         }
         return due
+    }
+
+    /// The player could not load its item: it leaves the item, and any suspension waiting for
+    /// the player to catch up ends, so that neither this agent nor the group waits on a
+    /// readiness that will never come (its announcements name no item: a coordinated start does
+    /// not wait for it). Sharing an item loads again.
+    mutating func onLoadFailed(_ context: PlaybackContext) -> [Output] {
+        guard let item = player.item else { return [] }
+        var out: [Output] = []
+        for reason in [Suspension.stallRecovery, Suspension.whatHappened] {
+            guard let ended = suspensions.end(reason: reason) else { continue }
+            out.append(
+                .emit(.suspension(SuspensionReport(id: ended.id, reason: ended.reason, began: false, item: item.id))))
+        }
+        tell(.unload, into: &out)
+        out.append(.emit(.itemUnloaded(item: item.id, reason: "the player could not load it")))
+        return out
     }
 }

@@ -44,8 +44,12 @@ public enum PlayerReport: Hashable, Sendable {
     case sample(position: Double, rate: Double, at: WallInstant)
     /// The person in front of the player did this (a key, an on-screen control): a group command.
     case userAction(UserAction)
-    /// The player failed (a load error, it quit); the text says how.
+    /// The player failed (it quit, an error not about its item); the text says how.
     case failed(String)
+    /// The player could not load the item it was given (a wrong URL, a format it cannot
+    /// play); the text says how. The agent leaves the item rather than wait for a readiness
+    /// that will never come.
+    case loadFailed(String)
     /// The interstitial could not be played (the second player failed); the text says how.
     case interstitialFailed(String)
 

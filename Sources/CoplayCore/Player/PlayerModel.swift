@@ -101,7 +101,7 @@ public struct PlayerModel: Hashable, Sendable {
                 state = rate > 0 ? .moving(rate: rate, position: position, at: at) : .ready(position: clamp(position))
             case .empty, .preparing, .stalled: break
             }
-        case .userAction, .failed, .interstitialFailed:
+        case .userAction, .failed, .loadFailed, .interstitialFailed:
             break
         }
     }

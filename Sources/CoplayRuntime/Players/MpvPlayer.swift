@@ -477,7 +477,7 @@ struct MpvPlayer: PlayerDriver {
             fileLoaded = false
             preparing = nil
             let reason = message["file_error"]?.string ?? "unknown error"
-            return [.failed("mpv could not play \(item?.url ?? "the item"): \(reason)")]
+            return [.loadFailed("mpv could not play \(item?.url ?? "the item"): \(reason)")]
         default:
             break
         }
