@@ -133,3 +133,39 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(alice.statusReport(now: at(millis)).suspensions.isEmpty)
     }
 }
+
+/// One group, one story: a group interstitial that carol scheduled is credited to carol by
+/// every agent, also by one whose hold came from alice (who reached the time first) before it
+/// reached the time itself (that agent said alice; the others said carol).
+@Suite struct InterstitialAttributionTests {
+    @Test func aHoldFromAnotherAgent_isCreditedToTheScheduler() throws {
+        let bob = Member(id: bobID, incarnation: Incarnation(1))
+        let carol = Member(id: carolID, incarnation: Incarnation(1))
+        func context(_ millis: Double) -> PlaybackContext {
+            PlaybackContext(
+                now: at(millis), member: bob, name: "bob", state: .joined(since: at(0).monotonic), peers: [:],
+                offset: { _ in nil })
+        }
+        func delivered(_ operation: Operation, by origin: Member, counter: UInt32) -> Ordering.Delivered {
+            Ordering.Delivered(
+                envelope: CommandEnvelope(
+                    dot: Dot(origin: origin, counter: counter), lamport: UInt64(counter), dependencies: VectorClock(),
+                    command: Command(item: "A", operation: operation)), clockSource: nil)
+        }
+        var playback = Playback(settings: Settings())
+        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(0))
+        _ = playback.onPlayerReport(.ready(position: 0), context(1))
+        let ad = Interstitial(id: "ad", url: "https://example.com/ad.mp4", durationSeconds: 2)
+        _ = playback.apply(
+            [delivered(.scheduleInterstitial(ad, at: 5), by: carol, counter: 1)], isHistory: false, context(2))
+        let hold = playback.apply(
+            [delivered(.interstitial(ad, position: 5, rate: 0, requestedAt: at(3).wall), by: alice, counter: 2)],
+            isHistory: false, context(3))
+        let began = try #require(
+            hold.compactMap { output -> InterstitialReport? in
+                guard case .emit(.interstitial(let report)) = output, report.phase == .began else { return nil }
+                return report
+            }.first)
+        #expect(began.originator.member == carol, "credited to \(began.originator.name)")
+    }
+}

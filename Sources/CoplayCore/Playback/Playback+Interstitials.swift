@@ -113,6 +113,10 @@ extension Playback {
         _ context: PlaybackContext, into out: inout [Output]
     ) {
         let item = envelope.command.item
+        // Credit the one who scheduled it, as an agent that reaches it itself does: every agent
+        // then names the same person (crediting the hold's issuer, whoever reached it first,
+        // made two stories of one group). A hold typed without `at=` is its own origin.
+        let scheduler = scheduled[item]?.first { $0.interstitial.id == interstitial.id }?.command?.dot.origin
         scheduled[item]?.removeAll { $0.interstitial.id == interstitial.id }
         if scheduled[item]?.isEmpty == true { scheduled[item] = nil }
         if holdDue?.interstitial.id == interstitial.id { holdDue = nil }
@@ -120,8 +124,8 @@ extension Playback {
         resolve(interstitial.id)
         guard self.interstitial?.interstitial.id != interstitial.id else { return }
         beginInterstitial(
-            interstitial, forAll: true, item: item, position: position, originator: envelope.dot.origin, context,
-            into: &out)
+            interstitial, forAll: true, item: item, position: position, originator: scheduler ?? envelope.dot.origin,
+            context, into: &out)
     }
 
     /// The commands that scheduled group interstitials still to come (a snapshot carries them).
