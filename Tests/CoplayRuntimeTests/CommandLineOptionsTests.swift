@@ -96,6 +96,26 @@ import Testing
         #expect(simulated.player == .simulated)
     }
 
+    /// A file that is not a key file says so: a binary one, a large one (once "Inappropriate ioctl
+    /// for device", the error of an unrelated system call), a directory, a missing one.
+    @Test func aFileThatIsNoKeyFile_saysWhatItIs() throws {
+        let path = "/tmp/coplay-test-\(getpid())-big.key"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0xC3, count: 200_000))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func refusal(_ file: String) -> String {
+            guard case .failure(let error) = KeyFile.load(file) else { return "loaded" }
+            return error.message
+        }
+        #expect(refusal(path).contains("larger than a key file"), "\(refusal(path))")
+        #expect(!refusal(path).contains("ioctl"))
+        let small = "/tmp/coplay-test-\(getpid())-bin.key"
+        _ = FileManager.default.createFile(atPath: small, contents: Data((0..<64).map { UInt8($0 * 3 % 256) }))
+        defer { try? FileManager.default.removeItem(atPath: small) }
+        #expect(refusal(small).contains("is not a key"), "\(refusal(small))")
+        #expect(refusal("/tmp").contains("Is a directory"))
+        #expect(refusal("/no/such/coplay.key").contains("No such file"))
+    }
+
     @Test func keygen_writesAKeyFileThatLoads() throws {
         guard case .keygen = try CommandLineOptions.parse(["keygen"]).get() else {
             Issue.record("keygen not recognised")

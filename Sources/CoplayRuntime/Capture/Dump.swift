@@ -113,12 +113,18 @@ public enum Dump {
             "\(timeText(frame.timestampNanos)) \(frame.source) > \(frame.destination) relay \(frame.subject) \(frame.payload.count) bytes \(why)"
     }
 
+    /// The largest capture read whole (1 GiB: a bound, not a limit anyone meets).
+    static let capturedBytesMax = 1 << 30
+
     /// Runs the command: reads the file (or standard input for "-"), prints, returns the exit status.
     public static func run(path: String, json: Bool, keys: [[UInt8]]? = nil) -> Int32 {
-        guard let bytes = readAll(path) else {
-            StandardStreams.writeError(
-                "coplay: cannot read \(path == "-" ? "standard input" : "'\(path)'"): \(String(cString: strerror(errno)))"
-            )
+        let name = path == "-" ? "standard input" : "'\(path)'"
+        guard let bytes = readAll(path, bytesMax: capturedBytesMax) else {
+            StandardStreams.writeError("coplay: cannot read \(name): \(String(cString: strerror(errno)))")
+            return 1
+        }
+        guard bytes.count <= capturedBytesMax else {
+            StandardStreams.writeError("coplay: \(name) is over \(capturedBytesMax >> 30) GiB: cut the capture first")
             return 1
         }
         do throws(CaptureError) {
@@ -137,7 +143,9 @@ public enum Dump {
         }
     }
 
-    static func readAll(_ path: String) -> [UInt8]? {
+    /// The whole file (or standard input, `-`), up to `bytesMax`: past it, what was read so far
+    /// plus one byte, so that the caller sees it is too long without reading the rest.
+    static func readAll(_ path: String, bytesMax: Int = 1 << 30) -> [UInt8]? {
         let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY)
         guard fd >= 0 else { return nil }
         defer { if fd != STDIN_FILENO { close(fd) } }
@@ -148,10 +156,7 @@ public enum Dump {
             if count < 0 { if errno == EINTR { continue } else { return nil } }
             if count == 0 { return bytes }
             bytes += chunk[0..<count]
-            if bytes.count > 1 << 30 {
-                errno = EFBIG
-                return nil
-            }  // 1 GiB: a bound, not a limit anyone meets
+            if bytes.count > bytesMax { return bytes }
         }
     }
 

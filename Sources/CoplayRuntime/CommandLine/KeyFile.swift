@@ -5,10 +5,22 @@ import Glibc
 /// one older one still accepted; `coplay keygen` writes a fresh one from the kernel's random source.
 public enum KeyFile {
     /// The keys of the file at `path`, or why it cannot be used.
+    /// The largest key file read: keys in hex with comments are far smaller.
+    static let bytesMax = 64 * 1024
+
     public static func load(_ path: String) -> Result<[[UInt8]], UsageError> {
-        guard let bytes = Dump.readAll(path), bytes.count <= 64 * 1024 else {
+        guard let bytes = Dump.readAll(path, bytesMax: Self.bytesMax) else {
             return .failure(
                 UsageError(message: "cannot read the key file '\(path)': \(String(cString: strerror(errno)))"))
+        }
+        // A key file is a few lines of hex: anything far larger is some other file (the error it
+        // got was the last system call's, "Inappropriate ioctl for device").
+        guard bytes.count <= Self.bytesMax else {
+            return .failure(
+                UsageError(
+                    message:
+                        "'\(path)' is larger than a key file (at most \(Self.bytesMax / 1024) KiB of hex lines; coplay keygen writes one)"
+                ))
         }
         return GroupKeys.parse(keyFile: String(decoding: bytes, as: UTF8.self)).mapError {
             UsageError(message: "key file '\(path)': \($0.message)")
