@@ -366,46 +366,8 @@ public struct Settings: Sendable, Equatable {
     /// long (each has already stopped its main player there and begun the interstitial).
     public var interstitialHoldStagger: Duration = .milliseconds(250)
 
-    // MARK: Relay (`--relay`)
-    /// A peer announced over the network within this long is reached over the network, though
-    /// its announcements arrive through the relay too; after this much silence on the network
-    /// (its LAN path is gone, or never was) the relay carries what is sent to it. Longer than
-    /// two heartbeats, so that one lost heartbeat does not move a LAN peer to the relay.
-    public var relayNetworkPreferredFor: Duration = .seconds(2)
-    /// With nothing heard from the relay server for this long, the client sends a PING…
-    public var relayPingInterval: Duration = .milliseconds(250)
-    /// …and with nothing heard for this long it gives the server up and connects to another, and
-    /// heartbeats at once there (`Instance.onPathRestored`): the peers that heard nothing from
-    /// this agent meanwhile hear it again before `deadAfter` (1.25 s) of silence. With 1 s, a
-    /// frozen server cost a false departure in one run of three (`RelayAgentTests`). A PING and
-    /// a PONG are 12 bytes; one goes only when no peer's datagram came for `relayPingInterval`.
-    /// On the wan model a lost PONG is retransmitted within some 250 ms.
-    public var relayDeadAfter: Duration = .milliseconds(700)
-    /// A TCP connection and the NATS handshake (INFO, CONNECT, PONG) must end within this long.
-    public var relayConnectTimeout: Duration = .seconds(1)
-    /// After a failed attempt the next server is tried at once; after a whole round of them
-    /// failed, the client waits this long, doubled each round up to `relayBackoffMax`, each
-    /// wait jittered by ±`relayBackoffJitterFraction` (a cluster restarting is not hit by all
-    /// its clients at once).
-    public var relayBackoffMin: Duration = .milliseconds(100)
-    public var relayBackoffMax: Duration = .seconds(5)
-    public var relayBackoffJitterFraction = 0.25
-    /// The `--relay` seeds plus the servers their cluster announced (INFO's `connect_urls`):
-    /// a cluster of more servers than this is reached through the first ones.
-    public var relayServersMax = 16
-    /// A server the cluster announced that failed this many times in a row leaves the list (a
-    /// server gone for good is not tried forever; the `--relay` seeds always stay).
-    public var relayAnnouncedFailuresMax = 3
-    /// A protocol line from the server (an INFO lists its cluster's URLs: some 40 bytes each).
-    /// A longer line is a broken or hostile server: the connection is cut.
-    public var relayLineBytesMax = 16_384
-    /// Frames waiting to be written to a server that does not read them fast enough: 256 KB is
-    /// a second of the busiest group's traffic; past it frames are dropped (counted), which the
-    /// protocol's repair makes up, rather than memory growing.
-    public var relayWriteBufferBytesMax = 262_144
-    /// Bytes read from the server in one turn of the loop (then the loop's other inputs and
-    /// timers run): 64 KB is some 50 frames.
-    public var relayReadTurnBytesMax = 65_536
+    /// The relay client's times and bounds (`--relay`, `Settings.Relay`).
+    public var relay = Relay()
     public var nameBytesMax = 64
     public var sessionNameBytesMax = 64
     /// No datagram coplay sends or accepts is longer than this.
@@ -484,15 +446,4 @@ public struct Settings: Sendable, Equatable {
     public var dropDiagnosticEvery = 1000
 
     public init() {}
-}
-
-/// Settings held by reference, one box per machine. Each of an instance's machines reads them, and
-/// held by value they were most of its size: `Instance` was 11.5 KB, nine copies of 1.2 KB of
-/// settings. Swift copies a struct whole to read it through an actor's or a class's property, or
-/// to build a
-/// context from machines, and the shell and the router did so several times per datagram: some
-/// 40 KB copied per datagram received. A machine copied now copies a pointer.
-final class SharedSettings: Sendable {
-    let value: Settings
-    init(_ value: Settings) { self.value = value }
 }

@@ -108,15 +108,15 @@ import Testing
         announce(from: lan, at: 100)
         announce(from: relay, at: 120)
         #expect(membership.peers[carol.id]?.endpoint == lan)
-        announce(from: relay, at: 100 + settings.relayNetworkPreferredFor.milliseconds - 1)
+        announce(from: relay, at: 100 + settings.relay.networkPreferredFor.milliseconds - 1)
         #expect(membership.peers[carol.id]?.endpoint == lan)
-        announce(from: relay, at: 100 + settings.relayNetworkPreferredFor.milliseconds + 1)
+        announce(from: relay, at: 100 + settings.relay.networkPreferredFor.milliseconds + 1)
         #expect(membership.peers[carol.id]?.endpoint == Endpoint(address: relay.address, port: lan.port))
         announce(from: lan, at: 3000)
         #expect(membership.peers[carol.id]?.endpoint == lan)
         // The LAN's copy arriving second (a replay to the gate) still counts as heard on the LAN.
         membership.heardOnNetwork(carol, at: lan, heardAt: at(3100).monotonic)
-        announce(from: relay, at: 3000 + settings.relayNetworkPreferredFor.milliseconds + 50)
+        announce(from: relay, at: 3000 + settings.relay.networkPreferredFor.milliseconds + 50)
         #expect(membership.peers[carol.id]?.endpoint == lan)
 
         // A peer heard only through the relay is reached there from the start.

@@ -232,31 +232,31 @@ import Testing
         var session = session(now: t0)
         _ = session.received(Array(documentedInfo.utf8), now: t0)
         _ = session.received(Array("PONG\r\n".utf8), now: t0)
-        #expect(session.tick(now: t0 + settings.relayPingInterval - .milliseconds(1)).isEmpty)
-        #expect(session.nextWake == t0 + settings.relayPingInterval)
-        #expect(text(session.tick(now: t0 + settings.relayPingInterval)) == "PING\r\n")
-        #expect(session.tick(now: t0 + settings.relayPingInterval + .milliseconds(1)).isEmpty)  // one PING at a time
-        let heard = t0 + settings.relayPingInterval + .milliseconds(5)
+        #expect(session.tick(now: t0 + settings.relay.pingInterval - .milliseconds(1)).isEmpty)
+        #expect(session.nextWake == t0 + settings.relay.pingInterval)
+        #expect(text(session.tick(now: t0 + settings.relay.pingInterval)) == "PING\r\n")
+        #expect(session.tick(now: t0 + settings.relay.pingInterval + .milliseconds(1)).isEmpty)  // one PING at a time
+        let heard = t0 + settings.relay.pingInterval + .milliseconds(5)
         _ = session.received(Array("PONG\r\n".utf8), now: heard)
-        #expect(text(session.tick(now: heard + settings.relayPingInterval)) == "PING\r\n")
-        let dead = session.tick(now: heard + settings.relayDeadAfter)
+        #expect(text(session.tick(now: heard + settings.relay.pingInterval)) == "PING\r\n")
+        let dead = session.tick(now: heard + settings.relay.deadAfter)
         guard case .failed(let reason, false)? = dead.first else {
             Issue.record("expected the server given up, got \(dead)")
             return
         }
         #expect(reason.contains("silent"))
-        #expect(settings.relayDeadAfter <= .seconds(1))
+        #expect(settings.relay.deadAfter <= .seconds(1))
 
         var mute = self.session(now: t0)
-        #expect(mute.tick(now: t0 + settings.relayConnectTimeout - .milliseconds(1)).isEmpty)
-        #expect(mute.tick(now: t0 + settings.relayConnectTimeout).count == 1)
+        #expect(mute.tick(now: t0 + settings.relay.connectTimeout - .milliseconds(1)).isEmpty)
+        #expect(mute.tick(now: t0 + settings.relay.connectTimeout).count == 1)
     }
 
     // MARK: Servers
 
     @Test func failoverTriesTheNextServerAtOnceAndBacksOffOnlyAfterAWholeRound() {
         var settings = Settings()
-        settings.relayServersMax = 4
+        settings.relay.serversMax = 4
         let seeds = (1...2).map {
             RelayServer(
                 endpoint: Endpoint(address: 0x7F00_0001, port: UInt16(4221 + $0)), name: "s\($0)",
@@ -269,11 +269,11 @@ import Testing
         #expect(servers.server.name == "s2")
         let first = servers.failed(random: &random)
         #expect(servers.server.name == "s1")
-        #expect(first >= settings.relayBackoffMin * 0.75 && first <= settings.relayBackoffMin * 1.25)
+        #expect(first >= settings.relay.backoffMin * 0.75 && first <= settings.relay.backoffMin * 1.25)
         var waits: [Duration] = []
         for _ in 0..<40 { waits.append(servers.failed(random: &random)) }
-        #expect(waits.max()! <= settings.relayBackoffMax * (1 + settings.relayBackoffJitterFraction))
-        #expect(waits.suffix(4).contains { $0 >= settings.relayBackoffMax * 0.75 })
+        #expect(waits.max()! <= settings.relay.backoffMax * (1 + settings.relay.backoffJitterFraction))
+        #expect(waits.suffix(4).contains { $0 >= settings.relay.backoffMax * 0.75 })
         servers.succeeded()
         #expect(servers.failed(random: &random) == .zero)
 

@@ -58,11 +58,8 @@ public enum ConsoleCommand: Hashable, Sendable {
         case clear
     }
 
-    /// Where an entry goes: at the start, at the end, or after an entry.
-    public enum QueueAnchor: Hashable, Sendable {
-        case first, last
-        case after(String)
-    }
+    /// Where an entry goes (the queue's own type: the console only names it).
+    public typealias QueueAnchor = CoplayCore.QueueAnchor
 
     /// A line that is not a valid command: what is wrong, and how the command is typed.
     public struct ParseError: Error, Hashable, Sendable {

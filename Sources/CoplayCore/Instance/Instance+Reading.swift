@@ -1,9 +1,9 @@
 /// What the outside may read of an agent: its state, its peers, the group's state, and its
 /// reports (`status`, `peers`). Nothing here changes the instance.
 extension Instance {
-    public var state: SessionState { lifecycle.state }
-    public var incarnation: Incarnation { lifecycle.incarnation }
-    public var member: Member { lifecycle.member }
+    public var state: SessionState { sessionLifecycle.state }
+    public var incarnation: Incarnation { sessionLifecycle.incarnation }
+    public var member: Member { sessionLifecycle.member }
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     public var peers: [PeerID: PeerRecord] { membership.peers }
     /// The group's keys for this session, when the agent has a key file.
@@ -30,21 +30,21 @@ extension Instance {
     public var isSuspended: Bool { playback.isSuspended }
     public var catchingUp: Bool { playback.catchingUp }
     /// The group's queue, in order, and the entry the group is on.
-    public var queueEntries: [QueueEntry] { queue.ordered }
-    public var queueCurrent: String? { queue.currentID }
+    public var queueEntries: [QueueEntry] { queueController.queue.ordered }
+    public var queueCurrent: String? { queueController.queue.currentID }
 
     /// The offset estimate to a peer's clock (live or departed), and whether it was reported synced.
     public func clockEstimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {
-        clocks.estimate(of: peer, at: now)
+        clockSync.estimate(of: peer, at: now)
     }
-    public func isClockSynced(_ peer: PeerID) -> Bool { clocks.isSynced(peer) }
+    public func isClockSynced(_ peer: PeerID) -> Bool { clockSync.isSynced(peer) }
 
     // MARK: Reports
 
     func peerInfo(_ record: PeerRecord, now: MonotonicInstant) -> PeerInfo {
         record.info(
-            now: now, offset: clocks.estimate(of: record.member.id, at: now),
-            isClockSynced: clocks.isSynced(record.member.id))
+            now: now, offset: clockSync.estimate(of: record.member.id, at: now),
+            isClockSynced: clockSync.isSynced(record.member.id))
     }
 
     public func peerInfos(now: MonotonicInstant) -> [PeerInfo] {
@@ -59,6 +59,6 @@ extension Instance {
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
             isWaiting: coordination.isWaiting, suspensions: suspensions.map(\.reason), peerCount: peers.count,
             counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
-            correction: playback.correction, interstitial: playback.interstitial?.interstitial.id)
+            correction: playback.correction, interstitial: playback.interstitials.playing?.interstitial.id)
     }
 }

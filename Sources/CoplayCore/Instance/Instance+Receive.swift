@@ -14,7 +14,8 @@ extension Instance {
         }
         // Only a keyed group judges send times: an open one spares the lookup on every datagram.
         let senderClock =
-            authentication.keys == nil ? nil : clocks.estimate(of: datagram.sender.id, at: now.monotonic)?.offsetNanos
+            authentication.keys == nil
+            ? nil : clockSync.estimate(of: datagram.sender.id, at: now.monotonic)?.offsetNanos
         if let refusal = authentication.admit(
             datagram, bytes: bytes, receivedAt: receivedAt.wall, senderOffsetNanos: senderClock)
         {
@@ -34,7 +35,7 @@ extension Instance {
             return reportDrop(.implausibleIncarnation, detail: "\(sender)", from: source, into: &out)
         }
         guard sender.id != identity.id else {
-            if lifecycle.isOwn(sender.incarnation) {
+            if sessionLifecycle.isOwn(sender.incarnation) {
                 counters.ownEchoes += 1
                 return
             }
@@ -107,10 +108,10 @@ extension Instance {
         // The multicast path is judged on the network's multicast alone: the relay's copies are
         // carried by TCP, held by no access point.
         if from.viaGroup, !from.source.isRelay, let path = announcement.path {
-            let sampled = paths.takesDelaySample(now: from.now.monotonic)
-            let offset = sampled ? clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos : nil
+            let sampled = multicastPath.takesDelaySample(now: from.now.monotonic)
+            let offset = sampled ? clockSync.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos : nil
             routePaths(
-                paths.onGroupAnnouncement(
+                multicastPath.onGroupAnnouncement(
                     path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset,
                     now: from.now.monotonic), now: from.now, into: &out)
         }
@@ -119,13 +120,13 @@ extension Instance {
 
     private mutating func onProbe(_ probe: ClockProbe, _ from: Received, into out: inout [Directive]) {
         membership.admittedUs(from.sender)
-        let reply = clocks.reply(to: probe, receivedAt: from.receivedAt, now: from.now)
+        let reply = clockSync.reply(to: probe, receivedAt: from.receivedAt, now: from.now)
         out.append(.unicast(stamp(.probeReply(reply)), to: from.source))
     }
 
     /// A reply proves its sender alive only when it made a sample (a reply to no probe proves nothing).
     private mutating func onProbeReply(_ reply: ClockProbeReply, _ from: Received, into out: inout [Directive]) {
-        let outputs = clocks.onProbeReply(
+        let outputs = clockSync.onProbeReply(
             reply, from: from.sender, receivedAt: from.heardAt, now: from.now, random: &random)
         if outputs.contains(.sampled(from.sender.id)) {
             heard(from.sender, at: from.heardAt, now: from.now, into: &out)
@@ -143,7 +144,7 @@ extension Instance {
         let agent = self  // read only if the state is sent (a copy: the transfer is being changed)
         let source = { agent.snapshotSource(for: digest) }
         routeTransfer(
-            transfer.onNack(
+            stateTransfer.onNack(
                 ranges, from: peer, peerDigest: digest, log: ordering.log, source: source, framing: framing,
                 budgets: &ordering.repairBudgets, now: now), source: from.source, now: from.now, into: &out)
     }
@@ -151,16 +152,16 @@ extension Instance {
     private mutating func onStateRequest(_ request: StateRequest, _ from: Received, into out: inout [Directive]) {
         let source = snapshotSource(for: membership.peers[from.sender.id]?.digest ?? VectorClock())
         routeTransfer(
-            transfer.onStateRequest(
+            stateTransfer.onStateRequest(
                 request, from: from.sender.id, source: source, framing: framing, budgets: &ordering.repairBudgets,
                 now: from.now.monotonic), source: from.source, now: from.now, into: &out)
     }
 
     private mutating func onStatePart(_ part: StatePart, _ from: Received, into out: inout [Directive]) {
-        let offset = clocks.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
+        let offset = clockSync.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
         let digest = membership.peers[from.sender.id]?.digest ?? VectorClock()
         routeTransfer(
-            transfer.onStatePart(
+            stateTransfer.onStatePart(
                 part, from: from.sender, senderDigest: digest, offsetNanos: offset, log: ordering.log,
                 now: from.now.monotonic), source: from.source, now: from.now, into: &out)
     }

@@ -4,10 +4,10 @@
 extension Instance {
     /// What playback needs of the rest of the agent, now: scalars and lookups, not machines.
     func context(_ now: Timestamp) -> PlaybackContext {
-        let clocks = self.clocks
+        let clockSync = self.clockSync
         return PlaybackContext(
             now: now, member: member, name: identity.name, state: state, peers: membership.peers,
-            offset: { clocks.estimate(of: $0, at: now.monotonic) })
+            offset: { clockSync.estimate(of: $0, at: now.monotonic) })
     }
 
     // MARK: Membership and clock sync
@@ -25,24 +25,25 @@ extension Instance {
                 reach.onPeerJoined(at: now.monotonic)
                 out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
                 routeClocks(
-                    clocks.onPeerJoined(record.member, now: now, random: &random), source: source, now: now, into: &out)
+                    clockSync.onPeerJoined(record.member, now: now, random: &random), source: source, now: now,
+                    into: &out)
             case .left(let record, let reason):
                 peersChanged = true
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
                 playback.onPeerLeft(record.member.id, context(now))
-                clocks.onPeerLeft(record.member.id)
+                clockSync.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
-                transfer.onPeerLeft(record.member.id)
-                paths.onPeerLeft(record.member.id)
+                stateTransfer.onPeerLeft(record.member.id)
+                multicastPath.onPeerLeft(record.member.id)
                 reach.onPeerLeft(record.member.id)
             case .changed(let record):
                 peersChanged = true
                 out.append(.emit(.peerChanged(peerInfo(record, now: heardAt))))
             case .unresponsive(let record):
-                clocks.onSuspected(record.member.id, now: heardAt)
+                clockSync.onSuspected(record.member.id, now: heardAt)
                 out.append(.emit(.peerUnresponsive(peerInfo(record, now: heardAt))))
             case .responsive(let record):
-                clocks.onResponsive(record.member.id, at: heardAt)
+                clockSync.onResponsive(record.member.id, at: heardAt)
                 out.append(.emit(.peerResponsive(peerInfo(record, now: heardAt))))
             case .announce(let isHello):
                 let announcement = announcement(isReply: false, now: now)
@@ -65,11 +66,13 @@ extension Instance {
                 guard let endpoint = membership.peers[peer]?.endpoint else { continue }
                 out.append(.unicast(stamp(.probe(probe)), to: endpoint))
             case .sampled(let peer):
-                let offset = clocks.liveEstimate(of: peer, at: now.monotonic)?.offsetNanos
+                let offset = clockSync.liveEstimate(of: peer, at: now.monotonic)?.offsetNanos
                 routeOrdering(
                     ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
                 // Its state can be read now: a joiner far behind asks at once, not at the next digest.
-                if let record = membership.peers[peer], clocks.sampleCount(of: peer) == 1, !transfer.isAssembling {
+                if let record = membership.peers[peer], clockSync.sampleCount(of: peer) == 1,
+                    !stateTransfer.isAssembling
+                {
                     catchUp(with: record.digest, of: record.member, now: now, into: &out)
                 }
             case .synced(let peer):
@@ -89,17 +92,18 @@ extension Instance {
     mutating func onCommand(
         _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
     ) {
-        let offset = clocks.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
+        let offset = clockSync.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
         routeOrdering(
             ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
     }
 
     /// A peer's digest: asks it for what this agent lacks (commands, or its state).
     mutating func catchUp(with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]) {
-        let clockKnown = clocks.estimate(of: peer.id, at: now.monotonic) != nil
+        let clockKnown = clockSync.estimate(of: peer.id, at: now.monotonic) != nil
         routeOrdering(
             ordering.onDigest(
-                digest, of: peer, clockKnown: clockKnown, transferUnderWay: transfer.isAssembling, now: now.monotonic),
+                digest, of: peer, clockKnown: clockKnown, transferUnderWay: stateTransfer.isAssembling,
+                now: now.monotonic),
             now: now, into: &out)
     }
 
@@ -128,7 +132,7 @@ extension Instance {
                     playback.onHistoryProgress(isBehind: isBehind, context(now)), now: now,
                     into: &out)
             case .behind(let peer):
-                routeTransfer(transfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
+                routeTransfer(stateTransfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
             case .adopted(let adoption):
                 counters.statesAdopted += 1
                 counters.commandsCoveredByState += adoption.covered
@@ -143,7 +147,7 @@ extension Instance {
                     let originator = membership.originator(
                         winner.envelope.dot.origin, local: member, localName: identity.name)
                     // Taken in silently: the queue as it stands, not its history.
-                    _ = queue.apply(winner.envelope, originator: originator)
+                    _ = queueController.apply(winner.envelope, originator: originator, silently: true)
                 }
                 // The winners are history: the player follows the final state once it is all here.
                 routePlayback(
@@ -193,7 +197,7 @@ extension Instance {
         var winners =
             playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? []) + playback.scheduledCommands
         var dots = Set(winners.map(\.dot))
-        for winner in queue.winners where dots.insert(winner.dot).inserted { winners.append(winner) }
+        for winner in queueController.queue.winners where dots.insert(winner.dot).inserted { winners.append(winner) }
         return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)
     }
 
@@ -213,7 +217,7 @@ extension Instance {
             case .queue(let operation):
                 let originator = membership.originator(
                     delivered.envelope.dot.origin, local: member, localName: identity.name)
-                routeQueue(queue.apply(delivered.envelope, originator: originator), into: &out)
+                routeQueue(queueController.apply(delivered.envelope, originator: originator), now: now, into: &out)
                 // A move to an entry is also the activity and its item's first state.
                 if case .advance = operation { forPlayback.append(delivered) }
             default:
@@ -230,6 +234,17 @@ extension Instance {
         routeOrdering(
             ordering.issue(command, by: member, dependsOn: dependsOn, framing: framing, now: now.monotonic), now: now,
             into: &out)
+    }
+
+    mutating func routeQueue(_ outputs: [QueueController.Output], now: Timestamp, into out: inout [Directive]) {
+        for output in outputs {
+            switch output {
+            case .issue(let command): issue(command, now: now, into: &out)
+            case .refuse(let problem, let usage): out.append(commandError(problem, usage: usage))
+            case .emit(let event): out.append(.emit(event))
+            case .count(let tally): counters.add(tally)
+            }
+        }
     }
 
     mutating func routePlayback(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
@@ -260,8 +275,8 @@ extension Instance {
     /// it admitted. Commands of origins it never saw as members are still delivered, but its own
     /// do not wait for them, so invented origins cannot fill its commands' dependencies.
     var dependsOn: (Member) -> Bool {
-        let (membership, lifecycle) = (self.membership, self.lifecycle)
-        return { $0.id == lifecycle.id || membership.wasAdmitted($0) }
+        let (membership, sessionLifecycle) = (self.membership, self.sessionLifecycle)
+        return { $0.id == sessionLifecycle.id || membership.wasAdmitted($0) }
     }
 
     /// What this agent's datagrams cost on the wire.
@@ -338,8 +353,12 @@ extension Instance {
         let directives = reach.withUnicastCopies(
             directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: wanted, now: now.monotonic)
         if case .exit = directives.last { return directives }
-        var candidates = [lifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake, queueEndDue?.due]
-        if state.isJoined { candidates += [membership.nextWake, clocks.nextWake, reach.nextWake, ordering.nextCopyAt] }
+        var candidates = [
+            sessionLifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake, queueController.endDue?.due,
+        ]
+        if state.isJoined {
+            candidates += [membership.nextWake, clockSync.nextWake, reach.nextWake, ordering.nextCopyAt]
+        }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
     }

@@ -22,25 +22,19 @@ public struct Instance: Sendable {
     public internal(set) var counters = Counters()
 
     var random: SplitMix64
-    var lifecycle: SessionLifecycle
+    var sessionLifecycle: SessionLifecycle
     var membership: Membership
-    var clocks: ClockSync
+    var clockSync: ClockSync
     var ordering: Ordering
     var playback: Playback
     var messaging: Messaging
     var reach: Reach
-    var transfer: StateTransfer
+    var stateTransfer: StateTransfer
     var authentication: Authentication
-    var paths: MulticastPath
-    var queue: SharedQueue
+    var multicastPath: MulticastPath
+    var queueController: QueueController
     /// With `--relay`: how datagrams travel through it (`RelayCarriage`).
     var relay: RelayCarriage?
-    /// Queue adds typed here, for the ids of entries added without one.
-    var queueAddsIssued = 0
-    /// The entry whose end this agent already advanced from (the player may say so twice).
-    var queueEndAdvanced: String?
-    /// An advance at an entry's end waiting for its turn (`advanceAtEnd`).
-    var queueEndDue: (entry: String, due: MonotonicInstant)?
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
     /// reach by unicast as well as by multicast (`--peer`). `relayEntropy`: with `--relay` (a
@@ -55,17 +49,17 @@ public struct Instance: Sendable {
         self.sharedSettings = SharedSettings(settings)
         session = SessionID(name: identity.sessionName)
         random = SplitMix64(seed: seed)
-        lifecycle = SessionLifecycle(
+        sessionLifecycle = SessionLifecycle(
             session: session, id: identity.id, now: now, incarnationsRememberedMax: settings.incarnationsRememberedMax)
         membership = Membership(settings: settings)
-        clocks = ClockSync(settings: settings)
+        clockSync = ClockSync(settings: settings)
         ordering = Ordering(settings: settings)
         playback = Playback(settings: settings)
         messaging = Messaging(settings: settings)
         reach = Reach(settings: settings, seeds: seeds)
-        transfer = StateTransfer(settings: settings)
-        paths = MulticastPath(settings: settings)
-        queue = SharedQueue(entriesMax: settings.queueEntriesMax * 2)
+        stateTransfer = StateTransfer(settings: settings)
+        multicastPath = MulticastPath(settings: settings)
+        queueController = QueueController(settings: settings)
         authentication = Authentication(keys: keys, session: session, settings: settings)
         if let keys, let relayEntropy {
             relay = RelayCarriage(keys: keys, sessionName: identity.sessionName, entropy: relayEntropy)
@@ -115,7 +109,7 @@ public struct Instance: Sendable {
             out.append(.emit(.help(ConsoleCommand.usages.filter { topic == nil || $0.name == topic })))
         case .quit:
             if state.isJoined { leave(with: .leave(.shutdown), reason: .shutdown, now: now, into: &out) }
-            if lifecycle.requestExit() { return out + [.exit(status: 0)] }
+            if sessionLifecycle.requestExit() { return out + [.exit(status: 0)] }
         case .leave:
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .leave(.left), reason: .left, now: now, into: &out)
@@ -131,11 +125,14 @@ public struct Instance: Sendable {
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text, now: now, into: &out)
         case .queue(let request):
-            onQueueCommand(request, now: now, into: &out)
-        case .next:
-            onStep(forward: true, now: now, into: &out)
-        case .previous:
-            onStep(forward: false, now: now, into: &out)
+            let lamport = ordering.log.lamport
+            routeQueue(
+                queueController.onRequest(request, context(now), playback: playback, lamport: lamport, random: &random),
+                now: now, into: &out)
+        case .next, .previous:
+            routeQueue(
+                queueController.onStep(forward: command == .next, context(now), playback: playback), now: now,
+                into: &out)
         case .interstitial(let url, let duration, let at, let forAll):
             routePlayback(
                 playback.onInterstitialCommand(
@@ -194,7 +191,9 @@ public struct Instance: Sendable {
         case .ready, .stalled, .stallEnded, .ended, .sample:
             var out: [Directive] = []
             routePlayback(playback.onPlayerReport(report, context(now)), now: now, into: &out)
-            if case .ended = report { advanceAtEnd(now: now, into: &out) }
+            if case .ended = report {
+                routeQueue(queueController.onEnded(context(now), playback: playback), now: now, into: &out)
+            }
             decideStart(now: now, into: &out)
             return finish(out, now: now)
         }
@@ -212,7 +211,7 @@ public struct Instance: Sendable {
     /// The wake-up the last directive list asked for (or a spurious one: it is harmless).
     public mutating func onTick(now: Timestamp) -> [Directive] {
         var out: [Directive] = []
-        for output in lifecycle.tick(now: now.monotonic) {
+        for output in sessionLifecycle.tick(now: now.monotonic) {
             switch output {
             case .send(let datagram): out.append(.multicast(datagram))
             case .exit: return out + [.exit(status: 0)]
@@ -222,7 +221,7 @@ public struct Instance: Sendable {
             routeMembership(
                 membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now,
                 into: &out)
-            routeClocks(clocks.tick(now: now, random: &random), source: nil, now: now, into: &out)
+            routeClocks(clockSync.tick(now: now, random: &random), source: nil, now: now, into: &out)
             for case .peerList(let entries, let endpoint) in reach.tick(members: membership.peers, now: now.monotonic) {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
@@ -231,10 +230,10 @@ public struct Instance: Sendable {
             }
             let live = Set(membership.peers.values.map(\.member) + [member])
             ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
-            routeTransfer(transfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
+            routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
         }
         routeMessaging(messaging.tick(now: now.monotonic), now: now, into: &out)
-        advanceIfDue(now: now, into: &out)
+        routeQueue(queueController.tick(context(now), playback: playback), now: now, into: &out)
         let (ordering, membership) = (self.ordering, self.membership)
         let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
         routePlayback(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
@@ -245,14 +244,12 @@ public struct Instance: Sendable {
     // MARK: Session lifecycle
 
     private mutating func join(now: Timestamp, into out: inout [Directive]) {
-        if lifecycle.join(now: now) {
+        if sessionLifecycle.join(now: now) {
             ordering.reset()
-            transfer.reset()
-            paths.onNewIncarnation()
+            stateTransfer.reset()
+            multicastPath.onNewIncarnation()
             playback.reset()
-            queue.reset()
-            queueEndAdvanced = nil
-            queueEndDue = nil
+            queueController.reset()
         }
         membership.start(now: now.monotonic, random: &random)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
@@ -266,12 +263,13 @@ public struct Instance: Sendable {
     ) {
         let copy = stamp(payload)
         reach.onLeave(members: membership.peers, now: now.monotonic)
-        lifecycle.leave(sending: copy, reason: reason, copyOffsets: settings.leaveCopyOffsets, now: now.monotonic)
+        sessionLifecycle.leave(
+            sending: copy, reason: reason, copyOffsets: settings.leaveCopyOffsets, now: now.monotonic)
         membership.stop()
-        clocks.stop()
+        clockSync.stop()
         playback.onLeft()
         out.append(.emit(.session(SessionReport(state: state, member: member))))
-        for case .send(let datagram) in lifecycle.tick(now: now.monotonic) { out.append(.multicast(datagram)) }
+        for case .send(let datagram) in sessionLifecycle.tick(now: now.monotonic) { out.append(.multicast(datagram)) }
     }
 
     // MARK: Outgoing datagrams and reports
@@ -285,7 +283,7 @@ public struct Instance: Sendable {
     mutating func stamp(_ payload: Payload) -> Datagram {
         counters.datagramsSent += 1
         counters.builtByType[payload.type, default: 0] += 1
-        return lifecycle.stamp(payload)
+        return sessionLifecycle.stamp(payload)
     }
 
     /// The announcement this agent sends now: who it is, its player's part, a digest of what it
@@ -298,7 +296,7 @@ public struct Instance: Sendable {
             waitsOutSuspensions: playback.waitsOutSuspensions(among: membership.peers),
             suspensions: playback.suspensions.announced,
             digest: ordering.nextDigest(dependsOn: dependsOn),
-            path: isReply ? nil : paths.nextStamp(now: now.wall), wantsUnicast: paths.wantsUnicast)
+            path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast)
     }
 
     mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive])

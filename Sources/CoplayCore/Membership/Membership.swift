@@ -363,7 +363,7 @@ struct Membership: Sendable {
                     peers[sender.id]?.endpoint = endpoint
                     peers[sender.id]?.heardOnNetworkAt = heardAt
                 } else if record.endpoint.isRelay
-                    || record.heardOnNetworkAt.map({ heardAt - $0 > settings.relayNetworkPreferredFor }) ?? true
+                    || record.heardOnNetworkAt.map({ heardAt - $0 > settings.relay.networkPreferredFor }) ?? true
                 {
                     // A peer heard on the LAN is served by the LAN; the relay takes over when the
                     // LAN has been silent for a while.

@@ -53,3 +53,56 @@ struct InterstitialHoldDue: Hashable, Sendable {
     var reachedAt: WallInstant
     var due: MonotonicInstant
 }
+
+/// Playback's interstitials, its sub-machine's state (as `Suspensions` holds its
+/// suspensions): the one playing here, those still to come, the hold due, the last look at
+/// the playing item, and those already begun. Bounded by `Settings.itemsMax` and
+/// `interstitialsScheduledMax`.
+struct Interstitials: Hashable, Sendable {
+    /// The interstitial playing here, if any.
+    var playing: PlayingInterstitial?
+    /// Group interstitials still to come, by item (at most `itemsMax` items,
+    /// `interstitialsScheduledMax` each).
+    var scheduled: [String: [ScheduledInterstitial]] = [:]
+    /// This participant's own, on its current item (at most `interstitialsScheduledMax`).
+    var localScheduled: [ScheduledInterstitial] = []
+    /// The hold to send for a group interstitial the item reached, when its turn comes.
+    var holdDue: InterstitialHoldDue?
+    /// Where the playing item was at the last look for scheduled interstitials: the item, the
+    /// command that began the playing stretch, the position.
+    var watch: (item: String, stretch: Dot, position: Double)?
+    /// Group interstitials begun or resolved here lately (the last `interstitialsScheduledMax`):
+    /// reaching one and then receiving its hold plays it once.
+    private(set) var resolved: [String] = []
+    /// Interstitials typed here, for their ids.
+    var made = 0
+
+    /// A new membership: the group's schedule is learned afresh (one playing plays on).
+    mutating func onNewMembership() {
+        scheduled.removeAll()
+        holdDue = nil
+        watch = nil
+    }
+
+    /// `id` was begun or resolved: its hold, arriving later, plays nothing again.
+    mutating func resolve(_ id: String, keeping max: Int) {
+        resolved.append(id)
+        if resolved.count > max { resolved.removeFirst() }
+    }
+
+    static func == (left: Self, right: Self) -> Bool {
+        left.playing == right.playing && left.scheduled == right.scheduled
+            && left.localScheduled == right.localScheduled && left.holdDue == right.holdDue
+            && left.watch?.item == right.watch?.item && left.watch?.stretch == right.watch?.stretch
+            && left.watch?.position == right.watch?.position && left.resolved == right.resolved
+            && left.made == right.made
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(playing)
+        hasher.combine(scheduled)
+        hasher.combine(holdDue)
+        hasher.combine(resolved)
+        hasher.combine(made)
+    }
+}

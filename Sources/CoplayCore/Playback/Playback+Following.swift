@@ -47,7 +47,7 @@ extension Playback {
         case .playing(let rate, let position, let at):
             coordination = .idle
             // Behind an interstitial the main player holds; it catches up when that ends.
-            guard interstitial == nil else { return }
+            guard interstitials.playing == nil else { return }
             guard player.isReady else {
                 beginCatchUp(context, into: &out)
                 prepareToCatchUp(timeline, context, into: &out)
@@ -95,7 +95,7 @@ extension Playback {
     mutating func localReady(_ context: PlaybackContext, into out: inout [Output]) -> Bool {
         // Not while an interstitial plays here: the group resumes when everyone's has ended.
         guard case .collecting(var start) = coordination, start.item == player.item?.id,
-            !start.ready.contains(context.member), interstitial == nil
+            !start.ready.contains(context.member), interstitials.playing == nil
         else { return false }
         start.ready.insert(context.member)
         if context.isJoined {
@@ -162,7 +162,7 @@ extension Playback {
     /// heartbeat, and at once on a change of item or suspension), so a stale one errs towards
     /// "not ready", the round of readies.
     func startKnownReady(rate: Double, item: String, _ context: PlaybackContext) -> Operation? {
-        guard context.isJoined, settings.startWhenKnownReady, interstitial == nil, player.isReady,
+        guard context.isJoined, settings.startWhenKnownReady, interstitials.playing == nil, player.isReady,
             player.rate == 0, case .idle = coordination
         else { return nil }
         let position: Double

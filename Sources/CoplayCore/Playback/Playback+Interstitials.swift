@@ -27,9 +27,9 @@ extension Playback {
         if let at, let duration = item.durationSeconds, at > duration {
             return [fail("at=\(at) is past the item's end (\(duration) s)", usage: usage)]
         }
-        interstitialsMade += 1
+        interstitials.made += 1
         let interstitial = Interstitial(
-            id: "\(context.member.id.description.prefix(6))-i\(interstitialsMade)", url: url,
+            id: "\(context.member.id.description.prefix(6))-i\(interstitials.made)", url: url,
             durationSeconds: durationSeconds)
         var out: [Output] = []
         let now = context.now
@@ -37,7 +37,7 @@ extension Playback {
         case (true, _) where !context.isJoined:
             return [fail("not joined (state \(context.state.name)); for=me plays it here only", usage: usage)]
         case (true, let at?):
-            guard (scheduled[item.id]?.count ?? 0) < settings.interstitialsScheduledMax else {
+            guard (interstitials.scheduled[item.id]?.count ?? 0) < settings.interstitialsScheduledMax else {
                 return [
                     fail("\(settings.interstitialsScheduledMax) interstitials are scheduled on this item", usage: usage)
                 ]
@@ -51,10 +51,11 @@ extension Playback {
                         item: item.id,
                         operation: .interstitial(interstitial, position: position, rate: rate, requestedAt: now.wall))))
         case (false, let at?):
-            guard localScheduled.count < settings.interstitialsScheduledMax else {
+            guard interstitials.localScheduled.count < settings.interstitialsScheduledMax else {
                 return [fail("\(settings.interstitialsScheduledMax) interstitials are scheduled here", usage: usage)]
             }
-            localScheduled.append(ScheduledInterstitial(interstitial: interstitial, position: at, command: nil))
+            interstitials.localScheduled.append(
+                ScheduledInterstitial(interstitial: interstitial, position: at, command: nil))
             out.append(
                 .emit(
                     .interstitial(
@@ -88,15 +89,15 @@ extension Playback {
         _ context: PlaybackContext, into out: inout [Output]
     ) {
         let item = envelope.command.item
-        var list = scheduled[item] ?? []
+        var list = interstitials.scheduled[item] ?? []
         guard !list.contains(where: { $0.interstitial.id == interstitial.id }),
-            !resolvedInterstitials.contains(interstitial.id)
+            !interstitials.resolved.contains(interstitial.id)
         else { return }
         guard list.count < settings.interstitialsScheduledMax,
-            scheduled[item] != nil || scheduled.count < settings.itemsMax
+            interstitials.scheduled[item] != nil || interstitials.scheduled.count < settings.itemsMax
         else { return out.append(.count(.interstitialsRefused)) }
         list.append(ScheduledInterstitial(interstitial: interstitial, position: position, command: envelope))
-        scheduled[item] = list
+        interstitials.scheduled[item] = list
         guard !isHistory else { return }
         out.append(
             .emit(
@@ -116,24 +117,24 @@ extension Playback {
         // Credit the one who scheduled it, as an agent that reaches it itself does: every agent
         // then names the same person (crediting the hold's issuer, whoever reached it first,
         // made two stories of one group). A hold typed without `at=` is its own origin.
-        let scheduler = scheduled[item]?.first { $0.interstitial.id == interstitial.id }?.command?.dot.origin
-        scheduled[item]?.removeAll { $0.interstitial.id == interstitial.id }
-        if scheduled[item]?.isEmpty == true { scheduled[item] = nil }
-        if holdDue?.interstitial.id == interstitial.id { holdDue = nil }
-        guard isCurrent, !resolvedInterstitials.contains(interstitial.id) else { return }
+        let scheduler = interstitials.scheduled[item]?.first { $0.interstitial.id == interstitial.id }?.command?.dot
+            .origin
+        interstitials.scheduled[item]?.removeAll { $0.interstitial.id == interstitial.id }
+        if interstitials.scheduled[item]?.isEmpty == true { interstitials.scheduled[item] = nil }
+        if interstitials.holdDue?.interstitial.id == interstitial.id { interstitials.holdDue = nil }
+        guard isCurrent, !interstitials.resolved.contains(interstitial.id) else { return }
         resolve(interstitial.id)
-        guard self.interstitial?.interstitial.id != interstitial.id else { return }
+        guard self.interstitials.playing?.interstitial.id != interstitial.id else { return }
         beginInterstitial(
             interstitial, forAll: true, item: item, position: position, originator: scheduler ?? envelope.dot.origin,
             context, into: &out)
     }
 
     /// The commands that scheduled group interstitials still to come (a snapshot carries them).
-    var scheduledCommands: [CommandEnvelope] { scheduled.values.flatMap { $0.compactMap(\.command) } }
+    var scheduledCommands: [CommandEnvelope] { interstitials.scheduled.values.flatMap { $0.compactMap(\.command) } }
 
     private mutating func resolve(_ id: String) {
-        resolvedInterstitials.append(id)
-        if resolvedInterstitials.count > settings.interstitialsScheduledMax { resolvedInterstitials.removeFirst() }
+        interstitials.resolve(id, keeping: settings.interstitialsScheduledMax)
     }
 
     // MARK: Playing one
@@ -143,11 +144,13 @@ extension Playback {
         _ interstitial: Interstitial, forAll: Bool, item: String, position: Double, originator: Member,
         _ context: PlaybackContext, into out: inout [Output]
     ) {
-        if self.interstitial != nil { endInterstitial(cutShort: "another interstitial began", context, into: &out) }
+        if self.interstitials.playing != nil {
+            endInterstitial(cutShort: "another interstitial began", context, into: &out)
+        }
         let suspension = forAll ? nil : beginSuspension(Suspension.playingInterstitial, context, into: &out)
         if player.item?.id == item { tell(.pause(position: player.clamp(position)), into: &out) }
         tell(.interstitial(interstitial), into: &out)
-        self.interstitial = PlayingInterstitial(
+        self.interstitials.playing = PlayingInterstitial(
             interstitial: interstitial, forAll: forAll, item: item, position: position,
             endsAt: context.now.monotonic + .seconds(saturating: interstitial.durationSeconds), suspension: suspension)
         out.append(
@@ -169,8 +172,8 @@ extension Playback {
     }
 
     mutating func endInterstitial(cutShort: String?, _ context: PlaybackContext, into out: inout [Output]) {
-        guard let playing = interstitial else { return }
-        interstitial = nil
+        guard let playing = interstitials.playing else { return }
+        interstitials.playing = nil
         tell(.endInterstitial, into: &out)
         out.append(
             .emit(
@@ -194,13 +197,14 @@ extension Playback {
     /// scheduled interstitial while the group plays it.
     mutating func checkInterstitials(_ context: PlaybackContext) -> [Output] {
         var out: [Output] = []
-        if let playing = interstitial, context.now.monotonic >= playing.endsAt {
+        if let playing = interstitials.playing, context.now.monotonic >= playing.endsAt {
             endInterstitial(cutShort: nil, context, into: &out)
         }
-        if let hold = holdDue, context.now.monotonic >= hold.due {
-            holdDue = nil
+        if let hold = interstitials.holdDue, context.now.monotonic >= hold.due {
+            interstitials.holdDue = nil
             if context.isJoined,
-                scheduled[hold.item]?.contains(where: { $0.interstitial.id == hold.interstitial.id }) == true
+                interstitials.scheduled[hold.item]?.contains(where: { $0.interstitial.id == hold.interstitial.id })
+                    == true
             {
                 out.append(
                     .issue(
@@ -219,16 +223,13 @@ extension Playback {
             beginInterstitial(
                 scheduledOne.interstitial, forAll: true, item: item, position: scheduledOne.position,
                 originator: command.dot.origin, context, into: &out)
-            // Suspended participants do not reach it (they do not follow the group): no turn.
-            let rank = context.peers.values.filter {
-                $0.liveness == .alive && $0.item == item && $0.suspensions.isEmpty && $0.member.id < context.member.id
-            }.count
-            holdDue = InterstitialHoldDue(
+            let rank = Stagger.rank(of: context.member.id, on: item, among: context.peers)
+            interstitials.holdDue = InterstitialHoldDue(
                 interstitial: scheduledOne.interstitial, item: item, position: scheduledOne.position, rate: rate,
                 reachedAt: reachedAt, due: context.now.monotonic + settings.interstitialHoldStagger * rank)
             if rank == 0 { out += checkInterstitials(context) }
         } else {
-            localScheduled.removeAll { $0.interstitial.id == scheduledOne.interstitial.id }
+            interstitials.localScheduled.removeAll { $0.interstitial.id == scheduledOne.interstitial.id }
             beginInterstitial(
                 scheduledOne.interstitial, forAll: false, item: item, position: scheduledOne.position,
                 originator: context.member, context, into: &out)
@@ -243,29 +244,30 @@ extension Playback {
     private mutating func reachedInterstitial(_ context: PlaybackContext) -> (
         ScheduledInterstitial, rate: Double, reachedAt: WallInstant
     )? {
-        guard interstitial == nil, let item = player.item, scheduled[item.id] != nil || !localScheduled.isEmpty,
+        guard interstitials.playing == nil, let item = player.item,
+            interstitials.scheduled[item.id] != nil || !interstitials.localScheduled.isEmpty,
             let group = items[item.id]
         else {
-            interstitialWatch = nil
+            interstitials.watch = nil
             return nil
         }
         let timeline = timeline(of: group, context)
         guard case .playing(let rate, let start, let startAt) = timeline, rate > 0, context.now.wall >= startAt else {
-            interstitialWatch = nil
+            interstitials.watch = nil
             return nil
         }
         let now = timeline.position(at: context.now.wall)
         let passed: (Double) -> Bool
-        if let watch = interstitialWatch, watch.item == item.id, watch.stretch == group.winner.dot {
+        if let watch = interstitials.watch, watch.item == item.id, watch.stretch == group.winner.dot {
             passed = { $0 > watch.position && $0 <= now + 1e-6 }
         } else {
             passed = { $0 >= start && $0 <= now + 1e-6 }
         }
-        interstitialWatch = (item.id, group.winner.dot, now)
-        let groupOnes = isSuspended ? [] : (scheduled[item.id] ?? [])
+        interstitials.watch = (item.id, group.winner.dot, now)
+        let groupOnes = isSuspended ? [] : (interstitials.scheduled[item.id] ?? [])
         guard
             let first = (groupOnes.filter { passed($0.position) }.min { $0.position < $1.position })
-                ?? (localScheduled.filter { passed($0.position) }.min { $0.position < $1.position })
+                ?? (interstitials.localScheduled.filter { passed($0.position) }.min { $0.position < $1.position })
         else { return nil }
         let reachedAt = startAt + .seconds(saturating: (first.position - start) / rate)
         return (first, rate, reachedAt)
@@ -274,15 +276,18 @@ extension Playback {
     /// When the interstitials next need a look: an end, a hold's turn, or the next scheduled
     /// position the playing item reaches.
     func interstitialWake(_ context: PlaybackContext) -> MonotonicInstant? {
-        var due = [interstitial?.endsAt, holdDue?.due].compactMap { $0 }.min()
+        var due = [interstitials.playing?.endsAt, interstitials.holdDue?.due].compactMap { $0 }.min()
         // Read for every input's wake-up: nothing is computed while nothing is scheduled here.
-        guard interstitial == nil, let item = player.item, scheduled[item.id] != nil || !localScheduled.isEmpty,
+        guard interstitials.playing == nil, let item = player.item,
+            interstitials.scheduled[item.id] != nil || !interstitials.localScheduled.isEmpty,
             let group = items[item.id]
         else { return due }
         let timeline = timeline(of: group, context)
         guard case .playing(let rate, _, _) = timeline, rate > 0 else { return due }
         let now = timeline.position(at: context.now.wall)
-        if let ahead = ((scheduled[item.id] ?? []) + localScheduled).map(\.position).filter({ $0 > now }).min() {
+        if let ahead = ((interstitials.scheduled[item.id] ?? []) + interstitials.localScheduled).map(\.position).filter(
+            { $0 > now }).min()
+        {
             let reach = context.now.monotonic + .seconds(saturating: (ahead - now) / rate) + .microseconds(1)
             due = due.map { min($0, reach) } ?? reach
         }
@@ -298,7 +303,7 @@ extension Playback {
     /// suspended that wait; two sent at once are two holds at about one position, the later wins.
     mutating func waitForOthersInterstitials(_ context: PlaybackContext) -> [Output] {
         guard context.isJoined, settings.suspensionReasonsThatTriggerWaiting.contains(Suspension.playingInterstitial),
-            !isSuspended, interstitial == nil, let item = player.item, let group = items[item.id],
+            !isSuspended, interstitials.playing == nil, let item = player.item, let group = items[item.id],
             case .playing(let rate, _, _) = group.timeline
         else { return [] }
         let onItem = context.peers.values.filter { $0.liveness == .alive && $0.item == item.id }

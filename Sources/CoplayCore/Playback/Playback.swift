@@ -49,29 +49,15 @@ struct Playback: Sendable {
     private var itemsChangeOrder: [String] = []
     var coordination: Coordination = .idle
     var suspensions = Suspensions()
-    private var localItemSettings: LocalItemSettings?
+    var localItemSettings: LocalItemSettings?
     var history: History = .current
     var correction = Correction()
     /// Whether the last announcement said this agent waits out a suspension (the answer changes
     /// with the peers' announcements: a change is announced at once). Kept across memberships.
     var announcedWaitsOut = false
-    /// The interstitial playing here, if any (`Playback+Interstitials`).
-    var interstitial: PlayingInterstitial?
-    /// Group interstitials still to come, by item (at most `itemsMax` items,
-    /// `interstitialsScheduledMax` each).
-    var scheduled: [String: [ScheduledInterstitial]] = [:]
-    /// This participant's own, on its current item (at most `interstitialsScheduledMax`).
-    var localScheduled: [ScheduledInterstitial] = []
-    /// The hold to send for a group interstitial the item reached, when its turn comes.
-    var holdDue: InterstitialHoldDue?
-    /// Where the playing item was at the last look for scheduled interstitials: the item, the
-    /// command that began the playing stretch, the position.
-    var interstitialWatch: (item: String, stretch: Dot, position: Double)?
-    /// Group interstitials begun or resolved here lately (the last `interstitialsScheduledMax`):
-    /// reaching one and then receiving its hold plays it once.
-    var resolvedInterstitials: [String] = []
-    /// Interstitials typed here, for their ids.
-    var interstitialsMade = 0
+    /// Interstitials: the one playing here, the group's and this participant's still to come,
+    /// the hold due (`Interstitials`, `Playback+Interstitials`).
+    var interstitials = Interstitials()
 
     init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
 
@@ -82,9 +68,7 @@ struct Playback: Sendable {
         itemsChangeOrder.removeAll()
         coordination = .idle
         history = .current
-        scheduled.removeAll()
-        holdDue = nil
-        interstitialWatch = nil
+        interstitials.onNewMembership()
     }
 
     /// The agent left: no coordinated start is waited for (the player keeps what it was doing).
@@ -98,7 +82,7 @@ struct Playback: Sendable {
         var out: [Output] = []
         coordination = .idle
         endInterstitial(cutShort: "the session ended", context, into: &out)
-        localScheduled.removeAll()
+        interstitials.localScheduled.removeAll()
         if let item = player.item {
             let position = player.position(at: context.now)
             if player.rate > 0 {
@@ -135,171 +119,6 @@ struct Playback: Sendable {
         case .queue(.advance(_, let item, _, _))?: return item.activity
         default: return nil
         }
-    }
-
-    // MARK: Console commands
-
-    /// A transport or suspension command typed here.
-    mutating func onCommand(_ command: ConsoleCommand, _ context: PlaybackContext)
-        -> [Output]
-    {
-        var out: [Output] = []
-        switch command {
-        case .suspend, .resume, .whatHappened:
-            suspensionCommand(command, context, into: &out)
-            return out
-        case .load, .stall:
-            break
-        default:
-            guard context.isJoined else {
-                return [fail("not joined (state \(context.state.name))", usage: "join")]
-            }
-        }
-        if isSuspended, actLocallyWhileSuspended(command, context, into: &out) { return out }
-        let now = context.now
-        switch command {
-        case .load(let item):
-            makeCurrent(item, source: "load", context, into: &out)
-        case .share(var proposed, let durationSeconds, let bufferSeconds):
-            proposed.durationSeconds = proposed.durationSeconds ?? durationSeconds
-            if sharedActivity?.itemID == proposed.itemID {
-                // Already the activity: not re-shared; just make sure it is current here.
-                if player.item?.id != proposed.itemID {
-                    makeCurrent(
-                        LoadedItem(activity: proposed, buffer: bufferSeconds),
-                        source: "share", context, into: &out)
-                }
-                out.append(.emit(.activityUnchanged(proposed)))
-                return out
-            }
-            localItemSettings = LocalItemSettings(itemID: proposed.itemID, buffer: bufferSeconds)
-            out.append(.issue(Command(item: proposed.itemID, operation: .share(proposed))))
-        case .play(let rate):
-            guard let item = requireItem(into: &out) else { break }
-            if let start = startKnownReady(rate: rate, item: item.id, context) {
-                out.append(.issue(Command(item: item.id, operation: start)))
-                break
-            }
-            out.append(
-                .issue(
-                    Command(
-                        item: item.id,
-                        operation: .play(rate: rate, position: player.position(at: now), requestedAt: now.wall))))
-        case .playNow(let rate):
-            guard let item = requireItem(into: &out) else { break }
-            out.append(
-                .issue(
-                    Command(
-                        item: item.id, operation: .playNow(rate: rate, position: player.position(at: now), at: now.wall)
-                    )
-                ))
-        case .pause:
-            guard let item = requireItem(into: &out) else { break }
-            out.append(
-                .issue(Command(item: item.id, operation: .pause(position: player.position(at: now), at: now.wall))))
-        case .seek(let seconds):
-            guard let item = requireItem(into: &out) else { break }
-            let resumeRate: Double
-            switch items[item.id]?.timeline {
-            case .playing(let rate, _, _)?, .waiting(_, let rate, _, _)?: resumeRate = rate
-            case .paused?, nil: resumeRate = player.rate
-            }
-            out.append(
-                .issue(
-                    Command(
-                        item: item.id,
-                        operation: .seek(position: seconds, resumeRate: resumeRate, requestedAt: now.wall)
-                    )))
-        case .rate(let rate):
-            guard let item = requireItem(into: &out) else { break }
-            let position = player.position(at: now)
-            let operation: Operation
-            if rate == 0 {
-                operation = .pause(position: position, at: now.wall)
-            } else if case .playing? = items[item.id]?.timeline {
-                operation = .rate(rate: rate, position: position, at: now.wall)
-            } else {
-                operation = .play(rate: rate, position: position, requestedAt: now.wall)
-            }
-            out.append(.issue(Command(item: item.id, operation: operation)))
-        case .stall(let seconds):
-            guard requireItem(into: &out) != nil else { break }
-            out.append(.player(.simulateStall(seconds: seconds)))
-        case .status, .peers, .help, .quit, .leave, .join, .end, .suspend, .resume, .whatHappened,
-            .message, .queue,
-            .next, .previous, .interstitial:
-            preconditionFailure("\(command) is not a playback command")
-        }
-        return out
-    }
-
-    /// While suspended, transport commands change only the local player. Returns false for the
-    /// commands that are not transport commands.
-    private mutating func actLocallyWhileSuspended(
-        _ command: ConsoleCommand, _ context: PlaybackContext, into out: inout [Output]
-    ) -> Bool {
-        guard let item = player.item else { return false }
-        let now = context.now
-        let position = player.position(at: now)
-        let reason: String
-        switch command {
-        case .play(let rate):
-            tell(.play(rate: rate, position: position, at: now.wall), into: &out)
-            reason = "play"
-        case .playNow(let rate):
-            tell(.play(rate: rate, position: position, at: now.wall), into: &out)
-            reason = "play-now"
-        case .pause:
-            tell(.pause(position: position), into: &out)
-            reason = "pause"
-        case .seek(let seconds):
-            tell(
-                player.rate > 0 ? .play(rate: player.rate, position: seconds, at: now.wall) : .pause(position: seconds),
-                into: &out)
-            reason = "seek"
-        case .rate(let rate):
-            tell(
-                rate == 0 ? .pause(position: position) : .play(rate: rate, position: position, at: now.wall), into: &out
-            )
-            reason = "rate"
-        default:
-            return false
-        }
-        let report = PlaybackReport(
-            item: item.id, rate: player.rate, position: player.position(at: now),
-            originator: context.originator(context.member), reason: "\(reason) (local: suspended)",
-            dot: Dot(origin: context.member, counter: 0))
-        out.append(.emit(player.rate > 0 ? .playing(report) : .paused(report)))
-        return true
-    }
-
-    func fail(_ message: String, usage: String) -> Output {
-        .emit(.commandError(.init(message: message, usage: usage)))
-    }
-
-    private func requireItem(into out: inout [Output]) -> LoadedItem? {
-        guard let item = player.item else {
-            out.append(fail("no item is loaded (use load or share first)", usage: "share <url>"))
-            return nil
-        }
-        return item
-    }
-
-    /// Tells the player, and believes it done.
-    mutating func tell(_ command: PlayerCommand, into out: inout [Output]) {
-        switch command {
-        case .adjustRate: break
-        case .play:
-            correction.nudge = 0
-            correction.lastSampleAt = nil
-        case .load, .prepare, .pause, .unload:
-            correction.nudge = 0
-            correction.lastSampleAt = nil
-            correction.sampleError = nil  // not playing: no error to show
-        case .simulateStall, .interstitial, .endInterstitial: break
-        }
-        player.apply(command)
-        out.append(.player(command))
     }
 
     // MARK: Applying delivered commands
@@ -420,15 +239,15 @@ struct Playback: Sendable {
 
     // MARK: Items
 
-    private mutating func makeCurrent(
+    mutating func makeCurrent(
         _ item: LoadedItem, source: String, _ context: PlaybackContext, into out: inout [Output]
     ) {
         // An interstitial and those scheduled here belong to the item they interrupt.
-        if interstitial?.item != item.id {
+        if interstitials.playing?.item != item.id {
             endInterstitial(cutShort: "the item changed to \(item.id)", context, into: &out)
         }
-        localScheduled.removeAll()
-        interstitialWatch = nil
+        interstitials.localScheduled.removeAll()
+        interstitials.watch = nil
         coordination = .idle
         // A stall belongs to the item it happened on: loading another ends its recovery.
         if let stall = suspensions.end(reason: Suspension.stallRecovery) {

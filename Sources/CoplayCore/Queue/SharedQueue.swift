@@ -21,6 +21,12 @@ public struct QueueItem: Hashable, Sendable {
     }
 }
 
+/// Where an entry goes: at the start, at the end, or after an entry.
+public enum QueueAnchor: Hashable, Sendable {
+    case first, last
+    case after(String)
+}
+
 /// What a queue command does.
 public enum QueueOperation: Hashable, Sendable {
     /// Adds `item` at `position`.
@@ -106,7 +112,7 @@ public struct SharedQueue: Sendable {
     /// The positions an entry placed at `anchor` goes between (`moving`, the entry moved, left
     /// out of them): nil for an anchor that is not in the queue. One pass, no sort: an add to a
     /// queue of n entries costs O(n).
-    func neighbours(of anchor: ConsoleCommand.QueueAnchor, moving: String?) -> (QueuePosition?, QueuePosition?)? {
+    func neighbours(of anchor: QueueAnchor, moving: String?) -> (QueuePosition?, QueuePosition?)? {
         var first: QueueEntry?
         var last: QueueEntry?
         var after: QueueEntry?

@@ -54,7 +54,7 @@ struct NatsSession {
         self.subjects = subjects
         self.clientName = clientName
         parser = NatsParser(
-            lineBytesMax: settings.relayLineBytesMax,
+            lineBytesMax: settings.relay.lineBytesMax,
             payloadBytesMax: settings.datagramBytesMax + RelaySeal.overheadBytes)
         lastHeard = now
         startedAt = now
@@ -135,13 +135,13 @@ struct NatsSession {
         case .failed:
             return []
         case .awaitingInfo, .awaitingPong:
-            guard now - startedAt >= settings.relayConnectTimeout else { return [] }
-            return fail("no answer to the handshake within \(settings.relayConnectTimeout)")
+            guard now - startedAt >= settings.relay.connectTimeout else { return [] }
+            return fail("no answer to the handshake within \(settings.relay.connectTimeout)")
         case .established:
-            if now - lastHeard >= settings.relayDeadAfter {
-                return fail("silent for \(settings.relayDeadAfter)")
+            if now - lastHeard >= settings.relay.deadAfter {
+                return fail("silent for \(settings.relay.deadAfter)")
             }
-            guard pingSentAt == nil, now - lastHeard >= settings.relayPingInterval else { return [] }
+            guard pingSentAt == nil, now - lastHeard >= settings.relay.pingInterval else { return [] }
             pingSentAt = now
             return [.send(NatsCommand.ping)]
         }
@@ -151,9 +151,9 @@ struct NatsSession {
     var nextWake: MonotonicInstant? {
         switch phase {
         case .failed: nil
-        case .awaitingInfo, .awaitingPong: startedAt + settings.relayConnectTimeout
+        case .awaitingInfo, .awaitingPong: startedAt + settings.relay.connectTimeout
         case .established:
-            pingSentAt == nil ? lastHeard + settings.relayPingInterval : lastHeard + settings.relayDeadAfter
+            pingSentAt == nil ? lastHeard + settings.relay.pingInterval : lastHeard + settings.relay.deadAfter
         }
     }
 

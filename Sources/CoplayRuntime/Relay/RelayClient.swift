@@ -95,7 +95,7 @@ final class RelayClient {
     /// When `tick` next has something to do.
     var nextWake: MonotonicInstant? {
         if let reconnectAt { return reconnectAt }
-        if socket != nil, session == nil { return connectStartedAt + settings.relayConnectTimeout }
+        if socket != nil, session == nil { return connectStartedAt + settings.relay.connectTimeout }
         return session?.nextWake
     }
 
@@ -104,8 +104,8 @@ final class RelayClient {
             reconnectAt = nil
             return connect(now: now)
         }
-        if socket != nil, session == nil, now - connectStartedAt >= settings.relayConnectTimeout {
-            return fail("no TCP connection within \(settings.relayConnectTimeout)", refused: false, now: now)
+        if socket != nil, session == nil, now - connectStartedAt >= settings.relay.connectTimeout {
+            return fail("no TCP connection within \(settings.relay.connectTimeout)", refused: false, now: now)
         }
         guard var session else { return [] }
         let outputs = session.tick(now: now)
@@ -131,7 +131,7 @@ final class RelayClient {
             ]
         }
         let command = NatsCommand.pub(subject, payload: frame)
-        guard outbound.count - outboundStart + command.count <= settings.relayWriteBufferBytesMax else {
+        guard outbound.count - outboundStart + command.count <= settings.relay.writeBufferBytesMax else {
             statistics.framesDropped += 1
             return []
         }
@@ -145,7 +145,7 @@ final class RelayClient {
         guard session != nil else { return [] }  // a connect's result comes through `writable`
         var events: [Event] = []
         var total = 0
-        while total < settings.relayReadTurnBytesMax, self.socket == socket {
+        while total < settings.relay.readTurnBytesMax, self.socket == socket {
             let count = readBuffer.withUnsafeMutableBytes {
                 recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
             }
@@ -283,7 +283,7 @@ final class RelayClient {
     private func write(_ bytes: [UInt8], now: MonotonicInstant) -> [Event] {
         // The handshake and the PONGs owed to the server's PINGs: a server that sends PINGs and
         // never reads the answers is cut before they fill memory.
-        guard outbound.count - outboundStart + bytes.count <= settings.relayWriteBufferBytesMax else {
+        guard outbound.count - outboundStart + bytes.count <= settings.relay.writeBufferBytesMax else {
             return fail("it does not read what is sent to it", refused: false, now: now)
         }
         if outboundIsEmpty {
@@ -311,7 +311,7 @@ final class RelayClient {
         if outboundIsEmpty {
             outbound.removeAll(keepingCapacity: true)
             outboundStart = 0
-        } else if outboundStart > settings.relayWriteBufferBytesMax / 2 {
+        } else if outboundStart > settings.relay.writeBufferBytesMax / 2 {
             outbound.removeFirst(outboundStart)
             outboundStart = 0
         }

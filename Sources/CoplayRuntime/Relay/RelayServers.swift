@@ -44,7 +44,7 @@ struct RelayServers {
 
     init(seeds: [RelayServer], settings: Settings) {
         precondition(!seeds.isEmpty, "a relay needs a server")
-        servers = Array(seeds.prefix(settings.relayServersMax))
+        servers = Array(seeds.prefix(settings.relay.serversMax))
         self.settings = settings
     }
 
@@ -57,7 +57,7 @@ struct RelayServers {
         let failing = server
         let count = failures[failing.endpoint, default: 0] + 1
         failures[failing.endpoint] = count
-        if !failing.isSeed, count >= settings.relayAnnouncedFailuresMax, servers.count > 1 {
+        if !failing.isSeed, count >= settings.relay.announcedFailuresMax, servers.count > 1 {
             servers.remove(at: current)
             failures[failing.endpoint] = nil
             tooSmall.remove(failing.endpoint)
@@ -71,9 +71,9 @@ struct RelayServers {
         }
         guard failuresInRow % servers.count == 0 else { return .zero }
         let rounds = min(failuresInRow / servers.count, 16)
-        var wait = settings.relayBackoffMin
-        for _ in 1..<rounds where wait < settings.relayBackoffMax { wait = wait * 2 }
-        return random.jittered(min(wait, settings.relayBackoffMax), fraction: settings.relayBackoffJitterFraction)
+        var wait = settings.relay.backoffMin
+        for _ in 1..<rounds where wait < settings.relay.backoffMax { wait = wait * 2 }
+        return random.jittered(min(wait, settings.relay.backoffMax), fraction: settings.relay.backoffJitterFraction)
     }
 
     /// The current server accepted the connection.
@@ -102,7 +102,7 @@ struct RelayServers {
         servers.removeAll { !$0.isSeed && $0.endpoint != inUse && !announced.contains($0.endpoint) }
         let dropped = before - servers.count
         var added = 0
-        for url in urls where servers.count < settings.relayServersMax {
+        for url in urls where servers.count < settings.relay.serversMax {
             guard let endpoint = Self.endpoint(url), !servers.contains(where: { $0.endpoint == endpoint }) else {
                 continue
             }
