@@ -247,18 +247,24 @@ extension Instance {
         }
     }
 
+    /// Playback's outputs of one step. The commands it issues are queued and issued after the
+    /// step's other outputs (as raft hands out messages after an append): issuing one delivers
+    /// it here at once, which is a new input of playback, and that input must not run in the
+    /// middle of the step that caused it.
     mutating func routePlayback(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
         var announce = false
+        var issued: [Command] = []
         for output in outputs {
             switch output {
             case .player(let command): out.append(.player(command))
             case .emit(let event): out.append(.emit(event))
-            case .issue(let command): issue(command, now: now, into: &out)
+            case .issue(let command): issued.append(command)
             case .ready(let trigger): out.append(.multicast(stamp(.ready(trigger: trigger))))
             case .announce: announce = true
             case .count(let tally): counters.add(tally)
             }
         }
+        for command in issued { issue(command, now: now, into: &out) }
         // One announcement for all the changes of one step, with the state they ended in.
         if announce, state.isJoined {
             out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))

@@ -200,21 +200,7 @@ extension Playback {
         if let playing = interstitials.playing, context.now.monotonic >= playing.endsAt {
             endInterstitial(cutShort: nil, context, into: &out)
         }
-        if let hold = interstitials.holdDue, context.now.monotonic >= hold.due {
-            interstitials.holdDue = nil
-            if context.isJoined,
-                interstitials.scheduled[hold.item]?.contains(where: { $0.interstitial.id == hold.interstitial.id })
-                    == true
-            {
-                out.append(
-                    .issue(
-                        Command(
-                            item: hold.item,
-                            operation: .interstitial(
-                                hold.interstitial, position: hold.position, rate: hold.rate, requestedAt: hold.reachedAt
-                            ))))
-            }
-        }
+        issueHoldIfDue(context, into: &out)
         guard let reached = reachedInterstitial(context) else { return out }
         let (scheduledOne, rate, reachedAt) = reached
         let item = player.item!.id
@@ -227,7 +213,8 @@ extension Playback {
             interstitials.holdDue = InterstitialHoldDue(
                 interstitial: scheduledOne.interstitial, item: item, position: scheduledOne.position, rate: rate,
                 reachedAt: reachedAt, due: context.now.monotonic + settings.interstitialHoldStagger * rank)
-            if rank == 0 { out += checkInterstitials(context) }
+            // At rank 0 its turn is now: the hold goes in this same step.
+            issueHoldIfDue(context, into: &out)
         } else {
             interstitials.localScheduled.removeAll { $0.interstitial.id == scheduledOne.interstitial.id }
             beginInterstitial(
@@ -235,6 +222,22 @@ extension Playback {
                 originator: context.member, context, into: &out)
         }
         return out
+    }
+
+    /// The hold for a group interstitial this agent reached, once its turn came (`Stagger`),
+    /// unless the group's hold came first.
+    private mutating func issueHoldIfDue(_ context: PlaybackContext, into out: inout [Output]) {
+        guard let hold = interstitials.holdDue, context.now.monotonic >= hold.due else { return }
+        interstitials.holdDue = nil
+        guard context.isJoined,
+            interstitials.scheduled[hold.item]?.contains(where: { $0.interstitial.id == hold.interstitial.id }) == true
+        else { return }
+        out.append(
+            .issue(
+                Command(
+                    item: hold.item,
+                    operation: .interstitial(
+                        hold.interstitial, position: hold.position, rate: hold.rate, requestedAt: hold.reachedAt))))
     }
 
     /// The first scheduled interstitial (the group's, else this participant's) that the playing
