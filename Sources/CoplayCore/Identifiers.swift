@@ -113,7 +113,21 @@ public struct IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible
             }
             return values
         }
-        let halves = text.split(separator: "::", omittingEmptySubsequences: false)
+        // Split at "::" by hand: `split(separator:)` with a string separator is not in Embedded
+        // Swift's standard library (the browser build).
+        var halves: [Substring] = []
+        var (start, index) = (text.startIndex, text.startIndex)
+        while index < text.endIndex {
+            let next = text.index(after: index)
+            if text[index] == ":", next < text.endIndex, text[next] == ":" {
+                halves.append(text[start..<index])
+                start = text.index(after: next)
+                index = start
+            } else {
+                index = next
+            }
+        }
+        halves.append(text[start...])
         let words: [UInt16]
         switch halves.count {
         case 1:

@@ -130,13 +130,23 @@ import Testing
         alice.send("queue add https://example.com/n1.mkv id=n1")
         alice.send("queue add https://example.com/n2.mkv id=n2")
         usleep(300_000)
+        let beforePlay2 = (alice.allEvents.count, bob.allEvents.count)
         bob.send("play")
-        #expect(alice.waitForEvent(from: alice.allEvents.count, timeout: .seconds(5)) { $0.name == "playing" } != nil)
+        let started = [
+            alice.waitForEvent(from: beforePlay2.0, timeout: .seconds(5)) { $0.name == "playing" },
+            bob.waitForEvent(from: beforePlay2.1, timeout: .seconds(5)) { $0.name == "playing" },
+        ]
+        let playingItem = try #require(started[0]?["item"] as? String, "both play")
+        #expect(started[1]?["item"] as? String == playingItem)
         let beforeNext = (alice.allEvents.count, bob.allEvents.count)
         bob.send("next")
         let moved = [
-            alice.waitForEvent(from: beforeNext.0, timeout: .seconds(5)) { $0.name == "playing" },
-            bob.waitForEvent(from: beforeNext.1, timeout: .seconds(5)) { $0.name == "playing" },
+            alice.waitForEvent(from: beforeNext.0, timeout: .seconds(5)) {
+                $0.name == "playing" && $0["item"] as? String != playingItem
+            },
+            bob.waitForEvent(from: beforeNext.1, timeout: .seconds(5)) {
+                $0.name == "playing" && $0["item"] as? String != playingItem
+            },
         ]
         #expect(moved.allSatisfy { $0 != nil }, "both play on after next")
         #expect(moved[0]?["item"] as? String == moved[1]?["item"] as? String, "on one entry")

@@ -256,7 +256,7 @@ struct ClockSync: Sendable {
     private func isUsable(_ estimator: OffsetEstimator) -> Bool {
         if estimator.sampleCount >= settings.offsetSamplesForSync { return true }
         guard estimator.sampleCount >= (isCrowded ? 1 : samplesForSync),
-            let fastest = estimator.samples.lazy.map(\.delayNanos).min()
+            let fastest = estimator.samples.lazy.map({ $0.delayNanos }).min()
         else { return false }
         return fastest <= settings.offsetSingleSampleDelayMax.nanoseconds
     }

@@ -84,7 +84,7 @@ public struct OffsetEstimator: Hashable, Sendable {
     public var sampleCount: Int { samples.count }
 
     public mutating func add(_ sample: OffsetSample) {
-        if let line, let minimumDelay = samples.map(\.delayNanos).min(),
+        if let line, let minimumDelay = samples.map({ $0.delayNanos }).min(),
             sample.delayNanos <= minimumDelay + max(minimumDelay / 2, 20_000)
         {
             let deviation = abs(sample.offsetNanos - line.offset(at: sample.receivedAt))
@@ -153,7 +153,7 @@ public struct OffsetEstimator: Hashable, Sendable {
     /// `offsetFilterWindowJittery` when the recent round trips' median is more than
     /// `jitteryPathSpread` above their minimum.
     var window: Int {
-        let recent = samples.suffix(filterWindow).map(\.delayNanos).sorted()
+        let recent = samples.suffix(filterWindow).map({ $0.delayNanos }).sorted()
         guard let minimum = recent.first, recent[recent.count / 2] - minimum > jitteryPathSpreadNanos else {
             return filterWindow
         }
@@ -187,7 +187,7 @@ public struct OffsetEstimator: Hashable, Sendable {
         // Weighted least squares: a sample's weight falls with the square of its excess delay
         // over the history's minimum (in units of `delayScale`), so low-delay samples dominate
         // while the others still pin down the slope.
-        let minimumDelay = samples.map(\.delayNanos).min()!
+        let minimumDelay = samples.map({ $0.delayNanos }).min()!
         let delayScale = Double(max(20_000, minimumDelay / 10))
         let origin = first.receivedAt.nanos
         let anchor = first.offsetNanos

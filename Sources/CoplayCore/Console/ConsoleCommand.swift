@@ -74,7 +74,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     /// Parses one line. Blank lines and lines starting with `#` are no command (nil). Words are
     /// separated by spaces; double quotes keep spaces inside a word (`title="Big Buck Bunny"`).
     public static func parse(_ line: String, lineBytesMax: Int = 4096) -> Result<ConsoleCommand?, ParseError> {
-        let allUsages = usages.map(\.name).joined(separator: " | ")
+        let allUsages = usages.map({ $0.name }).joined(separator: " | ")
         guard line.utf8.count <= lineBytesMax else {
             return .failure(
                 ParseError(message: "line of \(line.utf8.count) bytes exceeds \(lineBytesMax)", usage: allUsages))
@@ -84,7 +84,7 @@ public enum ConsoleCommand: Hashable, Sendable {
         case .success(let result): tokens = result
         case .failure(let error): return .failure(ParseError(message: error.message, usage: allUsages))
         }
-        let words = tokens.map(\.word)
+        let words = tokens.map({ $0.word })
         guard let first = words.first, !first.hasPrefix("#") else { return .success(nil) }
         let name = first.lowercased()
         guard let usage = usages.first(where: { $0.name == name }) else {
@@ -105,7 +105,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     private static func command(_ name: String, arguments tokens: [Token], line: String, usage: String)
         throws(ParseError) -> ConsoleCommand
     {
-        let arguments = tokens.map(\.word)
+        let arguments = tokens.map({ $0.word })
         func fail(_ message: String) -> ParseError { ParseError(message: message, usage: usage) }
         func noArguments(_ command: ConsoleCommand) throws(ParseError) -> ConsoleCommand {
             guard arguments.isEmpty else { throw fail("'\(name)' takes no arguments") }
@@ -270,7 +270,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     private static func queueRequest(
         _ tokens: [Token], line: String, fail: (String) -> ParseError
     ) throws(ParseError) -> QueueRequest {
-        let arguments = tokens.map(\.word)
+        let arguments = tokens.map({ $0.word })
         guard let verb = arguments.first?.lowercased() else { return .show }
         func entryID(_ text: String) throws(ParseError) -> String {
             guard !text.isEmpty, text.utf8.count <= WireFormat.itemIDBytesMax, !text.contains("=") else {

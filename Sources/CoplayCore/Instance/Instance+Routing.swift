@@ -127,7 +127,7 @@ extension Instance {
                 out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: endpoint))
             case .received:
                 let (ordering, membership) = (self.ordering, self.membership)
-                let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
+                let isBehind = { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
                 routePlayback(
                     playback.onHistoryProgress(isBehind: isBehind, context(now)), now: now,
                     into: &out)
@@ -195,14 +195,15 @@ extension Instance {
     /// supplies it to `StateTransfer`, as raft's application supplies its Storage snapshot).
     func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
         var winners =
-            playback.items.values.map(\.winner) + (playback.activity.map { [$0] } ?? []) + playback.scheduledCommands
-        var dots = Set(winners.map(\.dot))
+            playback.items.values.map({ $0.winner }) + (playback.activity.map { [$0] } ?? [])
+            + playback.scheduledCommands
+        var dots = Set(winners.map({ $0.dot }))
         for winner in queueController.queue.winners where dots.insert(winner.dot).inserted { winners.append(winner) }
         return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)
     }
 
     /// Whether some live peer's last digest shows commands this agent has not delivered.
-    var isBehindPeers: Bool { ordering.isBehind(membership.peers.values.map(\.digest)) }
+    var isBehindPeers: Bool { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
 
     // MARK: Playback and messaging
 

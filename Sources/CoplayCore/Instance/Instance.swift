@@ -228,14 +228,14 @@ public struct Instance: Sendable {
             for envelope in ordering.dueCopies(now: now.monotonic) {
                 out.append(.multicast(stamp(.command(envelope, isRepair: false))))
             }
-            let live = Set(membership.peers.values.map(\.member) + [member])
-            ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map(\.digest))
+            let live = Set(membership.peers.values.map({ $0.member }) + [member])
+            ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map({ $0.digest }))
             routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
         }
         routeMessaging(messaging.tick(now: now.monotonic), now: now, into: &out)
         routeQueue(queueController.tick(context(now), playback: playback), now: now, into: &out)
         let (ordering, membership) = (self.ordering, self.membership)
-        let isBehind = { ordering.isBehind(membership.peers.values.map(\.digest)) }
+        let isBehind = { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
         routePlayback(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
         decideStart(now: now, into: &out)
         return finish(out, now: now)

@@ -271,7 +271,7 @@ struct Membership: Sendable {
             forgiven.lastHeard = min(now, record.lastHeard + stall)
             peers[id] = forgiven
         }
-        establishedCount = peers.values.filter(\.isEstablished).count
+        establishedCount = peers.values.filter({ $0.isEstablished }).count
         silenceDeadline = now  // looked at again in this tick
     }
 

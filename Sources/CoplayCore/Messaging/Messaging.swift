@@ -98,7 +98,7 @@ struct Messaging: Sendable {
         guard recipients.count <= MessagePart.recipientsMax else {
             return fail("more than \(MessagePart.recipientsMax) recipients")
         }
-        let members = recipients.map(\.member)
+        let members = recipients.map({ $0.member })
         let messageID = nextMessageID
         nextMessageID &+= 1
 
@@ -133,7 +133,7 @@ struct Messaging: Sendable {
                 .messageSent(
                     MessageSent(
                         messageID: messageID, bytes: bytes.count, parts: chunks.count, isReliable: !unreliable,
-                        recipients: recipients.map(\.name)))))
+                        recipients: recipients.map({ $0.name })))))
         return out
     }
 
@@ -196,7 +196,7 @@ struct Messaging: Sendable {
 
     /// When the oldest unreliable message in reassembly will be given up (none: no wake needed).
     var nextWake: MonotonicInstant? {
-        partialMessages.values.filter { !$0.isReliable }.map(\.started).min().map {
+        partialMessages.values.filter { !$0.isReliable }.map({ $0.started }).min().map {
             $0 + settings.unreliableMessageTimeout
         }
     }

@@ -267,7 +267,7 @@ public struct CausalLog: Sendable {
     /// Drops the entry of each `departed` origin whose count every live agent's digest has
     /// reached, and that no pending command still waits on: it can never matter again.
     public mutating func prune(departed: Set<Member>, liveDigests: [VectorClock]) {
-        let waitedOn = Set(missing().map(\.origin))
+        let waitedOn = Set(missing().map({ $0.origin }))
         for member in departed where delivered[member] > 0 && !waitedOn.contains(member) {
             let count = delivered[member]
             guard liveDigests.allSatisfy({ $0[member] >= count }) else { continue }

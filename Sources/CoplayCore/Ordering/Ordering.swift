@@ -145,7 +145,7 @@ struct Ordering: Sendable {
 
     /// The copies due now, oldest first.
     mutating func dueCopies(now: MonotonicInstant) -> [CommandEnvelope] {
-        let due = copies.filter { $0.at <= now }.sorted { $0.at < $1.at }.map(\.envelope)
+        let due = copies.filter { $0.at <= now }.sorted { $0.at < $1.at }.map({ $0.envelope })
         copies.removeAll { $0.at <= now }
         return due
     }
@@ -169,7 +169,7 @@ struct Ordering: Sendable {
     }
 
     /// When the next copy is due.
-    var nextCopyAt: MonotonicInstant? { copies.map(\.at).min() }
+    var nextCopyAt: MonotonicInstant? { copies.map({ $0.at }).min() }
 
     /// A peer named `dot` (in a `ready`): if this agent lacks that command, what to ask the peer for.
     mutating func onReferenced(_ dot: Dot, by peer: PeerID, now: MonotonicInstant) -> [MissingRange] {
@@ -268,7 +268,7 @@ struct Ordering: Sendable {
         }
         let (released, dropped, covered) = self.log.adopt(frontier: snapshot.frontier, lamport: snapshot.lamport)
         // Pending messages the frontier covers are delivered too (the snapshot may not carry them).
-        let carried = Set(messages.map(\.envelope.dot))
+        let carried = Set(messages.map({ $0.envelope.dot }))
         for command in dropped where !carried.contains(command.dot) {
             if case .message = command.command.operation {
                 messages.append(Delivered(envelope: command, clockSource: nil))
@@ -361,7 +361,7 @@ struct Ordering: Sendable {
         // What every peer heard from lately has delivered needs no repair: a snapshot stands for it.
         let heardSince = now - settings.pruneAfter
         digestsHeard = digestsHeard.filter { $0.value.at > heardSince }
-        let (counts, heard) = (log, digestsHeard.values.map(\.digest))
+        let (counts, heard) = (log, digestsHeard.values.map({ $0.digest }))
         log.compact(stable: { origin in heard.reduce(counts.count(of: origin)) { min($0, $1[origin]) } })
         let oldest = now - settings.commandAwaitingClockTimeout
         for (sender, held) in awaitingClock {

@@ -133,13 +133,13 @@ extension Playback {
         // (this one included) waits one out, the start is held, deadline or not. Whoever decides,
         // the outcome is the same.
         let holding = waitsOutSuspensions(among: context.peers) || onItem.contains { $0.waitsOutSuspensions }
-        let participants = Set([context.member] + onItem.filter { $0.suspensions.isEmpty }.map(\.member))
+        let participants = Set([context.member] + onItem.filter { $0.suspensions.isEmpty }.map({ $0.member }))
         let isOriginator = start.trigger.origin == context.member
         let allReady = participants.isSubset(of: start.ready) && !holding
         let deadlinePassed = now.wall >= deadline && !holding
         let fallback =
             deadlinePassed && now.wall >= deadline + settings.startFallbackGrace
-            && participants.map(\.id).min() == context.member.id
+            && participants.map({ $0.id }).min() == context.member.id
         guard (isOriginator && (allReady || deadlinePassed)) || fallback else { return [] }
         coordination = .decided(start)
         let lead = startLead(to: participants, context)
@@ -179,7 +179,7 @@ extension Playback {
                     && context.offset($0.member.id) != nil
             })
         else { return nil }
-        let lead = startLead(to: Set([context.member] + onItem.map(\.member)), context)
+        let lead = startLead(to: Set([context.member] + onItem.map({ $0.member })), context)
         return .playReady(rate: rate, position: position, at: context.now.wall + lead)
     }
 

@@ -131,7 +131,9 @@ extension Playback {
     }
 
     /// The commands that scheduled group interstitials still to come (a snapshot carries them).
-    var scheduledCommands: [CommandEnvelope] { interstitials.scheduled.values.flatMap { $0.compactMap(\.command) } }
+    var scheduledCommands: [CommandEnvelope] {
+        interstitials.scheduled.values.flatMap { $0.compactMap({ $0.command }) }
+    }
 
     private mutating func resolve(_ id: String) {
         interstitials.resolve(id, keeping: settings.interstitialsScheduledMax)
@@ -288,8 +290,9 @@ extension Playback {
         let timeline = timeline(of: group, context)
         guard case .playing(let rate, _, _) = timeline, rate > 0 else { return due }
         let now = timeline.position(at: context.now.wall)
-        if let ahead = ((interstitials.scheduled[item.id] ?? []) + interstitials.localScheduled).map(\.position).filter(
-            { $0 > now }).min()
+        if let ahead = ((interstitials.scheduled[item.id] ?? []) + interstitials.localScheduled).map({ $0.position })
+            .filter(
+                { $0 > now }).min()
         {
             let reach = context.now.monotonic + .seconds(saturating: (ahead - now) / rate) + .microseconds(1)
             due = due.map { min($0, reach) } ?? reach

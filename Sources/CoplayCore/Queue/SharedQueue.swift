@@ -205,7 +205,7 @@ public struct SharedQueue: Sendable {
             entries[id] = entry
             return [.changed(QueueChange(kind: .moved, id: id, originator: originator, dot: envelope.dot))]
         case .clear(let covering):
-            let gone = entries.values.filter { covering[$0.added.origin] >= $0.added.counter }.map(\.item.id)
+            let gone = entries.values.filter { covering[$0.added.origin] >= $0.added.counter }.map({ $0.item.id })
             guard !gone.isEmpty else { return [] }
             for id in gone { entries[id] = nil }
             return [.changed(QueueChange(kind: .cleared, id: nil, originator: originator, dot: envelope.dot))]

@@ -70,7 +70,7 @@ struct Reach: Sendable {
             isActive = true
             nextPeerListAt = now
         }
-        let memberEndpoints = Set(members.values.map(\.endpoint))
+        let memberEndpoints = Set(members.values.map({ $0.endpoint }))
         for entry in entries
         where entry.member.id != own && members[entry.member.id] == nil && !memberEndpoints.contains(entry.endpoint) {
             guard named[entry.endpoint] != nil || named.count < settings.gossipedEndpointsMax else { continue }
@@ -82,7 +82,7 @@ struct Reach: Sendable {
     func destinations(members: [PeerID: PeerRecord], now: MonotonicInstant) -> [Endpoint] {
         guard isActive else { return [] }
         var reachedByMulticast: Set<Endpoint> = []
-        var targets: Set<Endpoint> = Set(seeds).union(named.lazy.filter { $0.value > now }.map(\.key))
+        var targets: Set<Endpoint> = Set(seeds).union(named.lazy.filter { $0.value > now }.map({ $0.key }))
         // A member reached through the relay gets each group datagram there already.
         for (id, record) in members where !record.endpoint.isRelay {
             if let heard = heardByMulticast[id], now - heard <= settings.multicastHeardWindow {
@@ -101,7 +101,7 @@ struct Reach: Sendable {
         // Idle (a group on one multicast segment): no work at all, whatever the group's size.
         guard isActive else { return [] }
         if !named.isEmpty {
-            let memberEndpoints = Set(members.values.map(\.endpoint))
+            let memberEndpoints = Set(members.values.map({ $0.endpoint }))
             named = named.filter { $0.value > now && !memberEndpoints.contains($0.key) }
         }
         guard let due = nextPeerListAt, now >= due else { return [] }
@@ -112,7 +112,7 @@ struct Reach: Sendable {
         }
         .prefix(WireFormat.peerListEntriesMax).map { PeerEntry(member: $0.member, endpoint: $0.endpoint) }
         guard entries.count > 1 else { return [] }  // a list of only the receiver tells it nothing
-        return members.values.filter { reached.contains($0.endpoint) }.map(\.endpoint)
+        return members.values.filter { reached.contains($0.endpoint) }.map({ $0.endpoint })
             .sorted()
             .map { endpoint in .peerList(entries.filter { $0.endpoint != endpoint }, to: endpoint) }
     }
