@@ -12,7 +12,11 @@ let package = Package(
     ],
     targets: [
         // The protocol as pure value types: no sockets, no threads, no clocks.
-        .target(name: "CoplayCore", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        // README.md: the contract a shell carries out. The browser module (Sources/CoplayWeb) is
+        // built by Tools/wasm-core with Embedded Swift, not by SwiftPM.
+        .target(
+            name: "CoplayCore", exclude: ["README.md"],
+            linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         // The simulated player, on the far side of the core's player boundary (PlayerCommand in,
         // PlayerReport out); mpv and the delegating socket player are in CoplayRuntime/Players.
         .target(name: "CoplaySimulatedPlayer", dependencies: ["CoplayCore"]),

@@ -11,7 +11,7 @@ import Testing
         simulation.nodes[node].instance?.queueEntries.map(\.item.id) ?? []
     }
 
-    private func add(_ id: String, after: ConsoleCommand.QueueAnchor = .last, duration: Double? = nil)
+    private func add(_ id: String, after: QueueAnchor = .last, duration: Double? = nil)
         -> ConsoleCommand
     {
         .queue(.add(url: "https://example.com/\(id).mp4", id: id, title: "", durationSeconds: duration, after: after))
@@ -39,7 +39,7 @@ import Testing
             time += Int64(random.next() % 30_000_000)
             let node = Int(random.next() % 3)
             let id = "n\(node)-\(index)"
-            let anchor: ConsoleCommand.QueueAnchor
+            let anchor: QueueAnchor
             switch random.next() % 4 {
             case 0: anchor = .first
             case 1 where index > 0: anchor = .after("n\(random.next() % 3)-\(random.next() % UInt64(index))")

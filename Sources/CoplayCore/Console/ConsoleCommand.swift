@@ -58,9 +58,6 @@ public enum ConsoleCommand: Hashable, Sendable {
         case clear
     }
 
-    /// Where an entry goes (the queue's own type: the console only names it).
-    public typealias QueueAnchor = CoplayCore.QueueAnchor
-
     /// A line that is not a valid command: what is wrong, and how the command is typed.
     public struct ParseError: Error, Hashable, Sendable {
         public var message: String

@@ -217,9 +217,9 @@ public struct CausalLog: Sendable {
     public mutating func adopt(frontier: VectorClock, lamport: UInt64) -> (
         delivered: [CommandEnvelope], dropped: [CommandEnvelope], covered: Int
     ) {
-        var covered = 0
+        var covered: Int64 = 0  // summed in 64 bits: a frontier's gaps exceed a 32-bit Int (wasm32)
         for (member, counter) in frontier.entries where counter > count(of: member) {
-            covered += Int(counter - count(of: member))
+            covered &+= Int64(counter - count(of: member))
             if pruned.removeValue(forKey: member) != nil { prunedOrder.removeAll { $0 == member } }
             delivered[member] = counter
         }
@@ -229,7 +229,7 @@ public struct CausalLog: Sendable {
             removePending(dot)
             dropped.append(envelope)
         }
-        return (deliverPending(), dropped, covered)
+        return (deliverPending(), dropped, Int(clamping: covered))
     }
 
     /// Stored message commands above `digest` (those its owner has not delivered), oldest first,

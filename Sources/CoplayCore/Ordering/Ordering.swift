@@ -237,10 +237,11 @@ struct Ordering: Sendable {
         digestsHeard[peer.id] = (peer, heard, now)
         let missing = log.missing(comparedTo: digest)
         guard !missing.isEmpty else { return [] }
-        let count = missing.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
+        // In Int64: a range spans up to 2^32 counters, more than a 32-bit Int holds (wasm32).
+        let count = missing.reduce(Int64(0)) { $0 &+ Int64($1.to - $1.from) &+ 1 }
         let since = gapSince ?? now
         gapSince = since
-        if count > settings.stateTransferAfterMissing || now - since >= settings.repairStallBeforeState {
+        if count > Int64(settings.stateTransferAfterMissing) || now - since >= settings.repairStallBeforeState {
             return clockKnown ? [.behind(peer)] : []
         }
         if transferUnderWay { return [] }  // the snapshot under way brings it

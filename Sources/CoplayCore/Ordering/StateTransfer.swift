@@ -200,8 +200,9 @@ struct StateTransfer: Sendable {
         _ ranges: [MissingRange], from peer: PeerID, peerDigest: VectorClock, log: CausalLog, source: () -> Source,
         framing: Framing, budgets: inout RepairBudgets, now: MonotonicInstant
     ) -> [Output] {
-        let count = ranges.reduce(0) { $0 + Int($1.to - $1.from) + 1 }
-        guard peerDigest.isEmpty || count > settings.stateTransferAfterMissing,
+        // In Int64: a range spans up to 2^32 counters, more than a 32-bit Int holds (wasm32).
+        let count = ranges.reduce(Int64(0)) { $0 &+ Int64($1.to - $1.from) &+ 1 }
+        guard peerDigest.isEmpty || count > Int64(settings.stateTransferAfterMissing),
             !ranges.allSatisfy({ log.storesAll($0) }), maySendUnasked(to: peer, now: now)
         else { return [] }
         return onStateRequest(

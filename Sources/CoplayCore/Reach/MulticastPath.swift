@@ -70,7 +70,8 @@ struct MulticastPath: Sendable {
         if let last = highest[sender.id], last.member == sender {
             guard path.number > last.number else { return [] }  // a late one: counted lost already
             // The ones skipped did not arrive by multicast (at most a window's worth counted).
-            let skipped = min(Int(path.number - last.number - 1), limits.multicastPathSamples)
+            // Compared before converting: a forged stamp skips up to 2^32, past a 32-bit Int.
+            let skipped = Int(min(UInt64(path.number - last.number - 1), UInt64(limits.multicastPathSamples)))
             arrivals += Array(repeating: false, count: skipped)
         } else if highest.count >= limits.peersMax {
             return []

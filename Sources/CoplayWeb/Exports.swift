@@ -1,0 +1,147 @@
+// The core's entry points for a JavaScript shell (the browser page): C-ABI functions over
+// linear memory. Inputs: a new instance, its start, a datagram, a relay frame, a tick, a
+// console line. Each returns the length of its outputs, which the shell reads from
+// `coplay_output()`: records of [kind u8][length u32 LE][bytes]. Kinds: 1 a datagram to the
+// group; 2 a datagram to an endpoint (16-byte address, port u16 LE, then the bytes); 3 a
+// frame to publish (subject length u16 LE, subject, frame); 4 an event (its name, a space,
+// then what it concerns); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns); 7 exit.
+
+nonisolated(unsafe) var instances: [Instance?] = []
+nonisolated(unsafe) var output: [UInt8] = []
+
+struct NoPlayer: PlayerLoop.Player {
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] { [] }
+}
+
+func timestamp(_ mono: Int64, _ wall: Int64) -> Timestamp {
+    Timestamp(monotonic: MonotonicInstant(nanos: mono), wall: WallInstant(unixNanos: wall))
+}
+
+func bytes(_ pointer: UnsafePointer<UInt8>?, _ count: Int32) -> [UInt8] {
+    guard let pointer, count > 0 else { return [] }
+    return Array(UnsafeBufferPointer(start: pointer, count: Int(count)))
+}
+
+func text(_ pointer: UnsafePointer<UInt8>?, _ count: Int32) -> String {
+    String(decoding: bytes(pointer, count), as: UTF8.self)
+}
+
+func append(_ kind: UInt8, _ payload: [UInt8]) {
+    output.append(kind)
+    let count = UInt32(payload.count)
+    for shift in stride(from: 0, to: 32, by: 8) { output.append(UInt8(truncatingIfNeeded: count >> UInt32(shift))) }
+    output += payload
+}
+
+func littleEndian(_ value: UInt64, bytes count: Int) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: value >> UInt64(8 * $0)) }
+}
+
+func eventName(_ event: Event) -> String {
+    switch event {
+    case .session(let report): return "session " + report.state.name
+    case .peerJoined(let info): return "peer-joined " + info.name
+    case .peerLeft(let info, _): return "peer-left " + info.name
+    case .peerUnresponsive(let info): return "peer-unresponsive " + info.name
+    case .peerResponsive(let info): return "peer-responsive " + info.name
+    case .peerChanged(let info): return "peer-changed " + info.name
+    case .clockSynced(let info): return "clock-synced " + info.name
+    case .activityChanged(let activity, _): return "activity " + activity.itemID
+    case .playing(let report): return "playing " + report.item + " " + report.reason
+    case .paused(let report): return "paused " + report.item + " " + report.reason
+    case .waiting(let report): return "waiting " + report.item
+    case .commandError(let error): return "error " + error.message
+    default: return "event"
+    }
+}
+
+/// Carries out `directives` into the output buffer; returns its length.
+func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int32 {
+    output.removeAll(keepingCapacity: true)
+    guard var instance = instances[Int(handle)] else { return 0 }
+    var player = NoPlayer()
+    let outcome = PlayerLoop.carryOut(
+        directives, instance: &instance, player: &player, now: { now },
+        carry: { step in
+            switch step {
+            case .datagram(let datagram, nil): append(1, datagram)
+            case .datagram(let datagram, let to?):
+                append(
+                    2,
+                    littleEndian(to.address.high, bytes: 8) + littleEndian(to.address.low, bytes: 8)
+                        + littleEndian(UInt64(to.port), bytes: 2) + datagram)
+            case .publish(let frame, let subject):
+                let name = Array(subject.utf8)
+                append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
+            case .emit(let event): append(4, Array(eventName(event).utf8))
+            case .diagnose(let line): append(5, Array(line.utf8))
+            case .wake(let at): append(6, littleEndian(UInt64(bitPattern: at.nanos), bytes: 8))
+            }
+        })
+    if outcome.exitStatus != nil { append(7, []) }
+    instances[Int(handle)] = instance
+    return Int32(output.count)
+}
+
+@_cdecl("coplay_output") public func coplayOutput() -> UnsafePointer<UInt8>? {
+    output.withUnsafeBufferPointer { $0.baseAddress }
+}
+
+@_cdecl("coplay_alloc") public func coplayAlloc(_ count: Int32) -> UnsafeMutablePointer<UInt8> {
+    UnsafeMutablePointer<UInt8>.allocate(capacity: Int(max(count, 1)))
+}
+
+@_cdecl("coplay_dealloc") public func coplayDealloc(_ pointer: UnsafeMutablePointer<UInt8>?) { pointer?.deallocate() }
+
+/// A new instance; returns its handle.
+@_cdecl("coplay_create")
+public func coplayCreate(
+    _ id: UInt64, _ seed: UInt64, _ port: Int32, _ name: UnsafePointer<UInt8>?, _ nameCount: Int32,
+    _ session: UnsafePointer<UInt8>?, _ sessionCount: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let identity = LocalIdentity(
+        id: PeerID(id), name: text(name, nameCount), sessionName: text(session, sessionCount),
+        unicastPort: UInt16(truncatingIfNeeded: port), playerKind: "web")
+    instances.append(Instance(identity: identity, seed: seed, now: timestamp(mono, wall)))
+    return Int32(instances.count - 1)
+}
+
+@_cdecl("coplay_start") public func coplayStart(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
+    let now = timestamp(mono, wall)
+    guard let directives = instances[Int(handle)]?.start(now: now) else { return 0 }
+    return carry(directives, handle, now)
+}
+
+@_cdecl("coplay_tick") public func coplayTick(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
+    let now = timestamp(mono, wall)
+    guard let directives = instances[Int(handle)]?.onTick(now: now) else { return 0 }
+    return carry(directives, handle, now)
+}
+
+@_cdecl("coplay_console")
+public func coplayConsole(_ handle: Int32, _ line: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64)
+    -> Int32
+{
+    let now = timestamp(mono, wall)
+    guard let directives = instances[Int(handle)]?.onConsoleLine(text(line, count), now: now) else { return 0 }
+    return carry(directives, handle, now)
+}
+
+/// A datagram from IPv4 `address`:`port`.
+@_cdecl("coplay_datagram")
+public func coplayDatagram(
+    _ handle: Int32, _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ address: UInt32, _ port: Int32,
+    _ viaGroup: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    let source = Endpoint(address: address, port: UInt16(truncatingIfNeeded: port))
+    guard
+        let directives = instances[Int(handle)]?.onDatagram(
+            bytes(pointer, count), from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
+    else { return 0 }
+    return carry(directives, handle, now)
+}
+
+@_cdecl("coplay_peer_count") public func coplayPeerCount(_ handle: Int32) -> Int32 {
+    Int32(instances[Int(handle)]?.peers.count ?? -1)
+}
