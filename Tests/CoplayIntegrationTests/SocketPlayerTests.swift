@@ -79,6 +79,30 @@ struct SocketPlayerTests {
         }
     }
 
+    /// A delegating player that cannot load the item says `load-failed`: its agent leaves the
+    /// item, and a play from the group afterwards leaves it in no suspension.
+    @Test func aLoadThePlayerCannotDo_leavesTheItem_andSuspendsNobody() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-fail-\(getpid()).sock").path
+        let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(23))", "--session", "socket-fail"]
+        let alice = try AgentProcess(
+            executable: coplay, name: "alice", arguments: common + ["--player", "socket:\(path)"])
+        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common)
+        let client = try Client(socket: path)
+        #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        bob.send("share http://example.invalid/missing.mkv id=missing duration=600")
+        #expect(client.waitFor(.seconds(5), command: "load"))
+        client.send(#"raw {"event":"load-failed","message":"404 Not Found"}"#)
+        let unloaded = alice.waitForEvent(timeout: .seconds(3)) { $0.name == "item-unloaded" }
+        #expect(unloaded?["item"] as? String == "missing", "\(unloaded?.line ?? "no item-unloaded")")
+        bob.send("play")
+        usleep(4_000_000)
+        let suspensions = try #require(alice.status()?["suspensions"] as? [Any])
+        #expect(suspensions.isEmpty, "alice is suspended: \(suspensions)")
+        client.send("quit")
+        for agent in [alice, bob] { agent.send("quit") }
+        for agent in [alice, bob] { _ = agent.waitForExit(timeout: .seconds(5)) }
+    }
+
     @Test func aDelegatingPlayerFollowsTheGroup_actsForItsPerson_completesLate_andReconnects() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-player-\(getpid()).sock").path
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(7))", "--session", "socket-it"]

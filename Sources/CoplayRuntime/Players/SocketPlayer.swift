@@ -204,9 +204,11 @@ struct SocketPlayer: PlayerDriver {
                 return fail("play needs a rate from \(WireFormat.rateMin) to \(WireFormat.rateMax)")
             }
             return .success([.userAction(checked)])
-        case "error":
-            let text = message["message"]?.string ?? "unspecified"
-            return .success([.failed("socket player: \(String(text.prefix(settings.playerErrorBytesMax)))")])
+        case "error", "load-failed":
+            let text =
+                "socket player: "
+                + String((message["message"]?.string ?? "unspecified").prefix(settings.playerErrorBytesMax))
+            return .success([event == "error" ? .failed(text) : .loadFailed(text)])
         default:
             return fail("unknown event '\(String(event.prefix(64)))'")
         }
