@@ -4,7 +4,8 @@
 // `coplay_output()`: records of [kind u8][length u32 LE][bytes]. Kinds: 1 a datagram to the
 // group; 2 a datagram to an endpoint (16-byte address, port u16 LE, then the bytes); 3 a
 // frame to publish (subject length u16 LE, subject, frame); 4 an event (its name, a space,
-// then what it concerns); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns); 7 exit.
+// then what it concerns); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns); 7 exit;
+// 8 a relay subject to subscribe to.
 
 nonisolated(unsafe) var instances: [Instance?] = []
 nonisolated(unsafe) var output: [UInt8] = []
@@ -104,6 +105,51 @@ public func coplayCreate(
         unicastPort: UInt16(truncatingIfNeeded: port), playerKind: "web")
     instances.append(Instance(identity: identity, seed: seed, now: timestamp(mono, wall)))
     return Int32(instances.count - 1)
+}
+
+/// A new instance of a keyed group that also travels through a relay (the browser's only path):
+/// `key` the group key's 32 bytes or more, `entropy` 32 bytes from crypto.getRandomValues for the
+/// relay's nonces. Returns its handle, or -1 for a key or entropy of the wrong size.
+@_cdecl("coplay_create_relayed")
+public func coplayCreateRelayed(
+    _ id: UInt64, _ seed: UInt64, _ name: UnsafePointer<UInt8>?, _ nameCount: Int32,
+    _ session: UnsafePointer<UInt8>?, _ sessionCount: Int32, _ key: UnsafePointer<UInt8>?, _ keyCount: Int32,
+    _ entropy: UnsafePointer<UInt8>?, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    guard keyCount >= 32, keyCount <= 256, entropy != nil else { return -1 }
+    // A tab has no unicast socket, and an announcement must name a port (1-65535): it names
+    // 9, the discard port. It is heard only through the relay, so no peer forms a LAN endpoint
+    // from it. (Whether the wire format should say "no socket" instead is the browser work's
+    // decision, PROTOCOL.md.)
+    let identity = LocalIdentity(
+        id: PeerID(id), name: text(name, nameCount), sessionName: text(session, sessionCount), unicastPort: 9,
+        playerKind: "web")
+    instances.append(
+        Instance(
+            identity: identity, seed: seed, now: timestamp(mono, wall), keys: [bytes(key, keyCount)],
+            relayEntropy: bytes(entropy, 32)))
+    return Int32(instances.count - 1)
+}
+
+/// The subjects to subscribe to, one record (kind 8) each.
+@_cdecl("coplay_relay_subjects") public func coplayRelaySubjects(_ handle: Int32) -> Int32 {
+    output.removeAll(keepingCapacity: true)
+    for subject in instances[Int(handle)]?.relaySubscriptions ?? [] { append(8, Array(subject.utf8)) }
+    return Int32(output.count)
+}
+
+/// A message from the relay on `subject`.
+@_cdecl("coplay_relay_frame")
+public func coplayRelayFrame(
+    _ handle: Int32, _ subject: UnsafePointer<UInt8>?, _ subjectCount: Int32, _ frame: UnsafePointer<UInt8>?,
+    _ frameCount: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    guard
+        let directives = instances[Int(handle)]?.onRelayFrame(
+            bytes(frame, frameCount), subject: text(subject, subjectCount), receivedAt: now, now: now)
+    else { return 0 }
+    return carry(directives, handle, now)
 }
 
 @_cdecl("coplay_start") public func coplayStart(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
