@@ -5,13 +5,49 @@
 // group; 2 a datagram to an endpoint (16-byte address, port u16 LE, then the bytes); 3 a
 // frame to publish (subject length u16 LE, subject, frame); 4 an event (its name, a space,
 // then what it concerns); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns); 7 exit;
-// 8 a relay subject to subscribe to.
+// 8 a relay subject to subscribe to; 9 a command for the player (`PlayerRecord`), whose reports
+// come back through `coplay_player_report`.
 
 nonisolated(unsafe) var instances: [Instance?] = []
 nonisolated(unsafe) var output: [UInt8] = []
 
-struct NoPlayer: PlayerLoop.Player {
-    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] { [] }
+/// The page's player (an HTMLVideoElement) is on the far side of the C-ABI: each command goes out
+/// as a record and it reports later, through `coplay_player_report`.
+struct PagePlayer: PlayerLoop.Player {
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+        append(9, PlayerRecord.encode(command))
+        return []
+    }
+}
+
+/// A player command as bytes: its code, then its fields, little-endian (f64 positions and
+/// rates, i64 wall instants in ns). 1 load: position, duration (NaN: unknown), id length u16, id,
+/// url. 2 prepare: position. 3 play: rate, position, at. 4 adjust rate: rate, at. 5 pause:
+/// position. 6 unload. 7 interstitial: duration, id length u16, id, url. 8 end the interstitial.
+/// (A simulated stall is for the simulated player: a page's player ignores it.)
+enum PlayerRecord {
+    static func encode(_ command: PlayerCommand) -> [UInt8] {
+        func double(_ value: Double) -> [UInt8] { littleEndian(value.bitPattern, bytes: 8) }
+        func instant(_ at: WallInstant) -> [UInt8] { littleEndian(UInt64(bitPattern: at.unixNanos), bytes: 8) }
+        func string(_ text: String) -> [UInt8] {
+            let bytes = Array(text.utf8)
+            return littleEndian(UInt64(bytes.count), bytes: 2) + bytes
+        }
+        switch command {
+        case .load(let item, let position):
+            return [1] + double(position) + double(item.durationSeconds ?? .nan) + string(item.id)
+                + Array(item.url.utf8)
+        case .prepare(let position): return [2] + double(position)
+        case .play(let rate, let position, let at): return [3] + double(rate) + double(position) + instant(at)
+        case .adjustRate(let rate, let at): return [4] + double(rate) + instant(at)
+        case .pause(let position): return [5] + double(position)
+        case .unload: return [6]
+        case .simulateStall: return [0]
+        case .interstitial(let interstitial):
+            return [7] + double(interstitial.durationSeconds) + string(interstitial.id) + Array(interstitial.url.utf8)
+        case .endInterstitial: return [8]
+        }
+    }
 }
 
 func timestamp(_ mono: Int64, _ wall: Int64) -> Timestamp {
@@ -60,7 +96,7 @@ func eventName(_ event: Event) -> String {
 func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int32 {
     output.removeAll(keepingCapacity: true)
     guard var instance = instances[Int(handle)] else { return 0 }
-    var player = NoPlayer()
+    var player = PagePlayer()
     let outcome = PlayerLoop.carryOut(
         directives, instance: &instance, player: &player, now: { now },
         carry: { step in
@@ -185,6 +221,48 @@ public func coplayDatagram(
         let directives = instances[Int(handle)]?.onDatagram(
             bytes(pointer, count), from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
     else { return 0 }
+    return carry(directives, handle, now)
+}
+
+/// What the page's player reported. `kind`: 1 ready, 2 stalled, 3 stall over, 4 ended (at
+/// `position`); 5 a sample (`position` at wall instant `at`, moving at `rate`); 6 the person
+/// pressed play (`rate`), 7 pause, 8 seeked (to `position`), 9 next, 10 previous; 11 it failed,
+/// 12 it could not load the item, 13 the interstitial failed (`text` says how). Values out of
+/// range are refused as the socket player's are: the call returns -1 and nothing changes.
+@_cdecl("coplay_player_report")
+public func coplayPlayerReport(
+    _ handle: Int32, _ kind: Int32, _ position: Double, _ rate: Double, _ at: Int64,
+    _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    let positionOK = position.isFinite && position >= 0 && position <= WireFormat.positionMax
+    let report: PlayerReport
+    switch kind {
+    case 1, 2, 3, 4, 8:
+        guard positionOK else { return -1 }
+        switch kind {
+        case 1: report = .ready(position: position)
+        case 2: report = .stalled(position: position)
+        case 3: report = .stallEnded(position: position)
+        case 4: report = .ended(position: position)
+        default: report = .userAction(.seek(position: position))
+        }
+    case 5:
+        guard positionOK, rate.isFinite, rate >= 0, rate <= WireFormat.rateMax, WireFormat.wallNanosRange.contains(at)
+        else { return -1 }
+        report = .sample(position: position, rate: rate, at: WallInstant(unixNanos: at))
+    case 6:
+        guard rate.isFinite, rate >= WireFormat.rateMin, rate <= WireFormat.rateMax else { return -1 }
+        report = .userAction(.play(rate: rate))
+    case 7: report = .userAction(.pause)
+    case 9: report = .userAction(.next)
+    case 10: report = .userAction(.previous)
+    case 11, 12, 13:
+        let message = String(text(pointer, min(count, 512)))
+        report = kind == 11 ? .failed(message) : kind == 12 ? .loadFailed(message) : .interstitialFailed(message)
+    default: return -1
+    }
+    guard let directives = instances[Int(handle)]?.onPlayerReport(report, now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 

@@ -1,7 +1,8 @@
 // Instances of the core in WebAssembly (Tools/wasm-core builds coplay.wasm) talk through nothing
 // but what their outputs carry: two as on a LAN (datagrams), then three through an in-memory
 // relay (sealed frames on subjects), as browser tabs would through NATS. They must find each
-// other, measure each other's clock and share an item; one under another key must join nobody.
+// other, measure each other's clock and share an item (the first two also play it together on
+// a model of the page's player); one under another key must join nobody.
 //   node Tools/web/smoke.mjs .build/wasm/coplay.wasm
 import { readFileSync } from 'node:fs';
 import { webcrypto } from 'node:crypto';
@@ -26,13 +27,31 @@ let clock = 5_000_000_000n; const wall0 = 1_780_000_000_000_000_000n;
 const agents = ['alice', 'bob'].map((name, i) => {
   const n = enc.encode(name), s = enc.encode('web');
   const h = x.coplay_create(BigInt(0xA0 + i), 7n + BigInt(i), 40000 + i, put(n), n.length, put(s), s.length, clock, wall0 + clock);
-  return { name, h, address: 0x0A000001 + i, port: 40000 + i, inbox: [], events: [] };
+  return { name, h, address: 0x0A000001 + i, port: 40000 + i, inbox: [], events: [], player: { item: null, position: 0, rate: 0, at: 0n, readyAt: null } };
 });
+// A model of the page's player (the HTMLVideoElement adapter does the same): a load or a seek
+// is ready 40 ms later; play and pause set where it is; the core hears back what it reports.
+function perform(agent, record) {
+  const view = new DataView(record.buffer, record.byteOffset, record.byteLength);
+  const player = agent.player;
+  switch (record[0]) {
+    case 1: player.position = view.getFloat64(1, true); player.rate = 0; player.item = dec.decode(record.slice(19, 19 + view.getUint16(17, true))); player.readyAt = clock + 40_000_000n; break;
+    case 2: player.position = view.getFloat64(1, true); player.rate = 0; player.readyAt = clock + 40_000_000n; break;
+    case 3: player.rate = view.getFloat64(1, true); player.position = view.getFloat64(9, true); player.at = view.getBigInt64(17, true); break;
+    case 5: player.rate = 0; player.position = view.getFloat64(1, true); break;
+    case 6: player.item = null; player.rate = 0; break;
+  }
+}
+function positionAt(player, wall) {
+  if (player.rate === 0 || wall < player.at) return player.position;
+  return player.position + player.rate * Number(wall - player.at) / 1e9;
+}
 function handle(agent, length) {
   for (const r of records(length)) {
     if (r.kind === 1) for (const other of agents) if (other !== agent) other.inbox.push({ data: r.data, from: agent, group: 1 });
     if (r.kind === 2) { const port = r.data[16] | (r.data[17] << 8); const other = agents.find(a => a.port === port); if (other) other.inbox.push({ data: r.data.slice(18), from: agent, group: 0 }); }
     if (r.kind === 4) agent.events.push(dec.decode(r.data));
+    if (r.kind === 9) perform(agent, r.data);
   }
 }
 for (const a of agents) handle(a, x.coplay_start(a.h, clock, wall0 + clock));
@@ -42,15 +61,24 @@ for (let step = 0; step < 400; step++) {
     const inbox = a.inbox.splice(0);
     for (const m of inbox) { const p = put(m.data); handle(a, x.coplay_datagram(a.h, p, m.data.length, m.from.address, m.from.port, m.group, clock, wall0 + clock)); x.coplay_dealloc(p); }
     handle(a, x.coplay_tick(a.h, clock, wall0 + clock));
+    if (a.player.readyAt !== null && clock >= a.player.readyAt) {
+      a.player.readyAt = null;
+      handle(a, x.coplay_player_report(a.h, 1, a.player.position, 0, 0n, 0, 0, clock, wall0 + clock));
+    }
   }
   if (step === 100) { const l = enc.encode('share https://example.com/film.mp4 id=film duration=60'); handle(agents[0], x.coplay_console(agents[0].h, put(l), l.length, clock, wall0 + clock)); }
-  if (step === 150) { const l = enc.encode('play-now'); handle(agents[1], x.coplay_console(agents[1].h, put(l), l.length, clock, wall0 + clock)); }
+  if (step === 150) { const l = enc.encode('play'); handle(agents[1], x.coplay_console(agents[1].h, put(l), l.length, clock, wall0 + clock)); }
 }
-const result = { peers: agents.map(a => x.coplay_peer_count(a.h)), events: agents.map(a => a.events.filter(e => !e.startsWith('event'))) };
+const now = wall0 + clock;
+const positions = agents.map(a => positionAt(a.player, now));
+const result = { peers: agents.map(a => x.coplay_peer_count(a.h)), positions, events: agents.map(a => a.events.filter(e => !e.startsWith('event'))) };
 console.log(JSON.stringify(result));
 const met = result.peers.every(n => n === 1)
-  && result.events.every(list => list.includes('activity film') && list.some(e => e.startsWith('clock-synced')));
-if (!met) { console.error('smoke: the two instances did not form a group and share the item'); process.exit(1); }
+  && result.events.every(list => list.includes('activity film') && list.some(e => e.startsWith('clock-synced')) && list.some(e => e.startsWith('playing film')))
+  // Within a step (5 ms): a datagram waits up to a step one way and none the other, and a
+  // clock estimate is off by half that asymmetry, as NTP's is.
+  && positions.every(p => p > 0.5) && Math.abs(positions[0] - positions[1]) < 0.005;
+if (!met) { console.error('smoke: the two instances did not form a group, share the item and play it together'); process.exit(1); }
 
 // The browser's path: keyed instances that share no network, only a relay. An in-memory NATS
 // (a subject's subscribers get each message, the publisher too) carries the sealed frames; a
