@@ -274,7 +274,7 @@ public struct Simulation {
         // its first change would copy them all.
         guard var turn = nodes[index].instance?.beginReceiveTurn(),
             var directives = nodes[index].instance?.onDatagram(
-                bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, turn: &turn),
+                bytes[...], from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, turn: &turn),
             let deferred = nodes[index].instance?.endReceiveTurn(turn, drained: true, now: now)
         else { return }
         directives += deferred

@@ -9,6 +9,10 @@
 // come back through `coplay_player_report`.
 
 nonisolated(unsafe) var instances: [Instance?] = []
+
+/// Whether a handle is one the page got: an entry point called with another does nothing and
+/// returns 0, rather than trap.
+func isValid(_ handle: Int32) -> Bool { instances.indices.contains(Int(handle)) }
 nonisolated(unsafe) var output: [UInt8] = []
 
 /// The page's player (an HTMLVideoElement) is on the far side of the C-ABI: each command goes out
@@ -95,7 +99,7 @@ func eventName(_ event: Event) -> String {
 /// Carries out `directives` into the output buffer; returns its length.
 func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int32 {
     output.removeAll(keepingCapacity: true)
-    guard var instance = instances[Int(handle)] else { return 0 }
+    guard isValid(handle), var instance = instances[Int(handle)] else { return 0 }
     var player = PagePlayer()
     let outcome = PlayerLoop.carryOut(
         directives, instance: &instance, player: &player, now: { now },
@@ -170,7 +174,9 @@ public func coplayCreateRelayed(
 /// The subjects to subscribe to, one record (kind 8) each.
 @_cdecl("coplay_relay_subjects") public func coplayRelaySubjects(_ handle: Int32) -> Int32 {
     output.removeAll(keepingCapacity: true)
-    for subject in instances[Int(handle)]?.relaySubscriptions ?? [] { append(8, Array(subject.utf8)) }
+    for subject in isValid(handle) ? instances[Int(handle)]?.relaySubscriptions ?? [] : [] {
+        append(8, Array(subject.utf8))
+    }
     return Int32(output.count)
 }
 
@@ -181,7 +187,7 @@ public func coplayRelayFrame(
     _ frameCount: Int32, _ mono: Int64, _ wall: Int64
 ) -> Int32 {
     let now = timestamp(mono, wall)
-    guard
+    guard isValid(handle),
         let directives = instances[Int(handle)]?.onRelayFrame(
             bytes(frame, frameCount), subject: text(subject, subjectCount), receivedAt: now, now: now)
     else { return 0 }
@@ -190,13 +196,13 @@ public func coplayRelayFrame(
 
 @_cdecl("coplay_start") public func coplayStart(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
-    guard let directives = instances[Int(handle)]?.start(now: now) else { return 0 }
+    guard isValid(handle), let directives = instances[Int(handle)]?.start(now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 
 @_cdecl("coplay_tick") public func coplayTick(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
-    guard let directives = instances[Int(handle)]?.onTick(now: now) else { return 0 }
+    guard isValid(handle), let directives = instances[Int(handle)]?.onTick(now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 
@@ -205,7 +211,9 @@ public func coplayConsole(_ handle: Int32, _ line: UnsafePointer<UInt8>?, _ coun
     -> Int32
 {
     let now = timestamp(mono, wall)
-    guard let directives = instances[Int(handle)]?.onConsoleLine(text(line, count), now: now) else { return 0 }
+    guard isValid(handle), let directives = instances[Int(handle)]?.onConsoleLine(text(line, count), now: now) else {
+        return 0
+    }
     return carry(directives, handle, now)
 }
 
@@ -217,7 +225,7 @@ public func coplayDatagram(
 ) -> Int32 {
     let now = timestamp(mono, wall)
     let source = Endpoint(address: address, port: UInt16(truncatingIfNeeded: port))
-    guard
+    guard isValid(handle),
         let directives = instances[Int(handle)]?.onDatagram(
             bytes(pointer, count), from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
     else { return 0 }
@@ -262,10 +270,10 @@ public func coplayPlayerReport(
         report = kind == 11 ? .failed(message) : kind == 12 ? .loadFailed(message) : .interstitialFailed(message)
     default: return -1
     }
-    guard let directives = instances[Int(handle)]?.onPlayerReport(report, now: now) else { return 0 }
+    guard isValid(handle), let directives = instances[Int(handle)]?.onPlayerReport(report, now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 
 @_cdecl("coplay_peer_count") public func coplayPeerCount(_ handle: Int32) -> Int32 {
-    Int32(instances[Int(handle)]?.peers.count ?? -1)
+    Int32(isValid(handle) ? instances[Int(handle)]?.peers.count ?? -1 : -1)
 }

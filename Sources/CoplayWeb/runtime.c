@@ -7,8 +7,9 @@ typedef unsigned int u32;
 extern unsigned char __heap_base;
 static unsigned char *heap_end;
 
-// Free lists by power-of-two size class, 16 bytes to 1 MiB; larger blocks come from the top.
-#define CLASSES 17
+// Free lists by power-of-two size class, 16 bytes to 1 GiB, so that every block freed is used
+// again (a table that grows past a class leaves its old block to the next of that size).
+#define CLASSES 27
 typedef struct block { struct block *next; } block;
 static block *free_lists[CLASSES];
 typedef struct header { size_t size_class; size_t pad; } header;  // 16 bytes before each block
@@ -23,6 +24,7 @@ static int size_class(size_t size) {
 static void *from_top(size_t bytes) {
     if (!heap_end) heap_end = &__heap_base;
     unsigned char *start = (unsigned char *)(((size_t)heap_end + 15) & ~(size_t)15);
+    if (bytes > (size_t)-1 - (size_t)start) return 0;  // past the 32-bit address space
     unsigned char *end = start + bytes;
     size_t have = __builtin_wasm_memory_size(0) * 65536;
     if ((size_t)end > have) {
@@ -50,7 +52,7 @@ void *malloc(size_t size) {
 void free(void *p) {
     if (!p) return;
     header *h = (header *)p - 1;
-    if (h->size_class == (size_t)-1) return;  // a large block: kept (rare: state transfers)
+    if (h->size_class == (size_t)-1) return;  // over 1 GiB: wasm32 cannot hold two anyway
     block *b = p;
     b->next = free_lists[h->size_class];
     free_lists[h->size_class] = b;

@@ -76,6 +76,24 @@ import Testing
         #expect(!bob.isPeer(PeerID(0xBAD)))
     }
 
+    /// A frame longer than any sealed datagram is refused unread, though it opens under the key:
+    /// no datagram of more than 1,200 bytes is sealed, so nothing longer is opened and decoded.
+    @Test func aFrameLongerThanAnySealedDatagram_isRefusedUnopened() {
+        var bob = agent(bobID, "bob", entropy: 2)
+        _ = bob.start(now: at(0))
+        #expect(RelaySeal.overheadBytes - 2 + RelaySeal.paddedSizes.last! == 1231, "the longest v2 frame")
+        let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        let long = seal.seal(
+            bytes(bobHello, from: Member(id: aliceID, incarnation: Incarnation(5)))
+                + [UInt8](repeating: 0, count: 1_250),
+            subject: seal.groupSubject,
+            nonce: [UInt8](repeating: 3, count: 12))
+        #expect(long.count > 1231 && seal.open(long, subject: seal.groupSubject) != nil, "it would open")
+        _ = bob.onRelayFrame(long, subject: seal.groupSubject, receivedAt: at(1), now: at(1))
+        #expect(bob.counters.relayFramesRefused == 1)
+        #expect(bob.counters.datagramsReceived == 0, "not decoded")
+    }
+
     @Test func nonceSourcesNeverRepeat_andDifferByEntropy() {
         var first = NonceSource(entropy: [UInt8](repeating: 1, count: 32))
         var second = NonceSource(entropy: [UInt8](repeating: 2, count: 32))
@@ -102,6 +120,17 @@ import Testing
         #expect(alice.relaySubscriptions.count == 4)
         #expect(alice.relaySubscriptions.contains(before[0]), "the old key's group subject still heard")
         #expect(alice.relaySubscriptions[0] != before[0], "the new key's first")
+        // Sealed now under the new key, on its subject: a holder of the new key alone opens it.
+        _ = alice.start(now: at(0))
+        let datagram = Datagram(session: alice.session, sender: alice.member, sequence: 9, payload: bobHeartbeat)
+        var player = NoPlayer()
+        var frames: [(frame: [UInt8], subject: String)] = []
+        _ = PlayerLoop.carryOut(
+            [.multicast(datagram)], instance: &alice, player: &player, now: { at(1) },
+            carry: { if case .publish(let frame, let subject) = $0 { frames.append((frame, subject)) } })
+        let newOnly = RelaySeal(keys: [newKey], sessionName: "movie night")
+        #expect(frames.map(\.subject) == [newOnly.groupSubject])
+        #expect(frames.first.flatMap { newOnly.open($0.frame, subject: $0.subject) } != nil)
     }
 }
 
@@ -130,10 +159,11 @@ import Testing
         var turn = alice.beginReceiveTurn()
         for datagram in crowd(30) {
             _ = alice.onDatagram(
-                datagram, from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
+                datagram[...], from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
         }
         _ = alice.onDatagram(
-            bytes(bobHello, from: bob), from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
+            bytes(bobHello, from: bob)[...], from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true,
+            turn: &turn)
         #expect(alice.counters.receiveQueueDrops == 20, "10 strangers read, 20 dropped unread")
         #expect(alice.counters.datagramsReceived == 10)
         #expect(!alice.isPeer(bobID), "bob's hello set aside")
@@ -147,11 +177,25 @@ import Testing
         var turn = alice.beginReceiveTurn()
         for datagram in crowd(10) + [bytes(bobHello, from: bob)] {
             _ = alice.onDatagram(
-                datagram, from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
+                datagram[...], from: bobEndpoint, receivedAt: at(1), now: at(1), viaGroup: true, turn: &turn)
         }
         _ = alice.endReceiveTurn(turn, drained: false, now: at(2))
         #expect(!alice.isPeer(bobID))
         #expect(alice.counters.receiveQueueDrops == 1)
+    }
+
+    /// A datagram on a socket from a relay endpoint (the discard-only block no network has) is
+    /// forged: dropped and counted by the core, not silently by one shell.
+    @Test func aRelaySourceOnASocket_isAForgeryDroppedAndCounted() {
+        var alice = alice()
+        var turn = alice.beginReceiveTurn()
+        let out = alice.onDatagram(
+            bytes(bobHello, from: bob)[...], from: .relay(bobID), receivedAt: at(1), now: at(1), viaGroup: true,
+            turn: &turn)
+        _ = alice.endReceiveTurn(turn, drained: true, now: at(1))
+        #expect(alice.counters.drops[.forgedSource] == 1)
+        #expect(!alice.isPeer(bobID))
+        #expect(out.contains { if case .diagnose = $0 { true } else { false } }, "said: a hostile sender")
     }
 
     @Test func membersAreNeverCountedAsStrangers() {
@@ -161,7 +205,7 @@ import Testing
         var turn = alice.beginReceiveTurn()
         for sequence in 2..<40 {
             _ = alice.onDatagram(
-                bytes(bobHeartbeat, from: bob, sequence: UInt32(sequence)), from: bobEndpoint, receivedAt: at(2),
+                bytes(bobHeartbeat, from: bob, sequence: UInt32(sequence))[...], from: bobEndpoint, receivedAt: at(2),
                 now: at(2),
                 viaGroup: true, turn: &turn)
         }

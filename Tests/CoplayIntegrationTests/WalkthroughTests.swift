@@ -47,7 +47,12 @@ import Testing
     static func agentArguments(_ line: String, port: String) -> [String] {
         let words = command(line).split(separator: " ").map(String.init)
         var arguments = Array(words.drop { $0 != "coplay" }.dropFirst())
-        if let index = arguments.firstIndex(of: "--interface") { arguments[index + 1] = "lo" }
+        // Always loopback: a recipe without --interface would otherwise take the default route's.
+        if let index = arguments.firstIndex(of: "--interface"), index + 1 < arguments.count {
+            arguments[index + 1] = "lo"
+        } else {
+            arguments += ["--interface", "lo"]
+        }
         return arguments + ["--group", "239.255.77.1:\(port)", "--session", "walkthrough-\(port)"]
     }
 

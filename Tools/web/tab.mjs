@@ -74,16 +74,23 @@ function concat(...parts) {
 }
 
 // The NATS text protocol over the WebSocket: lines ending CRLF; a MSG's payload follows its line.
+// Bounded as the agent's own client is: a protocol line of at most 16 KiB, a message of at most
+// 64 KiB (the core refuses any frame longer than 1,231 bytes anyway); past them the server is
+// broken or hostile and the connection is closed.
+const lineBytesMax = 16384, messageBytesMax = 65536;
 let pending = new Uint8Array(0);
+function hostile(why) { console.error('tab: ' + why + ': closing the connection'); socket.close(); pending = new Uint8Array(0); }
 function onBytes(bytes) {
   pending = concat(pending, bytes);
   for (;;) {
     const end = pending.findIndex((b, i) => b === 13 && pending[i + 1] === 10);
-    if (end < 0) return;
+    if (end < 0) { if (pending.length > lineBytesMax) hostile('a line over 16 KiB'); return; }
+    if (end > lineBytesMax) return hostile('a line over 16 KiB');
     const line = dec.decode(pending.slice(0, end));
     if (line.startsWith('MSG ')) {
-      const [, subject, , size] = line.split(' ');
+      const words = line.split(' '), subject = words[1], size = words[words.length - 1];
       const n = Number(size);
+      if (!/^[0-9]+$/.test(size) || n > messageBytesMax) return hostile(`a message of ${size} bytes`);
       if (pending.length < end + 2 + n + 2) return;  // the payload is still on its way
       const frame = pending.slice(end + 2, end + 2 + n);
       pending = pending.slice(end + 2 + n + 2);

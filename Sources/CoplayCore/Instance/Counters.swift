@@ -36,6 +36,8 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     case stale
     /// An incarnation far beyond what this agent's clock allows (a takeover attempt).
     case implausibleIncarnation
+    /// From a source no network has: a relay endpoint, on a socket.
+    case forgedSource
     /// A snapshot whose parts cannot be true (disagreeing parts, a winner beyond the frontier, a
     /// frontier implausibly far ahead): the transfer was dropped.
     case badState
@@ -50,7 +52,7 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .tooShort, .tooLong, .badMagic, .unsupportedVersion, .unknownType, .badFlags, .lengthMismatch,
             .malformedPayload, .unauthenticated, .idConflict, .peerTableFull, .implausibleProbeReply, .missingTag,
-            .badTag, .stale, .implausibleIncarnation, .badState:
+            .badTag, .stale, .implausibleIncarnation, .forgedSource, .badState:
             true
         case .otherSession, .fromDeparted, .staleIncarnation, .notJoined, .unexpectedProbeReply, .unknownSender,
             .pendingFull, .unrepairableGap, .replayed, .stateNotWanted:

@@ -38,20 +38,27 @@ extension Instance {
     /// A new turn of reading a socket (see `ReceiveTurn`).
     public func beginReceiveTurn() -> ReceiveTurn { ReceiveTurn(settings: settings) }
 
-    /// One datagram read in `turn`. `receivedAt` is when the shell's receive loop got it (the
-    /// kernel's timestamp where there is one); `now` is when this handler runs; `viaGroup` whether
-    /// it came to the multicast socket (or the relay's group subject) rather than to this agent
-    /// alone.
+    /// One datagram read from a socket in `turn` (the shell's receive buffer, copied only if it
+    /// is read or set aside: a flood's strangers cost no allocation). `receivedAt` is when the
+    /// shell's receive loop got it (the kernel's timestamp where there is one); `now` is when this
+    /// handler runs; `viaGroup` whether it came to the multicast socket rather than to this agent
+    /// alone. A source in the relay's block (RFC 6666's discard-only prefix) is no network's: a
+    /// datagram from one on a socket is forged, and dropped and counted.
     public mutating func onDatagram(
-        _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool,
+        _ bytes: ArraySlice<UInt8>, from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool,
         turn: inout ReceiveTurn
     ) -> [Directive] {
-        let claim = stranger(bytes[...])
+        guard !source.isRelay else {
+            var out: [Directive] = []
+            reportDrop(.forgedSource, detail: "a relay endpoint on a socket", from: source, into: &out)
+            return out
+        }
+        let claim = stranger(bytes)
         switch turn.judge(isStranger: claim.isStranger, isHello: claim.isHello) {
         case .read:
-            return onDatagram(bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup)
+            return onDatagram(Array(bytes), from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup)
         case .setAside:
-            turn.deferred.append((bytes, source, receivedAt, viaGroup))
+            turn.deferred.append((Array(bytes), source, receivedAt, viaGroup))
         case .drop:
             counters.receiveQueueDrops += 1
         }

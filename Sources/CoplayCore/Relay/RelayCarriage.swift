@@ -4,6 +4,9 @@
 /// only connects, subscribes to `subscriptions`, publishes what `PlayerLoop.Step.publish` says and
 /// hands every message back to `Instance.onRelayFrame`.
 public struct RelayCarriage: Sendable {
+    /// The longest frame: the largest padded plaintext, sealed.
+    static let frameBytesMax = RelaySeal.overheadBytes - 2 + RelaySeal.paddedSizes[RelaySeal.paddedSizes.count - 1]
+
     /// How frames are sealed and named, under the keys in force.
     private(set) var seal: RelaySeal
     private let sessionName: String
@@ -41,7 +44,9 @@ public struct RelayCarriage: Sendable {
     /// gate checks the claim), and whether it came on a group subject; nil when it does not open
     /// under a key in force, or holds no datagram header.
     func open(_ frame: [UInt8], subject: String) -> (datagram: [UInt8], sender: PeerID, viaGroup: Bool)? {
-        guard let datagram = seal.open(frame, subject: subject),
+        // No frame is longer than the largest padded datagram sealed: a longer one is not opened
+        // (whatever the shell's own bound on the server's messages).
+        guard frame.count <= Self.frameBytesMax, let datagram = seal.open(frame, subject: subject),
             let sender = WireFormat.claimedSender(of: datagram[...])
         else { return nil }
         return (datagram, PeerID(sender), subject.hasSuffix(".all"))

@@ -249,11 +249,8 @@ public actor AgentShell {
                 break
             }
             read += 1
-            // The relay's endpoints are no network's (RFC 6666's discard-only block): a datagram
-            // claiming to come from one is forged.
-            guard !received.source.isRelay else { continue }
             let directives = instance.onDatagram(
-                Array(receiveBuffer[0..<received.count]), from: received.source, receivedAt: received.stamp,
+                receiveBuffer[0..<received.count], from: received.source, receivedAt: received.stamp,
                 now: clock.now(), viaGroup: viaGroup, turn: &receiving)
             finishIf(carryOut(directives))
         }
@@ -313,8 +310,11 @@ public actor AgentShell {
                 diagnose("\(error) (\(errors) send errors so far)")
             }
         case .publish(let frame, let subject):
-            // Dropped and counted while not connected: the protocol's repair makes up what is missed.
-            onRelay { $0.publish(frame, on: subject, now: $1) }
+            // Dropped and counted while not connected: the protocol's repair makes up what is
+            // missed. A publish moves no timer: only what it reported is handled.
+            guard let relay else { return }
+            let events = relay.publish(frame, on: subject, now: clock.now().monotonic)
+            if !events.isEmpty { relayEvents(events) }
         case .emit(let event):
             var wire = transport.statistics
             wire.relay = relay?.statistics
