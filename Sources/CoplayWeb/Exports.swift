@@ -6,13 +6,22 @@
 // frame to publish (subject length u16 LE, subject, frame); 4 an event (its name, a space,
 // then what it concerns); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns); 7 exit;
 // 8 a relay subject to subscribe to; 9 a command for the player (`PlayerRecord`), whose reports
-// come back through `coplay_player_report`.
+// come back through `coplay_player_report`; 10 the view (`coplay_view`, JSON).
 
-nonisolated(unsafe) var instances: [Instance?] = []
+/// One participant of the module: the instance lives in a box, so that each call changes it in
+/// place (a copy of an `Instance` in and out of the table on every call cost time and 20 KB).
+final class Participant {
+    var instance: Instance
+    init(_ instance: Instance) { self.instance = instance }
+}
 
-/// Whether a handle is one the page got: an entry point called with another does nothing and
-/// returns 0, rather than trap.
-func isValid(_ handle: Int32) -> Bool { instances.indices.contains(Int(handle)) }
+nonisolated(unsafe) var participants: [Participant] = []
+
+/// The participant of a handle the page got: an entry point called with another does nothing
+/// and returns 0, rather than trap.
+func participant(_ handle: Int32) -> Participant? {
+    participants.indices.contains(Int(handle)) ? participants[Int(handle)] : nil
+}
 nonisolated(unsafe) var output: [UInt8] = []
 
 /// The page's player (an HTMLVideoElement) is on the far side of the C-ABI: each command goes out
@@ -78,31 +87,13 @@ func littleEndian(_ value: UInt64, bytes count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: value >> UInt64(8 * $0)) }
 }
 
-func eventName(_ event: Event) -> String {
-    switch event {
-    case .session(let report): return "session " + report.state.name
-    case .peerJoined(let info): return "peer-joined " + info.name
-    case .peerLeft(let info, _): return "peer-left " + info.name
-    case .peerUnresponsive(let info): return "peer-unresponsive " + info.name
-    case .peerResponsive(let info): return "peer-responsive " + info.name
-    case .peerChanged(let info): return "peer-changed " + info.name
-    case .clockSynced(let info): return "clock-synced " + info.name
-    case .activityChanged(let activity, _): return "activity " + activity.itemID
-    case .playing(let report): return "playing " + report.item + " " + report.reason
-    case .paused(let report): return "paused " + report.item + " " + report.reason
-    case .waiting(let report): return "waiting " + report.item
-    case .commandError(let error): return "error " + error.message
-    default: return "event"
-    }
-}
-
 /// Carries out `directives` into the output buffer; returns its length.
 func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int32 {
     output.removeAll(keepingCapacity: true)
-    guard isValid(handle), var instance = instances[Int(handle)] else { return 0 }
+    guard let participant = participant(handle) else { return 0 }
     var player = PagePlayer()
     let outcome = PlayerLoop.carryOut(
-        directives, instance: &instance, player: &player, now: { now },
+        directives, instance: &participant.instance, player: &player, now: { now },
         carry: { step in
             switch step {
             case .datagram(let datagram, nil): append(1, datagram)
@@ -114,13 +105,12 @@ func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int3
             case .publish(let frame, let subject):
                 let name = Array(subject.utf8)
                 append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
-            case .emit(let event): append(4, Array(eventName(event).utf8))
+            case .emit(let event): append(4, Array(EventJSON.object(event).utf8))
             case .diagnose(let line): append(5, Array(line.utf8))
             case .wake(let at): append(6, littleEndian(UInt64(bitPattern: at.nanos), bytes: 8))
             }
         })
     if outcome.exitStatus != nil { append(7, []) }
-    instances[Int(handle)] = instance
     return Int32(output.count)
 }
 
@@ -143,8 +133,8 @@ public func coplayCreate(
     let identity = LocalIdentity(
         id: PeerID(id), name: text(name, nameCount), sessionName: text(session, sessionCount),
         unicastPort: UInt16(truncatingIfNeeded: port), playerKind: "web")
-    instances.append(Instance(identity: identity, seed: seed, now: timestamp(mono, wall)))
-    return Int32(instances.count - 1)
+    participants.append(Participant(Instance(identity: identity, seed: seed, now: timestamp(mono, wall))))
+    return Int32(participants.count - 1)
 }
 
 /// A new instance of a keyed group that also travels through a relay (the browser's only path):
@@ -164,17 +154,18 @@ public func coplayCreateRelayed(
     let identity = LocalIdentity(
         id: PeerID(id), name: text(name, nameCount), sessionName: text(session, sessionCount), unicastPort: 9,
         playerKind: "web")
-    instances.append(
-        Instance(
-            identity: identity, seed: seed, now: timestamp(mono, wall), keys: [bytes(key, keyCount)],
-            relayEntropy: bytes(entropy, 32)))
-    return Int32(instances.count - 1)
+    participants.append(
+        Participant(
+            Instance(
+                identity: identity, seed: seed, now: timestamp(mono, wall), keys: [bytes(key, keyCount)],
+                relayEntropy: bytes(entropy, 32))))
+    return Int32(participants.count - 1)
 }
 
 /// The subjects to subscribe to, one record (kind 8) each.
 @_cdecl("coplay_relay_subjects") public func coplayRelaySubjects(_ handle: Int32) -> Int32 {
     output.removeAll(keepingCapacity: true)
-    for subject in isValid(handle) ? instances[Int(handle)]?.relaySubscriptions ?? [] : [] {
+    for subject in participant(handle)?.instance.relaySubscriptions ?? [] {
         append(8, Array(subject.utf8))
     }
     return Int32(output.count)
@@ -187,8 +178,8 @@ public func coplayRelayFrame(
     _ frameCount: Int32, _ mono: Int64, _ wall: Int64
 ) -> Int32 {
     let now = timestamp(mono, wall)
-    guard isValid(handle),
-        let directives = instances[Int(handle)]?.onRelayFrame(
+    guard
+        let directives = participant(handle)?.instance.onRelayFrame(
             bytes(frame, frameCount), subject: text(subject, subjectCount), receivedAt: now, now: now)
     else { return 0 }
     return carry(directives, handle, now)
@@ -196,13 +187,13 @@ public func coplayRelayFrame(
 
 @_cdecl("coplay_start") public func coplayStart(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
-    guard isValid(handle), let directives = instances[Int(handle)]?.start(now: now) else { return 0 }
+    guard let directives = participant(handle)?.instance.start(now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 
 @_cdecl("coplay_tick") public func coplayTick(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
-    guard isValid(handle), let directives = instances[Int(handle)]?.onTick(now: now) else { return 0 }
+    guard let directives = participant(handle)?.instance.onTick(now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 
@@ -211,7 +202,7 @@ public func coplayConsole(_ handle: Int32, _ line: UnsafePointer<UInt8>?, _ coun
     -> Int32
 {
     let now = timestamp(mono, wall)
-    guard isValid(handle), let directives = instances[Int(handle)]?.onConsoleLine(text(line, count), now: now) else {
+    guard let directives = participant(handle)?.instance.onConsoleLine(text(line, count), now: now) else {
         return 0
     }
     return carry(directives, handle, now)
@@ -225,8 +216,8 @@ public func coplayDatagram(
 ) -> Int32 {
     let now = timestamp(mono, wall)
     let source = Endpoint(address: address, port: UInt16(truncatingIfNeeded: port))
-    guard isValid(handle),
-        let directives = instances[Int(handle)]?.onDatagram(
+    guard
+        let directives = participant(handle)?.instance.onDatagram(
             bytes(pointer, count), from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
     else { return 0 }
     return carry(directives, handle, now)
@@ -270,10 +261,10 @@ public func coplayPlayerReport(
         report = kind == 11 ? .failed(message) : kind == 12 ? .loadFailed(message) : .interstitialFailed(message)
     default: return -1
     }
-    guard isValid(handle), let directives = instances[Int(handle)]?.onPlayerReport(report, now: now) else { return 0 }
+    guard let directives = participant(handle)?.instance.onPlayerReport(report, now: now) else { return 0 }
     return carry(directives, handle, now)
 }
 
 @_cdecl("coplay_peer_count") public func coplayPeerCount(_ handle: Int32) -> Int32 {
-    Int32(isValid(handle) ? instances[Int(handle)]?.peers.count ?? -1 : -1)
+    Int32(participant(handle)?.instance.peers.count ?? -1)
 }

@@ -23,6 +23,8 @@ function records(length) {
   }
   return out;
 }
+// An event object (kind 4) as 'name what': 'activity film', 'clock-synced bob', 'playing film'.
+const summary = (e) => `${e.event} ${e.item ?? e.peer?.name ?? e.state ?? ''}`;
 let clock = 5_000_000_000n; const wall0 = 1_780_000_000_000_000_000n;
 const agents = ['alice', 'bob'].map((name, i) => {
   const n = enc.encode(name), s = enc.encode('web');
@@ -50,7 +52,7 @@ function handle(agent, length) {
   for (const r of records(length)) {
     if (r.kind === 1) for (const other of agents) if (other !== agent) other.inbox.push({ data: r.data, from: agent, group: 1 });
     if (r.kind === 2) { const port = r.data[16] | (r.data[17] << 8); const other = agents.find(a => a.port === port); if (other) other.inbox.push({ data: r.data.slice(18), from: agent, group: 0 }); }
-    if (r.kind === 4) agent.events.push(dec.decode(r.data));
+    if (r.kind === 4) agent.events.push(summary(JSON.parse(dec.decode(r.data))));
     if (r.kind === 9) perform(agent, r.data);
   }
 }
@@ -104,7 +106,7 @@ function carryRelayed(agent, length) {
       agent.published++;
       for (const other of subscribers.get(subject) ?? []) other.inbox.push({ subject, frame });
     }
-    if (r.kind === 4) agent.events.push(dec.decode(r.data));
+    if (r.kind === 4) agent.events.push(summary(JSON.parse(dec.decode(r.data))));
   }
 }
 for (const a of relayed) carryRelayed(a, x.coplay_start(a.h, clock, wall0 + clock));

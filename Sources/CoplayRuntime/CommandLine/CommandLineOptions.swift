@@ -16,6 +16,10 @@ public enum Invocation: Sendable {
     /// console command's (exit 0).
     case help(topic: String?)
     case version
+    /// `coplay web --listen ADDRESS:PORT [--root DIR]`: serve the browser page.
+    case web(host: String, port: UInt16, root: String)
+    /// `coplay invite …`: print an invitation link and its QR code.
+    case invite(Invitation, qr: Bool)
 }
 
 /// A command line that cannot be run: printed with the usage, exit status 2.
@@ -35,6 +39,13 @@ public enum CommandLineOptions {
                                             decode the coplay datagrams of a pcap/pcapng capture
                                             (with a key file: check each tag, mark forgeries)
           coplay keygen                     print a new random group key (save it as a key file)
+          coplay web --listen ADDRESS:PORT [--root DIR]
+                                            serve the browser page, for devices that join from
+                                            a browser
+          coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT [--session NAME]
+                        --key-file PATH [--no-qr]
+                                            print an invitation link for a browser, and its QR
+                                            code
           coplay ctl PATH COMMAND…          send one command to the agent whose --control socket
                                             is PATH and print its reply (JSON lines); exit 1 if
                                             the command was refused
@@ -109,7 +120,7 @@ public enum CommandLineOptions {
         """
 
     /// Each subcommand's usage, for `coplay help SUB` and `coplay SUB --help`.
-    public static let subcommandUsages: [(name: String, text: String)] = [
+    public static let subcommandUsages: [(name: String, text: String)] = webUsages + [
         (
             "dump",
             """
@@ -221,6 +232,8 @@ public enum CommandLineOptions {
             guard remaining.count == 1 else { return .failure(UsageError(message: "keygen takes no arguments")) }
             return .success(.keygen)
         }
+        if remaining.first == "web" { return parseWeb(remaining.dropFirst()) }
+        if remaining.first == "invite" { return parseInvite(remaining.dropFirst()) }
         if remaining.first == "ctl" {
             remaining.removeFirst()
             return parseControl(Array(remaining))

@@ -1,0 +1,134 @@
+import Glibc
+
+/// `coplay web` and `coplay invite`: the browser participant's two subcommands.
+extension CommandLineOptions {
+    static let webUsages: [(name: String, text: String)] = [
+        (
+            "web",
+            """
+            coplay web --listen ADDRESS:PORT [--root DIR]
+              Serve the browser page and its WebAssembly module (HTTP/1.1 GET and HEAD of the
+              files of DIR, held in memory) to the devices that will join, e.g. --listen
+              0.0.0.0:8080 on a home's LAN. DIR: the page's folder (default: /usr/share/coplay/web,
+              or the one Tools/wasm-core builds beside this coplay). Any static server will do as
+              well. A bad request gets a 4xx and is counted. Runs until killed; exit status 1 if
+              it cannot listen, 2 on a bad command line.
+            """
+        ),
+        (
+            "invite",
+            """
+            coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT [--session NAME]
+                          --key-file PATH [--no-qr]
+              Print an invitation link on the first line, then the same link as a QR code: the
+              page's URL with a fragment that carries the relay's WebSocket address (nats-server's
+              websocket listener; wss:// with TLS), the session (default: default) and the group
+              key. A browser never sends a fragment to a server, but whoever holds the link holds
+              the key: send it as you would the key file. Exit status 2 on a bad command line.
+            """
+        ),
+    ]
+
+    /// The page's folder when --root is not given: where the Debian package puts it, then where
+    /// Tools/wasm-core builds it beside a coplay built in the repository.
+    static func defaultWebRoot() -> String {
+        var candidates = ["/usr/share/coplay/web"]
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        if count > 0 {
+            let executable = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var directory = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+            for _ in 0..<3 {
+                candidates.append(directory.joined(separator: "/") + "/wasm/web")
+                candidates.append(directory.joined(separator: "/") + "/share/coplay/web")
+                directory = directory.dropLast()
+            }
+        }
+        return candidates.first { access($0 + "/index.html", R_OK) == 0 } ?? candidates[0]
+    }
+
+    static func parseWeb(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
+        var remaining = arguments
+        var listen: (String, UInt16)?
+        var root: String?
+        while let word = remaining.popFirst() {
+            guard let value = remaining.popFirst() else { return .failure(UsageError(message: "\(word) needs a value")) }
+            switch word {
+            case "--listen":
+                let parts = value.split(separator: ":")
+                guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else {
+                    return .failure(UsageError(message: "--listen takes ADDRESS:PORT (IPv4), e.g. 127.0.0.1:8080, not '\(value.prefix(60))'"))
+                }
+                listen = (String(parts[0]), port)
+            case "--root": root = value
+            default: return .failure(UsageError(message: "web takes --listen ADDRESS:PORT and --root DIR, not '\(word.prefix(40))'"))
+            }
+        }
+        guard let listen else { return .failure(UsageError(message: "web needs --listen ADDRESS:PORT")) }
+        return .success(.web(host: listen.0, port: listen.1, root: root ?? defaultWebRoot()))
+    }
+
+    static func parseInvite(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
+        var remaining = arguments
+        var page: String?, relay: String?, keys: [[UInt8]]?
+        var session = "default"
+        var qr = true
+        while let word = remaining.popFirst() {
+            if word == "--no-qr" {
+                qr = false
+                continue
+            }
+            guard let value = remaining.popFirst() else { return .failure(UsageError(message: "\(word) needs a value")) }
+            switch word {
+            case "--page": page = value
+            case "--relay": relay = value
+            case "--session":
+                guard !value.isEmpty, value.utf8.count <= 64 else {
+                    return .failure(UsageError(message: "--session must be 1 to 64 bytes"))
+                }
+                session = value
+            case "--key-file":
+                switch KeyFile.load(value) {
+                case .success(let loaded): keys = loaded
+                case .failure(let error): return .failure(error)
+                }
+            default:
+                return .failure(
+                    UsageError(message: "invite takes --page, --relay, --session, --key-file and --no-qr, not '\(word.prefix(40))'"))
+            }
+        }
+        guard let page else { return .failure(UsageError(message: "invite needs --page URL: where the page is served (coplay web)")) }
+        guard let relay else {
+            return .failure(UsageError(message: "invite needs --relay ws://[TOKEN@]HOST:PORT: nats-server's WebSocket listener"))
+        }
+        guard let key = keys?.first else {
+            return .failure(UsageError(message: "invite needs --key-file PATH: the group's key travels in the link"))
+        }
+        return Invitation.make(page: page, relay: relay, session: session, key: key).map { .invite($0, qr: qr) }
+    }
+
+    /// Prints the link, then its QR code (with colours on a terminal).
+    public static func runInvite(_ invitation: Invitation, qr: Bool) -> Int32 {
+        let link = invitation.link
+        StandardStreams.writeOutput(link)
+        guard qr else { return 0 }
+        do {
+            let code = try QRCode(bytes: Array(link.utf8))
+            StandardStreams.writeOutput("\n" + code.terminalText(ansi: isatty(STDOUT_FILENO) == 1))
+        } catch {
+            StandardStreams.writeError("coplay invite: the link is too long for a QR code; send the link itself")
+        }
+        return 0
+    }
+
+    public static func runWeb(host: String, port: UInt16, root: String) -> Int32 {
+        switch WebServer.load(root: root) {
+        case .failure(let error):
+            StandardStreams.writeError("coplay web: \(error.message)")
+            return 1
+        case .success(let files):
+            var server = WebServer(files: files)
+            return server.serve(host: host, port: port)
+        }
+    }
+}

@@ -1,0 +1,355 @@
+// The page: the person's side of a browser participant. The participant itself (the core and
+// its connection) runs in worker.js; this draws what it says and carries out its player
+// commands on the one <video> element, which plays every item and is never replaced, so that
+// the Join click's permission to play holds for every later start.
+//
+// The adapter follows PLAYERS.md's boundary: `load`/`prepare` are answered with `ready` once the
+// element can play at the position; `play` starts at an instant (early by the start lag it has
+// learned); `rate` nudges `playbackRate`; samples go out every 100 ms while it plays. A pause the
+// browser imposes (a hidden tab's video, a locked phone, another page's audio) is this
+// participant's own stall, never a group pause: only the person's clicks here are commands.
+'use strict';
+const $ = (id) => document.getElementById(id);
+const video = $('video');
+const wallMs = () => performance.timeOrigin + performance.now();
+const wallNanos = () => BigInt(Math.round(wallMs() * 1e6));
+const sampleIntervalMs = 100;
+let worker, view = null, name = '';
+
+// MARK: Joining
+
+function invitation() {
+  const fields = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const relay = fields.get('relay'), session = fields.get('session'), key = fields.get('key');
+  if (!relay || !session) return { error: 'This page needs an invitation link: ask someone in the group to run “coplay invite” and open the link it prints.' };
+  if (!key) return { error: 'This invitation carries no group key. Ask for a new link (coplay invite).' };
+  if (!/^([0-9a-fA-F]{2}){32,256}$/.test(key)) return { error: 'This invitation’s key is damaged (it must be 64 hex digits or more). Ask for a new link.' };
+  if (!/^wss?:\/\//.test(relay)) return { error: `This invitation’s relay (${relay}) is not a ws:// or wss:// address.` };
+  return { relay, session, key };
+}
+
+function join() {
+  const invite = invitation();
+  if (invite.error) return;
+  name = $('name').value.trim().slice(0, 60) || `web-${Math.random().toString(16).slice(2, 6)}`;
+  try { localStorage.setItem('coplay-name', name); } catch { /* private mode */ }
+  // The gesture: the one element plays here once, so later remote starts need no gesture. A
+  // browser that still refuses sound plays muted (the button offers sound back).
+  video.muted = false;
+  video.play().catch(() => {}).finally(() => { if (!player.item) video.pause(); });
+  $('join-panel').hidden = true;
+  $('room').hidden = false;
+  worker = new Worker('worker.js', { type: 'module' });
+  worker.onmessage = ({ data }) => onWorker(data);
+  worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm' });
+  setInterval(sample, sampleIntervalMs);
+}
+
+function send(message) { worker?.postMessage(message); }
+function report(kind, fields = {}) { send({ type: 'report', kind, ...fields }); }
+
+function onWorker(message) {
+  switch (message.type) {
+    case 'event': onEvent(message.event); break;
+    case 'player': perform(message.command); break;
+    case 'view': view = message.view; draw(); break;
+    case 'connection': $('connection').textContent = message.up ? 'connected' : 'reconnecting…'; $('connection').className = message.up ? 'up' : 'down'; break;
+    case 'diagnostic': log(`⚠ ${message.text}`); break;
+    case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
+    case 'left': log('left the group'); break;
+  }
+}
+
+// MARK: The player
+
+const player = {
+  item: null, url: null,
+  intended: 'paused',          // what the group wants of the element
+  lastPlay: null,              // the last play command: {rate, position, atMs}
+  awaitingReady: false,        // a load or prepare waits to be answered
+  startAfterSeek: false,       // a start waits for the element's seek
+  startTimer: 0,
+  ownSeeks: 0, seekStartedMs: 0, seekMs: 80,   // seeks asked for; their learned duration
+  ownPause: false,
+  startLagMs: 30,              // how late play() starts the media, learned from the first sample
+  calledPlayAtMs: 0, learnLag: false,
+  gated: true,                 // no samples until the element plays after a seek or start
+  stalled: false,              // reported stalled (ran out of media, or the browser paused it)
+};
+window.coplayPlayer = player;  // the tests read it through DevTools
+
+function expectedPosition(atMs) {
+  const p = player.lastPlay;
+  return p ? p.position + p.rate * (atMs - p.atMs) / 1000 : video.currentTime;
+}
+
+function seekTo(position) {
+  player.ownSeeks++;
+  player.seekStartedMs = wallMs();
+  player.gated = true;
+  video.currentTime = Math.max(0, position);
+}
+
+function perform(command) {
+  switch (command.op) {
+    case 'load':
+      player.item = command.item; player.intended = 'paused'; player.lastPlay = null; player.awaitingReady = true;
+      player.stalled = false;
+      clearTimeout(player.startTimer); player.startAfterSeek = false;
+      $('item').textContent = command.item;
+      if (player.url !== command.url) {
+        player.url = command.url;
+        player.ownSeeks = 0;
+        video.src = command.url;
+        video.addEventListener('loadedmetadata', () => seekTo(command.position), { once: true });
+      } else {
+        pauseElement();
+        seekTo(command.position);
+      }
+      break;
+    case 'prepare':
+      player.intended = 'paused'; player.awaitingReady = true;
+      clearTimeout(player.startTimer); player.startAfterSeek = false;
+      pauseElement();
+      seekTo(command.position);
+      break;
+    case 'play': {
+      const atMs = Number(command.at) / 1e6;
+      player.intended = 'playing';
+      player.lastPlay = { rate: command.rate, position: command.position, atMs };
+      video.playbackRate = command.rate;
+      clearTimeout(player.startTimer);
+      const now = wallMs();
+      if (atMs > now) {
+        // A coordinated start: be at the position, then start early by the learned lag.
+        if (Math.abs(video.currentTime - command.position) > 0.010) seekTo(command.position);
+        player.startTimer = setTimeout(startElement, Math.max(0, atMs - now - player.startLagMs));
+      } else if (!video.paused && !video.seeking && Math.abs(video.currentTime - expectedPosition(now)) < 0.020) {
+        // Already playing with the group: the rate nudges close the rest.
+      } else {
+        // Continue from where the group is by now: seek ahead by what the seek and start cost.
+        const ahead = (player.seekMs + player.startLagMs) / 1000 * command.rate;
+        player.startAfterSeek = true;
+        pauseElement();
+        seekTo(expectedPosition(now) + ahead);
+      }
+      break;
+    }
+    case 'rate': video.playbackRate = command.rate; break;
+    case 'pause':
+      player.intended = 'paused';
+      clearTimeout(player.startTimer); player.startAfterSeek = false;
+      pauseElement();
+      if (Math.abs(video.currentTime - command.position) > 0.002) seekTo(command.position);
+      break;
+    case 'unload':
+      player.item = null; player.url = null; player.intended = 'paused'; player.lastPlay = null;
+      clearTimeout(player.startTimer);
+      pauseElement();
+      video.removeAttribute('src'); video.load();
+      $('item').textContent = 'nothing';
+      break;
+    case 'interstitial':
+      $('interstitial').hidden = false;
+      $('interstitial').textContent = `interstitial: ${command.url} (${command.duration.toFixed(1)} s)`;
+      break;
+    case 'interstitial-end': $('interstitial').hidden = true; break;
+  }
+}
+
+function pauseElement() {
+  if (!video.paused) { player.ownPause = true; video.pause(); }
+}
+
+function startElement() {
+  if (player.intended !== 'playing') return;
+  player.calledPlayAtMs = wallMs();
+  player.learnLag = true;
+  video.play().catch((error) => {
+    if (error.name !== 'NotAllowedError') return;
+    // The browser wants a gesture for sound: play muted, and offer the sound back.
+    video.muted = true;
+    $('unmute').hidden = false;
+    video.play().catch(() => report('stalled', { position: video.currentTime }));
+  });
+}
+
+function checkReady() {
+  if (!player.awaitingReady || video.seeking || player.ownSeeks > 0 || video.readyState < 3) return;
+  player.awaitingReady = false;
+  report('ready', { position: video.currentTime });
+}
+
+function sample() {
+  if (player.intended !== 'playing' || video.paused || video.seeking || player.gated || video.readyState < 3) return;
+  const at = wallMs(), position = video.currentTime;
+  if (player.learnLag && at - player.calledPlayAtMs > 60 && player.lastPlay) {
+    // How much later than asked the media started: the next start calls play() that much earlier.
+    player.learnLag = false;
+    const lateMs = (expectedPosition(at) - position) / player.lastPlay.rate * 1000;
+    if (Math.abs(lateMs) < 500) player.startLagMs = Math.min(300, Math.max(0, player.startLagMs + 0.5 * lateMs));
+  }
+  report('sample', { position, rate: video.playbackRate, at: BigInt(Math.round(at * 1e6)) });
+}
+
+video.addEventListener('seeked', () => {
+  if (player.ownSeeks > 0) {
+    player.ownSeeks--;
+    const took = wallMs() - player.seekStartedMs;
+    if (took > 0 && took < 2000) player.seekMs = 0.7 * player.seekMs + 0.3 * took;
+  }
+  if (player.ownSeeks === 0 && player.startAfterSeek && player.intended === 'playing') {
+    player.startAfterSeek = false;
+    startElement();
+  }
+  checkReady();
+});
+video.addEventListener('canplay', checkReady);
+video.addEventListener('playing', () => {
+  // Seeks and starts are done: samples may steer again, from the next one on.
+  setTimeout(() => { if (!video.seeking) player.gated = false; }, sampleIntervalMs);
+  if (player.stalled) { player.stalled = false; report('stallEnded', { position: video.currentTime }); }
+});
+video.addEventListener('waiting', () => {
+  if (player.intended !== 'playing' || player.ownSeeks > 0 || player.startAfterSeek || player.stalled) return;
+  player.stalled = true;
+  report('stalled', { position: video.currentTime });
+});
+video.addEventListener('pause', () => {
+  if (player.ownPause) { player.ownPause = false; return; }
+  if (player.intended !== 'playing' || video.ended) return;
+  // Not ours and not the person's (they click the page's buttons): the browser paused it. This
+  // participant stalls; the group plays on.
+  if (!player.stalled) { player.stalled = true; report('stalled', { position: video.currentTime }); }
+});
+video.addEventListener('ended', () => report('ended', { position: video.currentTime }));
+video.addEventListener('error', () => {
+  const text = video.error?.message || `media error ${video.error?.code ?? ''}`;
+  report(player.awaitingReady ? 'loadFailed' : 'failed', { text: `${player.url}: ${text}` });
+});
+
+// The page comes back: a hidden video the browser paused plays again (it is still stalled for
+// the core until the element plays); a frozen or restored page reconnects at once.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && player.intended === 'playing' && video.paused) startElement();
+});
+document.addEventListener('resume', () => send({ type: 'resume' }));
+window.addEventListener('pageshow', (e) => { if (e.persisted) send({ type: 'resume' }); });
+window.addEventListener('pagehide', (e) => { if (!e.persisted) send({ type: 'leave' }); });
+
+// MARK: The person's controls: each is a group command
+
+$('play').onclick = () => report(player.intended === 'playing' ? 'pause' : 'play', { rate: 1 });
+$('back').onclick = () => report('seek', { position: Math.max(0, video.currentTime - 10) });
+$('forward').onclick = () => report('seek', { position: video.currentTime + 10 });
+$('next').onclick = () => report('next');
+$('previous').onclick = () => report('previous');
+$('seek').oninput = () => { $('seek').dataset.dragging = '1'; };
+$('seek').onchange = () => {
+  delete $('seek').dataset.dragging;
+  const duration = video.duration || view?.duration || 0;
+  if (duration > 0) report('seek', { position: duration * $('seek').value / 1000 });
+};
+$('unmute').onclick = () => { video.muted = false; $('unmute').hidden = true; };
+$('share-form').onsubmit = (e) => {
+  e.preventDefault();
+  const url = $('share-url').value.trim();
+  if (url) send({ type: 'console', line: `share ${url}` });
+};
+$('queue-form').onsubmit = (e) => {
+  e.preventDefault();
+  const url = $('queue-url').value.trim();
+  if (url) { send({ type: 'console', line: `queue add ${url}` }); $('queue-url').value = ''; }
+};
+$('join').onclick = join;
+
+// MARK: Drawing
+
+const history = [];  // [wallMs, errorMs]: the sync error the core measured from each sample
+function draw() {
+  if (!view) return;
+  const playing = view.rate > 0;
+  $('play').textContent = player.intended === 'playing' ? 'Pause' : 'Play';
+  $('state').textContent = `${view.state}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.join(', ')}` : ''}`;
+  $('item').textContent = view.title || view.item || 'nothing';
+  const duration = video.duration || view.duration || 0;
+  $('time').textContent = view.position == null ? '–' : `${clock(video.currentTime)} / ${duration ? clock(duration) : '?'}${playing ? '' : ' (paused)'}`;
+  if (duration > 0 && !$('seek').dataset.dragging) $('seek').value = Math.round(1000 * video.currentTime / duration);
+  const peers = $('peers');
+  peers.replaceChildren(row(['you', `${name} (${view.id.slice(0, 6)})`, 'web', view.item || '–', view.waiting ? 'waiting' : playing ? 'playing' : 'paused', '–']));
+  for (const p of view.peers) {
+    const clockText = p.offsetMs == null ? 'measuring' : `${p.offsetMs >= 0 ? '+' : ''}${p.offsetMs.toFixed(2)} ± ${p.errorMs.toFixed(2)} ms`;
+    const state = p.suspected ? 'silent' : p.suspensions.length ? p.suspensions.join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
+    peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state, clockText]));
+  }
+  const queue = $('queue');
+  queue.replaceChildren(...view.queue.map((e) => { const li = document.createElement('li'); li.textContent = e.title || e.url; if (e.current) li.className = 'current'; return li; }));
+  $('queue-empty').hidden = view.queue.length > 0;
+  if (view.errorMs != null && playing) history.push([wallMs(), view.errorMs]);
+  while (history.length && history[0][0] < wallMs() - 60000) history.shift();
+  plot();
+  $('correction').textContent = view.errorMs == null ? '' : `error ${view.errorMs.toFixed(2)} ms, nudge ${view.nudgePercent.toFixed(3)} %`;
+}
+
+function row(cells) {
+  const tr = document.createElement('tr');
+  for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.append(td); }
+  return tr;
+}
+function clock(s) { const m = Math.floor(s / 60); return `${m}:${String(Math.floor(s % 60)).padStart(2, '0')}`; }
+
+function plot() {
+  const canvas = $('plot'), g = canvas.getContext('2d');
+  const w = canvas.width, h = canvas.height, now = wallMs();
+  g.clearRect(0, 0, w, h);
+  const bound = Math.max(5, ...history.map(([, e]) => Math.abs(e)));
+  g.strokeStyle = '#8884'; g.beginPath(); g.moveTo(0, h / 2); g.lineTo(w, h / 2); g.stroke();
+  g.strokeStyle = '#2a7'; g.beginPath();
+  history.forEach(([t, e], i) => {
+    const x = w - (now - t) / 60000 * w, y = h / 2 - e / bound * (h / 2 - 4);
+    i ? g.lineTo(x, y) : g.moveTo(x, y);
+  });
+  g.stroke();
+  g.fillStyle = '#888'; g.font = '11px sans-serif';
+  g.fillText(`±${bound.toFixed(1)} ms, last 60 s`, 4, 12);
+}
+
+function onEvent(e) {
+  const by = e.by ? ` by ${e.byHere ? 'you' : e.by}` : '';
+  const at = e.position != null ? ` at ${clock(e.position)}` : '';
+  switch (e.event) {
+    case 'peer-joined': log(`${e.peer.name} joined`); break;
+    case 'peer-left': log(`${e.peer.name} left (${e.reason})`); break;
+    case 'peer-unresponsive': log(`${e.peer.name} went silent`); break;
+    case 'activity': log(`now watching ${e.title || e.item}${by}`); break;
+    case 'playing': log(`playing${at}${by}`); break;
+    case 'paused': log(`paused${at}${by}`); break;
+    case 'time-jumped': log(`jumped${at}${by}`); break;
+    case 'queue-changed': log(`queue: ${e.change} ${e.title || e.entry || ''}${by}`); break;
+    case 'state-adopted': log(`caught up from ${e.by}`); break;
+    case 'error': case 'player-error': log(`⚠ ${e.message}`); break;
+    case 'suspension': if (e.began) log(`you are ${e.reason === 'stallRecovery' ? 'catching up' : e.reason}`); break;
+    case 'message': log(`${e.by}: ${e.text}`); break;
+  }
+}
+
+function log(text) {
+  const li = document.createElement('li');
+  li.textContent = `${new Date().toLocaleTimeString()} ${text}`;
+  $('log').prepend(li);
+  while ($('log').children.length > 200) $('log').lastChild.remove();
+}
+
+// MARK: Start
+
+{
+  const invite = invitation();
+  if (invite.error) {
+    $('refused').textContent = invite.error;
+    $('refused').hidden = false;
+    $('join').disabled = true;
+  } else {
+    $('session').textContent = invite.session;
+  }
+  try { $('name').value = localStorage.getItem('coplay-name') || ''; } catch { /* private mode */ }
+}

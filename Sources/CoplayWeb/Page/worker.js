@@ -1,0 +1,63 @@
+// The page's participant runs here, in a dedicated Worker: a hidden page's own timers run once a
+// second, then once a minute, but a Worker's are not throttled, so a tab in the background stays
+// a live member (heartbeats, clock probes, repairs). The page sends what the person and the
+// video element do; this sends back the core's events, the player's commands and the view.
+//
+// Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL)}, {type:'console', line},
+//               {type:'report', kind, position, rate, at, text}, {type:'resume'}, {type:'leave'}
+// Messages out: {type:'event', event}, {type:'player', command}, {type:'view', view},
+//               {type:'connection', up}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
+import { Core, Participant, parseKey } from './participant.mjs';
+
+let core, participant, joined, bytes, viewTimer;
+const post = (message) => postMessage(message);
+
+async function start() {
+  // A trap leaves the module's memory in an unknown state: a new module, a new participant (a
+  // new id), and the group's state again from its members (state transfer).
+  core = await Core.load(bytes);
+  participant = new Participant(core, {
+    relay: joined.relay, session: joined.session, key: parseKey(joined.key), name: joined.name,
+    onEvent: (event) => post({ type: 'event', event }),
+    onPlayer: (command) => post({ type: 'player', command }),
+    onDiagnostic: (text) => post({ type: 'diagnostic', text }),
+    onConnection: (up) => post({ type: 'connection', up }),
+    onExit: () => { clearInterval(viewTimer); post({ type: 'left' }); },
+  });
+  guarded(() => participant.connect());
+  clearInterval(viewTimer);
+  viewTimer = setInterval(() => guarded(() => post({ type: 'view', view: participant.view() })), 250);
+}
+
+function guarded(body) {
+  try {
+    return body();
+  } catch (error) {
+    if (!(error instanceof WebAssembly.RuntimeError)) throw error;
+    post({ type: 'trap', text: String(error.message || error) });
+    try { participant.close(); } catch { /* the module is gone */ }
+    start();
+  }
+}
+
+onmessage = async ({ data }) => {
+  switch (data.type) {
+    case 'join':
+      joined = data;
+      try {
+        bytes = await (await fetch(data.wasm)).arrayBuffer();
+        await start();
+      } catch (error) {
+        post({ type: 'diagnostic', text: `cannot start: ${error.message}` });
+      }
+      break;
+    case 'console': guarded(() => participant?.console(data.line)); break;
+    case 'report':
+      guarded(() => {
+        if (participant && !participant.report(data.kind, data)) post({ type: 'diagnostic', text: `the core refused a ${data.kind} report` });
+      });
+      break;
+    case 'resume': guarded(() => participant?.reconnectNow()); break;
+    case 'leave': guarded(() => participant?.leave()); break;
+  }
+};
