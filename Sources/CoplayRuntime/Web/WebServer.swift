@@ -122,12 +122,52 @@ public struct WebServer {
         guard path.hasPrefix("/") else { return refuse(400, "Bad Request") }
         let name = path == "/" ? "index.html" : String(path.dropFirst())
         guard WebServer.isServable(name), let file = files[name] else { return refuse(404, "Not Found") }
+        // One byte range (RFC 9110 14.2), which a browser needs to seek in a media file.
+        var range = 0..<file.bytes.count
+        var status = "200 OK"
+        if let value = Self.header("range", in: text) {
+            guard let asked = Self.byteRange(value, count: file.bytes.count) else {
+                refused[416, default: 0] += 1
+                return Array(
+                    ("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(file.bytes.count)\r\n"
+                        + "Content-Length: 0\r\nConnection: close\r\n\r\n").utf8)
+            }
+            range = asked
+            status = "206 Partial Content"
+        }
         served += 1
         let header =
-            "HTTP/1.1 200 OK\r\nContent-Type: \(file.contentType)\r\nContent-Length: \(file.bytes.count)\r\n"
-            + "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
-            + "Connection: close\r\n\r\n"
-        return Array(header.utf8) + (method == "HEAD" ? [] : file.bytes)
+            "HTTP/1.1 \(status)\r\nContent-Type: \(file.contentType)\r\nContent-Length: \(range.count)\r\n"
+            + (status.hasPrefix("206") ? "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(file.bytes.count)\r\n" : "")
+            + "Accept-Ranges: bytes\r\nCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
+            + "Referrer-Policy: no-referrer\r\nConnection: close\r\n\r\n"
+        return Array(header.utf8) + (method == "HEAD" ? [] : Array(file.bytes[range]))
+    }
+
+    /// A header's value (the first of that name, case-insensitive).
+    static func header(_ name: String, in head: String) -> Substring? {
+        for line in head.split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == name else { continue }
+            return line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
+        }
+        return nil
+    }
+
+    /// `bytes=A-B`, `bytes=A-` or `bytes=-N` within a file of `count` bytes; nil when it is none
+    /// of these or lies outside the file.
+    static func byteRange(_ value: Substring, count: Int) -> Range<Int>? {
+        guard value.hasPrefix("bytes="), count > 0 else { return nil }
+        let spec = value.dropFirst(6)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count <= 18, parts[1].utf8.count <= 18 else { return nil }
+        if parts[0].isEmpty {
+            guard let suffix = Int(parts[1]), suffix > 0 else { return nil }
+            return max(0, count - suffix)..<count
+        }
+        guard let first = Int(parts[0]), first < count else { return nil }
+        if parts[1].isEmpty { return first..<count }
+        guard let last = Int(parts[1]), last >= first else { return nil }
+        return first..<min(last + 1, count)
     }
 
     mutating func refuse(_ status: Int, _ reason: String, allow: Bool = false) -> [UInt8] {

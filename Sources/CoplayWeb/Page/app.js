@@ -69,7 +69,8 @@ const player = {
   awaitingReady: false,        // a load or prepare waits to be answered
   startAfterSeek: false,       // a start waits for the element's seek
   startTimer: 0,
-  ownSeeks: 0, seekStartedMs: 0, seekMs: 80,   // seeks asked for; their learned duration
+  seeking: false, seekStartedMs: 0, seekMs: 80,   // a seek of ours is on; their learned duration
+  pendingPosition: null,       // where to seek once the element knows the media (metadata)
   ownPause: false,
   startLagMs: 30,              // how late play() starts the media, learned from the first sample
   calledPlayAtMs: 0, learnLag: false,
@@ -77,35 +78,53 @@ const player = {
   stalled: false,              // reported stalled (ran out of media, or the browser paused it)
 };
 window.coplayPlayer = player;  // the tests read it through DevTools
+// The element's last events with their wall instants (ms), for the tests and the benchmark.
+player.trace = [];
+for (const type of ['pause', 'playing', 'seeked', 'waiting']) {
+  video.addEventListener(type, () => {
+    player.trace.push({ type, atMs: wallMs(), position: video.currentTime });
+    if (player.trace.length > 100) player.trace.shift();
+  });
+}
 
 function expectedPosition(atMs) {
   const p = player.lastPlay;
   return p ? p.position + p.rate * (atMs - p.atMs) / 1000 : video.currentTime;
 }
 
+// A seek of ours. Before the element has the media's metadata it cannot seek: the position
+// waits for it. Several seeks in a row end with one 'seeked': ours are done when the element
+// no longer seeks and nothing waits.
 function seekTo(position) {
-  player.ownSeeks++;
+  player.seeking = true;
   player.seekStartedMs = wallMs();
   player.gated = true;
+  if (video.readyState < 1) { player.pendingPosition = Math.max(0, position); return; }
   video.currentTime = Math.max(0, position);
 }
+video.addEventListener('loadedmetadata', () => {
+  if (player.pendingPosition == null) return;
+  const position = player.pendingPosition;
+  player.pendingPosition = null;
+  video.currentTime = position;
+});
 
 function perform(command) {
+  player.trace.push({ type: command.op, atMs: wallMs(), position: video.currentTime, command: JSON.stringify(command, (k, v) => typeof v === 'bigint' ? Number(v) / 1e6 : v) });
+  if (player.trace.length > 100) player.trace.shift();
   switch (command.op) {
     case 'load':
       player.item = command.item; player.intended = 'paused'; player.lastPlay = null; player.awaitingReady = true;
       player.stalled = false;
       clearTimeout(player.startTimer); player.startAfterSeek = false;
       $('item').textContent = command.item;
+      pauseElement();
       if (player.url !== command.url) {
         player.url = command.url;
-        player.ownSeeks = 0;
+        player.pendingPosition = null;
         video.src = command.url;
-        video.addEventListener('loadedmetadata', () => seekTo(command.position), { once: true });
-      } else {
-        pauseElement();
-        seekTo(command.position);
       }
+      seekTo(command.position);
       break;
     case 'prepare':
       player.intended = 'paused'; player.awaitingReady = true;
@@ -175,7 +194,7 @@ function startElement() {
 }
 
 function checkReady() {
-  if (!player.awaitingReady || video.seeking || player.ownSeeks > 0 || video.readyState < 3) return;
+  if (!player.awaitingReady || video.seeking || player.seeking || video.readyState < 3) return;
   player.awaitingReady = false;
   report('ready', { position: video.currentTime });
 }
@@ -193,12 +212,13 @@ function sample() {
 }
 
 video.addEventListener('seeked', () => {
-  if (player.ownSeeks > 0) {
-    player.ownSeeks--;
+  if (video.seeking || player.pendingPosition != null) return;  // another seek follows
+  if (player.seeking) {
+    player.seeking = false;
     const took = wallMs() - player.seekStartedMs;
     if (took > 0 && took < 2000) player.seekMs = 0.7 * player.seekMs + 0.3 * took;
   }
-  if (player.ownSeeks === 0 && player.startAfterSeek && player.intended === 'playing') {
+  if (player.startAfterSeek && player.intended === 'playing') {
     player.startAfterSeek = false;
     startElement();
   }
@@ -211,7 +231,7 @@ video.addEventListener('playing', () => {
   if (player.stalled) { player.stalled = false; report('stallEnded', { position: video.currentTime }); }
 });
 video.addEventListener('waiting', () => {
-  if (player.intended !== 'playing' || player.ownSeeks > 0 || player.startAfterSeek || player.stalled) return;
+  if (player.intended !== 'playing' || player.seeking || player.startAfterSeek || player.stalled) return;
   player.stalled = true;
   report('stalled', { position: video.currentTime });
 });

@@ -1,0 +1,243 @@
+// A browser tab in a group with native agents, end to end, on loopback (run it inside a network
+// namespace of its own: Tools/web/browser-check does). nats-server with its WebSocket listener,
+// `coplay web` serving the page and two WebM files made by ffmpeg, two native agents through the
+// relay (one drives a headless mpv, one the simulated player), and headless Chromium driven over
+// the DevTools protocol. The invitation comes from `coplay invite` (its QR code read back with
+// zbarimg); the tab clicks Join, then:
+//   - the agent's share and play reach the tab, which plays with mpv: the media clocks' offset
+//     (the tab's currentTime against mpv's audio-pts, each read with its own clock's instant);
+//   - a pause pressed in mpv pauses the tab, a seek and a play in the tab move mpv, a pause in
+//     the tab pauses mpv (each latency from the press to the other's element event);
+//   - a second tab that joins mid-item starts in place; the queue's next moves the tab too;
+//   - a screenshot of the page is kept.
+// Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
+//
+//   node Tools/web/browser.mjs COPLAY WEBDIR WORKDIR [ARTIFACTS]
+import { spawn, execFileSync } from 'node:child_process';
+import { writeFileSync, mkdirSync, copyFileSync, readdirSync, existsSync } from 'node:fs';
+import net from 'node:net';
+import { Browser } from './cdp.mjs';
+
+const [coplay, webDir, work, artifacts = work] = process.argv.slice(2);
+const nats = 14222, websocket = 14223, web = 18080, group = 47790, token = 'browser-check';
+const children = [];
+const wallMs = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const failures = [];
+function check(ok, what) { if (!ok) { failures.push(what); console.log(`FAIL: ${what}`); } else console.log(`ok: ${what}`); }
+function start(command, args, name) {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  child.lines = []; child.name = name;
+  let partial = '';
+  child.stdout.on('data', (d) => { partial += d; const parts = partial.split('\n'); partial = parts.pop(); child.lines.push(...parts); });
+  child.stderr.on('data', (d) => { child.errors = (child.errors ?? '') + d; });
+  children.push(child);
+  return child;
+}
+async function until(test, ms, step = 20) {
+  const end = wallMs() + ms;
+  for (;;) { const value = await test(); if (value) return value; if (wallMs() > end) return null; await sleep(step); }
+}
+function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
+const figures = {};
+function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${typeof value === 'number' ? value.toFixed(2) : value} ${unit}`); }
+
+// MARK: The material and the servers
+mkdirSync(`${work}/root`, { recursive: true });
+for (const f of readdirSync(webDir)) copyFileSync(`${webDir}/${f}`, `${work}/root/${f}`);
+for (const [file, tone] of [['film.webm', 440], ['second.webm', 660]]) {
+  if (!existsSync(`${work}/${file}`)) {
+    execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30', '-f', 'lavfi', '-i', `sine=frequency=${tone}:sample_rate=48000`,
+      '-t', '60', '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-g', '30', '-c:a', 'libopus', '-b:a', '64k', `${work}/${file}`]);
+  }
+  copyFileSync(`${work}/${file}`, `${work}/root/${file}`);
+}
+writeFileSync(`${work}/nats.conf`, `host: 127.0.0.1\nport: ${nats}\nauthorization { token: "${token}" }\nmax_payload: 4096\nwebsocket { host: 127.0.0.1, port: ${websocket}, no_tls: true }\n`);
+const key = execFileSync(coplay, ['keygen']).toString();
+writeFileSync(`${work}/group.key`, key, { mode: 0o600 });
+const server = start('nats-server', ['-c', `${work}/nats.conf`], 'nats');
+const webServer = start(coplay, ['web', '--listen', `127.0.0.1:${web}`, '--root', `${work}/root`], 'web');
+await sleep(500);
+
+const agentArgs = (name) => ['--name', name, '--interface', 'lo', '--group', `239.255.77.9:${group}`, '--session', 'browser-check',
+  '--key-file', `${work}/group.key`, '--relay', `nats://${token}@127.0.0.1:${nats}`];
+const deck = start(coplay, [...agentArgs('deck'), '--player', 'mpv', '--mpv-option', 'vo=null', '--mpv-option', 'ao=null', '--mpv-socket', `${work}/mpv.sock`], 'deck');
+const sofa = start(coplay, agentArgs('sofa'), 'sofa');
+const say = (agent, line) => agent.stdin.write(line + '\n');
+
+// mpv's IPC: requests answered by request_id; every reply and event carries node's instant.
+const mpv = await until(() => new Promise((resolve) => {
+  const socket = net.connect(`${work}/mpv.sock`, () => resolve(socket));
+  socket.on('error', () => resolve(null));
+}), 10000, 100);
+check(mpv, 'mpv started by the deck agent answers on its IPC socket');
+const mpvWaiting = new Map(), mpvEvents = [];
+let mpvNext = 1, mpvPartial = '';
+mpv.on('data', (d) => {
+  const at = wallMs();
+  mpvPartial += d;
+  const lines = mpvPartial.split('\n'); mpvPartial = lines.pop();
+  for (const line of lines) {
+    const m = JSON.parse(line);
+    if (m.request_id && mpvWaiting.has(m.request_id)) { mpvWaiting.get(m.request_id)({ ...m, at }); mpvWaiting.delete(m.request_id); }
+    else if (m.event) mpvEvents.push({ ...m, at });
+  }
+});
+function mpvCommand(...command) {
+  const id = mpvNext++, sent = wallMs();
+  mpv.write(JSON.stringify({ command, request_id: id }) + '\n');
+  return new Promise((resolve) => mpvWaiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
+}
+await mpvCommand('observe_property', 1, 'pause');
+
+// MARK: The invitation
+const link = execFileSync(coplay, ['invite', '--page', `http://127.0.0.1:${web}/`, '--relay', `ws://${token}@127.0.0.1:${websocket}`,
+  '--session', 'browser-check', '--key-file', `${work}/group.key`, '--no-qr']).toString().trim();
+check(link.includes('#relay=') && link.includes('&key='), 'coplay invite prints a link with relay, session and key');
+const withQR = execFileSync(coplay, ['invite', '--page', `http://127.0.0.1:${web}/`, '--relay', `ws://${token}@127.0.0.1:${websocket}`,
+  '--session', 'browser-check', '--key-file', `${work}/group.key`]).toString().split('\n');
+try {
+  // The terminal's half blocks back into modules, as a picture zbarimg reads.
+  const rows = [];
+  for (const line of withQR.slice(2).filter(Boolean)) {
+    const top = [], bottom = [];
+    for (const ch of line) { const [t, b] = { '█': [1, 1], '▀': [1, 0], '▄': [0, 1], ' ': [0, 0] }[ch]; top.push(t); bottom.push(b); }
+    rows.push(top, bottom);
+  }
+  const scale = 4, w = rows[0].length * scale, h = rows.length * scale;
+  const pixels = Buffer.alloc(w * h);
+  rows.forEach((row, y) => row.forEach((v, x) => { for (let dy = 0; dy < scale; dy++) pixels.fill(v ? 255 : 0, (y * scale + dy) * w + x * scale, (y * scale + dy) * w + x * scale + scale); }));
+  writeFileSync(`${work}/invite.pgm`, Buffer.concat([Buffer.from(`P5 ${w} ${h} 255\n`), pixels]));
+  const read = execFileSync('zbarimg', ['-q', '--raw', `${work}/invite.pgm`], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  check(read === link, 'the QR code that coplay invite draws reads back (zbarimg) as the link');
+} catch (error) { check(false, `the QR code reads back: ${error.message}`); }
+
+// MARK: The tab joins
+const browser = await Browser.launch(['--headless=new', '--no-sandbox', `--user-data-dir=${work}/profile`, '--mute-audio', '--disable-gpu',
+  '--no-first-run', '--disable-background-networking', '--window-size=1200,1000']);
+let page, late;
+try {
+  page = await browser.newPage(link);
+  await page.type('#name', 'tab');
+  const clicked = wallMs();
+  await page.click('#join');
+  const together = await until(() => page.evaluate('view && view.peers.filter(p => p.synced).length'), 8000);
+  check(together >= 2, 'the tab lists both agents and has measured their clocks');
+  figure('join-to-members-synced', wallMs() - clicked);
+  await until(() => deck.lines.some(l => l.startsWith('clock-synced tab')), 5000);
+  check(deck.lines.some(l => l.startsWith('peer-joined tab')), 'the deck agent lists the tab');
+
+  // The deck shares and plays; the tab plays with mpv.
+  say(deck, `share http://127.0.0.1:${web}/film.webm id=film title=Film`);
+  const loaded = await until(() => page.evaluate('coplayPlayer.item === "film" && !coplayPlayer.awaitingReady'), 10000);
+  check(loaded, 'the share reaches the tab, whose video is ready at the item');
+  const pressed = wallMs();
+  say(deck, 'play');
+  const playing = await until(() => page.evaluate('!document.getElementById("video").paused && document.getElementById("video").currentTime > 0.1'), 8000);
+  check(playing, 'play pressed on the deck plays the tab');
+  figure('play-to-tab-playing', wallMs() - pressed);
+  await sleep(3000);  // the rate nudges settle the start
+
+  // The media clocks: the tab's currentTime at its wall instant, mpv's audio-pts at the middle
+  // of its request's round trip; both clocks are this machine's.
+  async function offsets(target, count) {
+    const values = [];
+    for (let i = 0; i < count; i++) {
+      const tab = await target.evaluate('(() => { const v = document.getElementById("video"); return { p: v.currentTime, at: performance.timeOrigin + performance.now(), r: v.playbackRate, paused: v.paused }; })()');
+      const m = await mpvCommand('get_property', 'audio-pts');
+      if (!tab.paused && typeof m.data === 'number') values.push((tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+      await sleep(100);
+    }
+    return values;
+  }
+  const media = await offsets(page, 50);
+  const absolute = media.map(Math.abs);
+  figure('media-offset-tab-mpv-p50', quantile(absolute, 0.5));
+  figure('media-offset-tab-mpv-p99', quantile(absolute, 0.99));
+  figure('media-offset-tab-mpv-mean-signed', media.reduce((a, b) => a + b, 0) / media.length);
+  check(media.length >= 40 && quantile(absolute, 0.5) < 40, 'the tab plays within 40 ms of mpv (p50)');
+
+  // A pause pressed in mpv: the tab's element pauses.
+  const tracePauses = async () => (await page.evaluate('coplayPlayer.trace')).filter(t => t.type === 'pause');
+  let before = (await tracePauses()).length;
+  const mpvPause = await mpvCommand('set_property', 'pause', true);
+  const tabPaused = await until(async () => (await tracePauses()).slice(before)[0], 5000);
+  check(tabPaused, 'a pause pressed in mpv pauses the tab');
+  if (tabPaused) figure('pause-mpv-to-tab', tabPaused.atMs - mpvPause.sent);
+  await sleep(1000);
+
+  // A seek in the tab (its +10 s button) moves mpv; its Play plays mpv; its Pause pauses mpv.
+  const atPause = (await mpvCommand('get_property', 'time-pos')).data;
+  const seekEvents = mpvEvents.length;
+  await page.click('#forward');
+  const clickedSeek = wallMs();
+  const sought = await until(() => mpvEvents.slice(seekEvents).find(e => e.event === 'playback-restart'), 5000);
+  const afterSeek = (await mpvCommand('get_property', 'time-pos')).data;
+  check(sought && Math.abs(afterSeek - atPause - 10) < 0.5, `a seek in the tab moves mpv 10 s (${atPause?.toFixed(2)} -> ${afterSeek?.toFixed(2)})`);
+  if (sought) figure('seek-tab-to-mpv', sought.at - clickedSeek);
+  await sleep(800);
+  const pauseEvents = () => mpvEvents.filter(e => e.event === 'property-change' && e.name === 'pause');
+  let count = pauseEvents().length;
+  await page.click('#play');
+  const clickedPlay = wallMs();
+  const mpvPlays = await until(() => pauseEvents().slice(count).find(e => e.data === false), 5000);
+  check(mpvPlays, 'Play in the tab plays mpv');
+  if (mpvPlays) figure('play-tab-to-mpv', mpvPlays.at - clickedPlay);
+  await sleep(2500);
+  const afterResume = await offsets(page, 20);
+  figure('media-offset-after-seek-p50', quantile(afterResume.map(Math.abs), 0.5));
+  count = pauseEvents().length;
+  await page.click('#play');
+  const clickedPause = wallMs();
+  const mpvPauses = await until(() => pauseEvents().slice(count).find(e => e.data === true), 5000);
+  check(mpvPauses, 'Pause in the tab pauses mpv');
+  if (mpvPauses) figure('pause-tab-to-mpv', mpvPauses.at - clickedPause);
+
+  // Playing again, a second tab joins mid-item and starts in place.
+  say(deck, 'play');
+  await sleep(2000);
+  late = await browser.newPage(link);
+  await late.type('#name', 'late');
+  const lateClicked = wallMs();
+  await late.click('#join');
+  const latePlaying = await until(() => late.evaluate('!document.getElementById("video").paused && document.getElementById("video").currentTime > 1'), 10000);
+  check(latePlaying, 'a tab that joins mid-item plays');
+  if (latePlaying) {
+    figure('late-join-click-to-playing', wallMs() - lateClicked);
+    await sleep(2500);
+    const lateOffsets = await offsets(late, 20);
+    figure('late-tab-offset-p50', quantile(lateOffsets.map(Math.abs), 0.5));
+    check(lateOffsets.length > 10 && quantile(lateOffsets.map(Math.abs), 0.5) < 60, 'the late tab starts in place (p50 within 60 ms of mpv)');
+  }
+
+  // The queue: an entry added on the sofa; next from the deck moves the tabs to it.
+  say(sofa, `queue add http://127.0.0.1:${web}/second.webm id=second title=Second`);
+  await sleep(1000);
+  say(deck, 'next');
+  const moved = await until(() => page.evaluate('coplayPlayer.item === "second" && !document.getElementById("video").paused'), 8000);
+  check(moved, 'the queue advances the tab too (next from the deck)');
+  await sleep(1500);
+  mkdirSync(artifacts, { recursive: true });
+  writeFileSync(`${artifacts}/browser-tab.png`, await page.screenshot());
+  console.log(`screenshot: ${artifacts}/browser-tab.png`);
+  const traps = page.console.filter(l => /exception|trap/i.test(l));
+  check(traps.length === 0, `the page threw nothing (${traps.slice(0, 3).join('; ')})`);
+} catch (error) {
+  check(false, `the run: ${error.stack}`);
+} finally {
+  for (const agent of [deck, sofa]) { try { agent.stdin.end(); } catch { /* gone */ } }
+  await sleep(800);
+  if (!failures.length) browser.close();
+  for (const child of children) { try { child.kill('SIGTERM'); } catch { /* gone */ } }
+}
+console.log(JSON.stringify({ figures, failures }));
+if (failures.length) {
+  for (const c of children) if (c.errors) console.error(`--- ${c.name} stderr\n${c.errors.slice(-3000)}`);
+  console.error('--- deck\n' + deck.lines.slice(-60).join('\n'));
+  if (page) console.error('--- page console\n' + page.console.slice(-40).join('\n'));
+  for (const [name, target] of [['tab', page], ['late', late]]) {
+    if (target) console.error(`--- ${name}'s player trace\n` + (await target.evaluate('coplayPlayer.trace.map(t => `${t.atMs.toFixed(1)} ${t.type} at ${t.position.toFixed(3)} ${t.command ?? ""}`).join("\\n")').catch(e => e.message)));
+  }
+}
+browser.close();
+process.exit(failures.length ? 1 : 0);
