@@ -88,7 +88,7 @@ export class Page {
     }
   }
   async type(selector, text) {
-    await this.evaluate(`document.querySelector(${JSON.stringify(selector)}).focus()`);
+    await this.evaluate(`(() => { const e = document.querySelector(${JSON.stringify(selector)}); e.value = ''; e.focus(); })()`);
     await this.send('Input.insertText', { text });
   }
   async screenshot() { return Buffer.from((await this.send('Page.captureScreenshot', { format: 'png' })).data, 'base64'); }
