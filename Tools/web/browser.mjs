@@ -119,8 +119,7 @@ let page, late;
 try {
   page = await browser.newPage(link);
   await page.type('#name', 'tab');
-  const clicked = wallMs();
-  await page.click('#join');
+  const clicked = await page.click('#join');
   const together = await until(() => page.evaluate('view && view.peers.filter(p => p.synced).length'), 8000);
   check(together >= 2, 'the tab lists both agents and has measured their clocks');
   figure('join-to-members-synced', wallMs() - clicked);
@@ -151,6 +150,17 @@ try {
     return values;
   }
   const media = await offsets(page, 50);
+  // The frames shown: each frame's media time at the instant it is due on the display
+  // (requestVideoFrameCallback), against mpv's audio-pts at that instant.
+  const frames = [];
+  for (let i = 0; i < 40; i++) {
+    const f = await page.evaluate(`new Promise((done) => document.getElementById('video').requestVideoFrameCallback((now, m) => done({ media: m.mediaTime, shown: performance.timeOrigin + m.expectedDisplayTime, r: document.getElementById('video').playbackRate })))`);
+    const m = await mpvCommand('get_property', 'audio-pts');
+    if (typeof m.data === 'number') frames.push((f.media - (m.data - (m.mid - f.shown) / 1000 * f.r)) * 1000);
+    await sleep(60);
+  }
+  figure('frames-shown-tab-mpv-p50', quantile(frames.map(Math.abs), 0.5));
+  figure('frames-shown-tab-mpv-p95', quantile(frames.map(Math.abs), 0.95));
   const absolute = media.map(Math.abs);
   figure('media-offset-tab-mpv-p50', quantile(absolute, 0.5));
   figure('media-offset-tab-mpv-p99', quantile(absolute, 0.99));
@@ -169,8 +179,7 @@ try {
   // A seek in the tab (its +10 s button) moves mpv; its Play plays mpv; its Pause pauses mpv.
   const atPause = (await mpvCommand('get_property', 'time-pos')).data;
   const seekEvents = mpvEvents.length;
-  await page.click('#forward');
-  const clickedSeek = wallMs();
+  const clickedSeek = await page.click('#forward');
   const sought = await until(() => mpvEvents.slice(seekEvents).find(e => e.event === 'playback-restart'), 5000);
   const afterSeek = (await mpvCommand('get_property', 'time-pos')).data;
   check(sought && Math.abs(afterSeek - atPause - 10) < 0.5, `a seek in the tab moves mpv 10 s (${atPause?.toFixed(2)} -> ${afterSeek?.toFixed(2)})`);
@@ -178,8 +187,7 @@ try {
   await sleep(800);
   const pauseEvents = () => mpvEvents.filter(e => e.event === 'property-change' && e.name === 'pause');
   let count = pauseEvents().length;
-  await page.click('#play');
-  const clickedPlay = wallMs();
+  const clickedPlay = await page.click('#play');
   const mpvPlays = await until(() => pauseEvents().slice(count).find(e => e.data === false), 5000);
   check(mpvPlays, 'Play in the tab plays mpv');
   if (mpvPlays) figure('play-tab-to-mpv', mpvPlays.at - clickedPlay);
@@ -187,8 +195,7 @@ try {
   const afterResume = await offsets(page, 20);
   figure('media-offset-after-seek-p50', quantile(afterResume.map(Math.abs), 0.5));
   count = pauseEvents().length;
-  await page.click('#play');
-  const clickedPause = wallMs();
+  const clickedPause = await page.click('#play');
   const mpvPauses = await until(() => pauseEvents().slice(count).find(e => e.data === true), 5000);
   check(mpvPauses, 'Pause in the tab pauses mpv');
   if (mpvPauses) figure('pause-tab-to-mpv', mpvPauses.at - clickedPause);
@@ -198,8 +205,7 @@ try {
   await sleep(2000);
   late = await browser.newPage(link);
   await late.type('#name', 'late');
-  const lateClicked = wallMs();
-  await late.click('#join');
+  const lateClicked = await late.click('#join');
   const latePlaying = await until(() => late.evaluate('!document.getElementById("video").paused && document.getElementById("video").currentTime > 1'), 10000);
   check(latePlaying, 'a tab that joins mid-item plays');
   if (latePlaying) {

@@ -81,11 +81,13 @@ export class Page {
     return result.value;
   }
   /// A real click (a user gesture, which lets the page play sound) at the middle of `selector`.
+  /// Returns the wall instant (ms) just before the button is released, when the click happens.
   async click(selector) {
     const box = await this.evaluate(`(() => { const e = document.querySelector(${JSON.stringify(selector)}); e.scrollIntoView({ block: 'center' }); const r = e.getBoundingClientRect(); return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; })()`);
-    for (const type of ['mousePressed', 'mouseReleased']) {
-      await this.send('Input.dispatchMouseEvent', { type, x: box.x, y: box.y, button: 'left', clickCount: 1 });
-    }
+    await this.send('Input.dispatchMouseEvent', { type: 'mousePressed', x: box.x, y: box.y, button: 'left', clickCount: 1 });
+    const at = performance.timeOrigin + performance.now();
+    await this.send('Input.dispatchMouseEvent', { type: 'mouseReleased', x: box.x, y: box.y, button: 'left', clickCount: 1 });
+    return at;
   }
   async type(selector, text) {
     await this.evaluate(`(() => { const e = document.querySelector(${JSON.stringify(selector)}); e.value = ''; e.focus(); })()`);

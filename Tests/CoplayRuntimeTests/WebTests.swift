@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+
+@testable import CoplayRuntime
+
+/// The browser participant's native side: the invitation link, its QR code, and `coplay web`'s
+/// answers to good and hostile requests.
+@Suite struct WebTests {
+    static let key = [UInt8](0..<32)
+
+    // MARK: Invitations
+
+    @Test func anInvitationRoundTrips_andItsFragmentCarriesEverything() throws {
+        let invitation = try Invitation.make(
+            page: "http://192.168.1.20:8080/#old", relay: "ws://tok en@192.168.1.20:8443", session: "film night", key: Self.key
+        ).get()
+        let link = invitation.link
+        #expect(link.hasPrefix("http://192.168.1.20:8080/#relay=ws%3A%2F%2Ftok%20en%40192.168.1.20%3A8443&session=film%20night&key=000102"))
+        #expect(!link.contains("#old"), "a fragment already on the page's address is replaced")
+        #expect(try Invitation.parse(link).get() == invitation)
+    }
+
+    @Test func aLinkWithoutAKey_orAMangledOne_isRefusedWithWhatIsWrong() {
+        let good = (try? Invitation.make(page: "https://w.example/", relay: "wss://r.example:443", session: "s", key: Self.key).get())!.link
+        let cases: [(String, String)] = [
+            ("https://w.example/", "carries no invitation"),
+            (good.replacingOccurrences(of: #"&key=[0-9a-f]+"#, with: "", options: .regularExpression), "no group key"),
+            (good + "zz", "key is damaged"),
+            (String(good.dropLast(2)) + "g0", "key is damaged"),
+            (String(good.prefix(good.count - 10)), "key is damaged"),
+            (good.replacingOccurrences(of: "relay=wss", with: "relay=http"), "--relay must be"),
+            (good.replacingOccurrences(of: "session=s", with: "session=%zz"), "damaged near"),
+            (good.replacingOccurrences(of: "https://w.example/", with: "file:///etc/"), "--page must be"),
+        ]
+        for (link, reason) in cases {
+            switch Invitation.parse(link) {
+            case .success: Issue.record("accepted \(link)")
+            case .failure(let error): #expect(error.message.contains(reason), "\(link): \(error.message)")
+            }
+        }
+    }
+
+    @Test func inviteRefusesWhatABrowserCannotUse() {
+        let refusals = [
+            ["--relay", "ws://h:1", "--key-file", "/nonexistent"],
+            ["--page", "http://h/", "--relay", "nats://h:4222", "--key-file", "/dev/null"],
+            ["--page", "http://h/", "--key-file", "/dev/null"],
+        ]
+        for arguments in refusals {
+            if case .success = CommandLineOptions.parse(["invite"] + arguments) { Issue.record("accepted \(arguments)") }
+        }
+    }
+
+    // MARK: The QR code
+
+    /// ISO/IEC 18004's worked example (Annex I): "01234567" at 1-M. Its data codewords and the
+    /// ten error correction codewords the standard gives for them.
+    @Test func reedSolomonMatchesTheStandardsExample() {
+        let data: [UInt8] = [0x10, 0x20, 0x0C, 0x56, 0x61, 0x80, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11]
+        let ecc = QRCode.remainder(data, QRCode.divisor(degree: 10))
+        #expect(ecc == [0xA5, 0x24, 0xD4, 0xC1, 0xED, 0x36, 0xC7, 0x87, 0x2C, 0x55])
+    }
+
+    @Test func theSmallestVersionThatHoldsTheBytesIsChosen() throws {
+        // Level M's byte capacities: 14 bytes in version 1, 26 in 2, 213 in 10, 2,331 in 40.
+        for (count, version) in [(14, 1), (15, 2), (26, 2), (213, 10), (214, 11), (2331, 40)] {
+            let code = try QRCode(bytes: [UInt8](repeating: 0x61, count: count))
+            #expect(code.version == version, "\(count) bytes")
+            #expect(code.size == 4 * version + 17)
+        }
+        #expect(throws: QRCode.Failure.tooLong(bytes: 2332, max: 2331)) { try QRCode(bytes: [UInt8](repeating: 0, count: 2332)) }
+    }
+
+    /// The terminal drawing, turned back into a picture, is read by a real decoder (zbarimg).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/zbarimg"), "needs zbar-tools"))
+    func theTerminalCodeReadsBackAsTheLink() throws {
+        let invitation = try Invitation.make(
+            page: "http://10.0.0.2:8080/", relay: "ws://token@10.0.0.2:8443", session: "living-room", key: Self.key
+        ).get()
+        for ansi in [false, true] {
+            let text = try QRCode(bytes: Array(invitation.link.utf8)).terminalText(ansi: ansi)
+            let lines = text.split(separator: "\n").map {
+                $0.replacingOccurrences(of: "\u{1B}[30;47m", with: "").replacingOccurrences(of: "\u{1B}[0m", with: "")
+            }
+            // Light is 1: the plain drawing draws light modules; the coloured one draws dark ones.
+            var rows: [[UInt8]] = []
+            for line in lines {
+                var top: [UInt8] = [], bottom: [UInt8] = []
+                for character in line {
+                    let (t, b): (UInt8, UInt8) =
+                        switch character {
+                        case "█": (1, 1)
+                        case "▀": (1, 0)
+                        case "▄": (0, 1)
+                        default: (0, 0)
+                        }
+                    top.append(ansi ? 1 - t : t)
+                    bottom.append(ansi ? 1 - b : b)
+                }
+                rows += [top, bottom]
+            }
+            let scale = 4, width = rows[0].count * scale
+            var pgm = Array("P5 \(width) \(rows.count * scale) 255\n".utf8)
+            for row in rows {
+                let line = row.flatMap { [UInt8](repeating: $0 == 1 ? 255 : 0, count: scale) }
+                for _ in 0..<scale { pgm += line }
+            }
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-qr-\(getpid())-\(ansi).pgm")
+            try Data(pgm).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/zbarimg")
+            process.arguments = ["-q", "--raw", file.path]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let read = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(read.trimmingCharacters(in: .whitespacesAndNewlines) == invitation.link, "ansi: \(ansi)")
+        }
+    }
+
+    // MARK: coplay web
+
+    static let files: [String: WebServer.File] = [
+        "index.html": .init(bytes: Array("<!doctype html>".utf8), contentType: "text/html; charset=utf-8"),
+        "coplay.wasm": .init(bytes: [UInt8](0..<100), contentType: "application/wasm"),
+    ]
+
+    func answer(_ request: String) -> (status: String, headers: String, body: [UInt8]) {
+        var server = WebServer(files: Self.files)
+        let reply = server.respond(to: Array(request.utf8))
+        let end = WebServer.headEnd(reply) ?? reply.count
+        let head = String(decoding: reply[..<end], as: UTF8.self)
+        return (head.components(separatedBy: "\r\n").first ?? "", head, Array(reply[end...]))
+    }
+
+    @Test func theServerAnswersItsFiles_rangesIncluded() {
+        let page = answer("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(page.status == "HTTP/1.1 200 OK")
+        #expect(page.headers.contains("Content-Type: text/html; charset=utf-8"))
+        #expect(page.body == Array("<!doctype html>".utf8))
+        let module = answer("GET /coplay.wasm?v=2 HTTP/1.1\r\nrange: bytes=10-19\r\n\r\n")
+        #expect(module.status == "HTTP/1.1 206 Partial Content")
+        #expect(module.headers.contains("Content-Range: bytes 10-19/100"))
+        #expect(module.body == [UInt8](10..<20))
+        #expect(answer("GET /coplay.wasm HTTP/1.1\r\nRange: bytes=90-\r\n\r\n").body == [UInt8](90..<100))
+        #expect(answer("GET /coplay.wasm HTTP/1.1\r\nRange: bytes=-5\r\n\r\n").body == [UInt8](95..<100))
+        #expect(answer("HEAD /coplay.wasm HTTP/1.1\r\n\r\n").body.isEmpty)
+    }
+
+    @Test func hostileRequestsGetA4xx_andAreCounted() {
+        let cases: [(String, String)] = [
+            ("POST / HTTP/1.1\r\n\r\n", "405"),
+            ("GET /../etc/passwd HTTP/1.1\r\n\r\n", "404"),
+            ("GET /%2e%2e/x HTTP/1.1\r\n\r\n", "404"),
+            ("GET /.hidden HTTP/1.1\r\n\r\n", "404"),
+            ("GET index.html HTTP/1.1\r\n\r\n", "400"),
+            ("GET / HTTP/2.0\r\n\r\n", "400"),
+            ("GARBAGE\r\n\r\n", "400"),
+            ("\u{0}\u{1}\r\n\r\n", "400"),
+            ("GET /coplay.wasm HTTP/1.1\r\nRange: bytes=100-\r\n\r\n", "416"),
+            ("GET /coplay.wasm HTTP/1.1\r\nRange: bytes=9-3\r\n\r\n", "416"),
+            ("GET /coplay.wasm HTTP/1.1\r\nRange: bytes=99999999999999999999-\r\n\r\n", "416"),
+            ("GET /coplay.wasm HTTP/1.1\r\nRange: items=1-2\r\n\r\n", "416"),
+        ]
+        var server = WebServer(files: Self.files)
+        for (request, status) in cases {
+            let reply = String(decoding: server.respond(to: Array(request.utf8)).prefix(12), as: UTF8.self)
+            #expect(reply == "HTTP/1.1 \(status)", "\(request.debugDescription)")
+        }
+        #expect(server.refused.values.reduce(0, +) == cases.count)
+        #expect(server.served == 0)
+    }
+}
