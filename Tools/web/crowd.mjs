@@ -1,0 +1,117 @@
+// A watch party: N browser participants (the page's own shell module, participant.mjs, each
+// with its own WebSocket to nats-server) in one Node process, with two native agents, all
+// through one nats-server on loopback. Each participant drives a model of the page's player (a
+// load or a seek is ready 20 ms later). Measured: the time until every participant has its
+// members, then a pause typed on a native agent until each participant's core reports it
+// paused, the same for a seek, and a late participant from its start until it plays in place.
+// Prints the figures and a summary (JSON) last; exits 1 if a participant missed a command.
+//
+//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N]
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Core, Participant, parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
+
+const [coplay, wasm, work, countText = '100'] = process.argv.slice(2);
+const count = Number(countText);
+const base = 45000 + (process.pid % 2000) * 2;
+const nats = base, websocket = base + 1, group = base + 6000, token = 'crowd';
+const wallMs = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const children = [];
+const failures = [];
+function check(ok, what) { console.log(`${ok ? 'ok' : 'FAIL'}: ${what}`); if (!ok) failures.push(what); }
+function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
+const figures = {};
+function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${value.toFixed(1)} ${unit}`); }
+async function until(test, ms, step = 20) {
+  const end = wallMs() + ms;
+  for (;;) { if (test()) return true; if (wallMs() > end) return false; await sleep(step); }
+}
+
+writeFileSync(`${work}/nats.conf`, `host: 127.0.0.1\nport: ${nats}\nauthorization { token: "${token}" }\nmax_payload: 4096\n`
+  + `max_connections: ${count + 50}\nwebsocket { host: 127.0.0.1, port: ${websocket}, no_tls: true }\n`);
+writeFileSync(`${work}/group.key`, execFileSync(coplay, ['keygen']), { mode: 0o600 });
+const key = parseKey(readFileSync(`${work}/group.key`, 'utf8').split('\n').find((l) => l.trim() && !l.startsWith('#')));
+const server = spawn('nats-server', ['-c', `${work}/nats.conf`], { stdio: 'ignore' });
+children.push(server);
+await sleep(500);
+function agent(name) {
+  const child = spawn(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
+    '--key-file', `${work}/group.key`, '--relay', `nats://${token}@127.0.0.1:${nats}`], { stdio: ['pipe', 'pipe', 'ignore'] });
+  child.lines = [];
+  let partial = '';
+  child.stdout.on('data', (d) => { partial += d; const p = partial.split('\n'); partial = p.pop(); child.lines.push(...p); });
+  children.push(child);
+  return child;
+}
+const host = agent('host'), second = agent('second');
+
+const core = await Core.load(readFileSync(wasm));
+const crowd = [];
+function join(name) {
+  const member = { name, events: [] };
+  const player = (command) => {
+    if (command.op === 'load' || command.op === 'prepare') {
+      setTimeout(() => member.p.report('ready', { position: command.position }), 20);
+    }
+  };
+  member.p = new Participant(core, {
+    relay: `ws://${token}@127.0.0.1:${websocket}`, session: 'crowd', key, name,
+    onEvent: (e) => member.events.push({ ...e, at: wallMs() }),
+    onPlayer: player,
+  });
+  member.p.connect();
+  return member;
+}
+const started = wallMs();
+for (let i = 0; i < count; i++) { crowd.push(join(`web${i}`)); if (i % 10 === 9) await sleep(50); }
+const expected = count + 1;  // the others of the crowd and the two agents, less itself
+const formed = await until(() => crowd.every((m) => m.p.peerCount >= expected), 60000, 100);
+check(formed, `every one of ${count} participants lists the ${expected} others`);
+figure('crowd-formed', wallMs() - started);
+
+function after(at, test) { return crowd.map((m) => m.events.find((e) => e.at >= at && test(e))); }
+const say = (line) => host.stdin.write(line + '\n');
+say('share https://example.com/party.webm id=party');
+await until(() => crowd.every((m) => m.events.some((e) => e.event === 'activity' && e.item === 'party')), 10000);
+say('play');
+await until(() => crowd.every((m) => m.events.some((e) => e.event === 'playing' && e.item === 'party')), 10000);
+check(crowd.every((m) => m.events.some((e) => e.event === 'playing')), 'every participant plays the shared item');
+await sleep(1500);
+
+for (const [command, test, name] of [
+  ['pause', (e) => e.event === 'paused', 'pause'],
+  ['seek 30', (e) => e.event === 'time-jumped' || (e.event === 'paused' && Math.abs(e.position - 30) < 0.01), 'seek'],
+  ['play', (e) => e.event === 'playing', 'play'],
+]) {
+  const at = wallMs();
+  say(command);
+  await until(() => after(at, test).every(Boolean), 5000);
+  const seen = after(at, test);
+  const delays = seen.filter(Boolean).map((e) => e.at - at);
+  check(delays.length === count, `${command} typed on an agent reaches all ${count} (${delays.length})`);
+  figure(`${name}-to-all-p50`, quantile(delays, 0.5));
+  figure(`${name}-to-all-p99`, quantile(delays, 0.99));
+  figure(`${name}-to-all-max`, Math.max(...delays));
+  await sleep(1500);
+}
+
+// A late participant: from its start (its socket opens) until it plays the item in place.
+const lateAt = wallMs();
+const late = join('late');
+crowd.push(late);
+await until(() => late.events.some((e) => e.event === 'playing'), 10000);
+const latePlaying = late.events.find((e) => e.event === 'playing');
+check(latePlaying, 'a late participant plays the item');
+if (latePlaying) figure('late-joiner-to-playing', latePlaying.at - lateAt);
+
+for (const m of crowd) m.p.leave();
+await sleep(500);
+for (const m of crowd) m.p.close();
+host.stdin.end(); second.stdin.end();
+await sleep(500);
+const left = host.lines.filter((l) => /^peer-left web\d+ .*reason=shutdown/.test(l)).length;
+check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
+for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
+console.log(JSON.stringify({ count, figures, failures }));
+process.exit(failures.length ? 1 : 0);
