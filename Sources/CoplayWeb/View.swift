@@ -191,30 +191,29 @@ enum EventJSON {
 @_cdecl("coplay_view") public func coplayView(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     output.removeAll(keepingCapacity: true)
     guard let participant = participant(handle) else { return 0 }
-    let instance = participant.instance
     let now = timestamp(mono, wall)
-    let status = instance.statusReport(now: now)
+    let status = participant.instance.statusReport(now: now)
     var json = JSONObject()
     json.string("name", status.name)
     json.string("id", EventJSON.hex(status.member.id.rawValue))
     json.string("session", status.sessionName)
     json.string("state", status.state.name)
     json.string("item", status.item)
-    json.string("url", instance.player.item?.url)
+    json.string("url", participant.instance.player.item?.url)
     json.string("title", status.activity?.title)
     json.number("position", status.item == nil ? nil : status.positionSeconds)
-    json.number("duration", instance.player.item?.durationSeconds)
+    json.number("duration", participant.instance.player.item?.durationSeconds)
     json.number("rate", status.rate, decimals: 4)
     json.bool("waiting", status.isWaiting)
     json.raw("suspensions", JSONObject.array(status.suspensions.map { JSONObject.quoted($0) }))
     json.number("nudgePercent", status.correction.nudge * 100, decimals: 3)
     json.number("errorMs", status.correction.sampleError.map { $0 * 1000 })
-    json.raw("peers", JSONObject.array(instance.peerInfos(now: now.monotonic).map(EventJSON.peer)))
-    let current = instance.queueCurrent
+    json.raw("peers", JSONObject.array(participant.instance.peerInfos(now: now.monotonic).map(EventJSON.peer)))
+    let current = participant.instance.queueCurrent
     json.raw(
         "queue",
         JSONObject.array(
-            instance.queueEntries.map { entry in
+            participant.instance.queueEntries.map { entry in
                 var row = JSONObject()
                 row.string("id", entry.item.id)
                 row.string("title", entry.item.title)
