@@ -174,3 +174,120 @@ import Testing
         #expect(server.served == 0)
     }
 }
+
+/// `--relay ws://…` and `coplay join`: the NATS protocol inside a WebSocket, as browsers carry it.
+@Suite struct WebSocketTests {
+    @Test func sha1MatchesFIPS180sExamples() {
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String($0, radix: 16).leftPadded(2) }.joined() }
+        #expect(hex(SHA1.hash(Array("abc".utf8))) == "a9993e364706816aba3e25717850c26c9cd0d89d")
+        #expect(hex(SHA1.hash([])) == "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        #expect(
+            hex(SHA1.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
+                == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+    }
+
+    /// RFC 6455 section 1.3's example key and accept value.
+    @Test func theAcceptValueIsRFC6455s() {
+        #expect(WebSocketFraming.accept(for: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        #expect(Base64.encode(Array("the sample nonce".utf8)) == "dGhlIHNhbXBsZSBub25jZQ==")
+        #expect(Base64.encode([0xFF]) == "/w==" && Base64.encode([0xFF, 0xEE]) == "/+4=")
+    }
+
+    static func opened() -> WebSocketFraming {
+        var framing = WebSocketFraming(nonce: Array("the sample nonce".utf8))
+        let answer =
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+        #expect(framing.received(Array(answer.utf8)) == .init())
+        #expect(framing.phase == .open)
+        return framing
+    }
+
+    /// A server's unmasked frame.
+    static func serverFrame(_ opcode: UInt8, _ payload: [UInt8], final: Bool = true) -> [UInt8] {
+        var frame: [UInt8] = [(final ? 0x80 : 0) | opcode]
+        if payload.count < 126 {
+            frame.append(UInt8(payload.count))
+        } else {
+            frame += [126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        }
+        return frame + payload
+    }
+
+    @Test func messagesArrive_whole_fragmented_orSplitAcrossReads_andPingsAreAnswered() {
+        var framing = Self.opened()
+        let info = Array("INFO {}\r\n".utf8)
+        var bytes = Self.serverFrame(2, info) + Self.serverFrame(1, Array("PI".utf8), final: false)
+        bytes += Self.serverFrame(9, [7]) + Self.serverFrame(0, Array("NG\r\n".utf8))
+        bytes += Self.serverFrame(2, [UInt8](repeating: 65, count: 300))
+        var payload: [UInt8] = [], replies: [WebSocketFraming.Control] = []
+        for byte in bytes {  // one byte at a time: every frame split across reads
+            let arrival = framing.received([byte])
+            #expect(arrival.failure == nil)
+            payload += arrival.payload
+            replies += arrival.replies
+        }
+        #expect(payload == info + Array("PING\r\n".utf8) + [UInt8](repeating: 65, count: 300))
+        #expect(replies == [.init(opcode: 0xA, payload: [7])], "a pong carrying the ping's payload")
+    }
+
+    @Test func whatTheClientSendsIsMasked() {
+        let mask: [UInt8] = [1, 2, 3, 4]
+        let frame = WebSocketFraming.binary(Array("PUB a 1\r\nx\r\n".utf8), mask: mask)
+        #expect(frame[0] == 0x82 && frame[1] == 0x80 | 12 && Array(frame[2..<6]) == mask)
+        let unmasked = frame[6...].enumerated().map { $0.element ^ mask[$0.offset & 3] }
+        #expect(unmasked == Array("PUB a 1\r\nx\r\n".utf8))
+        let long = WebSocketFraming.binary([UInt8](repeating: 0, count: 70_000), mask: mask)
+        #expect(long[1] == 0x80 | 127 && long.count == 2 + 8 + 4 + 70_000)
+    }
+
+    @Test func aServerThatBreaksTheProtocolEndsTheConnectionWithAReason() {
+        let cases: [(String, [UInt8], Bool)] = [
+            ("refused the WebSocket", Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8), false),
+            ("does not answer the key", Array("HTTP/1.1 101 OK\r\nSec-WebSocket-Accept: xyz=\r\n\r\n".utf8), false),
+            ("handshake is over 8 KiB", [UInt8](repeating: 65, count: 9000), false),
+            ("masked frame", [0x82, 0x81, 0, 0, 0, 0, 1], true),
+            ("reserved bits", [0xC2, 0x01, 1], true),
+            ("frame of", [0x82, 127, 0, 0, 0, 1, 0, 0, 0, 0], true),
+            ("continuation frame out of place", [0x80, 0x01, 1], true),
+            ("control frame", [0x09, 0x01, 1], true),
+            ("unknown opcode", [0x83, 0x00], true),
+            ("closed the WebSocket", [0x88, 0x02, 0x03, 0xE8], true),
+        ]
+        for (reason, bytes, afterHandshake) in cases {
+            var framing = afterHandshake ? Self.opened() : WebSocketFraming(nonce: [UInt8](repeating: 0, count: 16))
+            let arrival = framing.received(bytes)
+            #expect(arrival.failure?.contains(reason) == true, "\(reason): \(arrival.failure ?? "accepted")")
+            #expect(framing.phase == .closed)
+        }
+        // A message grown past the bound by continuation frames.
+        var framing = Self.opened()
+        var failure: String?
+        let chunk = [UInt8](repeating: 1, count: 60_000)
+        failure = framing.received([0x02, 126, 0xEA, 0x60] + chunk).failure
+        for _ in 0..<20 where failure == nil { failure = framing.received([0x00, 126, 0xEA, 0x60] + chunk).failure }
+        #expect(failure?.contains("a message over") == true)
+    }
+
+    @Test func joinTakesTheGroupFromTheLink_andRefusesWhatTheLinkDecides() throws {
+        let key = [UInt8](repeating: 7, count: 32)
+        let link = try Invitation.make(page: "http://h/", relay: "ws://tok@127.0.0.1:8443", session: "film", key: key).get().link
+        guard case .success(.runAgent(let configuration)) = CommandLineOptions.parse(["join", link, "--name", "sofa", "--interface", "lo"])
+        else {
+            Issue.record("join refused a good link")
+            return
+        }
+        #expect(configuration.sessionName == "film" && configuration.keys == [key] && configuration.name == "sofa")
+        #expect(configuration.relays.first?.webSocketHost == "127.0.0.1:8443")
+        #expect(configuration.relays.first?.credentials.token == "tok")
+        for arguments in [["join"], ["join", "--name", "x"], ["join", link, "--relay", "nats://h"], ["join", link, "--key-file", "k"],
+            ["join", "http://h/#relay=ws%3A%2F%2Fh%3A1&session=s"], ["join", link.replacingOccurrences(of: "ws%3A", with: "wss%3A")]]
+        {
+            if case .success = CommandLineOptions.parse(arguments) { Issue.record("accepted \(arguments)") }
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}

@@ -46,6 +46,7 @@ public enum CommandLineOptions {
                         --key-file PATH [--no-qr]
                                             print an invitation link for a browser, and its QR
                                             code
+          coplay join LINK [options]        run an agent in the group of an invitation link
           coplay ctl PATH COMMAND…          send one command to the agent whose --control socket
                                             is PATH and print its reply (JSON lines); exit 1 if
                                             the command was refused
@@ -234,6 +235,7 @@ public enum CommandLineOptions {
         }
         if remaining.first == "web" { return parseWeb(remaining.dropFirst()) }
         if remaining.first == "invite" { return parseInvite(remaining.dropFirst()) }
+        if remaining.first == "join" { return parseJoin(remaining.dropFirst()) }
         if remaining.first == "ctl" {
             remaining.removeFirst()
             return parseControl(Array(remaining))
@@ -460,17 +462,22 @@ public enum CommandLineOptions {
     /// token may be percent-encoded. The host is resolved now, to IPv4, as `--peer`'s is.
     static func parseRelay(_ text: String) throws(UsageError) -> RelayServer {
         let usage =
-            "--relay takes nats://[TOKEN@|USER:PASS@]HOST[:PORT] (e.g. nats://s3cret@relay.example.org:4222), not '\(text)'"
-        guard text.hasPrefix("nats://") else {
-            if text.hasPrefix("tls://") {
+            "--relay takes nats://[TOKEN@|USER:PASS@]HOST[:PORT] (e.g. nats://s3cret@relay.example.org:4222), or ws://… for nats-server's websocket listener, not '\(text)'"
+        let scheme: String
+        if text.hasPrefix("nats://") {
+            scheme = "nats://"
+        } else if text.hasPrefix("ws://") {
+            scheme = "ws://"
+        } else {
+            if text.hasPrefix("tls://") || text.hasPrefix("wss://") {
                 throw UsageError(
                     message:
-                        "--relay: coplay's relay does not speak TLS (every datagram is sealed with the group key); use nats://"
+                        "--relay: coplay's relay does not speak TLS (every datagram is sealed with the group key); use the server's nats:// port, or its ws:// listener"
                 )
             }
             throw UsageError(message: usage)
         }
-        var rest = Substring(text.dropFirst("nats://".count))
+        var rest = Substring(text.dropFirst(scheme.count))
         if let slash = rest.firstIndex(of: "/") {
             guard rest[slash...].allSatisfy({ $0 == "/" }) else { throw UsageError(message: usage) }
             rest = rest[..<slash]
@@ -493,7 +500,7 @@ public enum CommandLineOptions {
         guard let (host, portText) = splitHostPort(String(rest)), !host.isEmpty else {
             throw UsageError(message: usage)
         }
-        var port: UInt16 = 4222
+        var port: UInt16 = scheme == "ws://" ? 80 : 4222
         if let portText {
             guard let parsed = UInt16(portText), parsed > 0 else {
                 throw UsageError(message: "--relay port must be 1 to 65535, not '\(portText)'")
@@ -506,7 +513,9 @@ public enum CommandLineOptions {
             throw UsageError(message: "--relay \(host) is not a unicast address")
         }
         let name = address.isIPv4 ? "\(host):\(port)" : "[\(host)]:\(port)"
-        return RelayServer(endpoint: endpoint, name: name, credentials: credentials)
+        return RelayServer(
+            endpoint: endpoint, name: scheme == "ws://" ? "ws://" + name : name, credentials: credentials,
+            webSocketHost: scheme == "ws://" ? name : nil)
     }
 
     /// `%XX` escapes decoded; nil for a malformed escape or bytes that are not UTF-8.

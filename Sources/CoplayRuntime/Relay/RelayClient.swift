@@ -46,6 +46,8 @@ final class RelayClient {
     private var socket: Int32?
     /// Made when the TCP connection is up.
     private var session: NatsSession?
+    /// With a `ws://` server: the WebSocket the session's bytes travel in.
+    private var webSocket: WebSocketFraming?
     private var connectStartedAt = MonotonicInstant(nanos: 0)
     private var outbound: [UInt8] = []
     private var outboundStart = 0
@@ -158,7 +160,17 @@ final class RelayClient {
             total += count
             statistics.bytesRead += count
             guard var session = self.session else { break }
-            let outputs = session.received(readBuffer[0..<count], now: now)
+            var bytes = ArraySlice(readBuffer[0..<count])
+            if var webSocket {
+                let arrival = webSocket.received(bytes)
+                self.webSocket = webSocket
+                for reply in arrival.replies {
+                    events += writeRaw(WebSocketFraming.frame(opcode: reply.opcode, payload: reply.payload, mask: mask()), now: now)
+                }
+                if let failure = arrival.failure { return events + fail(failure, refused: false, now: now) }
+                bytes = ArraySlice(arrival.payload)
+            }
+            let outputs = session.received(bytes, now: now)
             self.session = session
             statistics.oversized = session.oversizedSkipped
             events += handle(outputs, now: now)
@@ -179,6 +191,11 @@ final class RelayClient {
             session = NatsSession(
                 credentials: servers.server.credentials, subjects: subjects, clientName: clientName, settings: settings,
                 now: now)
+            if let host = servers.server.webSocketHost {
+                let framing = WebSocketFraming(nonce: (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+                webSocket = framing
+                return writeRaw(framing.request(host: host), now: now)
+            }
             loop.setWantsWrite(socket, !outboundIsEmpty)
             return []
         }
@@ -192,6 +209,7 @@ final class RelayClient {
         Glibc.close(socket)
         self.socket = nil
         session = nil
+        webSocket = nil
     }
 
     // MARK: Connecting
@@ -211,6 +229,7 @@ final class RelayClient {
         }
         socket = fd
         session = nil
+        webSocket = nil
         oversizeSaid = false
         outbound.removeAll(keepingCapacity: true)
         outboundStart = 0
@@ -280,7 +299,20 @@ final class RelayClient {
 
     private var outboundIsEmpty: Bool { outboundStart >= outbound.count }
 
+    /// Bytes of the NATS protocol: in a WebSocket message (masked) when the server is `ws://`.
     private func write(_ bytes: [UInt8], now: MonotonicInstant) -> [Event] {
+        guard webSocket != nil else { return writeRaw(bytes, now: now) }
+        return writeRaw(WebSocketFraming.binary(bytes, mask: mask()), now: now)
+    }
+
+    /// A WebSocket frame's masking key (RFC 6455 5.3), from the client's generator: masking keeps a
+    /// page's script from choosing the bytes a proxy sees, and a native client runs no such script.
+    private func mask() -> [UInt8] {
+        let value = random.next()
+        return (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    private func writeRaw(_ bytes: [UInt8], now: MonotonicInstant) -> [Event] {
         // The handshake and the PONGs owed to the server's PINGs: a server that sends PINGs and
         // never reads the answers is cut before they fill memory.
         guard outbound.count - outboundStart + bytes.count <= settings.relay.writeBufferBytesMax else {

@@ -9,12 +9,19 @@ public struct RelayServer: Equatable, Sendable, CustomStringConvertible {
     public var credentials: NatsCommand.Credentials
     /// Given with `--relay` (announced servers come and go with the cluster).
     public var isSeed: Bool
+    /// Reached through nats-server's websocket listener (`ws://`, the browsers' way in): the
+    /// host to name in the handshake. Nil: the NATS protocol straight over TCP.
+    public var webSocketHost: String?
 
-    public init(endpoint: Endpoint, name: String, credentials: NatsCommand.Credentials, isSeed: Bool = true) {
+    public init(
+        endpoint: Endpoint, name: String, credentials: NatsCommand.Credentials, isSeed: Bool = true,
+        webSocketHost: String? = nil
+    ) {
         self.endpoint = endpoint
         self.name = name
         self.credentials = credentials
         self.isSeed = isSeed
+        self.webSocketHost = webSocketHost
     }
 
     public var description: String { name }

@@ -16,6 +16,16 @@ extension CommandLineOptions {
             """
         ),
         (
+            "join",
+            """
+            coplay join LINK [options]
+              Run an agent in the group an invitation link names (coplay invite prints one): its
+              relay (the ws:// listener, as the browsers use it), its session and its group key,
+              with any other agent option (--name, --player mpv, --interface …). A link without
+              a key, or a mangled one, is refused with what is wrong (exit status 2).
+            """
+        ),
+        (
             "invite",
             """
             coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT [--session NAME]
@@ -66,6 +76,35 @@ extension CommandLineOptions {
         }
         guard let listen else { return .failure(UsageError(message: "web needs --listen ADDRESS:PORT")) }
         return .success(.web(host: listen.0, port: listen.1, root: root ?? defaultWebRoot()))
+    }
+
+    /// `coplay join LINK [options]`: the agent the options describe, in the link's group.
+    static func parseJoin(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
+        guard let link = arguments.first, !link.hasPrefix("-") else {
+            return .failure(UsageError(message: "join needs an invitation link first (coplay invite prints one)"))
+        }
+        let options = Array(arguments.dropFirst())
+        for flag in ["--relay", "--session", "--key-file"] where options.contains(flag) {
+            return .failure(UsageError(message: "join takes \(flag) from the link; leave it out"))
+        }
+        let invitation: Invitation
+        switch Invitation.parse(link) {
+        case .success(let parsed): invitation = parsed
+        case .failure(let error): return .failure(error)
+        }
+        guard case .runAgent(var configuration) = try? parse(options).get() else {
+            return parse(options)  // its error, or --help and --version
+        }
+        do throws(UsageError) {
+            configuration.relays = [try parseRelay(invitation.relay)]
+            configuration.sessionName = try checkedName(
+                invitation.session, flag: "the link's session", bytesMax: configuration.settings.sessionNameBytesMax)
+        } catch {
+            return .failure(error)
+        }
+        configuration.keys = [invitation.key]
+        configuration.keyFile = nil
+        return .success(.runAgent(configuration))
     }
 
     static func parseInvite(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
