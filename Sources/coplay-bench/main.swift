@@ -22,6 +22,7 @@ let usage = """
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
+           coplay-bench browser [--runs N] [--crowd N] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -72,6 +73,11 @@ let usage = """
       tag         the cost of the group key: signing and verifying a datagram of 100, 400 and 1200 bytes
       startloss   coordinated starts of 3 simulated agents losing --loss PERCENT (default 30) of datagrams, 10 per
                   seed for --seeds N (default 100): press to all playing, p50/p90/p99; exit 1 if one never starts
+      browser     the browser participant (root; needs chromium, mpv, ffmpeg, nats-server, node, zbarimg): --runs N
+                  (default 3) runs of Tools/web/browser-check, a headless Chromium tab with two agents, one
+                  driving mpv: the tab's media clock and frames against mpv, pause and play both ways, Join to
+                  playing; then --crowd N (default 100; 0: none) participants of the page's shell in one node
+                  with two agents (Tools/web/crowd.mjs): pause and seek to all, a late joiner; and the module's size
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -188,6 +194,28 @@ if kind == "queue" {
     }
     do {
         try Benchmarks.queue(options, trials: options.rounds)
+        exit(0)
+    } catch {
+        print("bench failed: \(error)")
+        exit(1)
+    }
+}
+if kind == "browser" {
+    let ownPath =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
+    var runs = 3, crowd = 100
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "3")[0]
+        case "--crowd": crowd = numbers(value, in: 0...400, "--crowd takes a count", "100")[0]
+        case "--coplay": coplay = value
+        default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --coplay)")
+        }
+    }
+    do {
+        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd)
         exit(0)
     } catch {
         print("bench failed: \(error)")

@@ -40,6 +40,9 @@ async function until(test, ms, step = 20) {
 }
 function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
 const figures = {};
+const rounds = Number(process.env.BROWSER_ROUNDS ?? 3);
+// Every latency measured, for the benchmark to pool across runs.
+const samples = { pauseMpvToTab: [], playMpvToTab: [], pauseTabToMpv: [], playTabToMpv: [], media: [], frames: [] };
 function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${typeof value === 'number' ? value.toFixed(2) : value} ${unit}`); }
 
 // MARK: The material and the servers
@@ -159,8 +162,10 @@ try {
     if (typeof m.data === 'number') frames.push((f.media - (m.data - (m.mid - f.shown) / 1000 * f.r)) * 1000);
     await sleep(60);
   }
+  samples.frames.push(...frames);
   figure('frames-shown-tab-mpv-p50', quantile(frames.map(Math.abs), 0.5));
   figure('frames-shown-tab-mpv-p95', quantile(frames.map(Math.abs), 0.95));
+  samples.media.push(...media);
   const absolute = media.map(Math.abs);
   figure('media-offset-tab-mpv-p50', quantile(absolute, 0.5));
   figure('media-offset-tab-mpv-p99', quantile(absolute, 0.99));
@@ -168,12 +173,12 @@ try {
   check(media.length >= 40 && quantile(absolute, 0.5) < 40, 'the tab plays within 40 ms of mpv (p50)');
 
   // A pause pressed in mpv: the tab's element pauses.
-  const tracePauses = async () => (await page.evaluate('coplayPlayer.trace')).filter(t => t.type === 'pause');
-  let before = (await tracePauses()).length;
+  const trace = async (type) => (await page.evaluate('coplayPlayer.trace')).filter(t => t.type === type);
+  let before = (await trace('pause')).length;
   const mpvPause = await mpvCommand('set_property', 'pause', true);
-  const tabPaused = await until(async () => (await tracePauses()).slice(before)[0], 5000);
+  const tabPaused = await until(async () => (await trace('pause')).slice(before)[0], 5000);
   check(tabPaused, 'a pause pressed in mpv pauses the tab');
-  if (tabPaused) figure('pause-mpv-to-tab', tabPaused.atMs - mpvPause.sent);
+  if (tabPaused) samples.pauseMpvToTab.push(tabPaused.atMs - mpvPause.sent);
   await sleep(1000);
 
   // A seek in the tab (its +10 s button) moves mpv; its Play plays mpv; its Pause pauses mpv.
@@ -186,19 +191,42 @@ try {
   if (sought) figure('seek-tab-to-mpv', sought.at - clickedSeek);
   await sleep(800);
   const pauseEvents = () => mpvEvents.filter(e => e.event === 'property-change' && e.name === 'pause');
-  let count = pauseEvents().length;
-  const clickedPlay = await page.click('#play');
-  const mpvPlays = await until(() => pauseEvents().slice(count).find(e => e.data === false), 5000);
-  check(mpvPlays, 'Play in the tab plays mpv');
-  if (mpvPlays) figure('play-tab-to-mpv', mpvPlays.at - clickedPlay);
-  await sleep(2500);
-  const afterResume = await offsets(page, 20);
-  figure('media-offset-after-seek-p50', quantile(afterResume.map(Math.abs), 0.5));
-  count = pauseEvents().length;
-  const clickedPause = await page.click('#play');
-  const mpvPauses = await until(() => pauseEvents().slice(count).find(e => e.data === true), 5000);
-  check(mpvPauses, 'Pause in the tab pauses mpv');
-  if (mpvPauses) figure('pause-tab-to-mpv', mpvPauses.at - clickedPause);
+  // Rounds of: Play in the tab -> mpv plays; Pause in the tab -> mpv pauses; play in mpv -> the
+  // tab plays; pause in mpv -> the tab pauses.
+  for (let round = 0; round < rounds; round++) {
+    let count = pauseEvents().length;
+    const clickedPlay = await page.click('#play');
+    const mpvPlays = await until(() => pauseEvents().slice(count).find(e => e.data === false), 5000);
+    check(mpvPlays, `Play in the tab plays mpv (round ${round + 1})`);
+    if (mpvPlays) samples.playTabToMpv.push(mpvPlays.at - clickedPlay);
+    await sleep(1500);
+    if (round === 0) {
+      const afterResume = await offsets(page, 20);
+      figure('media-offset-after-seek-p50', quantile(afterResume.map(Math.abs), 0.5));
+    }
+    count = pauseEvents().length;
+    const clickedPause = await page.click('#play');
+    const mpvPauses = await until(() => pauseEvents().slice(count).find(e => e.data === true), 5000);
+    check(mpvPauses, `Pause in the tab pauses mpv (round ${round + 1})`);
+    if (mpvPauses) samples.pauseTabToMpv.push(mpvPauses.at - clickedPause);
+    await sleep(600);
+    before = (await trace('playing')).length;
+    const mpvPlay = await mpvCommand('set_property', 'pause', false);
+    const tabPlays = await until(async () => (await trace('playing')).slice(before)[0], 5000);
+    check(tabPlays, `play pressed in mpv plays the tab (round ${round + 1})`);
+    if (tabPlays) samples.playMpvToTab.push(tabPlays.atMs - mpvPlay.sent);
+    await sleep(1500);
+    before = (await trace('pause')).length;
+    const pressed = await mpvCommand('set_property', 'pause', true);
+    const paused = await until(async () => (await trace('pause')).slice(before)[0], 5000);
+    check(paused, `a pause pressed in mpv pauses the tab (round ${round + 1})`);
+    if (paused) samples.pauseMpvToTab.push(paused.atMs - pressed.sent);
+    await sleep(600);
+  }
+  for (const [name, values] of Object.entries(samples)) if (values.length && name !== 'media' && name !== 'frames') {
+    figure(`${name}-p50`, quantile(values, 0.5));
+    figure(`${name}-max`, Math.max(...values));
+  }
 
   // Playing again, a second tab joins mid-item and starts in place.
   say(deck, 'play');
@@ -236,7 +264,7 @@ try {
   if (!failures.length) browser.close();
   for (const child of children) { try { child.kill('SIGTERM'); } catch { /* gone */ } }
 }
-console.log(JSON.stringify({ figures, failures }));
+console.log(JSON.stringify({ figures, samples, failures }));
 if (failures.length) {
   for (const c of children) if (c.errors) console.error(`--- ${c.name} stderr\n${c.errors.slice(-3000)}`);
   console.error('--- deck\n' + deck.lines.slice(-60).join('\n'));

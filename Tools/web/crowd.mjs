@@ -1,18 +1,20 @@
 // A watch party: N browser participants (the page's own shell module, participant.mjs, each
-// with its own WebSocket to nats-server) in one Node process, with two native agents, all
-// through one nats-server on loopback. Each participant drives a model of the page's player (a
+// with its own WebSocket to nats-server) in one Node process, spread over THREADS worker threads
+// (Tools/web/crowd-thread.mjs; default 2, this machine's cores: each browser has a CPU of its
+// own), with two native agents, all through one nats-server on loopback. Each participant drives a model of the page's player (a
 // load or a seek is ready 20 ms later). Measured: the time until every participant has its
 // members, then a pause typed on a native agent until each participant's core reports it
 // paused, the same for a seek, and a late participant from its start until it plays in place.
 // Prints the figures and a summary (JSON) last; exits 1 if a participant missed a command.
 //
-//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N]
+//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS]
 import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Core, Participant, parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
+import { Worker } from 'node:worker_threads';
+import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const [coplay, wasm, work, countText = '100'] = process.argv.slice(2);
-const count = Number(countText);
+const [coplay, wasm, work, countText = '100', threadsText = '2'] = process.argv.slice(2);
+const count = Number(countText), threads = Math.max(1, Number(threadsText));
 const base = 45000 + (process.pid % 2000) * 2;
 const nats = base, websocket = base + 1, group = base + 6000, token = 'crowd';
 const wallMs = () => performance.timeOrigin + performance.now();
@@ -46,27 +48,23 @@ function agent(name) {
 }
 const host = agent('host'), second = agent('second');
 
-const core = await Core.load(readFileSync(wasm));
-const crowd = [];
-function join(name) {
-  const member = { name, events: [] };
-  const player = (command) => {
-    if (command.op === 'load' || command.op === 'prepare') {
-      setTimeout(() => member.p.report('ready', { position: command.position }), 20);
-    }
-  };
-  member.p = new Participant(core, {
-    relay: `ws://${token}@127.0.0.1:${websocket}`, session: 'crowd', key, name,
-    onEvent: (e) => member.events.push({ ...e, at: wallMs() }),
-    onPlayer: player,
-  });
-  member.p.connect();
-  return member;
-}
+const crowd = [], byName = new Map(), workers = [];
+const relay = `ws://${token}@127.0.0.1:${websocket}`;
+function member(name) { const m = { name, events: [], peers: 0 }; crowd.push(m); byName.set(name, m); return m; }
 const started = wallMs();
-for (let i = 0; i < count; i++) { crowd.push(join(`web${i}`)); if (i % 10 === 9) await sleep(50); }
+for (let t = 0; t < threads; t++) {
+  const names = [];
+  for (let i = t; i < count; i += threads) names.push(`web${i}`);
+  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relay, key } });
+  worker.on('message', (m) => {
+    if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
+    else byName.get(m.name)?.events.push(m.event);
+  });
+  workers.push(worker);
+}
+for (let i = 0; i < count; i++) member(`web${i}`);
 const expected = count + 1;  // the others of the crowd and the two agents, less itself
-const formed = await until(() => crowd.every((m) => m.p.peerCount >= expected), 60000, 100);
+const formed = await until(() => crowd.every((m) => m.peers >= expected), 60000, 100);
 check(formed, `every one of ${count} participants lists the ${expected} others`);
 figure('crowd-formed', wallMs() - started);
 
@@ -98,16 +96,15 @@ for (const [command, test, name] of [
 
 // A late participant: from its start (its socket opens) until it plays the item in place.
 const lateAt = wallMs();
-const late = join('late');
-crowd.push(late);
+const late = member('late');
+workers[0].postMessage({ join: 'late' });
 await until(() => late.events.some((e) => e.event === 'playing'), 10000);
 const latePlaying = late.events.find((e) => e.event === 'playing');
 check(latePlaying, 'a late participant plays the item');
 if (latePlaying) figure('late-joiner-to-playing', latePlaying.at - lateAt);
 
-for (const m of crowd) m.p.leave();
-await sleep(500);
-for (const m of crowd) m.p.close();
+for (const worker of workers) worker.postMessage({ leave: true });
+await sleep(1000);
 host.stdin.end(); second.stdin.end();
 await sleep(500);
 const left = host.lines.filter((l) => /^peer-left web\d+ .*reason=shutdown/.test(l)).length;

@@ -80,7 +80,9 @@ public enum CommandLineOptions {
                                     (up to \(relaysGivenMax)): the servers of one cluster, tried in turn,
                                     with the ones the cluster announces. Needs --key-file: on
                                     the relay every datagram is sealed (ChaCha20-Poly1305)
-                                    and its subject derived from the key and the session
+                                    and its subject derived from the key and the session.
+                                    ws://[TOKEN@]HOST:PORT: through the server's websocket
+                                    listener, as the browsers reach it
           --json                    one JSON object per output line, with an "event" field
           --control PATH            also take commands on the Unix socket PATH (coplay ctl);
                                     end of standard input then no longer ends the agent: it

@@ -1,0 +1,35 @@
+// One worker thread of Tools/web/crowd.mjs: its share of the crowd, each participant (the page's
+// shell module) with a model of the page's player (a load or a seek is ready 20 ms later). It
+// sends the main thread the events the measurements need, with their instants, and each
+// participant's peer count every 100 ms.
+import { readFileSync } from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
+import { Core, Participant } from '../../Sources/CoplayWeb/Page/participant.mjs';
+
+const { wasm, names, relay, key } = workerData;
+const core = await Core.load(readFileSync(wasm));
+const participants = new Map();
+const measured = new Set(['activity', 'playing', 'paused', 'time-jumped']);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function join(name) {
+  const p = new Participant(core, {
+    relay, session: 'crowd', key, name,
+    onEvent: (e) => {
+      if (measured.has(e.event)) {
+        parentPort.postMessage({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });
+      }
+    },
+    onPlayer: (c) => { if (c.op === 'load' || c.op === 'prepare') setTimeout(() => p.report('ready', { position: c.position }), 20); },
+  });
+  p.connect();
+  participants.set(name, p);
+}
+parentPort.on('message', (m) => {
+  if (m.join) join(m.join);
+  if (m.leave) {
+    for (const p of participants.values()) p.leave();
+    setTimeout(() => { for (const p of participants.values()) p.close(); process.exit(0); }, 500);
+  }
+});
+setInterval(() => parentPort.postMessage({ counts: [...participants].map(([name, p]) => [name, p.peerCount]) }), 100);
+for (let i = 0; i < names.length; i++) { join(names[i]); if (i % 10 === 9) await sleep(50); }
