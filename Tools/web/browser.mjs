@@ -244,6 +244,29 @@ try {
     check(lateOffsets.length > 10 && quantile(lateOffsets.map(Math.abs), 0.5) < 60, 'the late tab starts in place (p50 within 60 ms of mpv)');
   }
 
+  // A frozen page (bfcache, a phone's tab in the background): the late tab and its worker are
+  // frozen 8 s (agents count it gone), then resumed: it reconnects, and must play in sync with
+  // mpv again within 2 s.
+  if (latePlaying) {
+    await late.send('Page.setWebLifecycleState', { state: 'frozen' });
+    await sleep(8000);
+    const resumed = wallMs();
+    await late.send('Page.setWebLifecycleState', { state: 'active' });
+    let inSync = 0, backAt = null;
+    while (wallMs() - resumed < 6000 && inSync < 3) {
+      const [offset] = await offsets(late, 1);
+      if (offset !== undefined && Math.abs(offset) < 20) { inSync++; backAt ??= wallMs(); } else { inSync = 0; backAt = null; }
+    }
+    check(inSync >= 3, 'a tab frozen for 8 s plays in sync with mpv again after it resumes');
+    if (inSync < 3) {
+      console.log('frozen tab: ' + JSON.stringify(await late.evaluate('(() => { const v = document.getElementById("video"); return { t: v.currentTime, paused: v.paused, seeking: v.seeking, ready: v.readyState, network: v.networkState, buffered: [...Array(v.buffered.length).keys()].map(i => [v.buffered.start(i), v.buffered.end(i)]), error: v.error && v.error.message }; })()')));
+      console.log('web server: ' + webServer.lines.slice(-8).join(' | '));
+    }
+    if (backAt) figure('frozen-8s-resumed-to-in-sync', backAt - resumed);
+    const seen = await until(() => late.evaluate('view && view.peers.filter(p => !p.suspected).length >= 3'), 5000);
+    check(seen, 'the resumed tab lists the others again');
+  }
+
   // The queue: an entry added on the sofa; next from the deck moves the tabs to it.
   say(sofa, `queue add http://127.0.0.1:${web}/second.webm id=second title=Second`);
   await sleep(1000);

@@ -124,6 +124,26 @@ function seekTo(position) {
   player.gated = true;
   if (video.readyState < 1) { player.pendingPosition = Math.max(0, position); return; }
   video.currentTime = Math.max(0, position);
+  // A page's media pipeline suspended by the browser (a page frozen, then resumed) may never
+  // finish a seek (Chromium: readyState stays 1 with the whole file buffered). A seek not done
+  // in 2 s reloads the media at its position.
+  clearTimeout(player.seekWatchdog);
+  const target = Math.max(0, position);
+  player.seekWatchdog = setTimeout(() => { if (player.seeking && video.seeking) reloadMedia(target); }, 2000);
+}
+
+/// The media loaded anew, at `position` when paused, or where the group will be once it has
+/// loaded when playing: a pipeline the browser suspended starts afresh.
+function reloadMedia(position) {
+  if (!player.url) return;
+  player.reloads = (player.reloads ?? 0) + 1;
+  player.seeking = true;
+  player.gated = true;
+  player.startAfterSeek = player.intended === 'playing';
+  player.pendingPosition = player.intended === 'playing' && player.lastPlay
+    ? expectedPosition(wallMs()) + (player.seekMs + player.startLagMs) / 1000 * player.lastPlay.rate
+    : position;
+  video.src = player.url;
 }
 video.addEventListener('loadedmetadata', () => {
   if (player.pendingPosition == null) return;
@@ -262,10 +282,21 @@ video.addEventListener('waiting', () => {
 video.addEventListener('pause', () => {
   if (player.ownPause) { player.ownPause = false; return; }
   if (player.intended !== 'playing' || video.ended) return;
-  // Not ours and not the person's (they click the page's buttons): the browser paused it. This
-  // participant stalls; the group plays on.
+  // Not ours and not the person's (they click the page's buttons): the browser paused it (a
+  // frozen or hidden page, another page's audio). This participant stalls; the group plays on.
+  // It tries to play again while the page is shown; once it plays, the core brings it back to
+  // the group's time.
   if (!player.stalled) { player.stalled = true; report('stalled', { position: video.currentTime }); }
+  retryPlay();
 });
+function retryPlay() {
+  clearTimeout(player.retryTimer);
+  player.retryTimer = setTimeout(() => {
+    if (player.intended !== 'playing' || !video.paused) return;
+    if (document.visibilityState === 'visible') startElement();
+    retryPlay();
+  }, 1000);
+}
 video.addEventListener('ended', () => report('ended', { position: video.currentTime }));
 video.addEventListener('error', () => {
   const text = video.error?.message || `media error ${video.error?.code ?? ''}`;
@@ -274,11 +305,11 @@ video.addEventListener('error', () => {
 
 // The page comes back: a hidden video the browser paused plays again (it is still stalled for
 // the core until the element plays); a frozen or restored page reconnects at once.
-document.addEventListener('visibilitychange', () => {
-  if (document.visibilityState === 'visible' && player.intended === 'playing' && video.paused) startElement();
-});
-document.addEventListener('resume', () => send({ type: 'resume' }));
-window.addEventListener('pageshow', (e) => { if (e.persisted) send({ type: 'resume' }); });
+function playIfPaused() { if (player.intended === 'playing' && video.paused && !player.startAfterSeek) startElement(); }
+document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') playIfPaused(); });
+// A frozen page's media pipeline does not come back whole (seeks never finish): it is reloaded.
+document.addEventListener('resume', () => { send({ type: 'resume' }); if (player.item) reloadMedia(video.currentTime); });
+window.addEventListener('pageshow', (e) => { if (e.persisted) { send({ type: 'resume' }); playIfPaused(); } });
 window.addEventListener('pagehide', (e) => { if (!e.persisted) send({ type: 'leave' }); });
 
 // MARK: The person's controls: each is a group command
