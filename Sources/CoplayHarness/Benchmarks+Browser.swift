@@ -20,10 +20,18 @@ extension Benchmarks {
                 root + "/Tools/web/browser-check", [coplay, web, root + "/.build/artifacts"])
             guard let summary = output.split(separator: "\n").last(where: { $0.hasPrefix("{\"figures\"") }),
                 let object = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any]
-            else { throw BenchError(description: "browser-check run \(run) printed no summary: \(output.suffix(2000))") }
-            guard status == 0 else { throw BenchError(description: "browser-check run \(run) failed: \(output.suffix(3000))") }
-            for (name, values) in object["samples"] as? [String: [Double]] ?? [:] { pooled[name, default: []] += values }
-            for (name, value) in object["figures"] as? [String: Double] ?? [:] { single[name, default: []].append(value) }
+            else {
+                throw BenchError(description: "browser-check run \(run) printed no summary: \(output.suffix(2000))")
+            }
+            guard status == 0 else {
+                throw BenchError(description: "browser-check run \(run) failed: \(output.suffix(3000))")
+            }
+            for (name, values) in object["samples"] as? [String: [Double]] ?? [:] {
+                pooled[name, default: []] += values
+            }
+            for (name, value) in object["figures"] as? [String: Double] ?? [:] {
+                single[name, default: []].append(value)
+            }
             print("browser: run \(run) of \(runs) done")
         }
         func q(_ values: [Double], _ p: Double) -> Double {
@@ -31,12 +39,17 @@ extension Benchmarks {
             return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(p * Double(sorted.count)))]
         }
         func ms(_ value: Double) -> String { String(format: "%.1f ms", value) }
-        let media = (pooled["media"] ?? []).map(abs), frames = (pooled["frames"] ?? []).map(abs)
+        let media = (pooled["media"] ?? []).map(abs)
+        let frames = (pooled["frames"] ?? []).map(abs)
         var rows: [(String, String, String)] = [
-            ("media clock: the tab's currentTime against mpv's audio-pts", "p50 ≤ 3 ms, p99 ≤ 10 ms",
-                "p50 \(ms(q(media, 0.5))), p99 \(ms(q(media, 0.99))) (\(media.count) samples)"),
-            ("frames shown (requestVideoFrameCallback) against mpv", "p95 ≤ 17 ms",
-                "p50 \(ms(q(frames, 0.5))), p95 \(ms(q(frames, 0.95))) (\(frames.count) frames)"),
+            (
+                "media clock: the tab's currentTime against mpv's audio-pts", "p50 ≤ 3 ms, p99 ≤ 10 ms",
+                "p50 \(ms(q(media, 0.5))), p99 \(ms(q(media, 0.99))) (\(media.count) samples)"
+            ),
+            (
+                "frames shown (requestVideoFrameCallback) against mpv", "p95 ≤ 17 ms",
+                "p50 \(ms(q(frames, 0.5))), p95 \(ms(q(frames, 0.95))) (\(frames.count) frames)"
+            ),
         ]
         for (name, label) in [
             ("pauseMpvToTab", "pause pressed in mpv → tab paused"), ("pauseTabToMpv", "pause in the tab → mpv paused"),
@@ -44,8 +57,10 @@ extension Benchmarks {
         ] {
             let values = pooled[name] ?? []
             rows.append(
-                (label, name.hasPrefix("pause") ? "p50 ≤ 15 ms, p99 ≤ 40 ms" : "-",
-                    "p50 \(ms(q(values, 0.5))), p99 \(ms(q(values, 0.99))), max \(ms(values.max() ?? .nan)) (\(values.count))"))
+                (
+                    label, name.hasPrefix("pause") ? "p50 ≤ 15 ms, p99 ≤ 40 ms" : "-",
+                    "p50 \(ms(q(values, 0.5))), p99 \(ms(q(values, 0.99))), max \(ms(values.max() ?? .nan)) (\(values.count))"
+                ))
         }
         for (name, label, target) in [
             ("join-to-members-synced", "Join clicked → every member listed, clocks measured", "-"),
@@ -63,29 +78,41 @@ extension Benchmarks {
             let node = Locations.onPath("node") ?? "/usr/bin/node"
             let (status, output) = try Locations.run(
                 node,
-                ["--experimental-websocket", "--no-warnings", root + "/Tools/web/crowd.mjs", coplay, web + "/coplay.wasm", work, "\(crowd)"])
+                [
+                    "--experimental-websocket", "--no-warnings", root + "/Tools/web/crowd.mjs", coplay,
+                    web + "/coplay.wasm", work, "\(crowd)",
+                ])
             guard status == 0, let summary = output.split(separator: "\n").last,
                 let object = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any],
                 let figures = object["figures"] as? [String: Double]
             else { throw BenchError(description: "crowd.mjs failed: \(output.suffix(2000))") }
             rows.append(
-                ("the crowd (\(crowd)): pause typed on an agent → every participant paused", "p99 ≤ 100 ms; 0 lost",
-                    "p50 \(ms(figures["pause-to-all-p50"] ?? .nan)), p99 \(ms(figures["pause-to-all-p99"] ?? .nan)); 0 lost"))
+                (
+                    "the crowd (\(crowd)): pause typed on an agent → every participant paused", "p99 ≤ 100 ms; 0 lost",
+                    "p50 \(ms(figures["pause-to-all-p50"] ?? .nan)), p99 \(ms(figures["pause-to-all-p99"] ?? .nan)); 0 lost"
+                ))
             rows.append(
-                ("the crowd: seek → every participant", "-",
-                    "p50 \(ms(figures["seek-to-all-p50"] ?? .nan)), p99 \(ms(figures["seek-to-all-p99"] ?? .nan))"))
-            rows.append(("the crowd: a late participant playing", "≤ 1 s", ms(figures["late-joiner-to-playing"] ?? .nan)))
+                (
+                    "the crowd: seek → every participant", "-",
+                    "p50 \(ms(figures["seek-to-all-p50"] ?? .nan)), p99 \(ms(figures["seek-to-all-p99"] ?? .nan))"
+                ))
+            rows.append(
+                ("the crowd: a late participant playing", "≤ 1 s", ms(figures["late-joiner-to-playing"] ?? .nan)))
             rows.append(("the crowd: formed (all list all)", "-", ms(figures["crowd-formed"] ?? .nan)))
         }
         let wasm = try Data(contentsOf: URL(fileURLWithPath: web + "/coplay.wasm"))
         let (_, gzipped) = try Locations.run("/bin/sh", ["-c", "gzip -9 -c '\(web)/coplay.wasm' | wc -c"])
         rows.append(
-            ("coplay.wasm", "≤ 1 MB, ≤ 350 KB gzip",
-                "\(wasm.count) bytes, \(gzipped.trimmingCharacters(in: .whitespacesAndNewlines)) gzipped"))
+            (
+                "coplay.wasm", "≤ 1 MB, ≤ 350 KB gzip",
+                "\(wasm.count) bytes, \(gzipped.trimmingCharacters(in: .whitespacesAndNewlines)) gzipped"
+            ))
         print("\nbrowser: \(runs) run(s) of Tools/web/browser-check, loopback inside a namespace, through nats-server")
         let width = rows.map { $0.0.count }.max() ?? 40
         for (label, target, figure) in rows {
-            print(label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + figure + (target == "-" ? "" : "  [target \(target)]"))
+            print(
+                label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + figure
+                    + (target == "-" ? "" : "  [target \(target)]"))
         }
     }
 

@@ -70,7 +70,7 @@ public struct HostileFuzz: Sendable {
                 break
             }
         }
-        outcome.datagramsDropped = instance.counters.dropsTotal
+        outcome.datagramsDropped = Int(instance.counters.dropsTotal)
         return outcome
     }
 

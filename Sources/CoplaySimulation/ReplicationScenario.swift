@@ -88,9 +88,9 @@ public struct ReplicationScenario: Sendable {
         }
         for index in live {
             guard let instance = simulation.nodes[index].instance else { continue }
-            outcome.statesAdopted +=
+            outcome.statesAdopted += Int(
                 instance.statusReport(now: simulation.nodes[index].clock.timestamp(atTrue: simulation.nowNanos))
-                .counters.statesAdopted
+                    .counters.statesAdopted)
             if !instance.log.hasDeliveredTheSame(as: reference.log) {
                 outcome.failures.append(
                     "node\(index) holds \(instance.log.delivered), node\(first) \(reference.log.delivered)")

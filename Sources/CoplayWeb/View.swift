@@ -14,8 +14,7 @@ struct JSONObject {
     }
     mutating func string(_ name: String, _ value: String?) {
         key(name)
-        guard let value else { return text += "null" }
-        text += JSONObject.quoted(value)
+        text += value.map(JSONObject.quoted) ?? "null"
     }
     mutating func int(_ name: String, _ value: Int64) {
         key(name)
@@ -114,23 +113,37 @@ enum EventJSON {
         case .session(let report):
             name("session")
             json.string("state", report.state.name)
-        case .peerJoined(let info): name("peer-joined"); json.raw("peer", peer(info))
+        case .peerJoined(let info):
+            name("peer-joined")
+            json.raw("peer", peer(info))
         case .peerLeft(let info, let reason):
             name("peer-left")
             json.raw("peer", peer(info))
             json.string("reason", reason.rawValue)
-        case .peerUnresponsive(let info): name("peer-unresponsive"); json.raw("peer", peer(info))
-        case .peerResponsive(let info): name("peer-responsive"); json.raw("peer", peer(info))
-        case .peerChanged(let info): name("peer-changed"); json.raw("peer", peer(info))
-        case .clockSynced(let info): name("clock-synced"); json.raw("peer", peer(info))
-        case .commandError(let error): name("error"); json.string("message", error.message)
+        case .peerUnresponsive(let info):
+            name("peer-unresponsive")
+            json.raw("peer", peer(info))
+        case .peerResponsive(let info):
+            name("peer-responsive")
+            json.raw("peer", peer(info))
+        case .peerChanged(let info):
+            name("peer-changed")
+            json.raw("peer", peer(info))
+        case .clockSynced(let info):
+            name("clock-synced")
+            json.raw("peer", peer(info))
+        case .commandError(let error):
+            name("error")
+            json.string("message", error.message)
         case .activityChanged(let activity, let by):
             name("activity")
             json.string("item", activity.itemID)
             json.string("url", activity.url)
             json.string("title", activity.title)
             originator(&json, by)
-        case .activityUnchanged(let activity): name("activity-unchanged"); json.string("item", activity.itemID)
+        case .activityUnchanged(let activity):
+            name("activity-unchanged")
+            json.string("item", activity.itemID)
         case .itemChanged(let report):
             name("item")
             json.string("item", report.item.id)
@@ -140,12 +153,24 @@ enum EventJSON {
             name("item-unloaded")
             json.string("item", item)
             json.string("reason", reason)
-        case .playerError(let text): name("player-error"); json.string("message", text)
-        case .waiting(let report): name("waiting"); playback(&json, report)
-        case .playing(let report): name("playing"); playback(&json, report)
-        case .paused(let report): name("paused"); playback(&json, report)
-        case .timeJumped(let report): name("time-jumped"); playback(&json, report)
-        case .rateChanged(let report): name("rate-changed"); playback(&json, report)
+        case .playerError(let text):
+            name("player-error")
+            json.string("message", text)
+        case .waiting(let report):
+            name("waiting")
+            playback(&json, report)
+        case .playing(let report):
+            name("playing")
+            playback(&json, report)
+        case .paused(let report):
+            name("paused")
+            playback(&json, report)
+        case .timeJumped(let report):
+            name("time-jumped")
+            playback(&json, report)
+        case .rateChanged(let report):
+            name("rate-changed")
+            playback(&json, report)
         case .commandIgnored(let ignored):
             name("command-ignored")
             json.string("item", ignored.commandItem)
@@ -180,7 +205,9 @@ enum EventJSON {
             name("proposal")
             json.string("item", report.item)
             json.number("position", report.position)
-        case .peers(let infos): name("peers"); json.raw("peers", JSONObject.array(infos.map(peer)))
+        case .peers(let infos):
+            name("peers")
+            json.raw("peers", JSONObject.array(infos.map(peer)))
         case .help, .status, .queue, .messageSent: name("answer")
         }
         return json.closed

@@ -204,7 +204,8 @@ if kind == "browser" {
     let ownPath =
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
-    var runs = 3, crowd = 100
+    var runs = 3
+    var crowd = 100
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {

@@ -79,7 +79,9 @@ import Testing
         #expect(tonight.state.isJoined, "yesterday's end ends nothing")
         #expect(tonight.peers.isEmpty, "no ghost of yesterday's bob")
         let replies = recorded.filter { (try? WireFormat.decode($0))?.payload.type == .probeReply }.count
-        #expect(tonight.counters.drops[.stale] == recorded.count - replies, "every recorded datagram refused as stale")
+        #expect(
+            tonight.counters.drops[.stale] == Int64(recorded.count - replies),
+            "every recorded datagram refused as stale")
         #expect(
             tonight.counters.dropsTotal == recorded.count,
             "and probe replies, which answer no probe of hers, too: \(tonight.counters.drops)")
@@ -96,7 +98,7 @@ import Testing
             _ = late.onDatagram(bytes, from: bobEndpoint, receivedAt: at(6000), now: at(6000), viaGroup: true)
         }
         let replies = recorded.filter { (try? WireFormat.decode($0))?.payload.type == .probeReply }.count
-        #expect(late.peers.isEmpty && late.counters.drops[.stale] == recorded.count - replies)
+        #expect(late.peers.isEmpty && late.counters.drops[.stale] == Int64(recorded.count - replies))
         // The window's edge: within it, a newcomer takes the same hellos (bob may well be there).
         var early = keyed(carolID, "carol", at: at(window.seconds * 1000 - 100))
         for bytes in recorded {

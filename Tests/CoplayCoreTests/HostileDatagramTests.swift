@@ -40,7 +40,7 @@ import Testing
             _ = alice.onDatagram(
                 bytes(payload, from: bob), from: bobEndpoint, receivedAt: at(3), now: at(3), viaGroup: true)
         }
-        #expect(alice.counters.drops[.malformedPayload] == hostile.count)
+        #expect(alice.counters.drops[.malformedPayload] == Int64(hostile.count))
         _ = alice.onTick(now: at(500))
         #expect(alice.state.isJoined && alice.peers[bobID] != nil, "still running, still knows bob")
     }

@@ -12,16 +12,22 @@ import Testing
 
     @Test func anInvitationRoundTrips_andItsFragmentCarriesEverything() throws {
         let invitation = try Invitation.make(
-            page: "http://192.168.1.20:8080/#old", relay: "ws://tok en@192.168.1.20:8443", session: "film night", key: Self.key
+            page: "http://192.168.1.20:8080/#old", relay: "ws://tok en@192.168.1.20:8443", session: "film night",
+            key: Self.key
         ).get()
         let link = invitation.link
-        #expect(link.hasPrefix("http://192.168.1.20:8080/#relay=ws%3A%2F%2Ftok%20en%40192.168.1.20%3A8443&session=film%20night&key=000102"))
+        #expect(
+            link.hasPrefix(
+                "http://192.168.1.20:8080/#relay=ws%3A%2F%2Ftok%20en%40192.168.1.20%3A8443&session=film%20night&key=000102"
+            ))
         #expect(!link.contains("#old"), "a fragment already on the page's address is replaced")
         #expect(try Invitation.parse(link).get() == invitation)
     }
 
     @Test func aLinkWithoutAKey_orAMangledOne_isRefusedWithWhatIsWrong() {
-        let good = (try? Invitation.make(page: "https://w.example/", relay: "wss://r.example:443", session: "s", key: Self.key).get())!.link
+        let good =
+            (try? Invitation.make(page: "https://w.example/", relay: "wss://r.example:443", session: "s", key: Self.key)
+            .get())!.link
         let cases: [(String, String)] = [
             ("https://w.example/", "carries no invitation"),
             (good.replacingOccurrences(of: #"&key=[0-9a-f]+"#, with: "", options: .regularExpression), "no group key"),
@@ -47,7 +53,9 @@ import Testing
             ["--page", "http://h/", "--key-file", "/dev/null"],
         ]
         for arguments in refusals {
-            if case .success = CommandLineOptions.parse(["invite"] + arguments) { Issue.record("accepted \(arguments)") }
+            if case .success = CommandLineOptions.parse(["invite"] + arguments) {
+                Issue.record("accepted \(arguments)")
+            }
         }
     }
 
@@ -56,7 +64,9 @@ import Testing
     /// ISO/IEC 18004's worked example (Annex I): "01234567" at 1-M. Its data codewords and the
     /// ten error correction codewords the standard gives for them.
     @Test func reedSolomonMatchesTheStandardsExample() {
-        let data: [UInt8] = [0x10, 0x20, 0x0C, 0x56, 0x61, 0x80, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11]
+        let data: [UInt8] = [
+            0x10, 0x20, 0x0C, 0x56, 0x61, 0x80, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11, 0xEC, 0x11,
+        ]
         let ecc = QRCode.remainder(data, QRCode.divisor(degree: 10))
         #expect(ecc == [0xA5, 0x24, 0xD4, 0xC1, 0xED, 0x36, 0xC7, 0x87, 0x2C, 0x55])
     }
@@ -68,7 +78,9 @@ import Testing
             #expect(code.version == version, "\(count) bytes")
             #expect(code.size == 4 * version + 17)
         }
-        #expect(throws: QRCode.Failure.tooLong(bytes: 2332, max: 2331)) { try QRCode(bytes: [UInt8](repeating: 0, count: 2332)) }
+        #expect(throws: QRCode.Failure.tooLong(bytes: 2332, max: 2331)) {
+            try QRCode(bytes: [UInt8](repeating: 0, count: 2332))
+        }
     }
 
     /// The terminal drawing, turned back into a picture, is read by a real decoder (zbarimg).
@@ -85,7 +97,8 @@ import Testing
             // Light is 1: the plain drawing draws light modules; the coloured one draws dark ones.
             var rows: [[UInt8]] = []
             for line in lines {
-                var top: [UInt8] = [], bottom: [UInt8] = []
+                var top: [UInt8] = []
+                var bottom: [UInt8] = []
                 for character in line {
                     let (t, b): (UInt8, UInt8) =
                         switch character {
@@ -99,13 +112,15 @@ import Testing
                 }
                 rows += [top, bottom]
             }
-            let scale = 4, width = rows[0].count * scale
+            let scale = 4
+            let width = rows[0].count * scale
             var pgm = Array("P5 \(width) \(rows.count * scale) 255\n".utf8)
             for row in rows {
                 let line = row.flatMap { [UInt8](repeating: $0 == 1 ? 255 : 0, count: scale) }
                 for _ in 0..<scale { pgm += line }
             }
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-qr-\(getpid())-\(ansi).pgm")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "coplay-qr-\(getpid())-\(ansi).pgm")
             try Data(pgm).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
             let process = Process()
@@ -220,7 +235,8 @@ import Testing
         var bytes = Self.serverFrame(2, info) + Self.serverFrame(1, Array("PI".utf8), final: false)
         bytes += Self.serverFrame(9, [7]) + Self.serverFrame(0, Array("NG\r\n".utf8))
         bytes += Self.serverFrame(2, [UInt8](repeating: 65, count: 300))
-        var payload: [UInt8] = [], replies: [WebSocketFraming.Control] = []
+        var payload: [UInt8] = []
+        var replies: [WebSocketFraming.Control] = []
         for byte in bytes {  // one byte at a time: every frame split across reads
             let arrival = framing.received([byte])
             #expect(arrival.failure == nil)
@@ -271,8 +287,12 @@ import Testing
 
     @Test func joinTakesTheGroupFromTheLink_andRefusesWhatTheLinkDecides() throws {
         let key = [UInt8](repeating: 7, count: 32)
-        let link = try Invitation.make(page: "http://h/", relay: "ws://tok@127.0.0.1:8443", session: "film", key: key).get().link
-        guard case .success(.runAgent(let configuration)) = CommandLineOptions.parse(["join", link, "--name", "sofa", "--interface", "lo"])
+        let link = try Invitation.make(page: "http://h/", relay: "ws://tok@127.0.0.1:8443", session: "film", key: key)
+            .get().link
+        guard
+            case .success(.runAgent(let configuration)) = CommandLineOptions.parse([
+                "join", link, "--name", "sofa", "--interface", "lo",
+            ])
         else {
             Issue.record("join refused a good link")
             return
@@ -280,9 +300,12 @@ import Testing
         #expect(configuration.sessionName == "film" && configuration.keys == [key] && configuration.name == "sofa")
         #expect(configuration.relays.first?.webSocketHost == "127.0.0.1:8443")
         #expect(configuration.relays.first?.credentials.token == "tok")
-        for arguments in [["join"], ["join", "--name", "x"], ["join", link, "--relay", "nats://h"], ["join", link, "--key-file", "k"],
-            ["join", "http://h/#relay=ws%3A%2F%2Fh%3A1&session=s"], ["join", link.replacingOccurrences(of: "ws%3A", with: "wss%3A")]]
-        {
+        for arguments in [
+            ["join"], ["join", "--name", "x"], ["join", link, "--relay", "nats://h"],
+            ["join", link, "--key-file", "k"],
+            ["join", "http://h/#relay=ws%3A%2F%2Fh%3A1&session=s"],
+            ["join", link.replacingOccurrences(of: "ws%3A", with: "wss%3A")],
+        ] {
             if case .success = CommandLineOptions.parse(arguments) { Issue.record("accepted \(arguments)") }
         }
     }

@@ -43,7 +43,7 @@ import Testing
         let dropsBefore = simulation.nodes[0].receiveBufferDrops
         runWithoutLivelock(&simulation, for: .seconds(10))
         return (
-            (simulation.nodes[0].instance?.counters.builtByType[.heartbeat] ?? 0) - before,
+            Int((simulation.nodes[0].instance?.counters.builtByType[.heartbeat] ?? 0) - before),
             simulation.nodes[0].receiveBufferDrops > dropsBefore
         )
     }

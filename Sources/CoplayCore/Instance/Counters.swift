@@ -75,52 +75,53 @@ public enum DropReason: String, CaseIterable, Hashable, Sendable {
     }
 }
 
-/// What an instance has counted since it was created.
+/// What an instance has counted since it was created. 64 bits wide everywhere: where `Int` is
+/// 32 bits (WebAssembly), a busy participant's counts pass 2^31 in days (bytes in hours).
 public struct Counters: Hashable, Sendable {
-    public var datagramsReceived = 0
-    public var datagramsSent = 0
-    public var bytesSent = 0
+    public var datagramsReceived: Int64 = 0
+    public var datagramsSent: Int64 = 0
+    public var bytesSent: Int64 = 0
     /// Own multicast datagrams looped back by the kernel (expected, not an error).
-    public var ownEchoes = 0
+    public var ownEchoes: Int64 = 0
     /// Datagrams dropped unread: strangers past their share of a turn of reading (`ReceiveTurn`).
-    public var receiveQueueDrops = 0
+    public var receiveQueueDrops: Int64 = 0
     /// Relay frames that did not open under the group's keys (another key, or tampering), or
     /// held no datagram (`RelayCarriage`).
-    public var relayFramesRefused = 0
-    public var drops: [DropReason: Int] = [:]
+    public var relayFramesRefused: Int64 = 0
+    public var drops: [DropReason: Int64] = [:]
     /// Datagrams decoded, and datagrams built here, by type (a multicast is built once, whoever
     /// receives it): what the traffic is made of, which the totals do not say. At most one key
     /// per `MessageType`.
-    public var receivedByType: [MessageType: Int] = [:]
-    public var builtByType: [MessageType: Int] = [:]
-    public var commandErrors = 0
+    public var receivedByType: [MessageType: Int64] = [:]
+    public var builtByType: [MessageType: Int64] = [:]
+    public var commandErrors: Int64 = 0
     /// Commands delivered (each exactly once), applied to the player, or outranked by a
     /// concurrent command already in force; commands received again; nacks sent.
-    public var commandsDelivered = 0
-    public var commandsApplied = 0
-    public var commandsSuperseded = 0
-    public var duplicateCommands = 0
-    public var nacksSent = 0
+    public var commandsDelivered: Int64 = 0
+    public var commandsApplied: Int64 = 0
+    public var commandsSuperseded: Int64 = 0
+    public var duplicateCommands: Int64 = 0
+    public var nacksSent: Int64 = 0
     /// State transfer: requests sent, snapshots (or resumed parts of one) sent, snapshots adopted
     /// and the commands they stood for that this agent had not delivered.
-    public var stateRequestsSent = 0
-    public var statesSent = 0
-    public var statesAdopted = 0
-    public var commandsCoveredByState = 0
+    public var stateRequestsSent: Int64 = 0
+    public var statesSent: Int64 = 0
+    public var statesAdopted: Int64 = 0
+    public var commandsCoveredByState: Int64 = 0
     /// Times the player was re-anchored to the group's timeline as the clocks drifted.
-    public var driftCorrections = 0
+    public var driftCorrections: Int64 = 0
     /// Position samples the player reported while playing; rate nudges and seeks they caused.
-    public var playerSamples = 0
-    public var rateNudges = 0
-    public var seekCorrections = 0
+    public var playerSamples: Int64 = 0
+    public var rateNudges: Int64 = 0
+    public var seekCorrections: Int64 = 0
     /// App messages sent, delivered here, and given up (parts missing or over the limits).
-    public var messagesSent = 0
-    public var messagesReceived = 0
-    public var messagesIncomplete = 0
+    public var messagesSent: Int64 = 0
+    public var messagesReceived: Int64 = 0
+    public var messagesIncomplete: Int64 = 0
     /// Queue adds not taken in because the queue held `Settings.queueEntriesMax` entries.
-    public var queueAddsRefused = 0
+    public var queueAddsRefused: Int64 = 0
     /// Group interstitials not scheduled because the item had `Settings.interstitialsScheduledMax`.
-    public var interstitialsRefused = 0
+    public var interstitialsRefused: Int64 = 0
 
     public init() {}
 
@@ -146,11 +147,11 @@ public struct Counters: Hashable, Sendable {
         }
     }
 
-    public var dropsTotal: Int { drops.values.reduce(0, +) }
+    public var dropsTotal: Int64 { drops.values.reduce(0, +) }
 
     /// Counts a drop and returns how many of that reason there have been.
     @discardableResult
-    mutating func drop(_ reason: DropReason) -> Int {
+    mutating func drop(_ reason: DropReason) -> Int64 {
         drops[reason, default: 0] += 1
         return drops[reason]!
     }

@@ -135,7 +135,7 @@ extension Instance {
                 routeTransfer(stateTransfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
             case .adopted(let adoption):
                 counters.statesAdopted += 1
-                counters.commandsCoveredByState += adoption.covered
+                counters.commandsCoveredByState += Int64(adoption.covered)
                 let from = membership.originator(adoption.from, local: member, localName: identity.name)
                 out.append(
                     .emit(
@@ -209,7 +209,7 @@ extension Instance {
 
     /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
     mutating func deliver(_ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]) {
-        counters.commandsDelivered += batch.count
+        counters.commandsDelivered += Int64(batch.count)
         var forPlayback: [Ordering.Delivered] = []
         for delivered in batch {
             switch delivered.envelope.command.operation {

@@ -303,7 +303,7 @@ public struct Instance: Sendable {
     {
         let count = counters.drop(reason)
         guard reason.isWorthADiagnostic else { return }
-        if count <= settings.dropDiagnosticsFirst || count % max(1, settings.dropDiagnosticEvery) == 0 {
+        if count <= Int64(settings.dropDiagnosticsFirst) || count % Int64(max(1, settings.dropDiagnosticEvery)) == 0 {
             let origin = source.map { "from \($0)" } ?? "(timer)"
             out.append(.diagnose("dropped datagram \(origin): \(reason.rawValue) (\(detail)); \(count) so far"))
         }

@@ -69,7 +69,7 @@ extension Instance {
     /// held nothing back and are handled now; otherwise they are dropped and counted.
     public mutating func endReceiveTurn(_ turn: ReceiveTurn, drained: Bool, now: Timestamp) -> [Directive] {
         guard drained else {
-            counters.receiveQueueDrops += turn.deferred.count
+            counters.receiveQueueDrops += Int64(turn.deferred.count)
             return []
         }
         return turn.deferred.flatMap {

@@ -94,7 +94,10 @@ extension Instance {
         guard let (datagram, sender, viaGroup) = relay.open(frame, subject: subject) else {
             counters.relayFramesRefused += 1
             let count = counters.relayFramesRefused
-            guard count <= settings.dropDiagnosticsFirst || count % max(1, settings.dropDiagnosticEvery) == 0 else {
+            guard
+                count <= Int64(settings.dropDiagnosticsFirst)
+                    || count % Int64(max(1, settings.dropDiagnosticEvery)) == 0
+            else {
                 return []
             }
             return [

@@ -123,46 +123,47 @@ public enum CommandLineOptions {
         """
 
     /// Each subcommand's usage, for `coplay help SUB` and `coplay SUB --help`.
-    public static let subcommandUsages: [(name: String, text: String)] = webUsages + [
-        (
-            "dump",
-            """
-            coplay dump FILE|- [--json] [--key-file PATH]
-              Decode the coplay datagrams of a pcap or pcapng capture (- reads standard input,
-              e.g. from tcpdump -U -w -): one line per datagram, or one JSON object with --json.
-              With --key-file: check each tag, open relay frames, show each datagram's age.
-              What is not coplay is skipped and counted; a summary goes to standard error.
-              Exit status: 0, or 1 if the file cannot be read.
-            """
-        ),
-        (
-            "ctl",
-            """
-            coplay ctl PATH COMMAND…          send one command to the agent whose --control
-                                              socket is PATH; print its reply (JSON lines)
-            coplay ctl PATH --follow          print every event of that agent as it happens
-            coplay ctl PATH --watch [--times N]
-                                              redraw a table of the group once a second
-              Exit status: 0, or 1 if the agent refused the command or cannot be reached.
-            """
-        ),
-        (
-            "keygen",
-            """
-            coplay keygen
-              Print a new random group key (64 hex digits) on standard output: save it as a
-              key file (chmod 600) and give it to every agent with --key-file.
-            """
-        ),
-        (
-            "demo",
-            """
-            coplay demo
-              Run four agents on loopback through a scripted session (share, play, seek, pause,
-              a late joiner, a queue) and print what each did and how far apart they were.
-            """
-        ),
-    ]
+    public static let subcommandUsages: [(name: String, text: String)] =
+        webUsages + [
+            (
+                "dump",
+                """
+                coplay dump FILE|- [--json] [--key-file PATH]
+                  Decode the coplay datagrams of a pcap or pcapng capture (- reads standard input,
+                  e.g. from tcpdump -U -w -): one line per datagram, or one JSON object with --json.
+                  With --key-file: check each tag, open relay frames, show each datagram's age.
+                  What is not coplay is skipped and counted; a summary goes to standard error.
+                  Exit status: 0, or 1 if the file cannot be read.
+                """
+            ),
+            (
+                "ctl",
+                """
+                coplay ctl PATH COMMAND…          send one command to the agent whose --control
+                                                  socket is PATH; print its reply (JSON lines)
+                coplay ctl PATH --follow          print every event of that agent as it happens
+                coplay ctl PATH --watch [--times N]
+                                                  redraw a table of the group once a second
+                  Exit status: 0, or 1 if the agent refused the command or cannot be reached.
+                """
+            ),
+            (
+                "keygen",
+                """
+                coplay keygen
+                  Print a new random group key (64 hex digits) on standard output: save it as a
+                  key file (chmod 600) and give it to every agent with --key-file.
+                """
+            ),
+            (
+                "demo",
+                """
+                coplay demo
+                  Run four agents on loopback through a scripted session (share, play, seek, pause,
+                  a late joiner, a queue) and print what each did and how far apart they were.
+                """
+            ),
+        ]
 
     /// What `coplay help TOPIC` prints: a subcommand's usage, or a console command's (nil: the
     /// whole usage).

@@ -267,7 +267,7 @@ public struct EventFormatter: Sendable {
 
     /// The relay's connection and counts; `refused` is the core's count of frames that did not
     /// open (`Counters.relayFramesRefused`).
-    private static func relayObject(_ relay: RelayStatistics, refused: Int) -> JSONValue {
+    private static func relayObject(_ relay: RelayStatistics, refused: Int64) -> JSONValue {
         .object([
             ("server", relay.server.map { .string($0) } ?? .null), ("connected", .bool(relay.connected)),
             ("reconnections", .int(Int64(relay.reconnections))),
@@ -279,7 +279,7 @@ public struct EventFormatter: Sendable {
     }
 
     /// Counts by message type, in the protocol's order of types, by their names on the wire.
-    private func byType(_ counts: [MessageType: Int]) -> JSONValue {
+    private func byType(_ counts: [MessageType: Int64]) -> JSONValue {
         .object(MessageType.allCases.compactMap { type in counts[type].map { (type.description, .int(Int64($0))) } })
     }
 

@@ -165,7 +165,8 @@ final class RelayClient {
                 let arrival = webSocket.received(bytes)
                 self.webSocket = webSocket
                 for reply in arrival.replies {
-                    events += writeRaw(WebSocketFraming.frame(opcode: reply.opcode, payload: reply.payload, mask: mask()), now: now)
+                    events += writeRaw(
+                        WebSocketFraming.frame(opcode: reply.opcode, payload: reply.payload, mask: mask()), now: now)
                 }
                 if let failure = arrival.failure { return events + fail(failure, refused: false, now: now) }
                 bytes = ArraySlice(arrival.payload)

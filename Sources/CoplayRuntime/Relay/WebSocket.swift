@@ -63,11 +63,14 @@ struct WebSocketFraming {
             buffer.removeFirst(end)
             let lines = head.split(separator: "\r\n")
             guard let status = lines.first, status.hasPrefix("HTTP/1.1 101") else {
-                return fail("the server refused the WebSocket: \(lines.first.map { String($0.prefix(80)) } ?? "no answer")")
+                return fail(
+                    "the server refused the WebSocket: \(lines.first.map { String($0.prefix(80)) } ?? "no answer")")
             }
             let accept = lines.dropFirst().first { $0.lowercased().hasPrefix("sec-websocket-accept:") }
             let value = accept?.dropFirst("sec-websocket-accept:".count).split(separator: " ").first
-            guard let value, value == Self.accept(for: key) else { return fail("the server's Sec-WebSocket-Accept does not answer the key") }
+            guard let value, value == Self.accept(for: key) else {
+                return fail("the server's Sec-WebSocket-Accept does not answer the key")
+            }
             phase = .open
         }
         while phase == .open, let frame = nextFrame(&arrival) {
@@ -109,7 +112,8 @@ struct WebSocketFraming {
     /// The next whole frame in the buffer, if one has arrived.
     private mutating func nextFrame(_ arrival: inout Arrival) -> (opcode: UInt8, final: Bool, payload: [UInt8])? {
         guard buffer.count >= 2 else { return nil }
-        let final = buffer[0] & 0x80 != 0, opcode = buffer[0] & 0x0F
+        let final = buffer[0] & 0x80 != 0
+        let opcode = buffer[0] & 0x0F
         guard buffer[0] & 0x70 == 0 else {
             arrival = fail("a frame with reserved bits (no extension was agreed)")
             return nil
@@ -118,7 +122,8 @@ struct WebSocketFraming {
             arrival = fail("a masked frame from the server")
             return nil
         }
-        var length = UInt64(buffer[1] & 0x7F), offset = 2
+        var length = UInt64(buffer[1] & 0x7F)
+        var offset = 2
         if length == 126 {
             guard buffer.count >= 4 else { return nil }
             length = UInt64(buffer[2]) << 8 | UInt64(buffer[3])
@@ -143,7 +148,9 @@ struct WebSocketFraming {
     }
 
     /// A binary message of `payload`, masked with `mask` (4 random bytes).
-    static func binary(_ payload: [UInt8], mask: [UInt8]) -> [UInt8] { frame(opcode: 0x2, payload: payload, mask: mask) }
+    static func binary(_ payload: [UInt8], mask: [UInt8]) -> [UInt8] {
+        frame(opcode: 0x2, payload: payload, mask: mask)
+    }
 
     static func frame(opcode: UInt8, payload: [UInt8], mask: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x80 | opcode]
@@ -218,7 +225,8 @@ enum Base64 {
             let value = chunk.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(16 - 8 * $1.offset) }
             for position in 0..<4 {
                 out.append(
-                    position <= chunk.count ? alphabet[Int((value >> UInt32(18 - 6 * position)) & 63)] : UInt8(ascii: "="))
+                    position <= chunk.count
+                        ? alphabet[Int((value >> UInt32(18 - 6 * position)) & 63)] : UInt8(ascii: "="))
             }
         }
         return String(decoding: out, as: UTF8.self)

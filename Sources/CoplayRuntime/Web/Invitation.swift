@@ -12,18 +12,23 @@ public struct Invitation: Equatable, Sendable {
 
     /// The fields an invitation needs, checked: a page at http(s), a relay at ws(s), a key of 32
     /// bytes or more.
-    public static func make(page: String, relay: String, session: String, key: [UInt8]) -> Result<Invitation, UsageError> {
+    public static func make(page: String, relay: String, session: String, key: [UInt8]) -> Result<
+        Invitation, UsageError
+    > {
         guard page.hasPrefix("http://") || page.hasPrefix("https://") else {
-            return .failure(UsageError(message: "--page must be the page's http:// or https:// address, not '\(page.prefix(60))'"))
+            return .failure(
+                UsageError(message: "--page must be the page's http:// or https:// address, not '\(page.prefix(60))'"))
         }
         guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://"), relay.utf8.count > 6 else {
             return .failure(
                 UsageError(
-                    message: "--relay must be nats-server's WebSocket address, ws://[TOKEN@]HOST:PORT (wss:// with TLS), not '\(relay.prefix(60))'"
+                    message:
+                        "--relay must be nats-server's WebSocket address, ws://[TOKEN@]HOST:PORT (wss:// with TLS), not '\(relay.prefix(60))'"
                 ))
         }
         guard key.count >= 32 else { return .failure(UsageError(message: "the group key must be 32 bytes or more")) }
-        let base = page.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? page
+        let base =
+            page.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? page
         return .success(Invitation(page: base, relay: relay, session: session, key: key))
     }
 
@@ -37,21 +42,26 @@ public struct Invitation: Equatable, Sendable {
     public static func parse(_ link: String) -> Result<Invitation, UsageError> {
         let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else {
-            return .failure(UsageError(message: "this link carries no invitation (nothing after '#'): ask for a new one (coplay invite)"))
+            return .failure(
+                UsageError(
+                    message: "this link carries no invitation (nothing after '#'): ask for a new one (coplay invite)"))
         }
         var fields: [String: String] = [:]
         for pair in parts[1].split(separator: "&") {
             let halves = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard halves.count == 2, let value = percentDecoded(String(halves[1])) else {
-                return .failure(UsageError(message: "this invitation is damaged near '\(pair.prefix(30))': ask for a new one"))
+                return .failure(
+                    UsageError(message: "this invitation is damaged near '\(pair.prefix(30))': ask for a new one"))
             }
             fields[String(halves[0])] = value
         }
         guard let hex = fields["key"], !hex.isEmpty else {
-            return .failure(UsageError(message: "this invitation carries no group key: ask for a new link (coplay invite)"))
+            return .failure(
+                UsageError(message: "this invitation carries no group key: ask for a new link (coplay invite)"))
         }
         guard let key = hexBytes(hex), key.count >= 32 else {
-            return .failure(UsageError(message: "this invitation's key is damaged (64 hex digits or more): ask for a new link"))
+            return .failure(
+                UsageError(message: "this invitation's key is damaged (64 hex digits or more): ask for a new link"))
         }
         guard let relay = fields["relay"] else {
             return .failure(UsageError(message: "this invitation names no relay: ask for a new link"))
@@ -102,7 +112,8 @@ public struct Invitation: Equatable, Sendable {
         var input = Array(text.utf8)[...]
         while let byte = input.popFirst() {
             if byte == UInt8(ascii: "%") {
-                guard input.count >= 2, let high = nibble(input.removeFirst()), let low = nibble(input.removeFirst()) else {
+                guard input.count >= 2, let high = nibble(input.removeFirst()), let low = nibble(input.removeFirst())
+                else {
                     return nil
                 }
                 bytes.append(high << 4 | low)

@@ -40,7 +40,9 @@ public struct QRCode: Sendable {
         isFunction = modules
 
         var bits: [Bool] = []
-        func append(_ value: Int, _ count: Int) { for i in stride(from: count - 1, through: 0, by: -1) { bits.append((value >> i) & 1 == 1) } }
+        func append(_ value: Int, _ count: Int) {
+            for i in stride(from: count - 1, through: 0, by: -1) { bits.append((value >> i) & 1 == 1) }
+        }
         append(0b0100, 4)
         append(text.count, version <= 9 ? 8 : 16)
         for byte in text { append(Int(byte), 8) }
@@ -91,9 +93,11 @@ public struct QRCode: Sendable {
 
     /// The data split into blocks, each followed by its Reed–Solomon codewords, interleaved.
     func interleaved(_ data: [UInt8]) -> [UInt8] {
-        let count = Self.blocks[version], eccLength = Self.eccPerBlock[version]
+        let count = Self.blocks[version]
+        let eccLength = Self.eccPerBlock[version]
         let raw = Self.rawDataModules(version) / 8
-        let shortBlocks = count - raw % count, shortLength = raw / count
+        let shortBlocks = count - raw % count
+        let shortLength = raw / count
         let divisor = Self.divisor(degree: eccLength)
         var blocks: [[UInt8]] = []
         var offset = 0
@@ -170,7 +174,8 @@ public struct QRCode: Sendable {
         let positions = alignmentPositions()
         for (i, x) in positions.enumerated() {
             for (j, y) in positions.enumerated() {
-                let corner = (i == 0 && j == 0) || (i == 0 && j == positions.count - 1) || (i == positions.count - 1 && j == 0)
+                let corner =
+                    (i == 0 && j == 0) || (i == 0 && j == positions.count - 1) || (i == positions.count - 1 && j == 0)
                 guard !corner else { continue }
                 for dy in -2...2 { for dx in -2...2 { set(x + dx, y + dy, max(abs(dx), abs(dy)) != 1) } }
             }
@@ -182,7 +187,8 @@ public struct QRCode: Sendable {
             let bits = version << 12 | remainder
             for i in 0..<18 {
                 let dark = (bits >> i) & 1 == 1
-                let a = size - 11 + i % 3, b = i / 3
+                let a = size - 11 + i % 3
+                let b = i / 3
                 set(a, b, dark)
                 set(b, a, dark)
             }
@@ -311,7 +317,8 @@ public struct QRCode: Sendable {
         for y in stride(from: -quiet, to: size + quiet, by: 2) {
             var line = ansi ? "\u{1B}[30;47m" : ""
             for x in -quiet..<(size + quiet) {
-                let top = !dark(x, y), bottom = y + 1 < size + quiet ? !dark(x, y + 1) : ansi
+                let top = !dark(x, y)
+                let bottom = y + 1 < size + quiet ? !dark(x, y + 1) : ansi
                 if ansi {
                     line += top && bottom ? " " : top ? "▄" : bottom ? "▀" : "█"
                 } else {

@@ -62,16 +62,23 @@ extension CommandLineOptions {
         var listen: (String, UInt16)?
         var root: String?
         while let word = remaining.popFirst() {
-            guard let value = remaining.popFirst() else { return .failure(UsageError(message: "\(word) needs a value")) }
+            guard let value = remaining.popFirst() else {
+                return .failure(UsageError(message: "\(word) needs a value"))
+            }
             switch word {
             case "--listen":
                 let parts = value.split(separator: ":")
                 guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else {
-                    return .failure(UsageError(message: "--listen takes ADDRESS:PORT (IPv4), e.g. 127.0.0.1:8080, not '\(value.prefix(60))'"))
+                    return .failure(
+                        UsageError(
+                            message:
+                                "--listen takes ADDRESS:PORT (IPv4), e.g. 127.0.0.1:8080, not '\(value.prefix(60))'"))
                 }
                 listen = (String(parts[0]), port)
             case "--root": root = value
-            default: return .failure(UsageError(message: "web takes --listen ADDRESS:PORT and --root DIR, not '\(word.prefix(40))'"))
+            default:
+                return .failure(
+                    UsageError(message: "web takes --listen ADDRESS:PORT and --root DIR, not '\(word.prefix(40))'"))
             }
         }
         guard let listen else { return .failure(UsageError(message: "web needs --listen ADDRESS:PORT")) }
@@ -109,7 +116,9 @@ extension CommandLineOptions {
 
     static func parseInvite(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
         var remaining = arguments
-        var page: String?, relay: String?, keys: [[UInt8]]?
+        var page: String?
+        var relay: String?
+        var keys: [[UInt8]]?
         var session = "default"
         var qr = true
         while let word = remaining.popFirst() {
@@ -117,7 +126,9 @@ extension CommandLineOptions {
                 qr = false
                 continue
             }
-            guard let value = remaining.popFirst() else { return .failure(UsageError(message: "\(word) needs a value")) }
+            guard let value = remaining.popFirst() else {
+                return .failure(UsageError(message: "\(word) needs a value"))
+            }
             switch word {
             case "--page": page = value
             case "--relay": relay = value
@@ -133,12 +144,18 @@ extension CommandLineOptions {
                 }
             default:
                 return .failure(
-                    UsageError(message: "invite takes --page, --relay, --session, --key-file and --no-qr, not '\(word.prefix(40))'"))
+                    UsageError(
+                        message:
+                            "invite takes --page, --relay, --session, --key-file and --no-qr, not '\(word.prefix(40))'")
+                )
             }
         }
-        guard let page else { return .failure(UsageError(message: "invite needs --page URL: where the page is served (coplay web)")) }
+        guard let page else {
+            return .failure(UsageError(message: "invite needs --page URL: where the page is served (coplay web)"))
+        }
         guard let relay else {
-            return .failure(UsageError(message: "invite needs --relay ws://[TOKEN@]HOST:PORT: nats-server's WebSocket listener"))
+            return .failure(
+                UsageError(message: "invite needs --relay ws://[TOKEN@]HOST:PORT: nats-server's WebSocket listener"))
         }
         guard let key = keys?.first else {
             return .failure(UsageError(message: "invite needs --key-file PATH: the group's key travels in the link"))

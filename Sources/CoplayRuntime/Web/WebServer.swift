@@ -42,7 +42,8 @@ public struct WebServer {
     /// The files of `root` (not its subfolders), within the limits.
     public static func load(root: String, limits: Limits = Limits()) -> Result<[String: File], UsageError> {
         guard let directory = opendir(root) else {
-            return .failure(UsageError(message: "cannot read the page's folder \(root): \(String(cString: strerror(errno)))"))
+            return .failure(
+                UsageError(message: "cannot read the page's folder \(root): \(String(cString: strerror(errno)))"))
         }
         defer { closedir(directory) }
         var files: [String: File] = [:]
@@ -56,11 +57,13 @@ public struct WebServer {
             total += bytes.count
             files[name] = File(bytes: bytes, contentType: contentType(of: name))
             guard files.count <= limits.filesMax else {
-                return .failure(UsageError(message: "\(root) holds more than \(limits.filesMax) files: is it the page's folder?"))
+                return .failure(
+                    UsageError(message: "\(root) holds more than \(limits.filesMax) files: is it the page's folder?"))
             }
         }
         guard files["index.html"] != nil else {
-            return .failure(UsageError(message: "\(root) has no index.html: is it the page's folder (Tools/wasm-core builds it)?"))
+            return .failure(
+                UsageError(message: "\(root) has no index.html: is it the page's folder (Tools/wasm-core builds it)?"))
         }
         return .success(files)
     }
@@ -138,7 +141,8 @@ public struct WebServer {
         served += 1
         let header =
             "HTTP/1.1 \(status)\r\nContent-Type: \(file.contentType)\r\nContent-Length: \(range.count)\r\n"
-            + (status.hasPrefix("206") ? "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(file.bytes.count)\r\n" : "")
+            + (status.hasPrefix("206")
+                ? "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(file.bytes.count)\r\n" : "")
             + "Accept-Ranges: bytes\r\nCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
             + "Referrer-Policy: no-referrer\r\nConnection: close\r\n\r\n"
         return Array(header.utf8) + (method == "HEAD" ? [] : Array(file.bytes[range]))
@@ -203,16 +207,23 @@ public struct WebServer {
             return 2
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(listener, 16) == 0 else { return fail("cannot listen on \(host):\(port)") }
         signal(SIGPIPE, SIG_IGN)
-        StandardStreams.writeOutput("coplay web: serving \(files.count) files at http://\(host):\(port)/ (Ctrl-C stops)")
+        StandardStreams.writeOutput(
+            "coplay web: serving \(files.count) files at http://\(host):\(port)/ (Ctrl-C stops)")
         var connections: [Connection] = []
         var responses = 0
         while requestsMax.map({ responses < $0 }) ?? true {
-            var polls = [pollfd(fd: listener, events: Int16(connections.count < limits.connectionsMax ? POLLIN : 0), revents: 0)]
-            polls += connections.map { pollfd(fd: $0.descriptor, events: Int16($0.reply.isEmpty ? POLLIN : POLLOUT), revents: 0) }
+            var polls = [
+                pollfd(fd: listener, events: Int16(connections.count < limits.connectionsMax ? POLLIN : 0), revents: 0)
+            ]
+            polls += connections.map {
+                pollfd(fd: $0.descriptor, events: Int16($0.reply.isEmpty ? POLLIN : POLLOUT), revents: 0)
+            }
             guard poll(&polls, nfds_t(polls.count), 1000) >= 0 || errno == EINTR else { return fail("poll") }
             let now = Self.seconds()
             var open: [Connection] = []
@@ -268,7 +279,8 @@ public struct WebServer {
             connection.reply = respond(to: Array(connection.head[..<end]))
             responses += 1
             let status = String(decoding: connection.reply.prefix(12).dropFirst(9), as: UTF8.self)
-            let line = String(decoding: connection.head.prefix(while: { $0 != 13 && $0 != 10 }).prefix(120), as: UTF8.self)
+            let line = String(
+                decoding: connection.head.prefix(while: { $0 != 13 && $0 != 10 }).prefix(120), as: UTF8.self)
             StandardStreams.writeOutput("\(status) \(line)")
         } else if connection.head.count > limits.requestHeadBytesMax {
             connection.reply = refuse(431, "Request Header Fields Too Large")
@@ -279,7 +291,8 @@ public struct WebServer {
 
     static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for index in 3..<bytes.count where bytes[index - 3] == 13 && bytes[index - 2] == 10 && bytes[index - 1] == 13
+        for index in 3..<bytes.count
+        where bytes[index - 3] == 13 && bytes[index - 2] == 10 && bytes[index - 1] == 13
             && bytes[index] == 10
         {
             return index + 1
