@@ -5,8 +5,9 @@ extension Benchmarks {
     /// `runs` times (headless Chromium in a namespace of its own with two native agents, one
     /// driving mpv, through nats-server's WebSocket listener) and pools what each run measured;
     /// then Tools/web/crowd.mjs (`crowd` participants of the page's shell in one node with two
-    /// agents); then the module's size. Prints each figure beside its target.
-    public static func browser(coplay: String, runs: Int, crowd: Int) throws {
+    /// agents); then the module's size. The first run's tab is hidden behind another for
+    /// `hiddenSeconds` (it must stay a member and make no group pause). Prints each figure beside its target.
+    public static func browser(coplay: String, runs: Int, crowd: Int, hiddenSeconds: Int) throws {
         let root = try checkoutRoot(containing: "Tools/web/browser-check")
         let web = root + "/.build/wasm/web"
         if !FileManager.default.fileExists(atPath: web + "/coplay.wasm") {
@@ -16,8 +17,10 @@ extension Benchmarks {
         var pooled: [String: [Double]] = [:]
         var single: [String: [Double]] = [:]
         for run in 1...runs {
+            // The first run keeps its tab hidden `hiddenSeconds`, the others 20 s.
             let (status, output) = try Locations.run(
-                root + "/Tools/web/browser-check", [coplay, web, root + "/.build/artifacts"])
+                root + "/Tools/web/browser-check", [coplay, web, root + "/.build/artifacts"],
+                environment: ["BROWSER_HIDDEN_SECONDS": "\(run == 1 ? hiddenSeconds : 20)"])
             guard let summary = output.split(separator: "\n").last(where: { $0.hasPrefix("{\"figures\"") }),
                 let object = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any]
             else {
@@ -67,6 +70,8 @@ extension Benchmarks {
             ("late-join-click-to-playing", "Join clicked mid-item → the tab playing", "≤ 2 s"),
             ("late-tab-offset-p50", "that tab's offset from mpv 2.5 s later (p50)", "-"),
             ("seek-tab-to-mpv", "seek in the tab → mpv at the new position", "-"),
+            ("hidden-\(hiddenSeconds)s-shown-to-in-sync", "a tab hidden \(hiddenSeconds) s, shown → in sync with mpv (run 1)", "≤ 2 s"),
+            ("frozen-8s-resumed-to-in-sync", "a tab frozen 8 s, resumed → in sync with mpv", "-"),
         ] {
             let values = single[name] ?? []
             rows.append((label, target, "median \(ms(q(values, 0.5))), max \(ms(values.max() ?? .nan))"))

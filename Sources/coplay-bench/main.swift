@@ -22,7 +22,7 @@ let usage = """
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
-           coplay-bench browser [--runs N] [--crowd N] [--coplay PATH]
+           coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -76,7 +76,8 @@ let usage = """
       browser     the browser participant (root; needs chromium, mpv, ffmpeg, nats-server, node, zbarimg): --runs N
                   (default 3) runs of Tools/web/browser-check, a headless Chromium tab with two agents, one
                   driving mpv: the tab's media clock and frames against mpv, pause and play both ways, Join to
-                  playing; then --crowd N (default 100; 0: none) participants of the page's shell in one node
+                  playing, a tab frozen 8 s, the first run's tab hidden --hidden-seconds S (default 300) behind
+                  another; then --crowd N (default 100; 0: none) participants of the page's shell in one node
                   with two agents (Tools/web/crowd.mjs): pause and seek to all, a late joiner; and the module's size
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
@@ -206,17 +207,19 @@ if kind == "browser" {
     var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
     var runs = 3
     var crowd = 100
+    var hidden = 300
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
         case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "3")[0]
         case "--crowd": crowd = numbers(value, in: 0...400, "--crowd takes a count", "100")[0]
+        case "--hidden-seconds": hidden = numbers(value, in: 1...3600, "--hidden-seconds takes a duration", "300")[0]
         case "--coplay": coplay = value
-        default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --coplay)")
+        default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --hidden-seconds, --coplay)")
         }
     }
     do {
-        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd)
+        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden)
         exit(0)
     } catch {
         print("bench failed: \(error)")

@@ -41,6 +41,7 @@ async function until(test, ms, step = 20) {
 function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
 const figures = {};
 const rounds = Number(process.env.BROWSER_ROUNDS ?? 3);
+const hiddenSeconds = Number(process.env.BROWSER_HIDDEN_SECONDS ?? 20);
 // Every latency measured, for the benchmark to pool across runs.
 const samples = { pauseMpvToTab: [], playMpvToTab: [], pauseTabToMpv: [], playTabToMpv: [], media: [], frames: [] };
 function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${typeof value === 'number' ? value.toFixed(2) : value} ${unit}`); }
@@ -51,7 +52,7 @@ for (const f of readdirSync(webDir)) copyFileSync(`${webDir}/${f}`, `${work}/roo
 for (const [file, tone] of [['film.webm', 440], ['second.webm', 660]]) {
   if (!existsSync(`${work}/${file}`)) {
     execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30', '-f', 'lavfi', '-i', `sine=frequency=${tone}:sample_rate=48000`,
-      '-t', '60', '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-g', '30', '-c:a', 'libopus', '-b:a', '64k', `${work}/${file}`]);
+      '-t', '240', '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '100k', '-g', '30', '-c:a', 'libopus', '-b:a', '48k', `${work}/${file}`]);
   }
   copyFileSync(`${work}/${file}`, `${work}/root/${file}`);
 }
@@ -120,6 +121,13 @@ const browser = await Browser.launch(['--headless=new', '--no-sandbox', `--user-
   '--no-first-run', '--disable-background-networking', '--window-size=1200,1000']);
 let page, late;
 try {
+  // A link without its key, or with a mangled one, is refused on the page with what is wrong.
+  for (const [broken, says] of [[link.replace(/&key=[0-9a-f]+/, ''), 'no group key'], [link.slice(0, -6) + 'zz', 'damaged']]) {
+    const refused = await browser.newPage(broken);
+    const shown = await refused.evaluate('({ text: document.getElementById("refused").textContent, hidden: document.getElementById("refused").hidden, join: document.getElementById("join").disabled })');
+    check(!shown.hidden && shown.join && shown.text.includes(says), `the page refuses a link with ${says === 'damaged' ? 'a mangled key' : 'no key'}: "${shown.text}"`);
+    await refused.send('Page.close').catch(() => {});
+  }
   page = await browser.newPage(link);
   await page.type('#name', 'tab');
   const clicked = await page.click('#join');
@@ -231,7 +239,8 @@ try {
   // Playing again, a second tab joins mid-item and starts in place.
   say(deck, 'play');
   await sleep(2000);
-  late = await browser.newPage(link);
+  // The late tab steers by skips alone, as on a browser whose playbackRate does not steer.
+  late = await browser.newPage(link.replace('/#', '/?steer=skip#'));
   await late.type('#name', 'late');
   const lateClicked = await late.click('#join');
   const latePlaying = await until(() => late.evaluate('!document.getElementById("video").paused && document.getElementById("video").currentTime > 1'), 10000);
@@ -242,6 +251,9 @@ try {
     const lateOffsets = await offsets(late, 20);
     figure('late-tab-offset-p50', quantile(lateOffsets.map(Math.abs), 0.5));
     check(lateOffsets.length > 10 && quantile(lateOffsets.map(Math.abs), 0.5) < 60, 'the late tab starts in place (p50 within 60 ms of mpv)');
+    const steering = await late.evaluate('({ mode: coplayPlayer.steering.mode, skips: coplayPlayer.steering.skips })');
+    check(steering.mode === 'skip', 'the late tab steers by skips (?steer=skip)');
+    figure('skip-steering-skips', steering.skips, 'skips');
   }
 
   // A frozen page (bfcache, a phone's tab in the background): the late tab and its worker are
@@ -265,6 +277,32 @@ try {
     if (backAt) figure('frozen-8s-resumed-to-in-sync', backAt - resumed);
     const seen = await until(() => late.evaluate('view && view.peers.filter(p => !p.suspected).length >= 3'), 5000);
     check(seen, 'the resumed tab lists the others again');
+  }
+
+  // A hidden tab (another tab in front, as on a phone or a desktop): its page's timers are
+  // throttled but its core runs in a Worker. It must stay a member, make no group pause, and be
+  // in sync with mpv within 2 s of being shown again.
+  {
+    const blank = await browser.newPage('about:blank');
+    const hiddenAt = wallMs(), linesBefore = deck.lines.length;
+    await browser.send('Target.activateTarget', { targetId: blank.targetId });
+    const hidden = await page.evaluate('document.visibilityState');
+    check(hidden === 'hidden', `the tab is hidden behind another (${hidden})`);
+    await sleep(hiddenSeconds * 1000);
+    const meanwhile = deck.lines.slice(linesBefore);
+    check(!meanwhile.some(l => /^peer-left tab /.test(l)), `the tab hidden ${hiddenSeconds} s stays a member`);
+    check(!meanwhile.some(l => /^paused .* by tab\b/.test(l)), 'the hidden tab makes no group pause');
+    const shown = wallMs();
+    await browser.send('Target.activateTarget', { targetId: page.targetId });
+    let inSync = 0, backAt = null;
+    while (wallMs() - shown < 8000 && inSync < 3) {
+      const [offset] = await offsets(page, 1);
+      if (offset !== undefined && Math.abs(offset) < 20) { inSync++; backAt ??= wallMs(); } else { inSync = 0; backAt = null; }
+    }
+    check(inSync >= 3 && backAt - shown <= 2000, `the tab hidden ${hiddenSeconds} s is in sync with mpv within 2 s of being shown`);
+    if (backAt) figure(`hidden-${hiddenSeconds}s-shown-to-in-sync`, backAt - shown);
+    figure('hidden-tab-wall', wallMs() - hiddenAt);
+    await blank.send('Page.close').catch(() => {});
   }
 
   // The queue: an entry added on the sofa; next from the deck moves the tabs to it.

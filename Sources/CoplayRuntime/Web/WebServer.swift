@@ -52,8 +52,14 @@ public struct WebServer {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            guard isServable(name) else { continue }
-            guard let bytes = readWholeFile(root + "/" + name, bytesMax: limits.totalBytesMax - total) else { continue }
+            guard isServable(name), isRegularFile(root + "/" + name) else { continue }
+            guard let bytes = readWholeFile(root + "/" + name, bytesMax: limits.totalBytesMax - total) else {
+                return .failure(
+                    UsageError(
+                        message:
+                            "\(root)/\(name) cannot be read, or takes the folder past \(limits.totalBytesMax >> 20) MiB: coplay web holds the page's files in memory; serve media with a server of its own"
+                    ))
+            }
             total += bytes.count
             files[name] = File(bytes: bytes, contentType: contentType(of: name))
             guard files.count <= limits.filesMax else {
@@ -89,6 +95,11 @@ public struct WebServer {
             (".webm", "video/webm"), (".mp4", "video/mp4"), (".json", "application/json"),
         ]
         return types.first { name.hasSuffix($0.0) }?.1 ?? "application/octet-stream"
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
     }
 
     static func readWholeFile(_ path: String, bytesMax: Int) -> [UInt8]? {

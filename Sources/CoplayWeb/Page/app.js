@@ -95,9 +95,17 @@ for (const type of ['pause', 'playing', 'seeked', 'waiting']) {
 // ±0.2% of 1 is made by alternating 1 − 0.2% and 1 + 0.2% within each 200 ms, for the same mean.
 const rateEdge = 0.002, ratePeriodMs = 200;
 const rate = { wanted: 1, timer: 0 };
+// Where playbackRate does not steer (some WebKit builds play every rate at 1), the page steers by
+// skips alone: a seek when the error passes 40 ms, then none for 3 s (the hysteresis that keeps
+// a seek's own time from starting another). It switches when three rate checks in a row find
+// the media not following its rate; `?steer=skip` forces it (the tests).
+const steering = { mode: new URLSearchParams(location.search).get('steer') === 'skip' ? 'skip' : 'rate',
+  misses: 0, check: null, lastSkipMs: 0, skips: 0 };
+player.steering = steering;
 function applyRate(wanted) {
   rate.wanted = wanted;
   clearTimeout(rate.timer);
+  if (steering.mode === 'skip') { video.playbackRate = 1; return; }
   if (Math.abs(wanted - 1) >= rateEdge) { video.playbackRate = wanted; return; }
   const high = (wanted - (1 - rateEdge)) / (2 * rateEdge);  // the share of the period above 1
   const cycle = () => {
@@ -226,6 +234,8 @@ function pauseElement() {
 
 function startElement() {
   if (player.intended !== 'playing') return;
+  // At the media's end play() would start it again from 0: the group is past this item's end.
+  if (video.ended || (Number.isFinite(video.duration) && video.currentTime >= video.duration - 0.01)) return;
   player.calledPlayAtMs = wallMs();
   player.learnLag = true;
   video.play().catch((error) => {
@@ -252,7 +262,32 @@ function sample() {
     const lateMs = (expectedPosition(at) - position) / player.lastPlay.rate * 1000;
     if (Math.abs(lateMs) < 500) player.startLagMs = Math.min(300, Math.max(0, player.startLagMs + 0.5 * lateMs));
   }
+  if (steering.mode === 'skip') return steerBySkips(at, position);
+  checkRateFollows(at, position);
   report('sample', { position, rate: rate.wanted, at: BigInt(Math.round(at * 1e6)) });
+}
+
+/// Whether the media follows a rate away from 1: over a second at one wanted rate, the media's
+/// own slope must move at least half as far from 1 as the rate does.
+function checkRateFollows(at, position) {
+  const c = steering.check;
+  if (!c || c.wanted !== rate.wanted) { steering.check = { wanted: rate.wanted, at, position }; return; }
+  if (at - c.at < 1000) return;
+  const slope = (position - c.position) / ((at - c.at) / 1000), asked = Math.abs(rate.wanted - 1);
+  if (asked >= 0.01) {
+    steering.misses = Math.abs(slope - 1) < asked / 2 ? steering.misses + 1 : 0;
+    if (steering.misses >= 3) { steering.mode = 'skip'; applyRate(rate.wanted); }
+  }
+  steering.check = { wanted: rate.wanted, at, position };
+}
+
+function steerBySkips(at, position) {
+  if (!player.lastPlay) return;
+  const error = position - expectedPosition(at);
+  if (Math.abs(error) < 0.040 || at - steering.lastSkipMs < 3000) return;
+  steering.lastSkipMs = at;
+  steering.skips++;
+  seekTo(expectedPosition(wallMs()) + player.seekMs / 1000 * player.lastPlay.rate);
 }
 
 video.addEventListener('seeked', () => {
@@ -262,6 +297,8 @@ video.addEventListener('seeked', () => {
     const took = wallMs() - player.seekStartedMs;
     if (took > 0 && took < 2000) player.seekMs = 0.7 * player.seekMs + 0.3 * took;
   }
+  // A seek while playing may end without a 'playing' event: samples resume a little later.
+  if (!video.paused) setTimeout(() => { if (!video.seeking && !player.seeking) player.gated = false; }, sampleIntervalMs);
   if (player.startAfterSeek && player.intended === 'playing') {
     player.startAfterSeek = false;
     startElement();
