@@ -68,9 +68,12 @@ extension Benchmarks {
         for (name, label, target) in [
             ("join-to-members-synced", "Join clicked → every member listed, clocks measured", "-"),
             ("late-join-click-to-playing", "Join clicked mid-item → the tab playing", "≤ 2 s"),
-            ("late-tab-offset-p50", "that tab's offset from mpv 2.5 s later (p50)", "-"),
+            ("late-tab-offset-p50", "that tab's offset from mpv 2.5 s later, steering by skips (p50)", "-"),
             ("seek-tab-to-mpv", "seek in the tab → mpv at the new position", "-"),
-            ("hidden-\(hiddenSeconds)s-shown-to-in-sync", "a tab hidden \(hiddenSeconds) s, shown → in sync with mpv (run 1)", "≤ 2 s"),
+            (
+                "hidden-\(hiddenSeconds)s-shown-to-in-sync",
+                "a tab hidden \(hiddenSeconds) s, shown → in sync with mpv (run 1)", "≤ 2 s"
+            ),
             ("frozen-8s-resumed-to-in-sync", "a tab frozen 8 s, resumed → in sync with mpv", "-"),
         ] {
             let values = single[name] ?? []
