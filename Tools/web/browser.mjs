@@ -49,10 +49,11 @@ function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`
 // MARK: The material and the servers
 mkdirSync(`${work}/root`, { recursive: true });
 for (const f of readdirSync(webDir)) copyFileSync(`${webDir}/${f}`, `${work}/root/${f}`);
-for (const [file, tone] of [['film.webm', 440], ['second.webm', 660]]) {
+// The film outlasts the whole run (its hidden phase included); the second item is for the queue.
+for (const [file, tone, seconds] of [['film.webm', 440, 180 + hiddenSeconds], ['second.webm', 660, 60]]) {
   if (!existsSync(`${work}/${file}`)) {
     execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30', '-f', 'lavfi', '-i', `sine=frequency=${tone}:sample_rate=48000`,
-      '-t', '240', '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '100k', '-g', '30', '-c:a', 'libopus', '-b:a', '48k', `${work}/${file}`]);
+      '-t', String(seconds), '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '100k', '-g', '30', '-c:a', 'libopus', '-b:a', '48k', `${work}/${file}`]);
   }
   copyFileSync(`${work}/${file}`, `${work}/root/${file}`);
 }
@@ -256,26 +257,28 @@ try {
     figure('skip-steering-skips', steering.skips, 'skips');
   }
 
-  // A frozen page (bfcache, a phone's tab in the background): the late tab and its worker are
+  // A frozen page (bfcache, a phone's tab in the background): the first tab and its worker are
   // frozen 8 s (agents count it gone), then resumed: it reconnects, and must play in sync with
   // mpv again within 2 s.
-  if (latePlaying) {
-    await late.send('Page.setWebLifecycleState', { state: 'frozen' });
+  {
+    await page.send('Page.setWebLifecycleState', { state: 'frozen' });
     await sleep(8000);
     const resumed = wallMs();
-    await late.send('Page.setWebLifecycleState', { state: 'active' });
+    await page.send('Page.setWebLifecycleState', { state: 'active' });
+    // A frozen page is a hidden one; a browser resumes it as it shows it again.
+    await browser.send('Target.activateTarget', { targetId: page.targetId });
     let inSync = 0, backAt = null;
     while (wallMs() - resumed < 6000 && inSync < 3) {
-      const [offset] = await offsets(late, 1);
+      const [offset] = await offsets(page, 1);
       if (offset !== undefined && Math.abs(offset) < 20) { inSync++; backAt ??= wallMs(); } else { inSync = 0; backAt = null; }
     }
     check(inSync >= 3, 'a tab frozen for 8 s plays in sync with mpv again after it resumes');
     if (inSync < 3) {
-      console.log('frozen tab: ' + JSON.stringify(await late.evaluate('(() => { const v = document.getElementById("video"); return { t: v.currentTime, paused: v.paused, seeking: v.seeking, ready: v.readyState, network: v.networkState, buffered: [...Array(v.buffered.length).keys()].map(i => [v.buffered.start(i), v.buffered.end(i)]), error: v.error && v.error.message }; })()')));
+      console.log('frozen tab: ' + JSON.stringify(await page.evaluate('(() => { const v = document.getElementById("video"); return { t: v.currentTime, paused: v.paused, seeking: v.seeking, ready: v.readyState, network: v.networkState, buffered: [...Array(v.buffered.length).keys()].map(i => [v.buffered.start(i), v.buffered.end(i)]), error: v.error && v.error.message }; })()')));
       console.log('web server: ' + webServer.lines.slice(-8).join(' | '));
     }
     if (backAt) figure('frozen-8s-resumed-to-in-sync', backAt - resumed);
-    const seen = await until(() => late.evaluate('view && view.peers.filter(p => !p.suspected).length >= 3'), 5000);
+    const seen = await until(() => page.evaluate('view && view.peers.filter(p => !p.suspected).length >= 3'), 5000);
     check(seen, 'the resumed tab lists the others again');
   }
 

@@ -105,7 +105,14 @@ player.steering = steering;
 function applyRate(wanted) {
   rate.wanted = wanted;
   clearTimeout(rate.timer);
-  if (steering.mode === 'skip') { video.playbackRate = 1; return; }
+  // Hidden, the page's timers run once a second, then once a minute: a nudge would last a minute
+  // and samples would steer by stale errors. The element plays at the group's rate unsteered
+  // (its clock and the group's drift apart by parts per million) and sends no samples until
+  // it is shown, when the first sample brings it back.
+  if (steering.mode === 'skip' || document.visibilityState === 'hidden') {
+    video.playbackRate = player.lastPlay?.rate ?? 1;
+    return;
+  }
   if (Math.abs(wanted - 1) >= rateEdge) { video.playbackRate = wanted; return; }
   const high = (wanted - (1 - rateEdge)) / (2 * rateEdge);  // the share of the period above 1
   const cycle = () => {
@@ -255,6 +262,7 @@ function checkReady() {
 
 function sample() {
   if (player.intended !== 'playing' || video.paused || video.seeking || player.gated || video.readyState < 3) return;
+  if (document.visibilityState === 'hidden') return;
   const at = wallMs(), position = video.currentTime;
   if (player.learnLag && at - player.calledPlayAtMs > 60 && player.lastPlay) {
     // How much later than asked the media started: the next start calls play() that much earlier.
@@ -300,6 +308,15 @@ video.addEventListener('seeked', () => {
   // A seek while playing may end without a 'playing' event: samples resume a little later.
   if (!video.paused) setTimeout(() => { if (!video.seeking && !player.seeking) player.gated = false; }, sampleIntervalMs);
   if (player.startAfterSeek && player.intended === 'playing') {
+    // A seek that took longer than learned (a reload, a fetch) lands behind the group: once more,
+    // within what is now buffered, before starting.
+    const behind = expectedPosition(wallMs()) - video.currentTime;
+    if (Math.abs(behind) > 0.030 && !player.reseeked && player.lastPlay) {
+      player.reseeked = true;
+      seekTo(expectedPosition(wallMs()) + (player.seekMs + player.startLagMs) / 1000 * player.lastPlay.rate);
+      return;
+    }
+    player.reseeked = false;
     player.startAfterSeek = false;
     startElement();
   }
@@ -343,7 +360,12 @@ video.addEventListener('error', () => {
 // The page comes back: a hidden video the browser paused plays again (it is still stalled for
 // the core until the element plays); a frozen or restored page reconnects at once.
 function playIfPaused() { if (player.intended === 'playing' && video.paused && !player.startAfterSeek) startElement(); }
-document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') playIfPaused(); });
+document.addEventListener('visibilitychange', () => {
+  steering.check = null;
+  if (document.visibilityState === 'hidden') return applyRate(player.lastPlay?.rate ?? 1);
+  playIfPaused();
+  sample();  // at once: the core corrects what drifted while hidden
+});
 // A frozen page's media pipeline does not come back whole (seeks never finish): it is reloaded.
 document.addEventListener('resume', () => { send({ type: 'resume' }); if (player.item) reloadMedia(video.currentTime); });
 window.addEventListener('pageshow', (e) => { if (e.persisted) { send({ type: 'resume' }); playIfPaused(); } });
