@@ -89,9 +89,9 @@ for (const type of ['pause', 'playing', 'seeked', 'waiting']) {
 
 // The rate. Chromium plays rates within 0.1% of 1 as 1 (its audio renderer passes them through
 // untouched), and each switch from that pass-through to time-stretching moves currentTime back
-// by about 25 ms, while changes between stretched rates are smooth (MEASUREMENTS.md, "The
-// browser's playbackRate"). The core's nudges are mostly inside that band, so a nudge would do
-// nothing, then cost 25 ms. The element therefore stays stretched while it plays: a rate inside
+// by about 25 ms, while changes between stretched rates move it by a few ms (Tools/web/rate-probe;
+// PLAYERS.md). The core's nudges are mostly inside that band, so a nudge would do nothing, then
+// cost 25 ms. The element therefore stays stretched while it plays: a rate inside
 // ±0.2% of 1 is made by alternating 1 − 0.2% and 1 + 0.2% within each 200 ms, for the same mean.
 const rateEdge = 0.002, ratePeriodMs = 200;
 const rate = { wanted: 1, timer: 0 };
