@@ -7,22 +7,23 @@ extension CommandLineOptions {
             "web",
             """
             coplay web --listen ADDRESS:PORT [--root DIR]
-              Serve the browser page and its WebAssembly module (HTTP/1.1 GET and HEAD of the
-              files of DIR, held in memory) to the devices that will join, e.g. --listen
-              0.0.0.0:8080 on a home's LAN. DIR: the page's folder (default: /usr/share/coplay/web,
-              or the one Tools/wasm-core builds beside this coplay). Any static server will do as
-              well. A bad request gets a 4xx and is counted. Runs until killed; exit status 1 if
-              it cannot listen, 2 on a bad command line.
+              Serve the browser page and its WebAssembly module (HTTP/1.1 GET and HEAD of
+              the files of DIR, held in memory) to the devices that will join, e.g.
+              --listen 0.0.0.0:8080 on a home's LAN. DIR: the page's folder (default:
+              /usr/share/coplay/web, or the one Tools/wasm-core builds beside this coplay).
+              Any static server will do as well. A bad request gets a 4xx and is counted.
+              Runs until killed; exit status 1 if it cannot listen, 2 on a bad command line.
             """
         ),
         (
             "join",
             """
             coplay join LINK [options]
-              Run an agent in the group an invitation link names (coplay invite prints one): its
-              relay (the ws:// listener, as the browsers use it), its session and its group key,
-              with any other agent option (--name, --player mpv, --interface …). A link without
-              a key, or a mangled one, is refused with what is wrong (exit status 2).
+              Run an agent in the group an invitation link names (coplay invite prints
+              one): its relay (the ws:// listener, as the browsers use it), its session and
+              its group key, with any other agent option (--name, --player mpv,
+              --interface …). A link without a key, or a mangled one, is refused with what
+              is wrong (exit status 2).
             """
         ),
         (
@@ -30,11 +31,12 @@ extension CommandLineOptions {
             """
             coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT [--session NAME]
                           --key-file PATH [--no-qr]
-              Print an invitation link on the first line, then the same link as a QR code: the
-              page's URL with a fragment that carries the relay's WebSocket address (nats-server's
-              websocket listener; wss:// with TLS), the session (default: default) and the group
-              key. A browser never sends a fragment to a server, but whoever holds the link holds
-              the key: send it as you would the key file. Exit status 2 on a bad command line.
+              Print an invitation link on the first line, then the same link as a QR code:
+              the page's URL with a fragment that carries the relay's WebSocket address
+              (nats-server's websocket listener; wss:// with TLS), the session (default:
+              default) and the group key. A browser never sends a fragment to a server, but
+              whoever holds the link holds the key: send it as you would the key file.
+              Exit status 2 on a bad command line.
             """
         ),
     ]
