@@ -124,22 +124,49 @@ func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int3
 
 @_cdecl("coplay_dealloc") public func coplayDealloc(_ pointer: UnsafeMutablePointer<UInt8>?) { pointer?.deallocate() }
 
-/// A new instance; returns its handle.
+/// A new instance; returns its handle, -2 for a port outside 1-65535 or a name or session too
+/// long, -3 when the module holds `participantsMax` participants.
 @_cdecl("coplay_create")
 public func coplayCreate(
     _ id: UInt64, _ seed: UInt64, _ port: Int32, _ name: UnsafePointer<UInt8>?, _ nameCount: Int32,
     _ session: UnsafePointer<UInt8>?, _ sessionCount: Int32, _ mono: Int64, _ wall: Int64
 ) -> Int32 {
+    guard (1...65535).contains(port), let (name, session) = names(name, nameCount, session, sessionCount) else {
+        return -2
+    }
+    guard participants.count < participantsMax else { return -3 }
     let identity = LocalIdentity(
-        id: PeerID(id), name: text(name, nameCount), sessionName: text(session, sessionCount),
-        unicastPort: UInt16(truncatingIfNeeded: port), playerKind: "web")
+        id: PeerID(id), name: name, sessionName: session, unicastPort: UInt16(port), playerKind: "web")
     participants.append(Participant(Instance(identity: identity, seed: seed, now: timestamp(mono, wall))))
     return Int32(participants.count - 1)
 }
 
+/// Participants one module holds at most: a page makes one (and one more after each trap), the
+/// crowd test a hundred; the table does not grow past this.
+let participantsMax = 1024
+
+/// The name and session a page gave, within what the core takes (`Settings.nameBytesMax`,
+/// `sessionNameBytesMax`, counted after bytes that are not UTF-8 became U+FFFD); nil otherwise.
+/// The core's initializer requires it: a longer name would trap the module, and a page that
+/// restarts after a trap would trap again.
+func names(_ name: UnsafePointer<UInt8>?, _ nameCount: Int32, _ session: UnsafePointer<UInt8>?, _ sessionCount: Int32)
+    -> (String, String)?
+{
+    let settings = Settings()
+    guard nameCount >= 0, sessionCount >= 0, Int(nameCount) <= settings.nameBytesMax,
+        Int(sessionCount) <= settings.sessionNameBytesMax
+    else { return nil }
+    let (name, session) = (text(name, nameCount), text(session, sessionCount))
+    guard name.utf8.count <= settings.nameBytesMax, session.utf8.count <= settings.sessionNameBytesMax else {
+        return nil
+    }
+    return (name, session)
+}
+
 /// A new instance of a keyed group that also travels through a relay (the browser's only path):
 /// `key` the group key's 32 bytes or more, `entropy` 32 bytes from crypto.getRandomValues for the
-/// relay's nonces. Returns its handle, or -1 for a key or entropy of the wrong size.
+/// relay's nonces. Returns its handle; -1 for a key or entropy of the wrong size, -2 for a name or
+/// session too long, -3 when the module holds `participantsMax` participants.
 @_cdecl("coplay_create_relayed")
 public func coplayCreateRelayed(
     _ id: UInt64, _ seed: UInt64, _ name: UnsafePointer<UInt8>?, _ nameCount: Int32,
@@ -147,13 +174,12 @@ public func coplayCreateRelayed(
     _ entropy: UnsafePointer<UInt8>?, _ mono: Int64, _ wall: Int64
 ) -> Int32 {
     guard keyCount >= 32, keyCount <= 256, entropy != nil else { return -1 }
+    guard let (name, session) = names(name, nameCount, session, sessionCount) else { return -2 }
+    guard participants.count < participantsMax else { return -3 }
     // A tab has no unicast socket, and an announcement must name a port (1-65535): it names
     // 9, the discard port. It is heard only through the relay, so no peer forms a LAN endpoint
-    // from it. (Whether the wire format should say "no socket" instead is the browser work's
-    // decision, PROTOCOL.md.)
-    let identity = LocalIdentity(
-        id: PeerID(id), name: text(name, nameCount), sessionName: text(session, sessionCount), unicastPort: 9,
-        playerKind: "web")
+    // from it (PROTOCOL.md, "Browser participants").
+    let identity = LocalIdentity(id: PeerID(id), name: name, sessionName: session, unicastPort: 9, playerKind: "web")
     participants.append(
         Participant(
             Instance(

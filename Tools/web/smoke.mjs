@@ -25,6 +25,16 @@ function records(length) {
 }
 // An event object (kind 4) as 'name what': 'activity film', 'clock-synced bob', 'playing film'.
 const summary = (e) => `${e.event} ${e.item ?? e.peer?.name ?? e.state ?? ''}`;
+// Names and sessions past the core's 64 bytes are refused at the boundary (-2), where the
+// core's initializer would trap: 65 ASCII bytes, and 33 two-byte characters (66 bytes).
+{
+  const key = new Uint8Array(32), entropy = new Uint8Array(32), s = enc.encode('web');
+  for (const [name, expected] of [['a'.repeat(64), 'a handle'], ['a'.repeat(65), -2], ['é'.repeat(33), -2]]) {
+    const n = enc.encode(name);
+    const h = x.coplay_create_relayed(1n, 1n, put(n), n.length, put(s), s.length, put(key), 32, put(entropy), 1n, 1n);
+    if (expected === 'a handle' ? h < 0 : h !== expected) { console.error(`smoke: a name of ${n.length} bytes gave ${h}`); process.exit(1); }
+  }
+}
 let clock = 5_000_000_000n; const wall0 = 1_780_000_000_000_000_000n;
 const agents = ['alice', 'bob'].map((name, i) => {
   const n = enc.encode(name), s = enc.encode('web');

@@ -18,6 +18,7 @@ struct WebSocketFraming {
     private(set) var phase = Phase.handshaking
     private let key: String
     private var buffer: [UInt8] = []
+    private var consumed = 0
     private var message: [UInt8] = []
     private var messageOpen = false
 
@@ -100,37 +101,46 @@ struct WebSocketFraming {
                 return fail("a frame of unknown opcode \(frame.opcode)")
             }
         }
+        if consumed > 0 {
+            buffer.removeFirst(consumed)
+            consumed = 0
+        }
         return arrival
     }
 
     private mutating func fail(_ reason: String) -> Arrival {
         phase = .closed
         buffer.removeAll()
+        consumed = 0
         return Arrival(failure: reason)
     }
 
     /// The next whole frame in the buffer, if one has arrived.
+    /// Frames are read from `consumed` on; what they used is cut from the buffer once per
+    /// `received`, not once per frame (a read of many small frames copied the rest each time).
     private mutating func nextFrame(_ arrival: inout Arrival) -> (opcode: UInt8, final: Bool, payload: [UInt8])? {
+        let buffer = self.buffer[consumed...]
+        let base = consumed
         guard buffer.count >= 2 else { return nil }
-        let final = buffer[0] & 0x80 != 0
-        let opcode = buffer[0] & 0x0F
-        guard buffer[0] & 0x70 == 0 else {
+        let final = buffer[base + 0] & 0x80 != 0
+        let opcode = buffer[base + 0] & 0x0F
+        guard buffer[base + 0] & 0x70 == 0 else {
             arrival = fail("a frame with reserved bits (no extension was agreed)")
             return nil
         }
-        guard buffer[1] & 0x80 == 0 else {
+        guard buffer[base + 1] & 0x80 == 0 else {
             arrival = fail("a masked frame from the server")
             return nil
         }
-        var length = UInt64(buffer[1] & 0x7F)
+        var length = UInt64(buffer[base + 1] & 0x7F)
         var offset = 2
         if length == 126 {
             guard buffer.count >= 4 else { return nil }
-            length = UInt64(buffer[2]) << 8 | UInt64(buffer[3])
+            length = UInt64(buffer[base + 2]) << 8 | UInt64(buffer[base + 3])
             offset = 4
         } else if length == 127 {
             guard buffer.count >= 10 else { return nil }
-            length = buffer[2..<10].reduce(0) { $0 << 8 | UInt64($1) }
+            length = buffer[(base + 2)..<(base + 10)].reduce(0) { $0 << 8 | UInt64($1) }
             offset = 10
         }
         guard length <= UInt64(Self.messageBytesMax) else {
@@ -142,8 +152,8 @@ struct WebSocketFraming {
             return nil
         }
         guard buffer.count >= offset + Int(length) else { return nil }
-        let payload = Array(buffer[offset..<offset + Int(length)])
-        buffer.removeFirst(offset + Int(length))
+        let payload = Array(buffer[(base + offset)..<(base + offset + Int(length))])
+        consumed += offset + Int(length)
         return (opcode, final, payload)
     }
 

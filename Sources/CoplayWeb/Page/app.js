@@ -24,6 +24,7 @@ function invitation() {
   if (!relay || !session) return { error: 'This page needs an invitation link: ask someone in the group to run “coplay invite” and open the link it prints.' };
   if (!key) return { error: 'This invitation carries no group key. Ask for a new link (coplay invite).' };
   if (!/^([0-9a-fA-F]{2}){32,256}$/.test(key)) return { error: 'This invitation’s key is damaged (it must be 64 hex digits or more). Ask for a new link.' };
+  if (new TextEncoder().encode(session).length > 64) return { error: 'This invitation’s session name is longer than 64 bytes. Ask for a new link.' };
   if (!/^wss?:\/\//.test(relay)) return { error: `This invitation’s relay (${relay}) is not a ws:// or wss:// address.` };
   return { relay, session, key };
 }
@@ -31,7 +32,7 @@ function invitation() {
 function join() {
   const invite = invitation();
   if (invite.error) return;
-  name = $('name').value.trim().slice(0, 60) || `web-${Math.random().toString(16).slice(2, 6)}`;
+  name = utf8Prefix($('name').value.trim(), 64) || `web-${Math.random().toString(16).slice(2, 6)}`;
   try { localStorage.setItem('coplay-name', name); } catch { /* private mode */ }
   // The gesture: the one element plays here once, so later remote starts need no gesture. A
   // browser that still refuses sound plays muted (the button offers sound back).
@@ -43,6 +44,17 @@ function join() {
   worker.onmessage = ({ data }) => onWorker(data);
   worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm' });
   setInterval(sample, sampleIntervalMs);
+}
+
+/// The longest start of `text` within `bytes` bytes of UTF-8 (the core takes names of 64).
+function utf8Prefix(text, bytes) {
+  const encoder = new TextEncoder();
+  let out = '';
+  for (const character of text) {
+    if (encoder.encode(out + character).length > bytes) break;
+    out += character;
+  }
+  return out;
 }
 
 function send(message) { worker?.postMessage(message); }

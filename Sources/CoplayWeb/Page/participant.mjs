@@ -112,7 +112,9 @@ export class Participant {
     this.handle = x.coplay_create_relayed(random[0], seed ?? random[1], np, nameBytes.length, sp, sessionBytes.length,
       kp, key.length, ep, monoNanos(), wallNanos());
     for (const p of [np, sp, kp, ep]) x.coplay_dealloc(p);
-    if (this.handle < 0) throw new Error('the group key must be 32 bytes or more');
+    if (this.handle === -1) throw new Error('the group key must be 32 bytes or more');
+    if (this.handle === -2) throw new Error('the name must be at most 64 bytes and the session at most 64 bytes (UTF-8)');
+    if (this.handle < 0) throw new Error('this page holds too many participants');
     this.subjects = core.records(x.coplay_relay_subjects(this.handle)).map(r => dec.decode(r.data));
   }
 

@@ -9,7 +9,7 @@
 //               {type:'connection', up}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
 import { Core, Participant, parseKey } from './participant.mjs';
 
-let core, participant, joined, bytes, viewTimer;
+let core, participant, joined, bytes, viewTimer, traps = 0;
 const post = (message) => postMessage(message);
 
 async function start() {
@@ -36,7 +36,11 @@ function guarded(body) {
     if (!(error instanceof WebAssembly.RuntimeError)) throw error;
     post({ type: 'trap', text: String(error.message || error) });
     try { participant.close(); } catch { /* the module is gone */ }
-    start();
+    // Again after 1 s, doubling to 30 s while it keeps trapping: a trap that comes back at once
+    // must not spin the tab.
+    traps++;
+    setTimeout(() => start().catch((e) => post({ type: 'diagnostic', text: `cannot restart: ${e.message}` })),
+      Math.min(30000, 1000 * 2 ** Math.min(traps - 1, 5)));
   }
 }
 
