@@ -7,7 +7,7 @@ extension Instance {
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     public var peers: [PeerID: PeerRecord] { membership.peers }
     /// The group's keys for this session, when the agent has a key file.
-    public var keys: GroupKeys? { authentication.keys }
+    public var keys: GroupKeys? { gate.authentication.keys }
     /// Whether `id` is a live peer's.
     public func isPeer(_ id: PeerID) -> Bool { membership.peers[id] != nil }
     public var log: CausalLog { ordering.log }
@@ -41,19 +41,19 @@ extension Instance {
 
     // MARK: Reports
 
-    func peerInfo(_ record: PeerRecord, now: MonotonicInstant) -> PeerInfo {
+    @inline(never) func peerInfo(_ record: PeerRecord, now: MonotonicInstant) -> PeerInfo {
         record.info(
             now: now, offset: clockSync.estimate(of: record.member.id, at: now),
             isClockSynced: clockSync.isSynced(record.member.id))
     }
 
     public func peerInfos(now: MonotonicInstant) -> [PeerInfo] {
-        membership.peers.values.map { peerInfo($0, now: now) }.sorted {
+        membership.peers.values.map { peerInfo($0, now: now) }.ordered {
             ($0.name, $0.member.id) < ($1.name, $1.member.id)
         }
     }
 
-    public func statusReport(now: Timestamp) -> StatusReport {
+    @inline(never) public func statusReport(now: Timestamp) -> StatusReport {
         StatusReport(
             member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,

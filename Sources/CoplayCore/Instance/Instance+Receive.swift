@@ -1,67 +1,41 @@
 /// One received datagram: the gate (who may speak), then the table (one line per payload kind,
 /// each calling the machine that owns the kind).
 extension Instance {
-    /// The gate: the session, the tag, the send time and the replay window (`Authentication`), a
-    /// plausible incarnation, not this agent's own, joined, not from a departed membership nor
-    /// from an incarnation older than one seen; then, by kind, only a current member, and proof
-    /// that the sender is alive. Then the table.
-    mutating func receive(
+    /// The gate (`Gate`: who may speak, and whether this agent listens), then the table.
+    @inline(never) mutating func receive(
         _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp,
         viaGroup: Bool, into out: inout [Directive]
     ) {
-        guard datagram.session == session else {
-            return reportDrop(.otherSession, detail: "session \(datagram.session)", from: source, into: &out)
-        }
-        // Only a keyed group judges send times: an open one spares the lookup on every datagram.
-        let senderClock =
-            authentication.keys == nil
-            ? nil : clockSync.estimate(of: datagram.sender.id, at: now.monotonic)?.offsetNanos
-        if let refusal = authentication.admit(
-            datagram, bytes: bytes, receivedAt: receivedAt.wall, senderOffsetNanos: senderClock)
-        {
-            // The network's copy of an announcement that the relay brought first still says the
-            // peer is reachable on the network, and there it stays served.
-            if refusal.reason == .replayed, !source.isRelay, let announcement = datagram.payload.announcement {
+        let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
+        let verdict = gate.admit(
+            datagram, bytes: bytes, from: source, receivedAt: receivedAt.wall, now: now.wall, standing: standing(now))
+        switch verdict {
+        case .ownEcho:
+            counters.ownEchoes += 1
+            return
+        case .refused(let reason, let detail, let announcement):
+            if let announcement {
                 membership.heardOnNetwork(
-                    datagram.sender, at: Endpoint(address: source.address, port: announcement.unicastPort),
-                    heardAt: receivedAt.monotonic)
+                    sender, at: Endpoint(address: source.address, port: announcement.unicastPort), heardAt: heardAt)
             }
-            return reportDrop(refusal.reason, detail: refusal.detail, from: source, into: &out)
-        }
-        let sender = datagram.sender
-        // Incarnations count tenths of seconds of the sender's clock: one far beyond ours is a
-        // takeover attempt (2^32 - 1 would outrank every real restart), not a restart.
-        guard sender.incarnation <= Incarnation.initial(at: now.wall + settings.incarnationAheadMax) else {
-            return reportDrop(.implausibleIncarnation, detail: "\(sender)", from: source, into: &out)
-        }
-        guard sender.id != identity.id else {
-            if sessionLifecycle.isOwn(sender.incarnation) {
-                counters.ownEchoes += 1
-                return
+            return reportDrop(reason, detail: detail, from: source, into: &out)
+        case .admitted(let provesAlive):
+            defer {
+                if membership.isKnown(sender) {
+                    reach.heard(sender.id, viaGroup: viaGroup, unsolicited: datagram.payload.isUnsolicited, at: heardAt)
+                }
             }
-            return reportDrop(.idConflict, detail: "another agent uses id \(sender.id)", from: source, into: &out)
+            if provesAlive { heard(sender, at: heardAt, now: now, into: &out) }
+            route(datagram, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, into: &out)
         }
-        guard state.isJoined else {
-            return reportDrop(.notJoined, detail: "\(datagram.payload.type)", from: source, into: &out)
-        }
-        guard !membership.hasDeparted(sender) else {
-            return reportDrop(.fromDeparted, detail: "\(sender) has left", from: source, into: &out)
-        }
-        if let newer = membership.newestIncarnation(of: sender.id), sender.incarnation < newer {
-            return reportDrop(
-                .staleIncarnation, detail: "\(sender) after incarnation \(newer.rawValue)", from: source, into: &out)
-        }
-        let heardAt = receivedAt.monotonic
-        defer {
-            if membership.isKnown(sender) {
-                reach.heard(sender.id, viaGroup: viaGroup, unsolicited: datagram.payload.isUnsolicited, at: heardAt)
-            }
-        }
-        let kind = datagram.payload.type
-        if let what = kind.membersOnly, !membership.isKnown(sender) {
-            return reportDrop(.unknownSender, detail: "\(what) from \(sender)", from: source, into: &out)
-        }
-        if kind.provesSenderAlive { heard(sender, at: heardAt, now: now, into: &out) }
+    }
+
+    /// The table: one line per payload kind, each calling the machine that owns the kind.
+    private mutating func route(
+        _ datagram: Datagram, from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool,
+        into out: inout [Directive]
+    ) {
+        let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
         let from = Received(sender: sender, source: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup)
 
         switch datagram.payload {
@@ -82,6 +56,15 @@ extension Instance {
         case .peerList(let entries): onPeerList(entries, from)
         case .end(let reason): onEnd(reason, from, into: &out)
         }
+    }
+
+    /// What the gate needs of the other machines at `now`.
+    private func standing(_ now: Timestamp) -> Gate.Standing {
+        let (membership, sessionLifecycle, clockSync) = (self.membership, self.sessionLifecycle, self.clockSync)
+        return Gate.Standing(
+            isJoined: state.isJoined, isOwn: sessionLifecycle.isOwn, hasDeparted: membership.hasDeparted,
+            newestIncarnation: membership.newestIncarnation, isKnown: membership.isKnown,
+            offsetNanos: { clockSync.estimate(of: $0, at: now.monotonic)?.offsetNanos })
     }
 
     /// Where a datagram came from and when: what its handler needs besides its payload.
@@ -191,7 +174,9 @@ extension Instance {
     }
 
     /// Anything from a known membership proves it alive.
-    mutating func heard(_ sender: Member, at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func heard(
+        _ sender: Member, at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]
+    ) {
         routeMembership(membership.heard(sender, at: heardAt), at: heardAt, source: nil, now: now, into: &out)
     }
 }

@@ -3,7 +3,7 @@
 /// becomes an input of `Playback`). No handler decides what a machine could decide itself.
 extension Instance {
     /// What playback needs of the rest of the agent, now: scalars and lookups, not machines.
-    func context(_ now: Timestamp) -> PlaybackContext {
+    @inline(never) func context(_ now: Timestamp) -> PlaybackContext {
         let clockSync = self.clockSync
         return PlaybackContext(
             now: now, member: member, name: identity.name, state: state, peers: membership.peers,
@@ -13,7 +13,7 @@ extension Instance {
     // MARK: Membership and clock sync
 
     /// `source`: where the datagram that caused these outputs came from (nil for a timer).
-    mutating func routeMembership(
+    @inline(never) mutating func routeMembership(
         _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?, now: Timestamp,
         into out: inout [Directive]
     ) {
@@ -57,7 +57,7 @@ extension Instance {
         if peersChanged { routePlayback(playback.onPeersChanged(context(now)), now: now, into: &out) }
     }
 
-    mutating func routeClocks(
+    @inline(never) mutating func routeClocks(
         _ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
     ) {
         for output in outputs {
@@ -98,7 +98,9 @@ extension Instance {
     }
 
     /// A peer's digest: asks it for what this agent lacks (commands, or its state).
-    mutating func catchUp(with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func catchUp(
+        with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]
+    ) {
         let clockKnown = clockSync.estimate(of: peer.id, at: now.monotonic) != nil
         routeOrdering(
             ordering.onDigest(
@@ -107,7 +109,9 @@ extension Instance {
             now: now, into: &out)
     }
 
-    mutating func routeOrdering(_ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func routeOrdering(
+        _ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]
+    ) {
         for output in outputs {
             switch output {
             case .originated(let delivered):
@@ -166,7 +170,7 @@ extension Instance {
         }
     }
 
-    mutating func routeTransfer(
+    @inline(never) mutating func routeTransfer(
         _ outputs: [StateTransfer.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
     ) {
         for output in outputs {
@@ -193,7 +197,7 @@ extension Instance {
 
     /// What this agent's snapshot for a peer whose digest is `digest` is made of (the router
     /// supplies it to `StateTransfer`, as raft's application supplies its Storage snapshot).
-    func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
+    @inline(never) func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
         var winners =
             playback.items.values.map({ $0.winner }) + (playback.activity.map { [$0] } ?? [])
             + playback.scheduledCommands
@@ -208,7 +212,9 @@ extension Instance {
     // MARK: Playback and messaging
 
     /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
-    mutating func deliver(_ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func deliver(
+        _ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]
+    ) {
         counters.commandsDelivered += Int64(batch.count)
         var forPlayback: [Ordering.Delivered] = []
         for delivered in batch {
@@ -231,13 +237,15 @@ extension Instance {
     }
 
     /// Issues a group command (`Ordering.issue`: it is delivered here, and multicast).
-    mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
         routeOrdering(
             ordering.issue(command, by: member, dependsOn: dependsOn, framing: framing, now: now.monotonic), now: now,
             into: &out)
     }
 
-    mutating func routeQueue(_ outputs: [QueueController.Output], now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func routeQueue(
+        _ outputs: [QueueController.Output], now: Timestamp, into out: inout [Directive]
+    ) {
         for output in outputs {
             switch output {
             case .issue(let command): issue(command, now: now, into: &out)
@@ -252,7 +260,9 @@ extension Instance {
     /// step's other outputs (as raft hands out messages after an append): issuing one delivers
     /// it here at once, which is a new input of playback, and that input must not run in the
     /// middle of the step that caused it.
-    mutating func routePlayback(_ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func routePlayback(
+        _ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]
+    ) {
         var announce = false
         var issued: [Command] = []
         for output in outputs {
@@ -274,7 +284,7 @@ extension Instance {
 
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
     /// middle of a batch, on stale state).
-    mutating func decideStart(now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func decideStart(now: Timestamp, into out: inout [Directive]) {
         routePlayback(playback.decideStartIfDue(context(now)), now: now, into: &out)
     }
 
@@ -287,9 +297,9 @@ extension Instance {
     }
 
     /// What this agent's datagrams cost on the wire.
-    var framing: Framing { Framing(session: session, sender: member, tagBytes: authentication.tagBytes) }
+    var framing: Framing { Framing(session: session, sender: member, tagBytes: gate.authentication.tagBytes) }
 
-    mutating func sendMessage(
+    @inline(never) mutating func sendMessage(
         to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
     ) {
         guard state.isJoined else {
@@ -305,13 +315,13 @@ extension Instance {
             return framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes
                 + WireFormat.commandRoomForStateBytes
         }
-        let peers = membership.peers.values.sorted { $0.member.id < $1.member.id }
+        let peers = membership.peers.values.ordered { $0.member.id < $1.member.id }
         routeMessaging(
             messaging.send(to: names, unreliable: unreliable, text: text, peers: peers, overheadBytes: overhead),
             now: now, into: &out)
     }
 
-    mutating func onMessagePart(
+    @inline(never) mutating func onMessagePart(
         _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
     ) {
         let originator = membership.originator(origin, local: member, localName: identity.name)
@@ -323,13 +333,17 @@ extension Instance {
 
     /// A changed verdict on this agent's multicast path is announced at once: the senders start
     /// (or stop) the unicast copies.
-    mutating func routePaths(_ outputs: [MulticastPath.Output], now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func routePaths(
+        _ outputs: [MulticastPath.Output], now: Timestamp, into out: inout [Directive]
+    ) {
         for case .changed in outputs where state.isJoined {
             out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))
         }
     }
 
-    mutating func routeMessaging(_ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]) {
+    @inline(never) mutating func routeMessaging(
+        _ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]
+    ) {
         for output in outputs {
             switch output {
             case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))
@@ -344,21 +358,10 @@ extension Instance {
     // MARK: Wake-ups
 
     /// Appends the wake-up for the earliest instant at which some machine has something to do.
-    func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
-        // Looked up only for an input that multicasts something time-critical: most inputs (a
-        // heartbeat heard, a probe answered) do not, and this runs for every one.
-        let critical =
-            !membership.unicastWanted.isEmpty
-            && directives.contains {
-                if case .multicast(let datagram) = $0 { datagram.payload.isTimeCritical } else { false }
-            }
-        let wanted =
-            critical
-            ? membership.unicastWanted.sorted().compactMap { membership.peers[$0]?.endpoint }
-                // A peer reached through the relay already gets the group's copy there by TCP.
-                .filter { !$0.isRelay }.prefix(settings.unicastFanOutMax).map { $0 } : []
+    @inline(never) func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
         let directives = reach.withUnicastCopies(
-            directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: wanted, now: now.monotonic)
+            directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: membership.unicastWanted,
+            now: now.monotonic)
         if case .exit = directives.last { return directives }
         var candidates = [
             sessionLifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake, queueController.endDue?.due,

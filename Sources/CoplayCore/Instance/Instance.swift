@@ -14,6 +14,10 @@
 /// delivered command from `Ordering` becomes an input of `Playback`).
 /// Randomness (timer jitter, probe tokens) comes from a generator seeded by the caller, so the
 /// simulation replays a run exactly from its seed.
+///
+/// The router's handlers are `@inline(never)`: each is reached from several inputs, and the
+/// compiler copied it into each (9 KB of the browser's module, gzipped; a call costs nothing
+/// beside what a handler does).
 public struct Instance: Sendable {
     public var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
@@ -30,7 +34,7 @@ public struct Instance: Sendable {
     var messaging: Messaging
     var reach: Reach
     var stateTransfer: StateTransfer
-    var authentication: Authentication
+    var gate: Gate
     var multicastPath: MulticastPath
     var queueController: QueueController
     /// With `--relay`: how datagrams travel through it (`RelayCarriage`).
@@ -60,7 +64,9 @@ public struct Instance: Sendable {
         stateTransfer = StateTransfer(settings: settings)
         multicastPath = MulticastPath(settings: settings)
         queueController = QueueController(settings: settings)
-        authentication = Authentication(keys: keys, session: session, settings: settings)
+        gate = Gate(
+            authentication: Authentication(keys: keys, session: session, settings: settings), session: session,
+            own: identity.id, settings: settings)
         if let keys, let relayEntropy {
             relay = RelayCarriage(keys: keys, sessionName: identity.sessionName, entropy: relayEntropy)
         }
@@ -70,7 +76,7 @@ public struct Instance: Sendable {
     /// The relay's subjects follow the keys: a shell with a relay subscribes to
     /// `relaySubscriptions` again.
     public mutating func onKeysChanged(_ keys: [[UInt8]]?) {
-        authentication.rekey(keys)
+        gate.authentication.rekey(keys)
         if let keys { relay?.rekey(keys) }
     }
 
@@ -243,7 +249,7 @@ public struct Instance: Sendable {
 
     // MARK: Session lifecycle
 
-    private mutating func join(now: Timestamp, into out: inout [Directive]) {
+    @inline(never) private mutating func join(now: Timestamp, into out: inout [Directive]) {
         if sessionLifecycle.join(now: now) {
             ordering.reset()
             stateTransfer.reset()
@@ -258,7 +264,7 @@ public struct Instance: Sendable {
     }
 
     /// Leaves (or ends the session for everyone): the datagram goes out now and is repeated.
-    mutating func leave(
+    @inline(never) mutating func leave(
         with payload: Payload, reason: InvalidationReason, now: Timestamp, into out: inout [Directive]
     ) {
         let copy = stamp(payload)
@@ -277,10 +283,10 @@ public struct Instance: Sendable {
     /// A directive's datagram as it goes on the wire at `now` (stamped and signed, in a keyed
     /// group): the shell and the simulation send what this returns.
     public func encode(_ datagram: Datagram, at now: Timestamp) -> [UInt8] {
-        authentication.seal(datagram, sentAt: now.wall)
+        gate.authentication.seal(datagram, sentAt: now.wall)
     }
 
-    mutating func stamp(_ payload: Payload) -> Datagram {
+    @inline(never) mutating func stamp(_ payload: Payload) -> Datagram {
         counters.datagramsSent += 1
         counters.builtByType[payload.type, default: 0] += 1
         return sessionLifecycle.stamp(payload)
@@ -289,7 +295,7 @@ public struct Instance: Sendable {
     /// The announcement this agent sends now: who it is, its player's part, a digest of what it
     /// has delivered (`Ordering.nextDigest`) and, on a group announcement (not a reply), its
     /// stamp (`MulticastPath`).
-    mutating func announcement(isReply: Bool, now: Timestamp) -> Announcement {
+    @inline(never) mutating func announcement(isReply: Bool, now: Timestamp) -> Announcement {
         Announcement(
             isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
             isWaiting: coordination.isWaiting, isReady: player.isReady,
@@ -299,8 +305,9 @@ public struct Instance: Sendable {
             path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast)
     }
 
-    mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive])
-    {
+    @inline(never) mutating func reportDrop(
+        _ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive]
+    ) {
         let count = counters.drop(reason)
         guard reason.isWorthADiagnostic else { return }
         if count <= Int64(settings.dropDiagnosticsFirst) || count % Int64(max(1, settings.dropDiagnosticEvery)) == 0 {

@@ -91,7 +91,7 @@ struct Reach: Sendable {
                 targets.insert(record.endpoint)
             }
         }
-        return targets.subtracting(reachedByMulticast).sorted()
+        return targets.subtracting(reachedByMulticast).ordered()
     }
 
     /// Due peer lists: to each member reached by unicast, the members this agent knows (at most
@@ -107,13 +107,13 @@ struct Reach: Sendable {
         guard let due = nextPeerListAt, now >= due else { return [] }
         nextPeerListAt = now + settings.peerListInterval
         let reached = Set(destinations(members: members, now: now))
-        let entries = members.values.filter { !$0.endpoint.isRelay }.sorted {
+        let entries = members.values.filter { !$0.endpoint.isRelay }.ordered {
             ($0.lastHeard, $0.member.id.rawValue) > ($1.lastHeard, $1.member.id.rawValue)
         }
         .prefix(WireFormat.peerListEntriesMax).map { PeerEntry(member: $0.member, endpoint: $0.endpoint) }
         guard entries.count > 1 else { return [] }  // a list of only the receiver tells it nothing
         return members.values.filter { reached.contains($0.endpoint) }.map({ $0.endpoint })
-            .sorted()
+            .ordered()
             .map { endpoint in .peerList(entries.filter { $0.endpoint != endpoint }, to: endpoint) }
     }
 
@@ -133,17 +133,28 @@ struct Reach: Sendable {
     /// Each group datagram of `directives`, followed by its unicast copies: for the members
     /// multicast does not reach (`farewell`'s once this agent has left), and, of a time-critical
     /// datagram (a command, a ready, an end), for the members whose multicast is slow or lossy
-    /// (`unicastWanted`: `MulticastPath`, at most `unicastFanOutMax`). The directives unchanged
-    /// when neither is in use, as on a wired LAN.
+    /// (`unicastWanted`, announced by them: `MulticastPath`; at most `unicastFanOutMax`, and none
+    /// reached through the relay, which already carries the group's copy to them by TCP). The
+    /// directives unchanged when neither is in use, as on a wired LAN.
     func withUnicastCopies(
-        _ directives: [Directive], members: [PeerID: PeerRecord], isJoined: Bool, unicastWanted: [Endpoint],
+        _ directives: [Directive], members: [PeerID: PeerRecord], isJoined: Bool, unicastWanted: Set<PeerID>,
         now: MonotonicInstant
     ) -> [Directive] {
         guard isActive || (isJoined && !unicastWanted.isEmpty),
             directives.contains(where: { if case .multicast = $0 { true } else { false } })
         else { return directives }
         let destinations = isActive ? (isJoined ? self.destinations(members: members, now: now) : farewell) : []
-        let prompt = isJoined ? unicastWanted.filter { !destinations.contains($0) } : []
+        // Looked up only for an input that multicasts something time-critical: most inputs (a
+        // heartbeat heard, a probe answered) do not, and this runs for every one.
+        let critical =
+            isJoined && !unicastWanted.isEmpty
+            && directives.contains {
+                if case .multicast(let datagram) = $0 { datagram.payload.isTimeCritical } else { false }
+            }
+        let prompt =
+            critical
+            ? unicastWanted.ordered().compactMap { members[$0]?.endpoint }.filter { !$0.isRelay }
+                .prefix(settings.unicastFanOutMax).filter { !destinations.contains($0) } : []
         guard !destinations.isEmpty || !prompt.isEmpty else { return directives }
         return directives.flatMap { directive -> [Directive] in
             guard case .multicast(let datagram) = directive else { return [directive] }
