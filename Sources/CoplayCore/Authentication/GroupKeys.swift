@@ -76,8 +76,8 @@ public struct KeyFileError: Error, Equatable, Sendable {
 extension Substring {
     fileprivate var trimmingWhitespace: Substring {
         var text = self
-        while let first = text.first, first.isWhitespace { text.removeFirst() }
-        while let last = text.last, last.isWhitespace { text.removeLast() }
+        while let first = text.first, first.isWhiteSpace { text.removeFirst() }
+        while let last = text.last, last.isWhiteSpace { text.removeLast() }
         return text
     }
 }

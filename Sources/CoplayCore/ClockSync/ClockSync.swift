@@ -82,7 +82,7 @@ struct ClockSync: Sendable {
 
     /// Left the session: live peers are forgotten (their estimators retired).
     mutating func stop() {
-        for peer in peers.keys.sorted() { onPeerLeft(peer) }
+        for peer in peers.keys.ordered() { onPeerLeft(peer) }
         nextWake = nil
     }
 
@@ -159,7 +159,7 @@ struct ClockSync: Sendable {
             clock.nextProbeAt <= now.monotonic || clock.outstanding.values.contains { $0 <= expiry } ? id : nil
         }
         var routine = 0
-        for id in due.sorted() {
+        for id in due.ordered() {
             guard var clock = peers[id] else { continue }
             clock.outstanding = clock.outstanding.filter { $0.value > expiry }
             if clock.nextProbeAt <= now.monotonic {

@@ -153,7 +153,7 @@ public struct OffsetEstimator: Hashable, Sendable {
     /// `offsetFilterWindowJittery` when the recent round trips' median is more than
     /// `jitteryPathSpread` above their minimum.
     var window: Int {
-        let recent = samples.suffix(filterWindow).map({ $0.delayNanos }).sorted()
+        let recent = samples.suffix(filterWindow).map({ $0.delayNanos }).ordered()
         guard let minimum = recent.first, recent[recent.count / 2] - minimum > jitteryPathSpreadNanos else {
             return filterWindow
         }

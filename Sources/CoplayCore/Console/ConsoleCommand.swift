@@ -83,7 +83,7 @@ public enum ConsoleCommand: Hashable, Sendable {
         }
         let words = tokens.map({ $0.word })
         guard let first = words.first, !first.hasPrefix("#") else { return .success(nil) }
-        let name = first.lowercased()
+        let name = first.asciiLowercased
         guard let usage = usages.first(where: { $0.name == name }) else {
             let shown = first.count > 40 ? first.prefix(40) + "…" : Substring(first)
             return .failure(
@@ -135,7 +135,7 @@ public enum ConsoleCommand: Hashable, Sendable {
         case "peers": return try noArguments(.peers)
         case "help":
             guard arguments.count <= 1 else { throw fail("'help' takes at most one command name") }
-            guard let topic = arguments.first?.lowercased() else { return .help(topic: nil) }
+            guard let topic = arguments.first?.asciiLowercased else { return .help(topic: nil) }
             guard usages.contains(where: { $0.name == topic }) else {
                 throw fail("no command '\(topic.prefix(40))' (type 'help' for the list)")
             }
@@ -268,7 +268,7 @@ public enum ConsoleCommand: Hashable, Sendable {
         _ tokens: [Token], line: String, fail: (String) -> ParseError
     ) throws(ParseError) -> QueueRequest {
         let arguments = tokens.map({ $0.word })
-        guard let verb = arguments.first?.lowercased() else { return .show }
+        guard let verb = arguments.first?.asciiLowercased else { return .show }
         func entryID(_ text: String) throws(ParseError) -> String {
             guard !text.isEmpty, text.utf8.count <= WireFormat.itemIDBytesMax, !text.contains("=") else {
                 throw fail("an entry id is 1 to \(WireFormat.itemIDBytesMax) bytes without '=', not '\(text)'")
@@ -376,7 +376,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             if character == "\"" {
                 inQuotes.toggle()
                 start = start ?? index
-            } else if character.isWhitespace && !inQuotes {
+            } else if character.isWhiteSpace && !inQuotes {
                 if let begun = start { tokens.append(Token(word: current, raw: begun..<index)) }
                 current = ""
                 start = nil

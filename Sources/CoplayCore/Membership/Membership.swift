@@ -53,7 +53,7 @@ struct Membership: Sendable {
         joiningUntil = now + settings.heartbeatJoiningPeriod
         fullRateUntil = nil
         scaleAtLastTick = 1
-        announcesDue = settings.announceOffsets.map { now + $0 }.sorted()
+        announcesDue = settings.announceOffsets.map { now + $0 }.ordered()
         nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
         heartbeatCountsFrom = (now, heartbeatInterval)
     }
@@ -243,7 +243,7 @@ struct Membership: Sendable {
                 silenceDeadline = min(silenceDeadline ?? deadline, deadline)
             }
         }
-        for id in due.sorted() {
+        for id in due.ordered() {
             guard var record = peers[id] else { continue }
             let silence = now - record.lastHeard
             let limits = silences.of(record)

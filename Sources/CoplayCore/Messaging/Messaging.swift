@@ -80,7 +80,7 @@ struct Messaging: Sendable {
             for name in names {
                 let matches = peers.filter {
                     $0.name == name
-                        || ($0.member.id.description.hasPrefix(name.lowercased())
+                        || ($0.member.id.description.hasPrefix(name.asciiLowercased)
                             && name.count >= settings.idPrefixCharactersMin)
                 }
                 guard matches.count == 1 else {

@@ -148,7 +148,7 @@ public struct CausalLog: Sendable {
             progress = false
             let candidates = pendingPerOrigin.keys.compactMap { origin in
                 pending[Dot(origin: origin, counter: count(of: origin) &+ 1)]
-            }.sorted { $0.orderKey < $1.orderKey }
+            }.ordered { $0.orderKey < $1.orderKey }
             for candidate in candidates where isDeliverable(candidate) {
                 removePending(candidate.dot)
                 deliver(candidate)
@@ -331,6 +331,6 @@ public struct CausalLog: Sendable {
         wanted.compactMap { member, target -> MissingRange? in
             let have = count(of: member)
             return target > have ? MissingRange(origin: member, from: have + 1, to: target) : nil
-        }.sorted { ($0.origin.id, $0.origin.incarnation) < ($1.origin.id, $1.origin.incarnation) }
+        }.ordered { ($0.origin.id, $0.origin.incarnation) < ($1.origin.id, $1.origin.incarnation) }
     }
 }

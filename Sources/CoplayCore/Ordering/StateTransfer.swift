@@ -117,8 +117,8 @@ struct StateTransfer: Sendable {
             return stripped
         }
         var queue =
-            (winners.map(stripped).sorted { $0.orderKey > $1.orderKey }
-            + messages.map(stripped).sorted { $0.orderKey < $1.orderKey })[...]
+            (winners.map(stripped).ordered { $0.orderKey > $1.orderKey }
+            + messages.map(stripped).ordered { $0.orderKey < $1.orderKey })[...]
         while !entries.isEmpty || !queue.isEmpty || parts.isEmpty, parts.count < WireFormat.statePartsMax {
             var used = 0
             var slice = VectorClock()

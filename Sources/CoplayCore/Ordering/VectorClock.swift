@@ -29,7 +29,7 @@ public struct VectorClock: Hashable, Sendable, CustomStringConvertible {
 
     /// Entries in a canonical order (by id, then incarnation), as they are encoded.
     public var sorted: [(member: Member, count: UInt32)] {
-        entries.map { ($0.key, $0.value) }.sorted {
+        entries.map { ($0.key, $0.value) }.ordered {
             ($0.member.id, $0.member.incarnation) < ($1.member.id, $1.member.incarnation)
         }
     }

@@ -238,7 +238,7 @@ extension Playback {
     mutating func onPeerLeft(_ departed: PeerID, _ context: PlaybackContext) {
         guard followsClock(of: departed) else { return }
         var anchor: ClockSource?
-        for peer in context.peers.keys.filter({ $0 != departed }).sorted() {
+        for peer in context.peers.keys.filter({ $0 != departed }).ordered() {
             guard let estimate = context.offset(peer) else { continue }
             anchor = ClockSource(peer: peer, offsetNanos: estimate.offsetNanos)
             break

@@ -91,7 +91,7 @@ struct QueueController: Sendable {
                 covering[entry.added.origin] = max(covering[entry.added.origin] ?? 0, entry.added.counter)
             }
             guard !covering.isEmpty else { return refuse("the queue is empty") }
-            let origins = covering.keys.sorted { ($0.id, $0.incarnation) < ($1.id, $1.incarnation) }
+            let origins = covering.keys.ordered { ($0.id, $0.incarnation) < ($1.id, $1.incarnation) }
             return stride(from: 0, to: origins.count, by: WireFormat.vectorClockEntriesMax).map { start in
                 let chunk = origins[start..<min(origins.count, start + WireFormat.vectorClockEntriesMax)]
                 let clock = VectorClock(Dictionary(uniqueKeysWithValues: chunk.map { ($0, covering[$0]!) }))

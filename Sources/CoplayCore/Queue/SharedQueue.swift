@@ -100,7 +100,7 @@ public struct SharedQueue: Sendable {
     public init(entriesMax: Int) { self.entriesMax = entriesMax }
 
     /// The live entries in queue order.
-    public var ordered: [QueueEntry] { entries.values.sorted { Self.precedes($0, $1) } }
+    public var ordered: [QueueEntry] { entries.values.ordered { Self.precedes($0, $1) } }
 
     /// Queue order: by position; entries at one position (adds of one id by two members) by
     /// their adders, then their ids.

@@ -92,7 +92,7 @@ struct MulticastPath: Sendable {
     /// The 75th percentile of the recent one-way delays, when there are enough of them.
     var delayP75: Duration? {
         guard delays.count >= settings.value.multicastPathSamplesMin else { return nil }
-        return .nanoseconds(delays.sorted()[delays.count * 3 / 4])
+        return .nanoseconds(delays.ordered()[delays.count * 3 / 4])
     }
 
     /// The share of recent group announcements that did not arrive by multicast.

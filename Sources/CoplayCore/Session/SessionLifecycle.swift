@@ -84,7 +84,7 @@ struct SessionLifecycle: Sendable {
         sending copy: Datagram, reason: InvalidationReason, copyOffsets: [Duration], now: MonotonicInstant
     ) {
         guard case .joined = phase else { preconditionFailure("leaving (\(reason)) in phase \(phase)") }
-        let offsets = copyOffsets.isEmpty ? [.zero] : copyOffsets.sorted()
+        let offsets = copyOffsets.isEmpty ? [.zero] : copyOffsets.ordered()
         phase = .leaving(reason: reason, copy: copy, copiesDue: offsets.map { now + $0 }, exitAfter: false)
     }
 
