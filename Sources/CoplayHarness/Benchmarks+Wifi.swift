@@ -90,8 +90,8 @@ extension Benchmarks {
         print("    commands lost (a player that never followed): \(figures.lost) of \(figures.trials)\(departures)")
     }
 
-    /// A `Tools/lan` LAN on a hub with `link`, for the duration of `body`.
-    static func onLAN<T>(hosts: Int, link: String, dtim: Int, bench: String, _ body: (String) throws -> T)
+    /// A `Tools/lan` LAN on a hub with `link` (nil: on a bridge), for the duration of `body`.
+    static func onLAN<T>(hosts: Int, link: String?, dtim: Int, bench: String, _ body: (String) throws -> T)
         throws -> T
     {
         let prefix = "cpw\(getpid() % 10_000)"
@@ -105,8 +105,8 @@ extension Benchmarks {
             throw BenchError(description: "no Tools/lan above \(bench)")
         }
         let environment = ["LAN_PREFIX": prefix, "COPLAY_BENCH": bench, "LAN_HUB_SECONDS": "1800"]
-        let (status, output) = try Locations.run(
-            lan, ["up", String(hosts), "--link", link, "--dtim", String(dtim)], environment: environment)
+        let shape = link.map { ["--link", $0, "--dtim", String(dtim)] } ?? []
+        let (status, output) = try Locations.run(lan, ["up", String(hosts)] + shape, environment: environment)
         guard status == 0 else { throw BenchError(description: "Tools/lan up failed: \(output)") }
         defer {
             if let (_, down) = try? Locations.run(lan, ["down"], environment: environment) {

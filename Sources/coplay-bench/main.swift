@@ -23,6 +23,7 @@ let usage = """
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
            coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--coplay PATH]
+           coplay-bench stall [--runs N] [--starved-seconds S] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -79,6 +80,11 @@ let usage = """
                   playing, a tab frozen 8 s, the first run's tab hidden --hidden-seconds S (default 300) behind
                   another; then --crowd N (default 100; 0: none) participants of the page's shell in one node
                   with two agents (Tools/web/crowd.mjs): pause and seek to all, a late joiner; and the module's size
+      stall       a participant starved by a real network (root; needs mpv, ffmpeg, nft): 3 hosts of a test LAN, host
+                  1 serving a 470 kbit/s file over HTTP (coplay web), hosts 2 and 3 playing it in headless mpv under
+                  coplay; host 3's download limited to 16 kB/s by nft until --starved-seconds S (default 4) after its
+                  mpv paused for its cache, --runs N times (default 3): the stall seen and suspended, the other
+                  player never paused nor sent a command, back in sync after the cache refilled, |A-B| after
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -195,6 +201,30 @@ if kind == "queue" {
     }
     do {
         try Benchmarks.queue(options, trials: options.rounds)
+        exit(0)
+    } catch {
+        print("bench failed: \(error)")
+        exit(1)
+    }
+}
+if kind == "stall" {
+    let ownPath =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
+    var runs = 3
+    var starved = 4
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "3")[0]
+        case "--starved-seconds":
+            starved = numbers(value, in: 1...60, "--starved-seconds takes a duration", "4")[0]
+        case "--coplay": coplay = value
+        default: fail("unknown option '\(flag)' for stall (--runs, --starved-seconds, --coplay)")
+        }
+    }
+    do {
+        try Benchmarks.stall(executable: coplay, runs: runs, starvedSeconds: Double(starved))
         exit(0)
     } catch {
         print("bench failed: \(error)")

@@ -176,4 +176,24 @@ import Testing
         let reports = mpv.says(#"{"event":"end-file","reason":"error","file_error":"loading failed"}"#)
         #expect(reports == [.loadFailed("mpv could not play /media/missing.mkv: loading failed")])
     }
+
+    /// A stream whose server takes no byte ranges: mpv refuses a seek beyond its cache. A prepare
+    /// (a stalled player catching up to the group) waited for a restart that never came, and the
+    /// participant stayed suspended without a word; now the player says why.
+    @Test func aSeekMpvRefuses_whilePreparing_isReportedWithItsReason() throws {
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = mpv.wait(.seconds(1))
+        _ = mpv.sent()
+        _ = mpv.player.perform(.prepare(position: 18.5), now: mpv.now)
+        let seek = try #require(mpv.sent().first(where: FakeMpv.isSeek))
+        let id = try #require(seek.last as? Int)
+        let reports = mpv.says(#"{"request_id":\#(id),"error":"error running command"}"#)
+        #expect(reports.count == 1)
+        guard case .failed(let text) = reports.first else {
+            Issue.record("no failure reported: \(reports)")
+            return
+        }
+        #expect(text.contains("18.5") && text.contains("byte ranges"), "\(text)")
+    }
 }

@@ -421,8 +421,18 @@ struct MpvPlayer: PlayerDriver {
             }
             return [.sample(position: position, rate: expectedSpeed, at: middle)]
         case .seek:
-            if !succeeded, ownSeeks > 0 { ownSeeks -= 1 }  // refused: no event will follow
-            return []
+            guard !succeeded else { return [] }
+            if ownSeeks > 0 { ownSeeks -= 1 }  // refused: no event will follow
+            // mpv seeks in a network stream beyond its cache only where the server takes byte
+            // ranges (Python's http.server does not): the player cannot be prepared where the
+            // group is, and says why rather than waiting for a restart that never comes.
+            guard let position = preparing, ownSeeks == 0, seekOnLoad == nil else { return [] }
+            let url = item?.url ?? "the stream"
+            return [
+                .failed(
+                    "mpv cannot seek to \((position * 1000).rounded() / 1000) s in \(url): it can seek only where it"
+                        + " has cached unless the server takes byte ranges (Range requests)")
+            ]
         case .userSeekPosition:
             guard succeeded, let position = message["data"]?.number, position.isFinite else { return [] }
             return PlayerReport.UserAction.seek(position: max(0, position)).checked.map { [.userAction($0)] } ?? []
