@@ -94,14 +94,14 @@ public enum ChaCha20 {
         return output
     }
 
-    private static func word(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    @inline(__always) private static func word(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
             | UInt32(bytes[offset + 3]) << 24
     }
 
-    private static func rotl(_ value: UInt32, _ count: UInt32) -> UInt32 { value << count | value >> (32 - count) }
+    @inline(__always) private static func rotl(_ value: UInt32, _ count: UInt32) -> UInt32 { value << count | value >> (32 - count) }
 
-    private static func quarterRound(_ state: inout [UInt32], _ a: Int, _ b: Int, _ c: Int, _ d: Int) {
+    @inline(__always) private static func quarterRound(_ state: inout [UInt32], _ a: Int, _ b: Int, _ c: Int, _ d: Int) {
         state[a] &+= state[b]
         state[d] ^= state[a]
         state[d] = rotl(state[d], 16)
@@ -122,7 +122,7 @@ public enum ChaCha20 {
 public enum Poly1305 {
     public static func authenticate(_ message: [UInt8], key: [UInt8]) -> [UInt8] {
         precondition(key.count == 32, "Poly1305 key size")
-        func le32(_ offset: Int) -> UInt32 {
+        @inline(__always) func le32(_ offset: Int) -> UInt32 {
             UInt32(key[offset]) | UInt32(key[offset + 1]) << 8 | UInt32(key[offset + 2]) << 16
                 | UInt32(key[offset + 3]) << 24
         }
@@ -141,7 +141,7 @@ public enum Poly1305 {
             let count = min(16, message.count - offset)
             for index in 0..<count { block[index] = message[offset + index] }
             block[count] = 1  // the 2^(8·count) bit: a full block's 129th bit, or a short one's
-            func b32(_ at: Int) -> UInt64 {
+            @inline(__always) func b32(_ at: Int) -> UInt64 {
                 UInt64(block[at]) | UInt64(block[at + 1]) << 8 | UInt64(block[at + 2]) << 16
                     | UInt64(block[at + 3]) << 24
             }
