@@ -110,10 +110,15 @@ extension Benchmarks {
         figures.starvedSeconds = Double(refilledAt - stalledAt) / 1e9
         // Back in sync: within 5 ms, staying so for 0.5 s.
         var within: Int64?
+        var series: [String] = []
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             let now = MpvClient.unixNanos()
-            if let reading = players[0].audioOffset(of: players[1], attempts: 3), abs(reading.offset) <= 0.005 {
+            let reading = players[0].audioOffset(of: players[1], attempts: 3)
+            if series.count < 60, let reading {
+                series.append(String(format: "%.0f:%.1f", Double(now - refilledAt) / 1e6, reading.offset * 1000))
+            }
+            if let reading, abs(reading.offset) <= 0.005 {
                 within = within ?? now
                 if now - within! >= 500_000_000 { break }
             } else {
@@ -130,6 +135,11 @@ extension Benchmarks {
             figures.diagnostics.append(ended.line)
         }
         if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
+            print("    A-B after the refill (ms since: ms): \(series.joined(separator: " "))")
+            let events = starved.allEvents.dropFirst(marks[1]).map {
+                String(format: "%@ %.0f", $0.name, Double($0.atUnixNanos - refilledAt) / 1e6)
+            }
+            print("    the starved agent's events (ms since the refill): \(events.joined(separator: ", "))")
             for agent in agents { print("    \(agent.name): \(agent.status()?.line ?? "-")") }
         }
         figures.steadyPaused = pauses.sawPause

@@ -34,6 +34,14 @@ public struct SimulatedPlayer: Hashable, Sendable {
     public func position(at now: Timestamp) -> Double { model.position(at: now) }
 
     /// Carries out a command; returns what it reports at once.
+    /// From `now` on, the player runs `value` fast (negative: slow), whatever it was told.
+    public mutating func setSpeedError(_ value: Double, now: Timestamp) {
+        if case .moving(let rate, _, _) = model.state {
+            model.apply(.adjustRate(rate / (1 + speedError) * (1 + value), at: now.wall))
+        }
+        speedError = value
+    }
+
     public mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
         switch command {
         case .load, .prepare:

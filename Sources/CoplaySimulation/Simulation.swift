@@ -131,6 +131,11 @@ public struct Simulation {
 
     /// Nodes by address (for unicast).
     private let nodeAt: [UInt32: Int]
+    /// From now on, node `index`'s player runs `speedError` fast (negative: slow): a player that
+    /// starts to drift, or runs true again.
+    public mutating func setSpeedError(_ speedError: Double, ofNode index: Int) {
+        nodes[index].player.setSpeedError(speedError, now: nodes[index].clock.timestamp(atTrue: nowNanos))
+    }
 
     public mutating func schedule(_ action: Action, at trueNanos: Int64) {
         queue.push(.act(action), at: trueNanos)

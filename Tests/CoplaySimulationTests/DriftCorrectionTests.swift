@@ -80,4 +80,29 @@ import Testing
         #expect(maxOffset < 0.03, "players \(maxOffset * 1000) ms apart")
         #expect(status.correction.nudge < -0.005, "catching up beyond the steady bound: \(status.correction.nudge)")
     }
+
+    /// A catch-up (a player 3% fast: every error beyond the steady bound) and then a player
+    /// true again. The trim learns the player's own speed error in steady state only: learned
+    /// through the catch-up too, it wound up to the limit and held the player milliseconds off
+    /// for seconds while it unwound (a real stall's rejoin, `coplay-bench stall`).
+    @Test func aCatchUpDoesNotWindUpTheTrim_soThePlayerSettlesOnceItRunsTrue() throws {
+        var (simulation, _) = playing(speedError: 0.03, seconds: 6, measuredSeconds: 1)
+        simulation.setSpeedError(0, ofNode: 1)
+        let ran = simulation.run(until: simulation.nowNanos + 5_000_000_000)
+        #expect(ran, "no livelock")
+        var maxOffset = 0.0
+        for _ in 0..<20 {
+            let ran = simulation.run(until: simulation.nowNanos + 100_000_000)
+            #expect(ran, "no livelock")
+            let positions = (0..<2).map { node in
+                simulation.nodes[node].player.position(
+                    at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
+            }
+            maxOffset = max(maxOffset, abs(positions[1] - positions[0]))
+        }
+        let instance = try #require(simulation.nodes[1].instance)
+        let status = instance.statusReport(now: simulation.nodes[1].clock.timestamp(atTrue: simulation.nowNanos))
+        #expect(maxOffset < 0.001, "players \(maxOffset * 1000) ms apart 5 s after the catch-up")
+        #expect(abs(status.correction.nudge) < 0.001, "nudge \(status.correction.nudge)")
+    }
 }

@@ -78,10 +78,16 @@ extension Playback {
         let elapsed = correction.lastSampleAt.map { min(1, max(0, Double(at.unixNanos &- $0.unixNanos) / 1e9)) } ?? 0
         correction.lastSampleAt = at
         let limit = settings.rateNudgeMax
-        correction.trim = min(max(correction.trim - error * gain * gain / 4 * elapsed, -limit), limit)
         let steer = abs(error) <= settings.rateCorrectionDeadband.seconds ? 0 : -error * gain
         // Steady state stays within `rateNudgeMax`; only an error too large for it catches up faster.
-        let bound = abs(steer) > limit ? settings.rateCatchUpMax : limit
+        let catchingUp = abs(steer) > limit
+        // The trim learns the player's own speed error in steady state only: integrated through
+        // a catch-up (27 ms after a real stall's rejoin) it wound up to the limit and then held
+        // the player 2-3 ms off for seconds while it unwound (`coplay-bench stall`).
+        if !catchingUp {
+            correction.trim = min(max(correction.trim - error * gain * gain / 4 * elapsed, -limit), limit)
+        }
+        let bound = catchingUp ? settings.rateCatchUpMax : limit
         let wanted = min(max(correction.trim + steer, -bound), bound)
         guard abs(wanted - correction.nudge) >= settings.rateNudgeStep else { return [] }
         correction.nudge = wanted
