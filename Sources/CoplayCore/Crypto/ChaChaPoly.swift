@@ -99,9 +99,12 @@ public enum ChaCha20 {
             | UInt32(bytes[offset + 3]) << 24
     }
 
-    @inline(__always) private static func rotl(_ value: UInt32, _ count: UInt32) -> UInt32 { value << count | value >> (32 - count) }
+    @inline(__always) private static func rotl(_ value: UInt32, _ count: UInt32) -> UInt32 {
+        value << count | value >> (32 - count)
+    }
 
-    @inline(__always) private static func quarterRound(_ state: inout [UInt32], _ a: Int, _ b: Int, _ c: Int, _ d: Int) {
+    @inline(__always) private static func quarterRound(_ state: inout [UInt32], _ a: Int, _ b: Int, _ c: Int, _ d: Int)
+    {
         state[a] &+= state[b]
         state[d] ^= state[a]
         state[d] = rotl(state[d], 16)
