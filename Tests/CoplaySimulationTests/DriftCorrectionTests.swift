@@ -24,8 +24,15 @@ import Testing
         let end = Int64(seconds) * 1_000_000_000 + 1_000_000_000
         let settled = simulation.run(until: end - Int64(measuredSeconds) * 1_000_000_000)
         #expect(settled, "no livelock")
+        let maxOffset = largestOffset(&simulation, seconds: measuredSeconds)
+        return (simulation, maxOffset)
+    }
+
+    /// Runs `seconds` more and returns the largest |offset| between the two players, sampled
+    /// every 100 ms.
+    private func largestOffset(_ simulation: inout Simulation, seconds: Int) -> Double {
         var maxOffset = 0.0
-        for _ in 0..<(measuredSeconds * 10) {
+        for _ in 0..<(seconds * 10) {
             let ran = simulation.run(until: simulation.nowNanos + 100_000_000)
             #expect(ran, "no livelock")
             let positions = (0..<2).map { node in
@@ -34,7 +41,7 @@ import Testing
             }
             maxOffset = max(maxOffset, abs(positions[1] - positions[0]))
         }
-        return (simulation, maxOffset)
+        return maxOffset
     }
 
     @Test func aPlayerRunningFastIsNudgedBackWithoutASeek() throws {
@@ -90,16 +97,7 @@ import Testing
         simulation.setSpeedError(0, ofNode: 1)
         let ran = simulation.run(until: simulation.nowNanos + 5_000_000_000)
         #expect(ran, "no livelock")
-        var maxOffset = 0.0
-        for _ in 0..<20 {
-            let ran = simulation.run(until: simulation.nowNanos + 100_000_000)
-            #expect(ran, "no livelock")
-            let positions = (0..<2).map { node in
-                simulation.nodes[node].player.position(
-                    at: simulation.nodes[node].clock.timestamp(atTrue: simulation.nowNanos))
-            }
-            maxOffset = max(maxOffset, abs(positions[1] - positions[0]))
-        }
+        let maxOffset = largestOffset(&simulation, seconds: 2)
         let instance = try #require(simulation.nodes[1].instance)
         let status = instance.statusReport(now: simulation.nodes[1].clock.timestamp(atTrue: simulation.nowNanos))
         #expect(maxOffset < 0.001, "players \(maxOffset * 1000) ms apart 5 s after the catch-up")
