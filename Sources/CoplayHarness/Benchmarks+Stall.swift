@@ -227,11 +227,11 @@ extension Benchmarks {
     }
 
     /// `coplay-bench stall`: `runs` times, a participant starved by a real network (`realStall`).
-    public static func stall(executable: String, runs: Int, starvedSeconds: Double) throws {
+    public static func stall(executable: String, runs: Int, starvedSeconds: Double, link: String? = nil) throws {
         guard MpvClient.isInstalled else { throw BenchError(description: "mpv is not installed (apt-get install mpv)") }
         guard getuid() == 0 else { throw BenchError(description: "stall needs root (network namespaces and nft)") }
         print(
-            "stall: 3 hosts of a test LAN (bridge); host 1 serves a 470 kbit/s file over HTTP (coplay web), hosts 2"
+            "stall: 3 hosts of a test LAN (\(link.map { "\($0) link model" } ?? "bridge")); host 1 serves a 470 kbit/s file over HTTP (coplay web), hosts 2"
                 + " and 3 play it in headless mpv (2 s read-ahead) under coplay; host 3's download is limited to"
                 + " 16 kB/s by nft until \(starvedSeconds) s after its mpv paused for its cache")
         var all: [StallFigures] = []
@@ -239,7 +239,7 @@ extension Benchmarks {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-stall-\(getpid())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            let figures = try onLAN(hosts: 3, link: nil, dtim: 1, bench: CommandLine.arguments[0]) { prefix in
+            let figures = try onLAN(hosts: 3, link: link, dtim: 1, bench: CommandLine.arguments[0]) { prefix in
                 try realStall(
                     executable: executable, prefix: prefix, directory: directory, starvedSeconds: starvedSeconds)
             }

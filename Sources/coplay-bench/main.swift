@@ -23,7 +23,7 @@ let usage = """
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
            coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--coplay PATH]
-           coplay-bench stall [--runs N] [--starved-seconds S] [--coplay PATH]
+           coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -84,7 +84,8 @@ let usage = """
                   1 serving a 470 kbit/s file over HTTP (coplay web), hosts 2 and 3 playing it in headless mpv under
                   coplay; host 3's download limited to 16 kB/s by nft until --starved-seconds S (default 4) after its
                   mpv paused for its cache, --runs N times (default 3): the stall seen and suspended, the other
-                  player never paused nor sent a command, back in sync after the cache refilled, |A-B| after
+                  player never paused nor sent a command, back in sync after the cache refilled, |A-B| after;
+                  --link puts the hosts behind the forwarding hub's link model instead of a bridge
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -213,18 +214,22 @@ if kind == "stall" {
     var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
     var runs = 3
     var starved = 4
+    var link: String?
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
         case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "3")[0]
         case "--starved-seconds":
             starved = numbers(value, in: 1...60, "--starved-seconds takes a duration", "4")[0]
+        case "--link":
+            guard ["wired", "wifi", "wan"].contains(value) else { fail("--link takes wired, wifi or wan") }
+            link = value
         case "--coplay": coplay = value
-        default: fail("unknown option '\(flag)' for stall (--runs, --starved-seconds, --coplay)")
+        default: fail("unknown option '\(flag)' for stall (--runs, --starved-seconds, --link, --coplay)")
         }
     }
     do {
-        try Benchmarks.stall(executable: coplay, runs: runs, starvedSeconds: Double(starved))
+        try Benchmarks.stall(executable: coplay, runs: runs, starvedSeconds: Double(starved), link: link)
         exit(0)
     } catch {
         print("bench failed: \(error)")
