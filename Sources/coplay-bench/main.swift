@@ -108,6 +108,21 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+/// This program's own path, and the coplay beside it (every benchmark's default `--coplay`).
+let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+let coplayBeside = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
+
+/// Runs one benchmark and exits: 0 when it ran, 1 with what went wrong.
+func measure(_ body: () throws -> Void) -> Never {
+    do {
+        try body()
+        exit(0)
+    } catch {
+        print("bench failed: \(error)")
+        exit(1)
+    }
+}
+
 var arguments = Array(CommandLine.arguments.dropFirst())[...]
 guard let kind = arguments.popFirst(), kind != "--help", kind != "-h" else {
     print(usage)
@@ -119,11 +134,9 @@ if arguments.contains("--help") || arguments.contains("-h") {
 }
 if kind == "hub" { runHub(Array(arguments)) }
 if kind == "wifi" {
-    let ownPath =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var options = Benchmarks.Options(
         kind: kind, rounds: 20, agents: 3, seconds: 10,
-        executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+        executable: coplayBeside)
     var (hosts, links, dtim) = ([3, 8], ["wired", "wifi"], 1)
     var floorOnly = false
     while let flag = arguments.popFirst() {
@@ -154,21 +167,15 @@ if kind == "wifi" {
     }
     LinkFloor.report(links: links, hosts: hosts, dtim: dtim)
     if floorOnly { exit(0) }
-    do {
+    measure {
         try Benchmarks.wifi(
             options, hostCounts: hosts, links: links, dtim: dtim, trials: options.rounds, bench: ownPath)
-        exit(0)
-    } catch {
-        print("bench failed: \(error)")
-        exit(1)
     }
 }
 if kind == "relay" {
-    let ownPath =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var options = Benchmarks.Options(
         kind: kind, rounds: 20, agents: 2, seconds: 10,
-        executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+        executable: coplayBeside)
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
@@ -178,20 +185,14 @@ if kind == "relay" {
         default: fail("unknown option '\(flag)' for relay (--trials, --seconds, --coplay)")
         }
     }
-    do {
+    measure {
         try Benchmarks.relay(options, trials: options.rounds, bench: ownPath)
-        exit(0)
-    } catch {
-        print("bench failed: \(error)")
-        exit(1)
     }
 }
 if kind == "queue" {
-    let ownPath =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     var options = Benchmarks.Options(
         kind: kind, rounds: 20, agents: 3, seconds: 10,
-        executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+        executable: coplayBeside)
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
@@ -200,18 +201,12 @@ if kind == "queue" {
         default: fail("unknown option '\(flag)' for queue (--trials, --coplay)")
         }
     }
-    do {
+    measure {
         try Benchmarks.queue(options, trials: options.rounds)
-        exit(0)
-    } catch {
-        print("bench failed: \(error)")
-        exit(1)
     }
 }
 if kind == "stall" {
-    let ownPath =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
+    var coplay = coplayBeside
     var runs = 3
     var starved = 4
     var link: String?
@@ -228,18 +223,12 @@ if kind == "stall" {
         default: fail("unknown option '\(flag)' for stall (--runs, --starved-seconds, --link, --coplay)")
         }
     }
-    do {
+    measure {
         try Benchmarks.stall(executable: coplay, runs: runs, starvedSeconds: Double(starved), link: link)
-        exit(0)
-    } catch {
-        print("bench failed: \(error)")
-        exit(1)
     }
 }
 if kind == "browser" {
-    let ownPath =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    var coplay = URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path
+    var coplay = coplayBeside
     var runs = 3
     var crowd = 100
     var hidden = 300
@@ -253,12 +242,8 @@ if kind == "browser" {
         default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --hidden-seconds, --coplay)")
         }
     }
-    do {
+    measure {
         try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden)
-        exit(0)
-    } catch {
-        print("bench failed: \(error)")
-        exit(1)
     }
 }
 if kind == "tag" {
@@ -403,10 +388,9 @@ guard
 else {
     fail("unknown measurement '\(kind)'")
 }
-let ownPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
 var options = Benchmarks.Options(
     kind: kind, rounds: 10, agents: 4, seconds: 10,
-    executable: URL(fileURLWithPath: ownPath).deletingLastPathComponent().appendingPathComponent("coplay").path)
+    executable: coplayBeside)
 while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
     switch flag {
