@@ -13,40 +13,24 @@ import Testing
             session: session, own: aliceID, settings: Settings())
     }
 
-    /// What the rest of the agent knows: by default alice joined, knowing bob as a member, her
-    /// own incarnation 7, nothing departed.
-    private struct World {
-        var isJoined = true
-        var known: Set<Member> = [bob]
-        var departed: Set<Member> = []
-        var newest: [PeerID: Incarnation] = [:]
-        var own: Set<Incarnation> = [Incarnation(7)]
-
-        /// The facts the router looks up for `sender`.
-        func standing(of sender: Member) -> Gate.Standing {
-            Gate.Standing(
-                isJoined: isJoined, isOwnIncarnation: own.contains(sender.incarnation),
-                hasDeparted: departed.contains(sender), newestIncarnation: newest[sender.id],
-                isKnown: known.contains(sender), offsetNanos: 0)
-        }
-    }
-
+    /// Alice joined, knowing bob as a member; nothing departed.
     private func standing(
         isJoined: Bool = true, known: Set<Member> = [bob], departed: Set<Member> = [],
-        newest: [PeerID: Incarnation] = [:]
-    ) -> World {
-        World(isJoined: isJoined, known: known, departed: departed, newest: newest)
+        newest: [PeerID: Incarnation] = [:], own: Set<Incarnation> = [Incarnation(7)]
+    ) -> Gate.Standing {
+        Gate.Standing(
+            isJoined: isJoined, isOwn: { own.contains($0) }, hasDeparted: { departed.contains($0) },
+            newestIncarnation: { newest[$0] }, isKnown: { known.contains($0) }, offsetNanos: { _ in 0 })
     }
 
     private func verdict(
         _ gate: inout Gate, _ payload: Payload, from sender: Member = bob, sequence: UInt32 = 1,
-        session: SessionID = session, source: Endpoint = bobEndpoint, standing world: World
+        session: SessionID = session, source: Endpoint = bobEndpoint, standing: Gate.Standing
     ) throws -> Gate.Verdict {
         let wire = bytes(payload, from: sender, sequence: sequence, session: session)
         let datagram = try WireFormat.decode(wire, datagramBytesMax: 1400, nameBytesMax: 64)
         return gate.admit(
-            datagram, bytes: wire, from: source, receivedAt: at(5).wall, now: at(5).wall,
-            standing: world.standing(of: sender))
+            datagram, bytes: wire, from: source, receivedAt: at(5).wall, now: at(5).wall, standing: standing)
     }
 
     private func reason(_ verdict: Gate.Verdict) -> DropReason? {
@@ -95,13 +79,11 @@ import Testing
         let wire = WireFormat.encode(datagram, signedWith: keys)
         let decoded = try WireFormat.decode(wire, datagramBytesMax: 1400, nameBytesMax: 64)
         let first = gate.admit(
-            decoded, bytes: wire, from: bobEndpoint, receivedAt: at(5).wall, now: at(5).wall,
-            standing: World().standing(of: bob))
+            decoded, bytes: wire, from: bobEndpoint, receivedAt: at(5).wall, now: at(5).wall, standing: standing())
         #expect(first == .admitted(provesAlive: false))
         // The same datagram again, from the network: refused, but it still says bob is reachable there.
         let again = gate.admit(
-            decoded, bytes: wire, from: bobEndpoint, receivedAt: at(6).wall, now: at(6).wall,
-            standing: World().standing(of: bob))
+            decoded, bytes: wire, from: bobEndpoint, receivedAt: at(6).wall, now: at(6).wall, standing: standing())
         guard case .refused(.replayed, _, let heard) = again else {
             Issue.record("a replay was not refused: \(again)")
             return
@@ -109,8 +91,7 @@ import Testing
         #expect(heard?.name == "bob")
         // From the relay, the copy says nothing of the network.
         let relayed = gate.admit(
-            decoded, bytes: wire, from: .relay(bobID), receivedAt: at(6).wall, now: at(6).wall,
-            standing: World().standing(of: bob))
+            decoded, bytes: wire, from: .relay(bobID), receivedAt: at(6).wall, now: at(6).wall, standing: standing())
         #expect(relayed == .refused(.replayed, detail: "sequence 3", heardOnNetwork: nil))
     }
 }

@@ -4,10 +4,8 @@
 /// seen; then, by kind, only a current member. A machine of its own, as raft's `Step` checks
 /// terms before any state machine sees a message: it decides, and the router carries out.
 ///
-/// What it needs of the rest of the agent comes in as `Standing`: facts about this datagram's
-/// sender, looked up by the router, never the machines that know them. Values, not lookups: a
-/// datagram is the hot path, and closures for them cost an allocation each on every one
-/// (`coplay-bench cost`: a probe 1.69 -> 2.16 µs).
+/// What it needs of the rest of the agent comes in as `Standing`, facts and lookups at this
+/// datagram, never the machines that know them.
 struct Gate: Sendable {
     /// Who may speak: tags, freshness and replays. The gate owns it; the router signs through it.
     var authentication: Authentication
@@ -22,23 +20,19 @@ struct Gate: Sendable {
         incarnationAheadMax = settings.incarnationAheadMax
     }
 
-    /// What the gate must know of the agent and of one datagram's sender.
+    /// What the gate must know of the agent at one datagram.
     struct Standing {
         var isJoined: Bool
-        /// The sender's incarnation is one of this agent's own (now or before a rejoin): what
-        /// decides, when the sender uses this agent's id, between an echo and a conflict.
-        var isOwnIncarnation: Bool
-        /// Membership's memory of the sender: a departed membership, the newest incarnation seen
-        /// of its id (live or departed), and whether it is a current member.
-        var hasDeparted: Bool
-        var newestIncarnation: Incarnation?
-        var isKnown: Bool
-        /// The sender's clock offset, when measured; looked up only where `judgesSendTimes`.
-        var offsetNanos: Int64?
+        /// Whether an incarnation of this agent's own id is this agent's (now or before a rejoin).
+        var isOwn: (Incarnation) -> Bool
+        /// Membership's memory: departed memberships, the newest incarnation seen of an id, and
+        /// whether a membership is a current member.
+        var hasDeparted: (Member) -> Bool
+        var newestIncarnation: (PeerID) -> Incarnation?
+        var isKnown: (Member) -> Bool
+        /// The sender's clock offset, when measured (a keyed group judges send times by it).
+        var offsetNanos: (PeerID) -> Int64?
     }
-
-    /// Only a keyed group judges send times: an open one spares the offset's lookup.
-    var judgesSendTimes: Bool { authentication.keys != nil }
 
     enum Verdict: Equatable {
         /// Handed to the machine that owns its kind; `provesAlive` when its kind shows that the
@@ -59,8 +53,10 @@ struct Gate: Sendable {
             return .refused(.otherSession, detail: "session \(datagram.session)")
         }
         let sender = datagram.sender
+        // Only a keyed group judges send times: an open one spares the lookup on every datagram.
+        let offset = authentication.keys == nil ? nil : standing.offsetNanos(sender.id)
         if let refusal = authentication.admit(
-            datagram, bytes: bytes, receivedAt: receivedAt, senderOffsetNanos: standing.offsetNanos)
+            datagram, bytes: bytes, receivedAt: receivedAt, senderOffsetNanos: offset)
         {
             let onNetwork =
                 refusal.reason == .replayed && !source.isRelay ? datagram.payload.announcement : nil
@@ -72,16 +68,16 @@ struct Gate: Sendable {
             return .refused(.implausibleIncarnation, detail: "\(sender)")
         }
         guard sender.id != own else {
-            if standing.isOwnIncarnation { return .ownEcho }
+            if standing.isOwn(sender.incarnation) { return .ownEcho }
             return .refused(.idConflict, detail: "another agent uses id \(sender.id)")
         }
         let kind = datagram.payload.type
         guard standing.isJoined else { return .refused(.notJoined, detail: "\(kind)") }
-        guard !standing.hasDeparted else { return .refused(.fromDeparted, detail: "\(sender) has left") }
-        if let newer = standing.newestIncarnation, sender.incarnation < newer {
+        guard !standing.hasDeparted(sender) else { return .refused(.fromDeparted, detail: "\(sender) has left") }
+        if let newer = standing.newestIncarnation(sender.id), sender.incarnation < newer {
             return .refused(.staleIncarnation, detail: "\(sender) after incarnation \(newer.rawValue)")
         }
-        if let what = kind.membersOnly, !standing.isKnown {
+        if let what = kind.membersOnly, !standing.isKnown(sender) {
             return .refused(.unknownSender, detail: "\(what) from \(sender)")
         }
         return .admitted(provesAlive: kind.provesSenderAlive)

@@ -8,8 +8,7 @@ extension Instance {
     ) {
         let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
         let verdict = gate.admit(
-            datagram, bytes: bytes, from: source, receivedAt: receivedAt.wall, now: now.wall,
-            standing: standing(of: datagram.sender, now: now))
+            datagram, bytes: bytes, from: source, receivedAt: receivedAt.wall, now: now.wall, standing: standing(now))
         switch verdict {
         case .ownEcho:
             counters.ownEchoes += 1
@@ -59,13 +58,13 @@ extension Instance {
         }
     }
 
-    /// What the gate needs to know of `sender`, from the machines that know it.
-    private func standing(of sender: Member, now: Timestamp) -> Gate.Standing {
-        Gate.Standing(
-            isJoined: state.isJoined, isOwnIncarnation: sessionLifecycle.isOwn(sender.incarnation),
-            hasDeparted: membership.hasDeparted(sender), newestIncarnation: membership.newestIncarnation(of: sender.id),
-            isKnown: membership.isKnown(sender),
-            offsetNanos: gate.judgesSendTimes ? clockSync.estimate(of: sender.id, at: now.monotonic)?.offsetNanos : nil)
+    /// What the gate needs of the other machines at `now`.
+    private func standing(_ now: Timestamp) -> Gate.Standing {
+        let (membership, sessionLifecycle, clockSync) = (self.membership, self.sessionLifecycle, self.clockSync)
+        return Gate.Standing(
+            isJoined: state.isJoined, isOwn: sessionLifecycle.isOwn, hasDeparted: membership.hasDeparted,
+            newestIncarnation: membership.newestIncarnation, isKnown: membership.isKnown,
+            offsetNanos: { clockSync.estimate(of: $0, at: now.monotonic)?.offsetNanos })
     }
 
     /// Where a datagram came from and when: what its handler needs besides its payload.
