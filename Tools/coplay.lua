@@ -73,7 +73,7 @@ f.title = ProtoField.string("coplay.share.title", "Title")
 f.subtitle = ProtoField.string("coplay.share.subtitle", "Subtitle")
 f.item_type = ProtoField.string("coplay.share.type", "Item type")
 f.fallback = ProtoField.string("coplay.share.fallback", "Fallback URL")
-f.duration = ProtoField.double("coplay.share.duration", "Duration (s, 0 = unknown)")
+f.duration = ProtoField.double("coplay.share.duration", "Duration (s, 0 = unknown, -1 = live)")
 f.nack_ranges = ProtoField.uint8("coplay.nack.ranges", "Ranges")
 f.peer_count = ProtoField.uint8("coplay.peers.count", "Peers")
 f.peer_address = ProtoField.ipv4("coplay.peers.address", "Peer address")
@@ -242,7 +242,7 @@ local function queue_item(r, tree)
     if id == "" then error("empty queue entry id") end
     if long_string(r, tree, f.url, 512) == "" then error("empty queue url") end
     short_string(r, tree, f.title, 128)
-    double(r, tree, f.duration, 0, 1e9)
+    double(r, tree, f.duration, 0, 4.2e9)
     return id
 end
 
@@ -290,26 +290,28 @@ local function command(r, tree, stripped)
         short_string(r, tree, f.subtitle, 128)
         short_string(r, tree, f.item_type, 128)
         long_string(r, tree, f.fallback, 512)
-        double(r, tree, f.duration, 0, 1e9)
+        -- -1: a live item, which has no duration (PROTOCOL.md "Live items").
+        local duration = double(r, tree, f.duration, -1, 4.2e9)
+        if duration < 0 and duration ~= -1 then error("duration " .. tostring(duration)) end
     elseif code == 2 or code == 5 or code == 17 then
         rate(r, tree, f.rate, true)
-        double(r, tree, f.position, 0, 1e9)
+        double(r, tree, f.position, 0, 4.2e9)
         instant(r, tree, f.at)
     elseif code == 3 then
-        double(r, tree, f.position, 0, 1e9)
+        double(r, tree, f.position, 0, 4.2e9)
         rate(r, tree, f.resume_rate, false)
         instant(r, tree, f.at)
     elseif code == 4 then
         rate(r, tree, f.rate, true)
-        double(r, tree, f.position, 0, 1e9)
+        double(r, tree, f.position, 0, 4.2e9)
         instant(r, tree, f.at)
         dot(r, tree, "Trigger")
     elseif code == 6 then
-        double(r, tree, f.position, 0, 1e9)
+        double(r, tree, f.position, 0, 4.2e9)
         instant(r, tree, f.at)
     elseif code == 7 then
         rate(r, tree, f.rate, false)
-        double(r, tree, f.position, 0, 1e9)
+        double(r, tree, f.position, 0, 4.2e9)
         instant(r, tree, f.at)
     elseif code == 8 then
         message_part(r, tree)
@@ -335,10 +337,10 @@ local function command(r, tree, stripped)
         dot(r, tree, "Added by")
     elseif code == 15 then
         interstitial(r, tree)
-        double(r, tree, f.interstitial_at, 0, 1e9)
+        double(r, tree, f.interstitial_at, 0, 4.2e9)
     elseif code == 16 then
         interstitial(r, tree)
-        double(r, tree, f.position, 0, 1e9)
+        double(r, tree, f.position, 0, 4.2e9)
         rate(r, tree, f.rate, false)
         instant(r, tree, f.at)
     else

@@ -35,20 +35,32 @@ extension Benchmarks {
     /// two play in sync, host 1's nft drops what goes to host 3 beyond 16 kB/s, a third of the
     /// media's bitrate, until `starvedSeconds` after mpv on host 3 paused for its cache; then the
     /// limit is lifted. Measured with the agents' events and a separate IPC client on each mpv.
+    ///
+    /// With `live`, host 1 encodes a live HLS stream at the same bitrate (`LiveEncoder`) and
+    /// that is what they play: the starved one must rejoin at the group's date, skipping what it
+    /// missed, while nobody waits.
     public static func realStall(
-        executable: String, prefix: String, directory: URL, port: Int = 18_080, starvedSeconds: Double = 4
+        executable: String, prefix: String, directory: URL, port: Int = 18_080, starvedSeconds: Double = 4,
+        live: Bool = false
     ) throws -> StallFigures {
         let media = directory.appendingPathComponent("media")
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
-        try makeStallMedia(at: media.appendingPathComponent("pattern.mkv").path)
+        let encoder = live ? try LiveEncoder(directory: media, seconds: 120) : nil
+        defer { encoder?.stop() }
+        if !live { try makeStallMedia(at: media.appendingPathComponent("pattern.mkv").path) }
         // `coplay web` serves a page's folder: this one's page says what it holds.
         try "<title>coplay test media</title>\n".write(
             to: media.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
         let (server, steadyHost, starvedHost) = ("\(prefix)-h1", "\(prefix)-h2", "\(prefix)-h3")
         try sysctl(server, "net.ipv4.tcp_wmem", "4096 32768 65536")
         try sysctl(starvedHost, "net.ipv4.tcp_rmem", "4096 32768 65536")
-        let web = try spawnInNamespace(
-            server, [executable, "web", "--listen", "10.77.0.1:\(port)", "--root", media.path], home: directory.path)
+        // A live stream's files change every second: Python's server reads them as they are asked for.
+        let web =
+            live
+            ? try serveLive(media, in: server, port: port, home: directory)
+            : try spawnInNamespace(
+                server, [executable, "web", "--listen", "10.77.0.1:\(port)", "--root", media.path],
+                home: directory.path)
         defer {
             // SIGKILL: a test runner's children may inherit SIGTERM ignored, and the server holds nothing.
             kill(web.processIdentifier, SIGKILL)
@@ -76,7 +88,7 @@ extension Benchmarks {
         guard steady.waitForEvent(timeout: .seconds(15), where: { $0.name == "clock-synced" }) != nil else {
             throw BenchError(description: "the agents did not find each other: \(steady.diagnostics.suffix(3))")
         }
-        steady.send("share http://10.77.0.1:\(port)/pattern.mkv id=pattern")
+        steady.send("share http://10.77.0.1:\(port)/\(live ? "live.m3u8" : "pattern.mkv") id=pattern")
         usleep(1_500_000)
         steady.send("play")
         usleep(8_000_000)  // both playing, steered together
@@ -227,11 +239,14 @@ extension Benchmarks {
     }
 
     /// `coplay-bench stall`: `runs` times, a participant starved by a real network (`realStall`).
-    public static func stall(executable: String, runs: Int, starvedSeconds: Double, link: String? = nil) throws {
+    public static func stall(
+        executable: String, runs: Int, starvedSeconds: Double, link: String? = nil, live: Bool = false
+    ) throws {
         guard MpvClient.isInstalled else { throw BenchError(description: "mpv is not installed (apt-get install mpv)") }
         guard getuid() == 0 else { throw BenchError(description: "stall needs root (network namespaces and nft)") }
         print(
-            "stall: 3 hosts of a test LAN (\(link.map { "\($0) link model" } ?? "bridge")); host 1 serves a 470 kbit/s file over HTTP (coplay web), hosts 2"
+            "stall: 3 hosts of a test LAN (\(link.map { "\($0) link model" } ?? "bridge")); host 1 serves a 470 kbit/s"
+                + (live ? " live HLS stream (ffmpeg)" : " file") + " over HTTP (coplay web), hosts 2"
                 + " and 3 play it in headless mpv (2 s read-ahead) under coplay; host 3's download is limited to"
                 + " 16 kB/s by nft until \(starvedSeconds) s after its mpv paused for its cache")
         var all: [StallFigures] = []
@@ -241,7 +256,8 @@ extension Benchmarks {
             defer { try? FileManager.default.removeItem(at: directory) }
             let figures = try onLAN(hosts: 3, link: link, dtim: 1, bench: CommandLine.arguments[0]) { prefix in
                 try realStall(
-                    executable: executable, prefix: prefix, directory: directory, starvedSeconds: starvedSeconds)
+                    executable: executable, prefix: prefix, directory: directory, starvedSeconds: starvedSeconds,
+                    live: live)
             }
             func ms(_ value: Double?) -> String { value.map { String(format: "%.0f ms", $0) } ?? "never" }
             func s(_ value: Double?) -> String { value.map { String(format: "%.2f s", $0) } ?? "never" }

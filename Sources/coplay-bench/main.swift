@@ -23,7 +23,8 @@ let usage = """
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
            coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--coplay PATH]
-           coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--coplay PATH]
+           coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--live] [--coplay PATH]
+           coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -85,7 +86,12 @@ let usage = """
                   coplay; host 3's download limited to 16 kB/s by nft until --starved-seconds S (default 4) after its
                   mpv paused for its cache, --runs N times (default 3): the stall seen and suspended, the other
                   player never paused nor sent a command, back in sync after the cache refilled, |A-B| after;
-                  --link puts the hosts behind the forwarding hub's link model instead of a bridge
+                  --link puts the hosts behind the forwarding hub's link model instead of a bridge; --live plays a
+                  live HLS stream (ffmpeg on host 1, 1 s segments with program dates) instead of the file
+      live        players joining one live stream (root; needs mpv, ffmpeg): host 1 of a test LAN encodes a live HLS
+                  stream (ffmpeg, 1 s segments with program dates) and serves it (python3's http.server); --players N (default
+                  2) headless mpv under coplay join it --gap S (default 10) seconds apart, --runs N times (default
+                  3): |A-B| of the stream's own media times, join to playing, the group behind the playlist's edge
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -210,7 +216,12 @@ if kind == "stall" {
     var runs = 3
     var starved = 4
     var link: String?
+    var live = false
     while let flag = arguments.popFirst() {
+        if flag == "--live" {
+            live = true
+            continue
+        }
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
         case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "3")[0]
@@ -220,12 +231,29 @@ if kind == "stall" {
             guard ["wired", "wifi", "wan"].contains(value) else { fail("--link takes wired, wifi or wan") }
             link = value
         case "--coplay": coplay = value
-        default: fail("unknown option '\(flag)' for stall (--runs, --starved-seconds, --link, --coplay)")
+        default: fail("unknown option '\(flag)' for stall (--runs, --starved-seconds, --link, --live, --coplay)")
         }
     }
     measure {
-        try Benchmarks.stall(executable: coplay, runs: runs, starvedSeconds: Double(starved), link: link)
+        try Benchmarks.stall(executable: coplay, runs: runs, starvedSeconds: Double(starved), link: link, live: live)
     }
+}
+if kind == "live" {
+    var coplay = coplayBeside
+    var runs = 3
+    var players = 2
+    var gap = 10
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "3")[0]
+        case "--players": players = numbers(value, in: 2...3, "--players takes 2 or 3", "2")[0]
+        case "--gap": gap = numbers(value, in: 1...60, "--gap takes seconds", "10")[0]
+        case "--coplay": coplay = value
+        default: fail("unknown option '\(flag)' for live (--runs, --players, --gap, --coplay)")
+        }
+    }
+    measure { try Benchmarks.live(executable: coplay, runs: runs, players: players, gap: Double(gap)) }
 }
 if kind == "browser" {
     var coplay = coplayBeside

@@ -97,6 +97,19 @@ enum WireVectors {
                     isRepair: false))
         ),
         (
+            "command-share-live",
+            Datagram(
+                session: session, sender: sender, sequence: 12,
+                payload: .command(
+                    CommandEnvelope(
+                        dot: Dot(origin: sender, counter: 3), lamport: 8, dependencies: VectorClock(),
+                        command: Command(
+                            item: "news",
+                            operation: .share(
+                                Activity(url: "http://tv.example/news/live.m3u8", itemID: "news", live: true)))),
+                    isRepair: false))
+        ),
+        (
             "command-play",
             Datagram(
                 session: session, sender: sender, sequence: 11,

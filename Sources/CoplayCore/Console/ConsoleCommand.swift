@@ -231,7 +231,10 @@ public enum ConsoleCommand: Hashable, Sendable {
                 name == "load"
                 ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
             let url = try firstURL(tokens, line: line, options: allowed, command: name, fail: fail)
-            let options = try keyValues(arguments.dropFirst(), allowed: allowed, fail: fail)
+            // `live` (share only) is a word of its own, not key=value.
+            let live = name == "share" && arguments.dropFirst().contains("live")
+            let options = try keyValues(
+                arguments.dropFirst().filter { !(live && $0 == "live") }[...], allowed: allowed, fail: fail)
             let id = options["id"]
             if let id, id.isEmpty || id.utf8.count > WireFormat.itemIDBytesMax {
                 throw fail("the item id must be 1 to \(WireFormat.itemIDBytesMax) bytes")
@@ -249,6 +252,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             let duration = try options["duration"].map { text throws(ParseError) in
                 try number(text, "duration", in: 0.001...WireFormat.positionMax)
             }
+            if live, duration != nil { throw fail("a live item has no duration") }
             let buffer =
                 try options["buffer"].map { text throws(ParseError) in try number(text, "buffer", in: 0...60) } ?? 0
             if name == "load" {
@@ -256,7 +260,8 @@ public enum ConsoleCommand: Hashable, Sendable {
             }
             let activity = Activity(
                 url: url, itemID: id, title: options["title"] ?? "", subtitle: options["subtitle"] ?? "",
-                type: options["type"] ?? "", fallbackURL: options["fallback"] ?? "", durationSeconds: duration)
+                type: options["type"] ?? "", fallbackURL: options["fallback"] ?? "", durationSeconds: duration,
+                live: live)
             return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
         default:
             preconditionFailure("'\(name)' has a usage but no parser")

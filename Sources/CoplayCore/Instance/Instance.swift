@@ -194,7 +194,7 @@ public struct Instance: Sendable {
             routePlayback(playback.endInterstitial(cutShort: text, context(now)), now: now, into: &out)
             decideStart(now: now, into: &out)
             return finish(out, now: now)
-        case .ready, .stalled, .stallEnded, .ended, .sample:
+        case .ready, .stalled, .stallEnded, .ended, .sample, .liveWindow:
             var out: [Directive] = []
             routePlayback(playback.onPlayerReport(report, context(now)), now: now, into: &out)
             if case .ended = report {

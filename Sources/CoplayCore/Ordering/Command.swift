@@ -23,10 +23,13 @@ public struct Activity: Hashable, Sendable {
     /// The item's length in seconds, if the sharer gave it: every agent then stops and clamps
     /// positions at the same end (nil: unknown, each player finds its own end).
     public var durationSeconds: Double?
+    /// A live stream, as the sharer said (`share … live`): its positions are program dates, and
+    /// it has no duration. (A live HLS playlist is found live by each player anyway.)
+    public var live: Bool
 
     public init(
         url: String, itemID: String? = nil, title: String = "", subtitle: String = "", type: String = "",
-        fallbackURL: String = "", durationSeconds: Double? = nil
+        fallbackURL: String = "", durationSeconds: Double? = nil, live: Bool = false
     ) {
         self.url = url
         self.itemID = itemID ?? url
@@ -34,7 +37,8 @@ public struct Activity: Hashable, Sendable {
         self.subtitle = subtitle
         self.type = type
         self.fallbackURL = fallbackURL
-        self.durationSeconds = durationSeconds
+        self.durationSeconds = live ? nil : durationSeconds
+        self.live = live
     }
 }
 

@@ -46,15 +46,16 @@ extension Playback {
                 .issue(
                     Command(
                         item: item.id,
-                        operation: .play(rate: rate, position: player.position(at: now), requestedAt: now.wall))))
+                        operation: .play(
+                            rate: rate, position: startPosition(player.position(at: now)), requestedAt: now.wall))))
         case .playNow(let rate):
             guard let item = requireItem(into: &out) else { break }
             out.append(
                 .issue(
                     Command(
-                        item: item.id, operation: .playNow(rate: rate, position: player.position(at: now), at: now.wall)
-                    )
-                ))
+                        item: item.id,
+                        operation: .playNow(rate: rate, position: startPosition(player.position(at: now)), at: now.wall)
+                    )))
         case .pause:
             guard let item = requireItem(into: &out) else { break }
             out.append(
@@ -70,7 +71,8 @@ extension Playback {
                 .issue(
                     Command(
                         item: item.id,
-                        operation: .seek(position: seconds, resumeRate: resumeRate, requestedAt: now.wall)
+                        operation: .seek(
+                            position: startPosition(seconds), resumeRate: resumeRate, requestedAt: now.wall)
                     )))
         case .rate(let rate):
             guard let item = requireItem(into: &out) else { break }
@@ -81,7 +83,7 @@ extension Playback {
             } else if case .playing? = items[item.id]?.timeline {
                 operation = .rate(rate: rate, position: position, at: now.wall)
             } else {
-                operation = .play(rate: rate, position: position, requestedAt: now.wall)
+                operation = .play(rate: rate, position: startPosition(position), requestedAt: now.wall)
             }
             out.append(.issue(Command(item: item.id, operation: operation)))
         case .stall(let seconds):
@@ -133,6 +135,16 @@ extension Playback {
             dot: Dot(origin: context.member, counter: 0))
         out.append(.emit(player.rate > 0 ? .playing(report) : .paused(report)))
         return true
+    }
+
+    /// Where a start or a seek issued here lands: on a live item, inside its window and near its
+    /// edge (`LiveTimeline.clamp`, `Settings.liveHoldbackTargets`), since a group paused for long
+    /// (or an item just shared, at 0) is behind the segments the playlist still lists; any other
+    /// item's position as it is.
+    func startPosition(_ position: Double) -> Double {
+        guard let live = player.live else { return position }
+        return LiveTimeline.clamp(
+            position, window: live.dates, holdback: settings.liveHoldbackTargets * live.targetDuration)
     }
 
     func fail(_ message: String, usage: String) -> Output {

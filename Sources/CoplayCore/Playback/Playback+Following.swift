@@ -171,7 +171,10 @@ extension Playback {
         case (nil, _): position = 0  // just shared: every agent loaded it at its start
         default: return nil
         }
-        guard abs(player.position(at: context.now) - position) < 0.002 else { return nil }
+        // A live item's start moved into its window is a new position: each player must fetch it.
+        guard startPosition(position) == position, abs(player.position(at: context.now) - position) < 0.002 else {
+            return nil
+        }
         let onItem = context.peers.values.filter { $0.item == item }
         guard
             onItem.allSatisfy({
@@ -198,7 +201,9 @@ extension Playback {
     /// participant limit for it) waits out the suspension of some live participant on its item.
     func waitsOutSuspensions(among peers: [PeerID: PeerRecord]) -> Bool {
         let waitFor = settings.suspensionReasonsThatTriggerWaiting
-        guard !waitFor.isEmpty, let item = player.item else { return false }
+        // On a live item nobody waits: the group stays on the live edge, and the one who stalled
+        // rejoins where the group is by then, skipping what it missed.
+        guard !waitFor.isEmpty, let item = player.item, !player.isLive else { return false }
         let onItem = peers.values.filter { $0.liveness == .alive && $0.item == item.id }
         guard onItem.count + 1 <= settings.participantLimitForWaiting else { return false }
         return onItem.contains { !waitFor.isDisjoint(with: $0.suspensions) }

@@ -38,7 +38,7 @@ extension Playback {
             (correction.samplePosition, correction.sampleAt) = (position, at)
             out.append(.count(.playerSamples))
             out += correct(toSample: position, at: at, context)
-        case .userAction, .failed, .loadFailed, .interstitialFailed:
+        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed:
             break
         }
         return out

@@ -312,6 +312,7 @@ struct Playback: Sendable {
 extension LoadedItem {
     init(activity: Activity, buffer: Double) {
         self.init(
-            id: activity.itemID, url: activity.url, durationSeconds: activity.durationSeconds, bufferSeconds: buffer)
+            id: activity.itemID, url: activity.url, durationSeconds: activity.durationSeconds, bufferSeconds: buffer,
+            live: activity.live)
     }
 }

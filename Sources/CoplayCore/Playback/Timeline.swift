@@ -91,12 +91,18 @@ public struct LoadedItem: Hashable, Sendable {
     public var durationSeconds: Double?
     /// How long the simulated player takes to be ready after a load or a seek.
     public var bufferSeconds: Double
+    /// Shared as a live stream (`Activity.live`): a player that cannot tell by itself should
+    /// treat it as one.
+    public var live: Bool
 
-    public init(id: String? = nil, url: String, durationSeconds: Double? = nil, bufferSeconds: Double = 0) {
+    public init(
+        id: String? = nil, url: String, durationSeconds: Double? = nil, bufferSeconds: Double = 0, live: Bool = false
+    ) {
         self.id = id ?? url
         self.url = url
-        self.durationSeconds = durationSeconds
+        self.durationSeconds = live ? nil : durationSeconds
         self.bufferSeconds = bufferSeconds
+        self.live = live
     }
 
     public var idHash: UInt64 { fnv1a64(Array(id.utf8)) }

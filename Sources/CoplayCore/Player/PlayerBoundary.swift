@@ -42,6 +42,10 @@ public enum PlayerReport: Hashable, Sendable {
     /// timeline and corrects (rate nudges for small errors, a seek for large ones). A player that
     /// sends samples is steered by them; one that sends none is trusted to follow its commands.
     case sample(position: Double, rate: Double, at: WallInstant)
+    /// The current item is live: the program dates its playlist still lists, reported on load and
+    /// after each reading of the playlist; positions are then program dates. A start or a rejoin
+    /// lands inside the window, near its edge (`LiveTimeline.clamp`).
+    case liveWindow(LiveWindow)
     /// The person in front of the player did this (a key, an on-screen control): a group command.
     case userAction(UserAction)
     /// The player failed (it quit, an error not about its item); the text says how.

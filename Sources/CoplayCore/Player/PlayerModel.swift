@@ -20,6 +20,9 @@ public struct PlayerModel: Hashable, Sendable {
     public private(set) var item: LoadedItem?
     /// The interstitial the second player shows, if any.
     public private(set) var interstitial: Interstitial?
+    /// The current item's live window, as last reported (`PlayerReport.liveWindow`): nil for an
+    /// on-demand item.
+    public private(set) var live: LiveWindow?
 
     public init() {}
 
@@ -58,6 +61,7 @@ public struct PlayerModel: Hashable, Sendable {
         switch command {
         case .load(let item, let position):
             self.item = item
+            live = nil
             state = .preparing(position: clamp(position))
         case .prepare(let position):
             guard item != nil else { return }
@@ -73,6 +77,7 @@ public struct PlayerModel: Hashable, Sendable {
             state = .ready(position: clamp(position))
         case .unload:
             item = nil
+            live = nil
             state = .empty
         case .simulateStall:
             break  // the player says whether it stalled
@@ -101,10 +106,15 @@ public struct PlayerModel: Hashable, Sendable {
                 state = rate > 0 ? .moving(rate: rate, position: position, at: at) : .ready(position: clamp(position))
             case .empty, .preparing, .stalled: break
             }
+        case .liveWindow(let window):
+            live = window
         case .userAction, .failed, .loadFailed, .interstitialFailed:
             break
         }
     }
+
+    /// Whether the current item is live: shared as one, or its player found a live playlist.
+    public var isLive: Bool { live != nil || item?.live == true }
 
     /// `position` within the item: not before 0, not past its duration when that is known.
     public func clamp(_ position: Double) -> Double {

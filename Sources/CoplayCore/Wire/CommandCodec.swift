@@ -13,7 +13,10 @@ extension WireFormat {
     /// and would make "when does it reach the end" overflow any clock.
     public static let rateMin = 0.01
     /// Largest media position (seconds) a command may carry: about 31 years.
-    public static let positionMax = 1e9
+    /// Positions (media seconds, or a live item's program date: seconds since 1970, to 2100).
+    public static let positionMax = 4.2e9
+    /// A share's duration field for a live item, which has none.
+    static let liveDuration = -1.0
     /// The wall-clock instants a datagram may carry, in Unix nanoseconds: 1970 to about 2116
     /// (2^62). With offsets bounded by `offsetNanosMax`, every sum and difference of instants the
     /// core computes then stays far inside Int64.
@@ -201,7 +204,9 @@ extension WireFormat {
             writer.writeShortString(activity.subtitle)
             writer.writeShortString(activity.type)
             writer.writeLongString(activity.fallbackURL)
-            writer.write(activity.durationSeconds ?? 0)
+            // A live item has no duration: the field says "live" with the one negative value it
+            // takes (agents before live items refuse it as a malformed duration, and play nothing).
+            writer.write(activity.live ? liveDuration : activity.durationSeconds ?? 0)
         case .play(let rate, let position, let requestedAt):
             writer.write(OperationCode.play.rawValue)
             writer.write(rate)
@@ -306,14 +311,18 @@ extension WireFormat {
         case .share:
             let url = try reader.readLongString(maxBytes: urlBytesMax, field: "url")
             guard !url.isEmpty else { throw DecodeError(.malformedPayload, "empty url") }
+            let title = try reader.readShortString(maxBytes: metadataBytesMax, field: "title")
+            let subtitle = try reader.readShortString(maxBytes: metadataBytesMax, field: "subtitle")
+            let type = try reader.readShortString(maxBytes: metadataBytesMax, field: "type")
+            let fallbackURL = try reader.readLongString(maxBytes: urlBytesMax, field: "fallback url")
+            let seconds = try reader.readDouble(in: liveDuration...positionMax, field: "duration")
+            guard seconds >= 0 || seconds == liveDuration else {
+                throw DecodeError(.malformedPayload, "duration \(seconds): negative, and not the live item's -1")
+            }
             operation = .share(
                 Activity(
-                    url: url, itemID: item,
-                    title: try reader.readShortString(maxBytes: metadataBytesMax, field: "title"),
-                    subtitle: try reader.readShortString(maxBytes: metadataBytesMax, field: "subtitle"),
-                    type: try reader.readShortString(maxBytes: metadataBytesMax, field: "type"),
-                    fallbackURL: try reader.readLongString(maxBytes: urlBytesMax, field: "fallback url"),
-                    durationSeconds: try duration()))
+                    url: url, itemID: item, title: title, subtitle: subtitle, type: type, fallbackURL: fallbackURL,
+                    durationSeconds: seconds > 0 ? seconds : nil, live: seconds == liveDuration))
         case .play: operation = .play(rate: try rate(positive: true), position: try position(), requestedAt: try wall())
         case .seek:
             operation = .seek(position: try position(), resumeRate: try rate(positive: false), requestedAt: try wall())

@@ -223,7 +223,7 @@ public struct EventFormatter: Sendable {
             ("item", .string(activity.itemID)), ("url", .string(activity.url)), ("title", .string(activity.title)),
             ("subtitle", .string(activity.subtitle)), ("type", .string(activity.type)),
             ("fallbackURL", activity.fallbackURL.isEmpty ? .null : .string(activity.fallbackURL)),
-            ("duration", activity.durationSeconds.map { .double($0) } ?? .null),
+            ("duration", activity.durationSeconds.map { .double($0) } ?? .null), ("live", .bool(activity.live)),
         ]
     }
 
@@ -386,7 +386,8 @@ public struct EventFormatter: Sendable {
             return ["error: \(error.message); usage: \(error.usage)"]
         case .activityChanged(let activity, let originator):
             let title = activity.title.isEmpty ? "" : " \"\(activity.title)\""
-            return ["activity \(activity.itemID)\(title) url=\(activity.url) by \(Self.who(originator))"]
+            let live = activity.live ? " live" : ""
+            return ["activity \(activity.itemID)\(title) url=\(activity.url)\(live) by \(Self.who(originator))"]
         case .itemUnloaded(let item, let reason):
             return ["item-unloaded \(item) (\(reason))"]
         case .playerError(let text):

@@ -55,6 +55,8 @@ struct MpvPlayer: PlayerDriver {
     private enum Request {
         case sample(sentAt: Timestamp, generation: Int)
         case seek
+        /// `demuxer-cache-state`, asked before a seek in a live stream.
+        case cacheRanges
         case userSeekPosition
         case other
     }
@@ -77,6 +79,11 @@ struct MpvPlayer: PlayerDriver {
     private var snapOnPause: Double?
     /// Seeks sent whose `seek` event has not come yet (any other `seek` event is the user's).
     private var ownSeeks = 0
+    /// The segment a live load starts at (`loadLive`), counted from the playlist's end.
+    private var liveStartSegment: Int?
+    /// A seek in a live stream waiting for mpv's cache to hold its target (counted in
+    /// `ownSeeks` already), the next time to look, and the time after which it goes anyway.
+    private var liveSeek: (position: Double, lookAt: MonotonicInstant?, giveUpAt: MonotonicInstant)?
     private var seekSentAt: MonotonicInstant?
     /// How long a seek takes, from the command to `playback-restart` (moving average, seconds).
     private var seekLatency = 0.03
@@ -171,6 +178,10 @@ struct MpvPlayer: PlayerDriver {
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
         switch command {
         case .load(let item, let position):
+            if liveSeek != nil {
+                liveSeek = nil
+                ownSeeks = max(0, ownSeeks - 1)
+            }
             self.item = item
             fileLoaded = false
             hold = .restart
@@ -181,7 +192,14 @@ struct MpvPlayer: PlayerDriver {
             preparing = position
             seekOnLoad = position > 0.0005 ? position : nil
             held = nil
-            send(["loadfile", .string(item.url), "replace"], as: .other)
+            // A live item's position is the stream's own media time (the transport stream's PTS,
+            // the same for every player of the stream), which `LivePlayer` maps to program dates:
+            // mpv must neither move it to 0 nor refuse to seek in the live window it has cached.
+            // It starts at the segment `liveStartSegment` names (from the end of the playlist, as
+            // ffmpeg's live_start_index counts), so that its cache holds where it is sent.
+            let start = liveStartSegment.map { ",demuxer-lavf-o-append=live_start_index=\($0)" } ?? ""
+            let options = item.live ? ["rebase-start-time=no,force-seekable=yes" + start] : []
+            send(["loadfile", .string(item.url), "replace"] + options.map { .string($0) }, as: .other)
         case .prepare(let position):
             guard item != nil else { return [] }
             stopTimeline()
@@ -365,11 +383,16 @@ struct MpvPlayer: PlayerDriver {
         }
         if let nextSampleAt, !sampleInFlight { due = due.map { min($0, nextSampleAt) } ?? nextSampleAt }
         if let processCheckAt { due = due.map { min($0, processCheckAt) } ?? processCheckAt }
+        if let lookAt = liveSeek?.lookAt { due = due.map { min($0, lookAt) } ?? lookAt }
         return due
     }
 
     mutating func advance(now: Timestamp) -> [PlayerReport] {
         let reports = checkProcesses(now: now)
+        if let lookAt = liveSeek?.lookAt, lookAt <= now.monotonic {
+            liveSeek?.lookAt = nil
+            send(["get_property", "demuxer-cache-state"], as: .cacheRanges)
+        }
         if let unpauseAt,
             Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= bias(unpauseHold) / max(groupRate, 0.01) - 0.0002
         {
@@ -433,6 +456,9 @@ struct MpvPlayer: PlayerDriver {
                     "mpv cannot seek to \((position * 1000).rounded() / 1000) s in \(url): it can seek only where it"
                         + " has cached unless the server takes byte ranges (Range requests)")
             ]
+        case .cacheRanges:
+            liveSeekCache(succeeded ? message["data"] : nil, now: now)
+            return []
         case .userSeekPosition:
             guard succeeded, let position = message["data"]?.number, position.isFinite else { return [] }
             return PlayerReport.UserAction.seek(position: max(0, position)).checked.map { [.userAction($0)] } ?? []
@@ -571,10 +597,49 @@ struct MpvPlayer: PlayerDriver {
 
     private mutating func seek(to position: Double, now: Timestamp) {
         hold = .restart
+        lastSample = nil
+        if item?.live == true {
+            // In a live stream mpv seeks exactly only inside what it has cached: a seek beyond
+            // goes to ffmpeg's HLS demuxer, which lands a second or more off (and as the file
+            // loads, nothing is cached yet). The seek waits until the cache holds its target.
+            if liveSeek == nil { ownSeeks += 1 }
+            liveSeek = (position, nil, now.monotonic + Self.liveSeekWaitMax)
+            send(["get_property", "demuxer-cache-state"], as: .cacheRanges)
+            return
+        }
         ownSeeks += 1
         seekSentAt = now.monotonic
-        lastSample = nil
         send(["seek", .double(max(0, position)), "absolute+exact"], as: .seek)
+    }
+
+    /// Loads the live `item` from the segment `fromEnd` segments before the playlist's end
+    /// (negative, as ffmpeg's live_start_index): mpv caches the stream from there on, so that a
+    /// seek to a date in it is exact.
+    mutating func loadLive(_ item: LoadedItem, fromEnd: Int, now: Timestamp) -> [PlayerReport] {
+        liveStartSegment = fromEnd
+        defer { liveStartSegment = nil }
+        return perform(.load(item, position: 0), now: now)
+    }
+
+    /// The longest a live seek waits for mpv's cache before it goes anyway.
+    static let liveSeekWaitMax: Duration = .seconds(3)
+    static let liveSeekLookInterval: Duration = .milliseconds(20)
+
+    /// mpv's cache, for the live seek waiting: the seek goes once a seekable range holds it.
+    private mutating func liveSeekCache(_ state: JSONValue?, now: Timestamp) {
+        guard let waiting = liveSeek else { return }
+        let ranges = state?["seekable-ranges"]?.array ?? []
+        let covered = ranges.contains { range in
+            guard let start = range["start"]?.number, let end = range["end"]?.number else { return false }
+            return start <= waiting.position && waiting.position <= end
+        }
+        guard covered || now.monotonic >= waiting.giveUpAt else {
+            liveSeek?.lookAt = now.monotonic + Self.liveSeekLookInterval
+            return
+        }
+        liveSeek = nil
+        seekSentAt = now.monotonic
+        send(["seek", .double(max(0, waiting.position)), "absolute+exact"], as: .seek)
     }
 
     private mutating func send(_ command: [JSONValue], as request: Request) {

@@ -62,7 +62,7 @@ struct PlayerConnections {
             return (SimulatedPlayer(), PlayerConnections())
         case .mpv(let options):
             let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
-            return (mpv, PlayerConnections(connection: socket))
+            return (LivePlayer(mpv, settings: settings), PlayerConnections(connection: socket))
         case .socket(let path):
             let server = try LineServer.listen(path: path)
             return (SocketPlayer(server: server, clock: clock, settings: settings), PlayerConnections(server: server))
