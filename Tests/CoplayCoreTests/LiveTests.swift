@@ -151,7 +151,8 @@ import Testing
         #expect(TransportStream.firstPresentationTime(in: audio) == 127_800.0 / 90_000)
         // The top bit of 33: 26.5 hours in.
         #expect(
-            TransportStream.firstPresentationTime(in: Self.packet(stream: 0xE0, pts: 1 << 32)) == 4_294_967_296.0 / 90_000
+            TransportStream.firstPresentationTime(in: Self.packet(stream: 0xE0, pts: 1 << 32)) == 4_294_967_296.0
+                / 90_000
         )
         // Nothing: no PES, a cut packet, junk.
         #expect(TransportStream.firstPresentationTime(in: null) == nil)
@@ -223,5 +224,72 @@ import Testing
             return
         }
         #expect(typed.live && typed.itemID == "tv")
+    }
+}
+
+/// The playback machine on a live item: starts land in the window, and nobody waits.
+@Suite struct LivePlaybackTests {
+    private let alice = Member(id: aliceID, incarnation: Incarnation(1))
+
+    private func context(_ now: Timestamp, peers: [PeerID: PeerRecord] = [:]) -> PlaybackContext {
+        PlaybackContext(
+            now: now, member: alice, name: "alice", state: .joined(since: at(0).monotonic), peers: peers,
+            offset: { _ in nil })
+    }
+
+    private func issued(_ outputs: [Playback.Output]) -> [Operation] {
+        outputs.compactMap { if case .issue(let command) = $0 { command.operation } else { nil } }
+    }
+
+    @Test func play_onALiveItem_landsHoldbackBehindTheEdge_andInsideTheWindowIsKept() {
+        var playback = Playback(settings: Settings())
+        _ = playback.onCommand(.load(LoadedItem(url: "http://tv/live.m3u8")), context(at(0)))
+        // Loaded at 0, which is 1970: behind any window. The player says it is live.
+        _ = playback.onPlayerReport(
+            .liveWindow(LiveWindow(dates: 1_795_670_000...1_795_670_006, targetDuration: 2)), context(at(1)))
+        _ = playback.onPlayerReport(.ready(position: 1_795_670_003), context(at(1)))
+        #expect(playback.player.isLive)
+        guard case .play(_, let position, _)? = issued(playback.onCommand(.play(rate: 1), context(at(2)))).first
+        else {
+            Issue.record("no play issued")
+            return
+        }
+        #expect(position == 1_795_670_003, "inside the window, 1.5 target durations from the edge: kept")
+        // A seek typed to a position the playlist no longer lists lands 3 s (1.5 × 2) behind its edge.
+        guard case .seek(let sought, _, _)? = issued(playback.onCommand(.seek(seconds: 60), context(at(3)))).first
+        else {
+            Issue.record("no seek issued")
+            return
+        }
+        #expect(sought == 1_795_670_003)
+        // On-demand items are not moved.
+        var film = Playback(settings: Settings())
+        _ = film.onCommand(.load(LoadedItem(url: "film.mkv")), context(at(0)))
+        _ = film.onPlayerReport(.ready(position: 0), context(at(1)))
+        guard case .seek(let filmPosition, _, _)? = issued(film.onCommand(.seek(seconds: 60), context(at(3)))).first
+        else {
+            Issue.record("no seek issued")
+            return
+        }
+        #expect(filmPosition == 60)
+    }
+
+    @Test func nobodyWaitsForAStalledParticipant_onALiveItem_whateverThePolicy() {
+        var settings = Settings()
+        settings.suspensionReasonsThatTriggerWaiting = [Suspension.stallRecovery]
+        let bob = Member(id: bobID, incarnation: Incarnation(1))
+        var record = PeerRecord(member: bob, name: "bob", endpoint: bobEndpoint, now: at(0).monotonic)
+        record.item = "http://tv/live.m3u8"
+        record.suspensions = [Suspension.stallRecovery]
+        let peers = [bobID: record]
+        var playback = Playback(settings: settings)
+        _ = playback.onCommand(.load(LoadedItem(url: "http://tv/live.m3u8")), context(at(0)))
+        #expect(playback.waitsOutSuspensions(among: peers), "on-demand so far: the policy waits")
+        _ = playback.onPlayerReport(
+            .liveWindow(LiveWindow(dates: 1_795_670_000...1_795_670_006, targetDuration: 2)), context(at(1)))
+        #expect(!playback.waitsOutSuspensions(among: peers), "live: nobody waits")
+        var shared = Playback(settings: settings)
+        _ = shared.onCommand(.load(LoadedItem(url: "http://tv/live.m3u8", live: true)), context(at(0)))
+        #expect(!shared.waitsOutSuspensions(among: peers), "shared as live: nobody waits, window or not")
     }
 }

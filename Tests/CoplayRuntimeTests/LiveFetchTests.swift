@@ -138,6 +138,26 @@ import Testing
         #expect(abs((reading.offset ?? 0) - (1_795_669_200 - 8)) < 1e-6)
     }
 
+    @Test func anEndedPlaylist_isOnDemand_andNoSegmentIsRead() throws {
+        let server = try Server { path, socket in
+            switch path {
+            case "/film.m3u8": Self.respond(socket, Array((Self.playlist + "#EXT-X-ENDLIST\n").utf8))
+            default: Self.respond(socket, [], status: "500 Do Not Ask")  // a segment read would fail
+            }
+        }
+        let reading = try LivePlayer<MpvPlayer>.read(server.base + "/film.m3u8", anchor: true, settings: Self.settings)
+            .get()
+        #expect(reading.playlist.ended && reading.offset == nil)
+        // Shared as live all the same: its segment is read, and here it cannot be.
+        let declared = LivePlayer<MpvPlayer>.read(
+            server.base + "/film.m3u8", anchor: true, declaredLive: true, settings: Self.settings)
+        guard case .failure(let failure) = declared else {
+            Issue.record("a segment that answers 500 gave a map")
+            return
+        }
+        #expect(failure.description.contains("answered 500"), "\(failure)")
+    }
+
     /// Each hostile answer fails with its reason within the fetch's time limit (1 s here, plus
     /// the thread's start), holding no more than the playlist's byte limit.
     @Test func hostileServers_areRefusedWithAReason_inBoundedTimeAndMemory() throws {

@@ -76,7 +76,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
             // What was playing stops while the playlist is read: the core believes the new item loading.
             _ = inner.perform(.unload, now: now)
             pending = Pending(item: item, position: position)
-            startReading(item.url, refresh: false)
+            startReading(item.url, refresh: false, declaredLive: item.live)
             return []
         case .unload:
             live = nil
@@ -143,12 +143,12 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
 
     // MARK: Readings
 
-    private mutating func startReading(_ url: String, refresh: Bool) {
+    private mutating func startReading(_ url: String, refresh: Bool, declaredLive: Bool = false) {
         readingNumber += 1
         reading = (readingNumber, refresh)
         let (number, settings, readings) = (readingNumber, settings, readings)
         BackgroundThread.start {
-            readings.put(number, Self.read(url, anchor: !refresh, settings: settings))
+            readings.put(number, Self.read(url, anchor: !refresh, declaredLive: declaredLive, settings: settings))
         }
     }
 
@@ -284,8 +284,11 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
     }
 
     /// Reads the playlist at `url` (following a master playlist to its first variant) and, with
-    /// `anchor`, the head of its newest segment still served, for the map of its positions.
-    static func read(_ url: String, anchor: Bool, settings: Settings) -> Result<Reading, HTTPFetch.Failure> {
+    /// `anchor`, the head of its newest segment still served, for the map of its positions (of a
+    /// live playlist, or one `declaredLive`).
+    static func read(
+        _ url: String, anchor: Bool, declaredLive: Bool = false, settings: Settings
+    ) -> Result<Reading, HTTPFetch.Failure> {
         do throws(HTTPFetch.Failure) {
             var limits = HLSPlaylist.Limits()
             limits.bytesMax = settings.livePlaylistBytesMax
@@ -306,7 +309,8 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
                 }
                 media = found
             }
-            guard anchor, !media.segments.isEmpty, media.window != nil else {
+            // An on-demand playlist (ended, not shared live) plays as any file: no segment is read.
+            guard anchor, !media.ended || declaredLive, !media.segments.isEmpty, media.window != nil else {
                 return .success(Reading(url: mediaURL, playlist: media, offset: nil))
             }
             // The newest segment, or the one before if the server deleted it meanwhile.

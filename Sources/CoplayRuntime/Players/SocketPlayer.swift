@@ -69,6 +69,7 @@ struct SocketPlayer: PlayerDriver {
                 ("position", .double(position)),
             ]
             if let duration = item.durationSeconds { fields.append(("duration", .double(duration))) }
+            if item.live { fields.append(("live", .bool(true))) }
             expectReady(id: id, position: position)
         case .prepare(let position):
             fields += [("command", "prepare"), ("position", .double(position))]
@@ -169,7 +170,7 @@ struct SocketPlayer: PlayerDriver {
         guard let event = message["event"]?.string else { return fail("a line needs \"done\" or \"event\"") }
         switch event {
         case "sample":
-            guard let position = position() else { return fail("sample needs a position from 0 to 1e9") }
+            guard let position = position() else { return fail("sample needs a position from 0 to 4.2e9") }
             guard let rate = message["rate"]?.number, rate.isFinite, (0...WireFormat.rateMax).contains(rate) else {
                 return fail("sample needs a rate from 0 to \(WireFormat.rateMax)")
             }
@@ -182,12 +183,22 @@ struct SocketPlayer: PlayerDriver {
             let at = WallInstant(unixNanos: atTrue &+ clock.skewNanos)
             return .success([.sample(position: position, rate: rate, at: at)])
         case "buffering", "buffered", "ended":
-            guard let position = position() else { return fail("\(event) needs a position from 0 to 1e9") }
+            guard let position = position() else { return fail("\(event) needs a position from 0 to 4.2e9") }
             let report: PlayerReport =
                 event == "buffering"
                 ? .stalled(position: position)
                 : event == "buffered" ? .stallEnded(position: position) : .ended(position: position)
             return .success([report])
+        case "live-window":
+            // A live item: its positions are program dates, and this is the window its playlist
+            // lists (starts land inside it).
+            guard let start = position("start"), let edge = position("edge"), start <= edge else {
+                return fail("live-window needs start <= edge, program dates (seconds since 1970) up to 4.2e9")
+            }
+            guard let target = message["targetDuration"]?.number, target.isFinite, target > 0, target <= 3600 else {
+                return fail("live-window needs targetDuration, seconds from 0 to 3600")
+            }
+            return .success([.liveWindow(LiveWindow(dates: start...edge, targetDuration: target))])
         case "user":
             let action: PlayerReport.UserAction
             switch message["action"]?.string {
@@ -196,7 +207,7 @@ struct SocketPlayer: PlayerDriver {
             case "previous": action = .previous
             case "play": action = .play(rate: message["rate"]?.number ?? 1)
             case "seek":
-                guard let position = position() else { return fail("a seek needs a position from 0 to 1e9") }
+                guard let position = position() else { return fail("a seek needs a position from 0 to 4.2e9") }
                 action = .seek(position: position)
             default: return fail("user needs an action: play, pause, seek, next or previous")
             }
