@@ -199,12 +199,6 @@ public struct Settings: Sendable, Equatable {
     public var participantLimitForWaiting = Int.max
     /// A pause snaps everyone to the originator's media time (pauseSnapsToMediaTimeOfOriginator).
     public var pauseSnapsToOriginatorTime = true
-    /// A start on a live item lands this many target durations behind the playlist's edge (its
-    /// last segment's end, as last read). The edge moves in steps of a segment, so the group is
-    /// then between this less one and this plus one behind it (plus the age of the reading): 1.5
-    /// keeps it within the three target durations a live player is expected to be, with half a
-    /// segment to spare before the next is written (`coplay-bench live`).
-    public var liveHoldbackTargets = 1.5
     /// A nack to the same peer is sent at most this often.
     public var nackHoldoff: Duration = .milliseconds(50)
     /// Commands resent in answer to one nack, at most.
@@ -430,22 +424,10 @@ public struct Settings: Sendable, Equatable {
     /// A line from an external player (mpv's IPC, a delegating player) longer than this is cut
     /// and ignored: mpv's replies are a few hundred bytes, a property list a few KiB.
     public var playerLineBytesMax = 64 * 1024
-    /// Lines from an external player queued and not yet handled; more are dropped and counted (a
-    /// player that floods its socket cannot grow the agent's memory).
+    /// Player lines queued, not yet handled; more are dropped and counted (a flood grows no memory).
     public var playerLinesQueuedMax = 1024
-    /// A live item's playlist is refused when larger: a window of a few hundred segments is a
-    /// few tens of KiB; a hostile server must not make the agent hold more.
-    public var livePlaylistBytesMax = 1 << 20
-    /// Of a live segment, only its first presentation time is read: this many bytes at most (the
-    /// first video frame's header is in the first few packets; an audio-only stream's at once).
-    public var liveSegmentBytesMax = 1 << 20
-    /// One fetch of a playlist or segment, from connecting to its last byte: a server slower than
-    /// this (or one that never ends its answer) is refused, and the item fails to load.
-    public var liveFetchTimeout: Duration = .seconds(5)
-    /// A live playlist is read again twice a target duration, but not more often than this: the
-    /// window moves on as segments are added and deleted, and a start lands behind the edge as
-    /// last read.
-    public var liveRefreshIntervalMin: Duration = .milliseconds(500)
+    /// Live items: where a start lands, and the bounds of reading a live playlist (`LiveSettings`).
+    public var live = LiveSettings()
     /// Requests to an external player awaiting their reply; the oldest is forgotten beyond this
     /// (a player that never answers cannot grow the table).
     public var playerRequestsMax = 64

@@ -246,7 +246,8 @@ extension Benchmarks {
         guard getuid() == 0 else { throw BenchError(description: "stall needs root (network namespaces and nft)") }
         print(
             "stall: 3 hosts of a test LAN (\(link.map { "\($0) link model" } ?? "bridge")); host 1 serves a 470 kbit/s"
-                + (live ? " live HLS stream (ffmpeg)" : " file") + " over HTTP (coplay web), hosts 2"
+                + (live ? " live HLS stream (ffmpeg; Python's http.server)" : " file (coplay web)")
+                + " over HTTP, hosts 2"
                 + " and 3 play it in headless mpv (2 s read-ahead) under coplay; host 3's download is limited to"
                 + " 16 kB/s by nft until \(starvedSeconds) s after its mpv paused for its cache")
         var all: [StallFigures] = []

@@ -7,11 +7,18 @@ import Testing
 /// other hosts play it (`Benchmarks.liveStream`, `Benchmarks.realStall(live:)`). Players that
 /// join at different moments must show the same moment, near the live edge; one starved by the
 /// network must rejoin at the group's date without moving anyone else.
+///
+/// A tier of its own, which CI runs after the fast one: `COPLAY_LIVE=1 swift test --filter
+/// LiveStreamLANTests` (root). Beside the fast tier's other real-network tests on two cores, a
+/// live encoder and three decoding players made the Wi-Fi hub's forwarding late enough to fail
+/// their timing (a pause on the air 46-55 ms instead of 5-9).
 @Suite(.serialized, .onALane) struct LiveStreamLANTests {
     static let tools =
         isRoot && MpvClient.isInstalled && Locations.onPath("ffmpeg") != nil && Locations.onPath("python3") != nil
+        && ProcessInfo.processInfo.environment["COPLAY_LIVE"] == "1"
 
-    @Test(.enabled(if: tools, "needs root, mpv, ffmpeg and python3"), .timeLimit(.minutes(2)))
+    @Test(
+        .enabled(if: tools, "COPLAY_LIVE=1, as root, with mpv, ffmpeg and python3"), .timeLimit(.minutes(2)))
     func playersJoiningALiveStream10sApart_showTheSameMoment_nearTheLiveEdge() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-live-it-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -37,7 +44,7 @@ import Testing
     }
 
     @Test(
-        .enabled(if: tools && Locations.onPath("nft") != nil, "needs root, mpv, ffmpeg, python3 and nft"),
+        .enabled(if: tools && Locations.onPath("nft") != nil, "COPLAY_LIVE=1, as root, with mpv, ffmpeg, python3, nft"),
         .timeLimit(.minutes(2)))
     func aStarvedParticipantOnALiveStream_rejoinsAtTheGroupsDate_whileTheOtherPlaysOn() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-live-stall-\(getpid())")

@@ -97,8 +97,8 @@ import Testing
 
     static var settings: Settings {
         var settings = Settings()
-        settings.liveFetchTimeout = .seconds(1)
-        settings.livePlaylistBytesMax = 64 * 1024
+        settings.live.fetchTimeout = .seconds(1)
+        settings.live.playlistBytesMax = 64 * 1024
         return settings
     }
 
@@ -228,5 +228,101 @@ import Testing
         #expect(!LivePlayer<MpvPlayer>.readsPlaylist(of: LoadedItem(url: "http://h/a.mp4")))
         #expect(LivePlayer<MpvPlayer>.readsPlaylist(of: LoadedItem(url: "http://h/stream", live: true)))
         #expect(!LivePlayer<MpvPlayer>.readsPlaylist(of: LoadedItem(url: "file:///a.m3u8")))
+    }
+}
+
+/// `LivePlayer` around a player that records what it is told: a live stream is loaded at the
+/// segment holding the group's date, then moved there in media time; every position crosses
+/// the boundary mapped; a live playlist without dates fails to load, saying why.
+@Suite(.serialized) struct LivePlayerTests {
+    /// Records commands; reports ready after each load or prepare when asked to.
+    struct Recorder: LiveStreamPlayer {
+        var kind: String { "recorder" }
+        var told: [String] = []
+        var loadedFromEnd: Int?
+        func nextEvent(now: Timestamp) -> MonotonicInstant? { nil }
+        mutating func advance(now: Timestamp) -> [PlayerReport] { [] }
+        mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { [] }
+        func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], false) }
+        func close() {}
+        mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+            told.append("\(command)")
+            switch command {
+            case .load(_, let position), .prepare(let position): return [.ready(position: position)]
+            default: return []
+            }
+        }
+        mutating func loadLive(_ item: LoadedItem, fromEnd: Int, now: Timestamp) -> [PlayerReport] {
+            loadedFromEnd = fromEnd
+            return perform(.load(item, position: 0), now: now)
+        }
+    }
+
+    static func now() -> Timestamp {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        let monotonic = MonotonicInstant(nanos: Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec))
+        return Timestamp(monotonic: monotonic, wall: WallInstant(unixNanos: 1_795_669_210_000_000_000))
+    }
+
+    /// Drives `player` until its reading is done (at most 3 s): what it reported.
+    static func settle(_ player: inout LivePlayer<Recorder>) -> [PlayerReport] {
+        var reports: [PlayerReport] = []
+        for _ in 0..<300 {
+            reports += player.advance(now: now())
+            if reports.contains(where: { if case .liveWindow = $0 { true } else { false } })
+                || reports.contains(where: { if case .loadFailed = $0 { true } else { false } })
+            {
+                return reports
+            }
+            usleep(10_000)
+        }
+        return reports
+    }
+
+    @Test func aLiveLoad_startsAtTheSegmentHoldingTheDate_andEveryPositionIsMapped() throws {
+        let server = try LiveFetchTests.Server { path, socket in
+            switch path {
+            case "/live.m3u8": LiveFetchTests.respond(socket, Array(LiveFetchTests.playlist.utf8))
+            // The newest segment (05:00:02Z, 1795669202) starts at media time 10 s.
+            case "/seg5.ts": LiveFetchTests.respond(socket, LiveFetchTests.segment(pts: 900_000))
+            default: LiveFetchTests.respond(socket, [], status: "404 Not Found")
+            }
+        }
+        var player = LivePlayer(Recorder(), settings: Settings())
+        let offset = 1_795_669_202.0 - 10
+        // The group is at 05:00:00.5Z, in the first segment (05:00:00-05:00:02), more than 1.5 target
+        // durations behind the edge (05:00:04).
+        #expect(
+            player.perform(
+                .load(LoadedItem(url: server.base + "/live.m3u8"), position: 1_795_669_200.5), now: Self.now()
+            ).isEmpty)
+        let reports = Self.settle(&player)
+        #expect(reports.first == .liveWindow(LiveWindow(dates: 1_795_669_200...1_795_669_204, targetDuration: 2)))
+        // Loaded from the first of the two segments (one before the one holding the date, not
+        // before the first), then prepared at the date in media time; ready at the date.
+        #expect(player.inner.loadedFromEnd == -2)
+        #expect(player.inner.told.last == "\(PlayerCommand.prepare(position: 1_795_669_200.5 - offset))")
+        #expect(reports.last == .ready(position: 1_795_669_200.5))
+        // A play is sent in media time.
+        _ = player.perform(.play(rate: 1, position: 1_795_669_203, at: WallInstant(unixNanos: 0)), now: Self.now())
+        #expect(
+            player.inner.told.last
+                == "\(PlayerCommand.play(rate: 1, position: 1_795_669_203 - offset, at: WallInstant(unixNanos: 0)))")
+    }
+
+    @Test func aLivePlaylistWithoutDates_failsToLoad_sayingWhy() throws {
+        let server = try LiveFetchTests.Server { _, socket in
+            LiveFetchTests.respond(socket, Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n".utf8))
+        }
+        var player = LivePlayer(Recorder(), settings: Settings())
+        _ = player.perform(.load(LoadedItem(url: server.base + "/live.m3u8"), position: 0), now: Self.now())
+        let reports = Self.settle(&player)
+        guard case .loadFailed(let text)? = reports.last else {
+            Issue.record("no load failure: \(reports)")
+            return
+        }
+        #expect(text.contains("no EXT-X-PROGRAM-DATE-TIME"), "\(text)")
+        #expect(!player.inner.told.contains { $0.hasPrefix("load") }, "the player loaded it anyway")
     }
 }

@@ -155,4 +155,18 @@ public struct Counters: Hashable, Sendable {
         drops[reason, default: 0] += 1
         return drops[reason]!
     }
+
+    /// Counts a dropped datagram, and says so (`from`: where it came from; nil for a timer) for
+    /// the first `Settings.dropDiagnosticsFirst` of a reason worth it, then every
+    /// `dropDiagnosticEvery`th: a flood of junk prints a line now and then, not one per datagram.
+    mutating func drop(
+        _ reason: DropReason, detail: String, from source: Endpoint?, settings: Settings
+    ) -> String? {
+        let count = drop(reason)
+        guard reason.isWorthADiagnostic,
+            count <= Int64(settings.dropDiagnosticsFirst) || count % Int64(max(1, settings.dropDiagnosticEvery)) == 0
+        else { return nil }
+        return
+            "dropped datagram \(source.map { "from \($0)" } ?? "(timer)"): \(reason.rawValue) (\(detail)); \(count) so far"
+    }
 }

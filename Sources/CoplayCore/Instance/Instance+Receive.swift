@@ -53,7 +53,8 @@ extension Instance {
         case .state(let part): onStatePart(part, from, into: &out)
         case .ready(let trigger): onReady(trigger, from, into: &out)
         case .unreliableMessage(let part): onMessagePart(part, from: sender, isReliable: false, now: now, into: &out)
-        case .peerList(let entries): onPeerList(entries, from)
+        case .peerList(let entries):
+            reach.onPeerList(entries, from: source, own: identity.id, members: membership.peers, at: heardAt)
         case .end(let reason): onEnd(reason, from, into: &out)
         }
     }
@@ -156,15 +157,6 @@ extension Instance {
         guard membership.isKnown(from.sender) else { return }
         let ranges = ordering.onReferenced(trigger, by: from.sender.id, now: from.now.monotonic)
         if !ranges.isEmpty { routeOrdering([.nack(ranges, to: from.sender.id)], now: from.now, into: &out) }
-    }
-
-    /// Only endpoints of this agent's own address family (its group's) can be reached; the relay
-    /// is no endpoint that a peer list may name (each agent reaches the relay itself).
-    private mutating func onPeerList(_ entries: [PeerEntry], _ from: Received) {
-        let reachable = entries.filter {
-            !$0.endpoint.isRelay && $0.endpoint.address.isIPv4 == from.source.address.isIPv4
-        }
-        reach.onPeerList(reachable, own: identity.id, members: membership.peers, at: from.heardAt)
     }
 
     private mutating func onEnd(_ reason: String, _ from: Received, into out: inout [Directive]) {

@@ -140,19 +140,8 @@ extension Instance {
             case .adopted(let adoption):
                 counters.statesAdopted += 1
                 counters.commandsCoveredByState += Int64(adoption.covered)
-                let from = membership.originator(adoption.from, local: member, localName: identity.name)
-                out.append(
-                    .emit(
-                        .stateAdopted(
-                            StateAdoptedReport(
-                                from: from, snapshot: adoption.snapshot, winners: adoption.winners.count,
-                                commandsCovered: adoption.covered))))
-                for winner in adoption.winners where winner.envelope.command.operation.isQueue {
-                    let originator = membership.originator(
-                        winner.envelope.dot.origin, local: member, localName: identity.name)
-                    // Taken in silently: the queue as it stands, not its history.
-                    _ = queueController.apply(winner.envelope, originator: originator, silently: true)
-                }
+                out.append(.emit(.stateAdopted(adoption.report(from: originator(adoption.from)))))
+                queueController.adopt(adoption.winners.map(\.envelope), originator: originatorOf)
                 // The winners are history: the player follows the final state once it is all here.
                 routePlayback(
                     playback.apply(adoption.winners, isHistory: true, context(now)), now: now,
@@ -222,8 +211,7 @@ extension Instance {
             case .message(let part):
                 onMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true, now: now, into: &out)
             case .queue(let operation):
-                let originator = membership.originator(
-                    delivered.envelope.dot.origin, local: member, localName: identity.name)
+                let originator = originator(delivered.envelope.dot.origin)
                 routeQueue(queueController.apply(delivered.envelope, originator: originator), now: now, into: &out)
                 // A move to an entry is also the activity and its item's first state.
                 if case .advance = operation { forPlayback.append(delivered) }
@@ -305,26 +293,18 @@ extension Instance {
         guard state.isJoined else {
             return out.append(commandError("not joined (state \(state.name))", usage: Messaging.usage))
         }
-        let (ordering, framing, member, dependsOn) = (self.ordering, self.framing, self.member, self.dependsOn)
-        // A reliable part leaves room to travel in a state part too (a snapshot carries the
-        // messages its receiver has not delivered).
-        func overhead(_ part: MessagePart) -> Int {
-            guard !unreliable else { return framing.bytes(.unreliableMessage(part)) - framing.tagBytes }
-            let envelope = ordering.next(
-                Command(item: MessagePart.itemMarker, operation: .message(part)), by: member, dependsOn: dependsOn)
-            return framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes
-                + WireFormat.commandRoomForStateBytes
-        }
+        let (ordering, member, dependsOn) = (self.ordering, self.member, self.dependsOn)
         let peers = membership.peers.values.ordered { $0.member.id < $1.member.id }
         routeMessaging(
-            messaging.send(to: names, unreliable: unreliable, text: text, peers: peers, overheadBytes: overhead),
-            now: now, into: &out)
+            messaging.send(
+                to: names, unreliable: unreliable, text: text, peers: peers, framing: framing,
+                nextEnvelope: { ordering.next($0, by: member, dependsOn: dependsOn) }), now: now, into: &out)
     }
 
     @inline(never) mutating func onMessagePart(
         _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
     ) {
-        let originator = membership.originator(origin, local: member, localName: identity.name)
+        let originator = originator(origin)
         routeMessaging(
             messaging.receive(
                 part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic),

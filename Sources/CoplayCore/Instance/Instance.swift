@@ -176,13 +176,7 @@ public struct Instance: Sendable {
         switch report {
         case .userAction(let action):
             // The person in front of the player is a participant: their action is a group command.
-            switch action {
-            case .play(let rate): return onCommand(.play(rate: rate), now: now)
-            case .pause: return onCommand(.pause, now: now)
-            case .seek(let position): return onCommand(.seek(seconds: position), now: now)
-            case .next: return onCommand(.next, now: now)
-            case .previous: return onCommand(.previous, now: now)
-            }
+            return onCommand(action.command, now: now)
         case .failed(let text):
             return finish([.emit(.playerError(text))], now: now)
         case .loadFailed(let text):
@@ -308,12 +302,16 @@ public struct Instance: Sendable {
     @inline(never) mutating func reportDrop(
         _ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive]
     ) {
-        let count = counters.drop(reason)
-        guard reason.isWorthADiagnostic else { return }
-        if count <= Int64(settings.dropDiagnosticsFirst) || count % Int64(max(1, settings.dropDiagnosticEvery)) == 0 {
-            let origin = source.map { "from \($0)" } ?? "(timer)"
-            out.append(.diagnose("dropped datagram \(origin): \(reason.rawValue) (\(detail)); \(count) so far"))
+        if let text = counters.drop(reason, detail: detail, from: source, settings: settings) {
+            out.append(.diagnose(text))
         }
+    }
+
+    /// Who `origin` is, as events name it (this agent's own commands: "here").
+    func originator(_ origin: Member) -> Originator { originatorOf(origin) }
+    var originatorOf: (Member) -> Originator {
+        let (membership, member, name) = (self.membership, member, identity.name)
+        return { membership.originator($0, local: member, localName: name) }
     }
 
     func commandError(_ message: String, usage: String) -> Directive {

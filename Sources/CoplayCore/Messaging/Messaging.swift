@@ -64,6 +64,23 @@ struct Messaging: Sendable {
 
     /// `msg`: `peers` are the live participants (sorted), `overheadBytes` what a datagram
     /// carrying a part needs besides the text. A message that cannot go is one command error.
+    /// `framing`: what this agent's datagrams cost on the wire; `nextEnvelope`: the envelope a
+    /// command issued now would travel in (a reliable part's cost depends on its dependencies).
+    mutating func send(
+        to names: [String]?, unreliable: Bool, text: String, peers: [PeerRecord], framing: Framing,
+        nextEnvelope: (Command) -> CommandEnvelope
+    ) -> [Output] {
+        // A reliable part leaves room to travel in a state part too (a snapshot carries the
+        // messages its receiver has not delivered).
+        send(to: names, unreliable: unreliable, text: text, peers: peers) { part in
+            guard !unreliable else { return framing.bytes(.unreliableMessage(part)) - framing.tagBytes }
+            let envelope = nextEnvelope(Command(item: MessagePart.itemMarker, operation: .message(part)))
+            return framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes
+                + WireFormat.commandRoomForStateBytes
+        }
+    }
+
+    /// `overheadBytes`: what a part costs on the wire besides its text.
     mutating func send(
         to names: [String]?, unreliable: Bool, text: String, peers: [PeerRecord], overheadBytes: (MessagePart) -> Int
     ) -> [Output] {

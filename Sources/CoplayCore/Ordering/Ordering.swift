@@ -86,6 +86,11 @@ struct Ordering: Sendable {
         var messages: [Delivered]
         var released: [Delivered]
         var covered: Int
+
+        /// The event that says so (`from`: who sent the snapshot).
+        func report(from: Originator) -> StateAdoptedReport {
+            StateAdoptedReport(from: from, snapshot: snapshot, winners: winners.count, commandsCovered: covered)
+        }
     }
 
     init(settings: Settings) {

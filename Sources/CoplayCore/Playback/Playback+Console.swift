@@ -138,13 +138,13 @@ extension Playback {
     }
 
     /// Where a start or a seek issued here lands: on a live item, inside its window and near its
-    /// edge (`LiveTimeline.clamp`, `Settings.liveHoldbackTargets`), since a group paused for long
+    /// edge (`LiveTimeline.clamp`, `Settings.live.holdbackTargets`), since a group paused for long
     /// (or an item just shared, at 0) is behind the segments the playlist still lists; any other
     /// item's position as it is.
     func startPosition(_ position: Double) -> Double {
         guard let live = player.live else { return position }
         return LiveTimeline.clamp(
-            position, window: live.dates, holdback: settings.liveHoldbackTargets * live.targetDuration)
+            position, window: live.dates, holdback: settings.live.holdbackTargets * live.targetDuration)
     }
 
     func fail(_ message: String, usage: String) -> Output {

@@ -67,3 +67,16 @@ public enum PlayerReport: Hashable, Sendable {
         case previous
     }
 }
+
+extension PlayerReport.UserAction {
+    /// The action as the command a person would type for it.
+    var command: ConsoleCommand {
+        switch self {
+        case .play(let rate): .play(rate: rate)
+        case .pause: .pause
+        case .seek(let position): .seek(seconds: position)
+        case .next: .next
+        case .previous: .previous
+        }
+    }
+}

@@ -61,10 +61,13 @@ struct Reach: Sendable {
 
     mutating func onPeerLeft(_ peer: PeerID) { heardByMulticast[peer] = nil }
 
-    /// A member's peer list: the entries that are not members here yet (nor this agent) become
-    /// unicast destinations for a while.
+    /// A member's peer list, heard from `source`: the entries that are not members here yet (nor
+    /// this agent) become unicast destinations for a while. Only endpoints of the address family
+    /// the list came by (the group's) can be reached; the relay is no endpoint a peer list may
+    /// name (each agent reaches the relay itself).
     mutating func onPeerList(
-        _ entries: [PeerEntry], own: PeerID, members: [PeerID: PeerRecord], at now: MonotonicInstant
+        _ entries: [PeerEntry], from source: Endpoint, own: PeerID, members: [PeerID: PeerRecord],
+        at now: MonotonicInstant
     ) {
         if !isActive {
             isActive = true
@@ -72,7 +75,9 @@ struct Reach: Sendable {
         }
         let memberEndpoints = Set(members.values.map({ $0.endpoint }))
         for entry in entries
-        where entry.member.id != own && members[entry.member.id] == nil && !memberEndpoints.contains(entry.endpoint) {
+        where entry.member.id != own && members[entry.member.id] == nil && !memberEndpoints.contains(entry.endpoint)
+            && !entry.endpoint.isRelay && entry.endpoint.address.isIPv4 == source.address.isIPv4
+        {
             guard named[entry.endpoint] != nil || named.count < settings.gossipedEndpointsMax else { continue }
             named[entry.endpoint] = now + settings.gossipedEndpointLifetime
         }

@@ -11,10 +11,10 @@ import Synchronization
 /// live one without date tags, or one that cannot be read, fails to load with the reason
 /// (`PlayerReport.loadFailed`). Otherwise the player loads it, and from then on every position
 /// crosses this boundary mapped: date = media time + offset (`LiveTimeline.offset`). The playlist
-/// is read again twice a target duration (at most every `liveRefreshIntervalMin`), and each reading's
+/// is read again twice a target duration (at most every `Settings.live.refreshIntervalMin`), and each reading's
 /// window goes to the core (`PlayerReport.liveWindow`), which keeps starts inside it.
 struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
-    private var inner: Inner
+    private(set) var inner: Inner
     private let settings: Settings
     var kind: String { inner.kind }
 
@@ -183,7 +183,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
         // The player prepares inside the window even where the core asked for a date outside it
         // (an item just shared is at 0): it reports where it is, and a start lands in the window.
         let position = LiveTimeline.clamp(
-            pending.position, window: dates, holdback: settings.liveHoldbackTargets * window.targetDuration)
+            pending.position, window: dates, holdback: settings.live.holdbackTargets * window.targetDuration)
         return [.liveWindow(window)] + load(then: pending.then ?? .prepare(position: position), at: position, now: now)
     }
 
@@ -242,7 +242,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
     }
 
     private func refreshInterval(_ window: LiveWindow) -> Duration {
-        max(settings.liveRefreshIntervalMin, .milliseconds(Int64(min(window.targetDuration, 60) * 500)))
+        max(settings.live.refreshIntervalMin, .milliseconds(Int64(min(window.targetDuration, 60) * 500)))
     }
 
     // MARK: Mapping
@@ -291,9 +291,9 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
     ) -> Result<Reading, HTTPFetch.Failure> {
         do throws(HTTPFetch.Failure) {
             var limits = HLSPlaylist.Limits()
-            limits.bytesMax = settings.livePlaylistBytesMax
+            limits.bytesMax = settings.live.playlistBytesMax
             func playlist(at url: String) throws(HTTPFetch.Failure) -> HLSPlaylist {
-                let bytes = try HTTPFetch.get(url, bytesMax: limits.bytesMax, timeout: settings.liveFetchTimeout)
+                let bytes = try HTTPFetch.get(url, bytesMax: limits.bytesMax, timeout: settings.live.fetchTimeout)
                 do { return try HLSPlaylist.parse(bytes, limits: limits) } catch {
                     throw HTTPFetch.Failure(error.description)
                 }
@@ -319,7 +319,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
                 let segmentURL = HTTPFetch.resolve(media.segments[index].uri, against: mediaURL)
                 do throws(HTTPFetch.Failure) {
                     let head = try HTTPFetch.get(
-                        segmentURL, bytesMax: settings.liveSegmentBytesMax, timeout: settings.liveFetchTimeout,
+                        segmentURL, bytesMax: settings.live.segmentBytesMax, timeout: settings.live.fetchTimeout,
                         enough: { TransportStream.firstPresentationTimes(in: $0).video != nil })
                     guard let time = TransportStream.firstPresentationTime(in: head) else {
                         throw HTTPFetch.Failure(

@@ -376,7 +376,7 @@ struct MpvPlayer: PlayerDriver {
 
     func nextEvent(now: Timestamp) -> MonotonicInstant? {
         var due: MonotonicInstant?
-        if let unpauseAt {
+        if let unpauseAt, liveSeek == nil {
             let delay =
                 Double(unpauseAt.unixNanos &- now.wall.unixNanos) / 1e9 + bias(unpauseHold) / max(groupRate, 0.01)
             due = now.monotonic + .seconds(saturating: max(0, delay))
@@ -393,7 +393,7 @@ struct MpvPlayer: PlayerDriver {
             liveSeek?.lookAt = nil
             send(["get_property", "demuxer-cache-state"], as: .cacheRanges)
         }
-        if let unpauseAt,
+        if let unpauseAt, liveSeek == nil,
             Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= bias(unpauseHold) / max(groupRate, 0.01) - 0.0002
         {
             self.unpauseAt = nil
@@ -639,7 +639,16 @@ struct MpvPlayer: PlayerDriver {
         }
         liveSeek = nil
         seekSentAt = now.monotonic
-        send(["seek", .double(max(0, waiting.position)), "absolute+exact"], as: .seek)
+        var position = waiting.position
+        if let anchor, let due = unpauseAt, due.unixNanos < now.wall.unixNanos &+ Int64(seekLatency * 1e9) {
+            // The start it was sent for is (nearly) past: the wait for the cache made it late
+            // (some 200 ms on the Wi-Fi model). Seek to where the timeline will be once this seek
+            // is done, and play from there, as a late start does.
+            let start = WallInstant(unixNanos: now.wall.unixNanos &+ Int64(seekLatency * 1e9))
+            position = anchor.position(at: start)
+            unpauseAt = start
+        }
+        send(["seek", .double(max(0, position)), "absolute+exact"], as: .seek)
     }
 
     private mutating func send(_ command: [JSONValue], as request: Request) {
