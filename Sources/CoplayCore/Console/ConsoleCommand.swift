@@ -232,9 +232,9 @@ public enum ConsoleCommand: Hashable, Sendable {
                 ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
             let url = try firstURL(tokens, line: line, options: allowed, command: name, fail: fail)
             // `live` (share only) is a word of its own, not key=value.
-            let live = name == "share" && arguments.dropFirst().contains("live")
             let options = try keyValues(
-                arguments.dropFirst().filter { !(live && $0 == "live") }[...], allowed: allowed, fail: fail)
+                arguments.dropFirst(), allowed: allowed, flag: name == "share" ? "live" : nil, fail: fail)
+            let live = options["live"] != nil
             let id = options["id"]
             if let id, id.isEmpty || id.utf8.count > WireFormat.itemIDBytesMax {
                 throw fail("the item id must be 1 to \(WireFormat.itemIDBytesMax) bytes")
@@ -342,12 +342,17 @@ public enum ConsoleCommand: Hashable, Sendable {
         return url
     }
 
-    /// `key=value` words, each key `allowed` and given once.
+    /// `key=value` words, each key `allowed` and given once; `flag`, a word allowed on its own
+    /// (its key, with an empty value).
     private static func keyValues(
-        _ words: ArraySlice<String>, allowed: [String], fail: (String) -> ParseError
+        _ words: ArraySlice<String>, allowed: [String], flag: String? = nil, fail: (String) -> ParseError
     ) throws(ParseError) -> [String: String] {
         var options: [String: String] = [:]
         for argument in words {
+            if argument == flag {
+                options[argument] = ""
+                continue
+            }
             guard let equals = argument.firstIndex(of: "=") else { throw fail("'\(argument)' is not key=value") }
             let key = String(argument[..<equals])
             guard allowed.contains(key) else {

@@ -20,11 +20,8 @@ extension ConsoleCommand {
             summary: "propose an item to the group; every agent loads it",
             example: "share https://example.com/bbb.mp4 id=bbb title=\"Big Buck Bunny\" duration=596",
             details: """
-                A live HLS stream (a media playlist without EXT-X-ENDLIST) is found live by \
-                itself; `live` says so for a stream a player cannot tell. On a live item the \
-                group's time is the program date (EXT-X-PROGRAM-DATE-TIME): a participant who \
-                joins starts where the group is, play lands near the live edge, and nobody waits \
-                for one who stalls. A live playlist without date tags is refused.
+                A live HLS stream's time is its program date: a late joiner starts where the \
+                group is. `live` marks one a player cannot tell is live.
                 """),
         Usage(
             name: "load", synopsis: "load <url> [id=<item-id>] [duration=<s>] [buffer=<s>]",

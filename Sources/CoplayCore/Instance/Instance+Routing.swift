@@ -141,7 +141,11 @@ extension Instance {
                 counters.statesAdopted += 1
                 counters.commandsCoveredByState += Int64(adoption.covered)
                 out.append(.emit(.stateAdopted(adoption.report(from: originator(adoption.from)))))
-                queueController.adopt(adoption.winners.map(\.envelope), originator: originatorOf)
+                for winner in adoption.winners where winner.envelope.command.operation.isQueue {
+                    // Taken in silently: the queue as it stands, not its history.
+                    let originator = originator(winner.envelope.dot.origin)
+                    _ = queueController.apply(winner.envelope, originator: originator, silently: true)
+                }
                 // The winners are history: the player follows the final state once it is all here.
                 routePlayback(
                     playback.apply(adoption.winners, isHistory: true, context(now)), now: now,

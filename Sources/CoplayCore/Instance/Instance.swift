@@ -308,10 +308,8 @@ public struct Instance: Sendable {
     }
 
     /// Who `origin` is, as events name it (this agent's own commands: "here").
-    func originator(_ origin: Member) -> Originator { originatorOf(origin) }
-    var originatorOf: (Member) -> Originator {
-        let (membership, member, name) = (self.membership, member, identity.name)
-        return { membership.originator($0, local: member, localName: name) }
+    func originator(_ origin: Member) -> Originator {
+        membership.originator(origin, local: member, localName: identity.name)
     }
 
     func commandError(_ message: String, usage: String) -> Directive {

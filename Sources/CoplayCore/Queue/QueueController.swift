@@ -147,14 +147,6 @@ struct QueueController: Sendable {
 
     /// A delivered queue command; with `silently`, a snapshot's entry, taken in as the queue
     /// stands and not reported (its history is not news).
-    /// A snapshot's winners: its queue commands are taken in silently, the queue as it stands,
-    /// not its history (`originator`: who issued each).
-    mutating func adopt(_ winners: [CommandEnvelope], originator: (Member) -> Originator) {
-        for winner in winners where winner.command.operation.isQueue {
-            _ = apply(winner, originator: originator(winner.dot.origin), silently: true)
-        }
-    }
-
     mutating func apply(_ envelope: CommandEnvelope, originator: Originator, silently: Bool = false) -> [Output] {
         let outputs = queue.apply(envelope, originator: originator)
         guard !silently else { return [] }
