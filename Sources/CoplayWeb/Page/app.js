@@ -416,7 +416,9 @@ function draw() {
   if (!view) return;
   const playing = view.rate > 0;
   $('play').textContent = player.intended === 'playing' ? 'Pause' : 'Play';
-  $('state').textContent = `${view.state}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.join(', ')}` : ''}`;
+  // Beside the item's title, this tab's part: "joined" alone read like a person of that name joining.
+  const part = { joined: 'you are in the group', waiting: 'joining…', invalidated: 'you left the group' }[view.state] || view.state;
+  $('state').textContent = `· ${part}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.join(', ')}` : ''}`;
   $('item').textContent = view.title || view.item || 'nothing';
   const duration = video.duration || view.duration || 0;
   $('time').textContent = view.position == null ? '–' : `${clock(video.currentTime)} / ${duration ? clock(duration) : '?'}${playing ? '' : ' (paused)'}`;
