@@ -9,7 +9,7 @@
 //               {type:'connection', up}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
 import { Core, Participant, parseKey } from './participant.mjs';
 
-let core, participant, joined, bytes, viewTimer, traps = 0;
+let core, participant, joined, bytes, viewTimer, traps = 0, lastTrapAt = 0;
 const post = (message) => postMessage(message);
 
 async function start() {
@@ -37,7 +37,10 @@ function guarded(body) {
     post({ type: 'trap', text: String(error.message || error) });
     try { participant.close(); } catch { /* the module is gone */ }
     // Again after 1 s, doubling to 30 s while it keeps trapping: a trap that comes back at once
-    // must not spin the tab.
+    // must not spin the tab. A trap after ten quiet minutes starts the count again: one trap an
+    // hour must not cost 30 s each.
+    if (Date.now() - lastTrapAt > 600000) traps = 0;
+    lastTrapAt = Date.now();
     traps++;
     setTimeout(() => start().catch((e) => post({ type: 'diagnostic', text: `cannot restart: ${e.message}` })),
       Math.min(30000, 1000 * 2 ** Math.min(traps - 1, 5)));
