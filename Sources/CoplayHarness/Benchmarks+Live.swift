@@ -91,6 +91,19 @@ extension Benchmarks {
         }
     }
 
+    /// Stops a server the benchmark started. SIGKILL: a test runner's children may inherit SIGTERM
+    /// ignored, and a server of test media holds nothing.
+    static func stopServer(_ server: Process) {
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+    }
+
+    /// Lets the agents go: standard input closed, each leaves and exits (at most 5 s each).
+    static func stop(_ agents: [AgentProcess]) {
+        for agent in agents { agent.closeInput() }
+        for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
+    }
+
     /// Serves `folder` over HTTP from 10.77.0.1:`port` inside `namespace`: Python's http.server,
     /// which reads each file as it is asked for (`coplay web` holds a page's files as they were
     /// when it started, and a live stream's change every second). Stopped by the caller.
@@ -115,15 +128,9 @@ extension Benchmarks {
         let encoder = try LiveEncoder(directory: media, seconds: Int(gap) * players + 60)
         defer { encoder.stop() }
         let web = try serveLive(media, in: "\(prefix)-h1", port: port, home: directory)
-        defer {
-            kill(web.processIdentifier, SIGKILL)
-            web.waitUntilExit()
-        }
+        defer { stopServer(web) }
         var agents: [AgentProcess] = []
-        defer {
-            for agent in agents { agent.closeInput() }
-            for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
-        }
+        defer { stop(agents) }
         var mpvs: [MpvClient] = []
         var figures = LiveFigures()
         for index in 0..<players {

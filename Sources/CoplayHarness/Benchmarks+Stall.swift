@@ -61,16 +61,9 @@ extension Benchmarks {
             : try spawnInNamespace(
                 server, [executable, "web", "--listen", "10.77.0.1:\(port)", "--root", media.path],
                 home: directory.path)
-        defer {
-            // SIGKILL: a test runner's children may inherit SIGTERM ignored, and the server holds nothing.
-            kill(web.processIdentifier, SIGKILL)
-            web.waitUntilExit()
-        }
+        defer { stopServer(web) }
         var agents: [AgentProcess] = []
-        defer {
-            for agent in agents { agent.closeInput() }
-            for agent in agents { _ = agent.waitForExit(timeout: .seconds(5)) }
-        }
+        defer { stop(agents) }
         var players: [MpvClient] = []
         for (name, host) in [("steady", steadyHost), ("starved", starvedHost)] {
             let socket = directory.appendingPathComponent("\(name).sock").path

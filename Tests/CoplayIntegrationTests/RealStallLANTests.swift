@@ -20,8 +20,15 @@ import Testing
         let figures = try withLAN(hosts: 3) { prefix in
             try Benchmarks.realStall(executable: coplay, prefix: prefix, directory: directory, starvedSeconds: 3)
         }
+        // Measured 0.87-1.40 s back in sync (coplay-bench stall); bounded loosely, on a busy machine.
+        Self.expectRejoined(figures, "real stall")
+    }
+
+    /// The starved participant suspended itself at once, rejoined within 5 s (bounded loosely
+    /// for a busy machine) and stays close; the other never paused and heard no command.
+    static func expectRejoined(_ figures: Benchmarks.StallFigures, _ label: String) {
         print(
-            "real stall: seen \(figures.stallSeen.map { String(format: "%.1f", $0) } ?? "-") ms after mpv paused"
+            "\(label): seen \(figures.stallSeen.map { String(format: "%.1f", $0) } ?? "-") ms after mpv paused"
                 + " for its cache; back within 5 ms \(figures.backInSync.map { String(format: "%.2f", $0) } ?? "-")"
                 + " s after it refilled; |A-B| after \(figures.offsetsAfter.summary(unit: "ms"))")
         #expect(figures.suspended, "the starved agent never suspended itself")
@@ -29,7 +36,6 @@ import Testing
         #expect(figures.resumed, "the starved agent never ended its suspension")
         #expect(!figures.steadyPaused, "the other participant's player paused")
         #expect(figures.foreignCommands == 0, "the other participant heard \(figures.foreignCommands) commands")
-        // Measured 1.15-1.27 s (coplay-bench stall); bounded loosely here, on a busy machine.
         #expect((figures.backInSync ?? .infinity) <= 5, "back in sync after \(figures.backInSync ?? -1) s")
         #expect(figures.offsetsAfter.percentile(0.5) <= 10, "|A-B| after: \(figures.offsetsAfter.summary(unit: "ms"))")
     }
