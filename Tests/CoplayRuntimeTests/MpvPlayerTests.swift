@@ -102,6 +102,41 @@ import Testing
         #expect((seeks.first?[1] as? Double) == 5)
     }
 
+    /// A rejoin after a stall (a seek in the item, then a late start) whose first reading is
+    /// 20 ms ahead holds still for those 20 ms, then plays on: back on the group's timeline at
+    /// once rather than steered in over a second. Ahead by less than 5 ms, it is left to the nudges.
+    @Test func aStartAfterASeekFoundAhead_holdsStillForAsLong() throws {
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = mpv.sent()
+        _ = mpv.wait(MpvPlayer.firstSampleDelay)
+        let first = try #require(mpv.sent().first { $0.first as? String == "get_property" })
+        mpv.says(#"{"request_id":\#(try #require(first.last as? Int)),"error":"success","data":0.06}"#)
+        // The group is 10 s in; this player stalled: prepared there, then started late.
+        _ = mpv.player.perform(.prepare(position: 10), now: mpv.now)
+        mpv.says(#"{"event":"seek"}"#)
+        mpv.says(#"{"event":"playback-restart"}"#)
+        let anchorAt = WallInstant(unixNanos: mpv.now.wall.unixNanos - 100_000_000)  // the group is 100 ms on
+        _ = mpv.player.perform(.play(rate: 1, position: 10, at: anchorAt), now: mpv.now)
+        mpv.says(#"{"event":"seek"}"#)
+        mpv.says(#"{"event":"playback-restart"}"#)
+        _ = mpv.wait(.seconds(1))  // the unpause
+        mpv.says(#"{"event":"property-change","name":"pause","data":false}"#)
+        _ = mpv.sent()
+        _ = mpv.wait(MpvPlayer.firstSampleDelay)
+        let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
+        let id = try #require(ask.last as? Int)
+        // Where the timeline is now, plus 20 ms.
+        let expected = 10 + Double((mpv.now.wall.unixNanos - anchorAt.unixNanos)) / 1e9
+        let reports = mpv.says(#"{"request_id":\#(id),"error":"success","data":\#(expected + 0.020)}"#)
+        #expect(reports.isEmpty, "the early reading is not a sample to steer by")
+        #expect(mpv.sent().contains { FakeMpv.isPause($0, true) }, "it holds still")
+        let due = try #require(mpv.player.nextEvent(now: mpv.now))
+        #expect(abs((due - mpv.now.monotonic).nanoseconds - 20_000_000) < 1_000_000, "for 20 ms")
+        _ = mpv.wait(.milliseconds(20))
+        #expect(mpv.sent().contains { FakeMpv.isPause($0, false) }, "then plays on")
+    }
+
     @Test func theStartBiasAfterALoad_isNotTheOneAfterAPause() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()

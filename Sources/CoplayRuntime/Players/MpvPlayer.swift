@@ -79,6 +79,8 @@ struct MpvPlayer: PlayerDriver {
     private var snapOnPause: Double?
     /// Seeks sent whose `seek` event has not come yet (any other `seek` event is the user's).
     private var ownSeeks = 0
+    /// The last restart followed a seek in the loaded item (not the load itself).
+    private var seekedInItem = false
     /// The segment a live load starts at (`loadLive`), counted from the playlist's end.
     private var liveStartSegment: Int?
     /// A seek in a live stream waiting for mpv's cache to hold its target (counted in
@@ -178,6 +180,7 @@ struct MpvPlayer: PlayerDriver {
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
         switch command {
         case .load(let item, let position):
+            seekedInItem = false
             if liveSeek != nil {
                 liveSeek = nil
                 ownSeeks = max(0, ownSeeks - 1)
@@ -441,6 +444,19 @@ struct MpvPlayer: PlayerDriver {
                     case .pause: startBias.pause = updated
                     }
                 }
+                if seekedInItem, error > Self.earlyStartHeldMin, error < 0.25 {
+                    // It started early: it holds still for as long and is back on the group's
+                    // timeline, rather than be steered in at the catch-up rate for a second. A
+                    // restart after a seek in the item (a rejoin after a stall) started 15-25 ms
+                    // earlier than a restart after a load, whose bias it had learned (ao=null).
+                    // (After a load the first reading is ahead by mpv's priming, and that passes.)
+                    setPause(true)
+                    held = position
+                    unpauseAt = WallInstant(unixNanos: now.wall.unixNanos &+ Int64(error / max(groupRate, 0.01) * 1e9))
+                    unpauseHold = .pause
+                    lastSample = nil
+                    return []
+                }
             }
             return [.sample(position: position, rate: expectedSpeed, at: middle)]
         case .seek:
@@ -596,6 +612,7 @@ struct MpvPlayer: PlayerDriver {
     }
 
     private mutating func seek(to position: Double, now: Timestamp) {
+        seekedInItem = fileLoaded
         hold = .restart
         lastSample = nil
         if item?.live == true {
@@ -620,6 +637,10 @@ struct MpvPlayer: PlayerDriver {
         defer { liveStartSegment = nil }
         return perform(.load(item, position: 0), now: now)
     }
+
+    /// A start found this far ahead by its first sample holds still for as long (`receive`): a
+    /// smaller error is the rate nudges' to close (5 ms: where they turn to catching up).
+    static let earlyStartHeldMin = 0.005
 
     /// The longest a live seek waits for mpv's cache before it goes anyway.
     static let liveSeekWaitMax: Duration = .seconds(3)
