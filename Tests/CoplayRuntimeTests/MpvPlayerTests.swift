@@ -64,6 +64,16 @@ import Testing
             says(#"{"event":"property-change","name":"pause","data":false}"#)
         }
 
+        /// The first sample after an unpause: waits `firstSampleDelay`, then answers the driver's
+        /// request for audio-pts with `position`. What the driver reported.
+        func answersFirstSample(_ position: Double) throws -> [PlayerReport] {
+            _ = sent()
+            _ = wait(MpvPlayer.firstSampleDelay)
+            let ask = try #require(sent().first { $0.first as? String == "get_property" })
+            let id = try #require(ask.last as? Int)
+            return says(#"{"request_id":\#(id),"error":"success","data":\#(position)}"#)
+        }
+
         static func isSeek(_ command: [Any]) -> Bool { command.first as? String == "seek" }
         static func isPause(_ command: [Any], _ value: Bool) -> Bool {
             command.count >= 3 && command[0] as? String == "set_property" && command[1] as? String == "pause"
@@ -108,10 +118,7 @@ import Testing
     @Test func aStartAfterASeekFoundAhead_holdsStillForAsLong() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
-        _ = mpv.sent()
-        _ = mpv.wait(MpvPlayer.firstSampleDelay)
-        let first = try #require(mpv.sent().first { $0.first as? String == "get_property" })
-        mpv.says(#"{"request_id":\#(try #require(first.last as? Int)),"error":"success","data":0.06}"#)
+        _ = try mpv.answersFirstSample(0.06)
         // The group is 10 s in; this player stalled: prepared there, then started late.
         _ = mpv.player.perform(.prepare(position: 10), now: mpv.now)
         mpv.says(#"{"event":"seek"}"#)
@@ -122,13 +129,9 @@ import Testing
         mpv.says(#"{"event":"playback-restart"}"#)
         _ = mpv.wait(.seconds(1))  // the unpause
         mpv.says(#"{"event":"property-change","name":"pause","data":false}"#)
-        _ = mpv.sent()
-        _ = mpv.wait(MpvPlayer.firstSampleDelay)
-        let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
-        let id = try #require(ask.last as? Int)
-        // Where the timeline is now, plus 20 ms.
-        let expected = 10 + Double((mpv.now.wall.unixNanos - anchorAt.unixNanos)) / 1e9
-        let reports = mpv.says(#"{"request_id":\#(id),"error":"success","data":\#(expected + 0.020)}"#)
+        // Where the timeline is by the sample, plus 20 ms.
+        let sampledAt = mpv.now.wall.unixNanos + MpvPlayer.firstSampleDelay.nanoseconds
+        let reports = try mpv.answersFirstSample(10 + Double(sampledAt - anchorAt.unixNanos) / 1e9 + 0.020)
         #expect(reports.isEmpty, "the early reading is not a sample to steer by")
         #expect(mpv.sent().contains { FakeMpv.isPause($0, true) }, "it holds still")
         let due = try #require(mpv.player.nextEvent(now: mpv.now))
@@ -142,11 +145,7 @@ import Testing
         mpv.loadAndPlay()
         // 60 ms after the unpause (`firstSampleDelay`) the driver asks for audio-pts; mpv's clock
         // reads 29 ms ahead (a load's priming): the bias after a load is learnt from it.
-        _ = mpv.sent()
-        _ = mpv.wait(MpvPlayer.firstSampleDelay)
-        let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
-        let id = try #require(ask.last as? Int)
-        mpv.says(#"{"request_id":\#(id),"error":"success","data":0.089}"#)
+        _ = try mpv.answersFirstSample(0.089)
         // The person pauses in mpv 1 s on, then the group starts from there 100 ms later.
         _ = mpv.wait(.seconds(1))
         mpv.says(#"{"event":"property-change","name":"pause","data":true}"#)
