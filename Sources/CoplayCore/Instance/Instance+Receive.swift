@@ -3,8 +3,7 @@
 extension Instance {
     /// The gate (`Gate`: who may speak, and whether this agent listens), then the table.
     @inline(never) mutating func receive(
-        _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp,
-        viaGroup: Bool, into out: inout [Directive]
+        _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, viaGroup: Bool
     ) {
         let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
         let verdict = gate.admit(
@@ -18,44 +17,39 @@ extension Instance {
                 membership.heardOnNetwork(
                     sender, at: Endpoint(address: source.address, port: announcement.unicastPort), heardAt: heardAt)
             }
-            return reportDrop(reason, detail: detail, from: source, into: &out)
+            return reportDrop(reason, detail: detail, from: source)
         case .admitted(let provesAlive):
             defer {
                 if membership.isKnown(sender) {
                     reach.heard(sender.id, viaGroup: viaGroup, unsolicited: datagram.payload.isUnsolicited, at: heardAt)
                 }
             }
-            if provesAlive { heard(sender, at: heardAt, now: now, into: &out) }
-            route(datagram, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, into: &out)
+            if provesAlive { heard(sender, at: heardAt) }
+            route(datagram, from: source, receivedAt: receivedAt, viaGroup: viaGroup)
         }
     }
 
     /// The table: one line per payload kind, each calling the machine that owns the kind.
-    private mutating func route(
-        _ datagram: Datagram, from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool,
-        into out: inout [Directive]
-    ) {
+    private mutating func route(_ datagram: Datagram, from source: Endpoint, receivedAt: Timestamp, viaGroup: Bool) {
         let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
-        let from = Received(sender: sender, source: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup)
+        let from = Received(sender: sender, source: source, receivedAt: receivedAt, viaGroup: viaGroup)
 
         switch datagram.payload {
-        case .hello(let announcement): onAnnouncement(announcement, isHello: true, from, into: &out)
-        case .heartbeat(let announcement): onAnnouncement(announcement, isHello: false, from, into: &out)
+        case .hello(let announcement): onAnnouncement(announcement, isHello: true, from)
+        case .heartbeat(let announcement): onAnnouncement(announcement, isHello: false, from)
         case .leave(let reason):
-            routeMembership(
-                membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source, now: now, into: &out
-            )
-        case .probe(let probe): onProbe(probe, from, into: &out)
-        case .probeReply(let reply): onProbeReply(reply, from, into: &out)
-        case .command(let envelope, _): onCommand(envelope, from: sender, now: now, into: &out)
-        case .nack(let ranges): onNack(ranges, from, into: &out)
-        case .stateRequest(let request): onStateRequest(request, from, into: &out)
-        case .state(let part): onStatePart(part, from, into: &out)
-        case .ready(let trigger): onReady(trigger, from, into: &out)
-        case .unreliableMessage(let part): onMessagePart(part, from: sender, isReliable: false, now: now, into: &out)
+            routeMembership(membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source)
+        case .probe(let probe): onProbe(probe, from)
+        case .probeReply(let reply): onProbeReply(reply, from)
+        case .command(let envelope, _): onCommand(envelope, from: sender)
+        case .nack(let ranges): onNack(ranges, from)
+        case .stateRequest(let request): onStateRequest(request, from)
+        case .state(let part): onStatePart(part, from)
+        case .ready(let trigger): onReady(trigger, from)
+        case .unreliableMessage(let part): onMessagePart(part, from: sender, isReliable: false)
         case .peerList(let entries):
             reach.onPeerList(entries, from: source, own: identity.id, members: membership.peers, at: heardAt)
-        case .end(let reason): onEnd(reason, from, into: &out)
+        case .end(let reason): onEnd(reason, from)
         }
     }
 
@@ -73,7 +67,6 @@ extension Instance {
         var sender: Member
         var source: Endpoint
         var receivedAt: Timestamp
-        var now: Timestamp
         /// It came to the multicast socket.
         var viaGroup: Bool
         var heardAt: MonotonicInstant { receivedAt.monotonic }
@@ -81,94 +74,90 @@ extension Instance {
 
     // MARK: The handlers that are more than one machine's call
 
-    private mutating func onAnnouncement(
-        _ announcement: Announcement, isHello: Bool, _ from: Received, into out: inout [Directive]
-    ) {
+    private mutating func onAnnouncement(_ announcement: Announcement, isHello: Bool, _ from: Received) {
         routeMembership(
             membership.onAnnouncement(
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
-            at: from.heardAt, source: from.source, now: from.now, into: &out)
+            at: from.heardAt, source: from.source)
         guard membership.isKnown(from.sender) else { return }
         // The multicast path is judged on the network's multicast alone: the relay's copies are
         // carried by TCP, held by no access point.
         if from.viaGroup, !from.source.isRelay, let path = announcement.path {
-            let sampled = multicastPath.takesDelaySample(now: from.now.monotonic)
-            let offset = sampled ? clockSync.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos : nil
+            let sampled = multicastPath.takesDelaySample(now: now.monotonic)
+            let offset = sampled ? clockSync.estimate(of: from.sender.id, at: now.monotonic)?.offsetNanos : nil
             routePaths(
                 multicastPath.onGroupAnnouncement(
                     path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset,
-                    now: from.now.monotonic), now: from.now, into: &out)
+                    now: now.monotonic))
         }
-        catchUp(with: announcement.digest, of: from.sender, now: from.now, into: &out)
+        catchUp(with: announcement.digest, of: from.sender)
     }
 
-    private mutating func onProbe(_ probe: ClockProbe, _ from: Received, into out: inout [Directive]) {
+    private mutating func onProbe(_ probe: ClockProbe, _ from: Received) {
         membership.admittedUs(from.sender)
-        let reply = clockSync.reply(to: probe, receivedAt: from.receivedAt, now: from.now)
+        let reply = clockSync.reply(to: probe, receivedAt: from.receivedAt, now: now)
         out.append(.unicast(stamp(.probeReply(reply)), to: from.source))
     }
 
     /// A reply proves its sender alive only when it made a sample (a reply to no probe proves nothing).
-    private mutating func onProbeReply(_ reply: ClockProbeReply, _ from: Received, into out: inout [Directive]) {
+    private mutating func onProbeReply(_ reply: ClockProbeReply, _ from: Received) {
         let outputs = clockSync.onProbeReply(
-            reply, from: from.sender, receivedAt: from.heardAt, now: from.now, random: &random)
+            reply, from: from.sender, receivedAt: from.heardAt, now: now, random: &random)
         if outputs.contains(.sampled(from.sender.id)) {
-            heard(from.sender, at: from.heardAt, now: from.now, into: &out)
+            heard(from.sender, at: from.heardAt)
         }
-        routeClocks(outputs, source: from.source, now: from.now, into: &out)
+        routeClocks(outputs, source: from.source)
     }
 
     /// Repairs go only to members, at the endpoint they announced, within a byte budget per
     /// member: a nack with a forged source cannot make this agent a reflector. What is no longer
     /// stored only the state can bring.
-    private mutating func onNack(_ ranges: [MissingRange], _ from: Received, into out: inout [Directive]) {
-        let (peer, now) = (from.sender.id, from.now.monotonic)
-        routeOrdering(ordering.onNack(ranges, from: peer, framing: framing, now: now), now: from.now, into: &out)
+    private mutating func onNack(_ ranges: [MissingRange], _ from: Received) {
+        let peer = from.sender.id
+        routeOrdering(ordering.onNack(ranges, from: peer, framing: framing, now: now.monotonic))
         let digest = membership.peers[peer]?.digest ?? VectorClock()
         let agent = self  // read only if the state is sent (a copy: the transfer is being changed)
         let source = { agent.snapshotSource(for: digest) }
         routeTransfer(
             stateTransfer.onNack(
                 ranges, from: peer, peerDigest: digest, log: ordering.log, source: source, framing: framing,
-                budgets: &ordering.repairBudgets, now: now), source: from.source, now: from.now, into: &out)
+                budgets: &ordering.repairBudgets, now: now.monotonic), source: from.source)
     }
 
-    private mutating func onStateRequest(_ request: StateRequest, _ from: Received, into out: inout [Directive]) {
+    private mutating func onStateRequest(_ request: StateRequest, _ from: Received) {
         let source = snapshotSource(for: membership.peers[from.sender.id]?.digest ?? VectorClock())
         routeTransfer(
             stateTransfer.onStateRequest(
                 request, from: from.sender.id, source: source, framing: framing, budgets: &ordering.repairBudgets,
-                now: from.now.monotonic), source: from.source, now: from.now, into: &out)
+                now: now.monotonic), source: from.source)
     }
 
-    private mutating func onStatePart(_ part: StatePart, _ from: Received, into out: inout [Directive]) {
-        let offset = clockSync.estimate(of: from.sender.id, at: from.now.monotonic)?.offsetNanos
+    private mutating func onStatePart(_ part: StatePart, _ from: Received) {
+        let offset = clockSync.estimate(of: from.sender.id, at: now.monotonic)?.offsetNanos
         let digest = membership.peers[from.sender.id]?.digest ?? VectorClock()
         routeTransfer(
             stateTransfer.onStatePart(
                 part, from: from.sender, senderDigest: digest, offsetNanos: offset, log: ordering.log,
-                now: from.now.monotonic), source: from.source, now: from.now, into: &out)
+                now: now.monotonic), source: from.source)
     }
 
     /// Ready for a play or seek this agent has not received: it asks the sender (a member) for
     /// it now rather than at its next heartbeat.
-    private mutating func onReady(_ trigger: Dot, _ from: Received, into out: inout [Directive]) {
+    private mutating func onReady(_ trigger: Dot, _ from: Received) {
         playback.onReady(trigger, from: from.sender)
         guard membership.isKnown(from.sender) else { return }
-        let ranges = ordering.onReferenced(trigger, by: from.sender.id, now: from.now.monotonic)
-        if !ranges.isEmpty { routeOrdering([.nack(ranges, to: from.sender.id)], now: from.now, into: &out) }
+        let ranges = ordering.onReferenced(trigger, by: from.sender.id, now: now.monotonic)
+        if !ranges.isEmpty { routeOrdering([.nack(ranges, to: from.sender.id)]) }
     }
 
-    private mutating func onEnd(_ reason: String, _ from: Received, into out: inout [Directive]) {
+    private mutating func onEnd(_ reason: String, _ from: Received) {
         let by = membership.peers[from.sender.id]?.name ?? from.sender.id.description
-        leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason), now: from.now, into: &out)
-        routePlayback(playback.onSessionEnded(context(from.now)), now: from.now, into: &out)
+        leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason))
+        routePlayback(playback.onSessionEnded(context))
     }
 
     /// Anything from a known membership proves it alive.
-    @inline(never) mutating func heard(
-        _ sender: Member, at heardAt: MonotonicInstant, now: Timestamp, into out: inout [Directive]
-    ) {
-        routeMembership(membership.heard(sender, at: heardAt), at: heardAt, source: nil, now: now, into: &out)
+    @inline(never) mutating func heard(_ sender: Member, at heardAt: MonotonicInstant) {
+        routeMembership(membership.heard(sender, at: heardAt), at: heardAt, source: nil)
     }
 }

@@ -3,7 +3,7 @@
 /// becomes an input of `Playback`). No handler decides what a machine could decide itself.
 extension Instance {
     /// What playback needs of the rest of the agent, now: scalars and lookups, not machines.
-    @inline(never) func context(_ now: Timestamp) -> PlaybackContext {
+    @inline(never) var context: PlaybackContext {
         let clockSync = self.clockSync
         return PlaybackContext(
             now: now, member: member, name: identity.name, state: state, peers: membership.peers,
@@ -14,8 +14,7 @@ extension Instance {
 
     /// `source`: where the datagram that caused these outputs came from (nil for a timer).
     @inline(never) mutating func routeMembership(
-        _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?, now: Timestamp,
-        into out: inout [Directive]
+        _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?
     ) {
         var peersChanged = false
         for output in outputs {
@@ -24,13 +23,11 @@ extension Instance {
                 peersChanged = true
                 reach.onPeerJoined(at: now.monotonic)
                 out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
-                routeClocks(
-                    clockSync.onPeerJoined(record.member, now: now, random: &random), source: source, now: now,
-                    into: &out)
+                routeClocks(clockSync.onPeerJoined(record.member, now: now, random: &random), source: source)
             case .left(let record, let reason):
                 peersChanged = true
                 out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
-                playback.onPeerLeft(record.member.id, context(now))
+                playback.onPeerLeft(record.member.id, context)
                 clockSync.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
                 stateTransfer.onPeerLeft(record.member.id)
@@ -46,20 +43,18 @@ extension Instance {
                 clockSync.onResponsive(record.member.id, at: heardAt)
                 out.append(.emit(.peerResponsive(peerInfo(record, now: heardAt))))
             case .announce(let isHello):
-                let announcement = announcement(isReply: false, now: now)
+                let announcement = announcement(isReply: false)
                 out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
             case .replyHello(let endpoint):
-                out.append(.unicast(stamp(.hello(announcement(isReply: true, now: now))), to: endpoint))
+                out.append(.unicast(stamp(.hello(announcement(isReply: true))), to: endpoint))
             case .drop(let reason, let detail):
-                reportDrop(reason, detail: detail, from: source, into: &out)
+                reportDrop(reason, detail: detail, from: source)
             }
         }
-        if peersChanged { routePlayback(playback.onPeersChanged(context(now)), now: now, into: &out) }
+        if peersChanged { routePlayback(playback.onPeersChanged(context)) }
     }
 
-    @inline(never) mutating func routeClocks(
-        _ outputs: [ClockSync.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routeClocks(_ outputs: [ClockSync.Output], source: Endpoint?) {
         for output in outputs {
             switch output {
             case .probe(let peer, let probe):
@@ -67,20 +62,19 @@ extension Instance {
                 out.append(.unicast(stamp(.probe(probe)), to: endpoint))
             case .sampled(let peer):
                 let offset = clockSync.liveEstimate(of: peer, at: now.monotonic)?.offsetNanos
-                routeOrdering(
-                    ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
+                routeOrdering(ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic))
                 // Its state can be read now: a joiner far behind asks at once, not at the next digest.
                 if let record = membership.peers[peer], clockSync.sampleCount(of: peer) == 1,
                     !stateTransfer.isAssembling
                 {
-                    catchUp(with: record.digest, of: record.member, now: now, into: &out)
+                    catchUp(with: record.digest, of: record.member)
                 }
             case .synced(let peer):
                 if let record = membership.peers[peer] {
                     out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))
                 }
             case .drop(let reason, let detail):
-                reportDrop(reason, detail: detail, from: source, into: &out)
+                reportDrop(reason, detail: detail, from: source)
             }
         }
     }
@@ -89,39 +83,31 @@ extension Instance {
 
     /// A command from `sender`. Times in it are on the sender's clock: they are read once its
     /// offset is known (until then it waits in `Ordering`).
-    mutating func onCommand(
-        _ envelope: CommandEnvelope, from sender: Member, now: Timestamp, into out: inout [Directive]
-    ) {
+    mutating func onCommand(_ envelope: CommandEnvelope, from sender: Member) {
         let offset = clockSync.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
-        routeOrdering(
-            ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic), now: now, into: &out)
+        routeOrdering(ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic))
     }
 
     /// A peer's digest: asks it for what this agent lacks (commands, or its state).
-    @inline(never) mutating func catchUp(
-        with digest: VectorClock, of peer: Member, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func catchUp(with digest: VectorClock, of peer: Member) {
         let clockKnown = clockSync.estimate(of: peer.id, at: now.monotonic) != nil
         routeOrdering(
             ordering.onDigest(
                 digest, of: peer, clockKnown: clockKnown, transferUnderWay: stateTransfer.isAssembling,
-                now: now.monotonic),
-            now: now, into: &out)
+                now: now.monotonic))
     }
 
-    @inline(never) mutating func routeOrdering(
-        _ outputs: [Ordering.Output], now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routeOrdering(_ outputs: [Ordering.Output]) {
         for output in outputs {
             switch output {
             case .originated(let delivered):
                 out.append(.multicast(stamp(.command(delivered.envelope, isRepair: false))))
-                deliver([delivered], isHistory: false, now: now, into: &out)
+                deliver([delivered], isHistory: false)
             case .tooLarge(let command):
                 let problem = "the command does not fit in one datagram (shorten the URL, id or metadata)"
                 out.append(commandError(problem, usage: command.operation.name))
             case .deliver(let batch):
-                deliver(batch, isHistory: isBehindPeers, now: now, into: &out)
+                deliver(batch, isHistory: isBehind())
             case .nack(let ranges, let peer):
                 guard let endpoint = membership.peers[peer]?.endpoint else { continue }
                 counters.nacksSent += 1
@@ -130,13 +116,9 @@ extension Instance {
                 guard let endpoint = membership.peers[peer]?.endpoint else { continue }
                 out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: endpoint))
             case .received:
-                let (ordering, membership) = (self.ordering, self.membership)
-                let isBehind = { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
-                routePlayback(
-                    playback.onHistoryProgress(isBehind: isBehind, context(now)), now: now,
-                    into: &out)
+                routePlayback(playback.onHistoryProgress(isBehind: isBehind, context))
             case .behind(let peer):
-                routeTransfer(stateTransfer.onBehind(peer, now: now.monotonic), source: nil, now: now, into: &out)
+                routeTransfer(stateTransfer.onBehind(peer, now: now.monotonic), source: nil)
             case .adopted(let adoption):
                 counters.statesAdopted += 1
                 counters.commandsCoveredByState += Int64(adoption.covered)
@@ -147,13 +129,11 @@ extension Instance {
                     _ = queueController.apply(winner.envelope, originator: originator, silently: true)
                 }
                 // The winners are history: the player follows the final state once it is all here.
-                routePlayback(
-                    playback.apply(adoption.winners, isHistory: true, context(now)), now: now,
-                    into: &out)
+                routePlayback(playback.apply(adoption.winners, isHistory: true, context))
                 // Counted among the commands the snapshot stood for, not again as delivered.
                 for message in adoption.messages {
                     guard case .message(let part) = message.envelope.command.operation else { continue }
-                    onMessagePart(part, from: message.envelope.dot.origin, isReliable: true, now: now, into: &out)
+                    onMessagePart(part, from: message.envelope.dot.origin, isReliable: true)
                 }
             case .duplicate:
                 counters.duplicateCommands += 1
@@ -163,9 +143,7 @@ extension Instance {
         }
     }
 
-    @inline(never) mutating func routeTransfer(
-        _ outputs: [StateTransfer.Output], source: Endpoint?, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routeTransfer(_ outputs: [StateTransfer.Output], source: Endpoint?) {
         for output in outputs {
             switch output {
             case .send(let parts, let peer):
@@ -177,13 +155,10 @@ extension Instance {
                 counters.stateRequestsSent += 1
                 out.append(.unicast(stamp(.stateRequest(request)), to: endpoint))
             case .adopt(let snapshot, let clock):
-                routeOrdering(ordering.adopt(snapshot, clock: clock), now: now, into: &out)
-                let behind = isBehindPeers
-                routePlayback(
-                    playback.followAfterHistory(isBehind: behind, context(now)), now: now,
-                    into: &out)
+                routeOrdering(ordering.adopt(snapshot, clock: clock))
+                routePlayback(playback.followAfterHistory(isBehind: isBehind(), context))
             case .drop(let reason, let detail):
-                reportDrop(reason, detail: detail, from: source, into: &out)
+                reportDrop(reason, detail: detail, from: source)
             }
         }
     }
@@ -191,32 +166,30 @@ extension Instance {
     /// What this agent's snapshot for a peer whose digest is `digest` is made of (the router
     /// supplies it to `StateTransfer`, as raft's application supplies its Storage snapshot).
     @inline(never) func snapshotSource(for digest: VectorClock) -> StateTransfer.Source {
-        var winners =
-            playback.items.values.map({ $0.winner }) + (playback.activity.map { [$0] } ?? [])
-            + playback.scheduledCommands
-        var dots = Set(winners.map({ $0.dot }))
-        for winner in queueController.queue.winners where dots.insert(winner.dot).inserted { winners.append(winner) }
+        let winners = queueController.queue.winners(besides: playback.winners)
         return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)
     }
 
-    /// Whether some live peer's last digest shows commands this agent has not delivered.
-    var isBehindPeers: Bool { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
+    /// Whether some live peer's last digest shows commands this agent has not delivered (asked
+    /// when a machine needs to know).
+    var isBehind: () -> Bool {
+        let (ordering, membership) = (self.ordering, self.membership)
+        return { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
+    }
 
     // MARK: Playback and messaging
 
     /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
-    @inline(never) mutating func deliver(
-        _ batch: [Ordering.Delivered], isHistory: Bool, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func deliver(_ batch: [Ordering.Delivered], isHistory: Bool) {
         counters.commandsDelivered += Int64(batch.count)
         var forPlayback: [Ordering.Delivered] = []
         for delivered in batch {
             switch delivered.envelope.command.operation {
             case .message(let part):
-                onMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true, now: now, into: &out)
+                onMessagePart(part, from: delivered.envelope.dot.origin, isReliable: true)
             case .queue(let operation):
                 let originator = originator(delivered.envelope.dot.origin)
-                routeQueue(queueController.apply(delivered.envelope, originator: originator), now: now, into: &out)
+                routeQueue(queueController.apply(delivered.envelope, originator: originator))
                 // A move to an entry is also the activity and its item's first state.
                 if case .advance = operation { forPlayback.append(delivered) }
             default:
@@ -224,23 +197,18 @@ extension Instance {
             }
         }
         guard !forPlayback.isEmpty else { return }
-        routePlayback(
-            playback.apply(forPlayback, isHistory: isHistory, context(now)), now: now, into: &out)
+        routePlayback(playback.apply(forPlayback, isHistory: isHistory, context))
     }
 
     /// Issues a group command (`Ordering.issue`: it is delivered here, and multicast).
-    @inline(never) mutating func issue(_ command: Command, now: Timestamp, into out: inout [Directive]) {
-        routeOrdering(
-            ordering.issue(command, by: member, dependsOn: dependsOn, framing: framing, now: now.monotonic), now: now,
-            into: &out)
+    @inline(never) mutating func issue(_ command: Command) {
+        routeOrdering(ordering.issue(command, by: member, dependsOn: dependsOn, framing: framing, now: now.monotonic))
     }
 
-    @inline(never) mutating func routeQueue(
-        _ outputs: [QueueController.Output], now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routeQueue(_ outputs: [QueueController.Output]) {
         for output in outputs {
             switch output {
-            case .issue(let command): issue(command, now: now, into: &out)
+            case .issue(let command): issue(command)
             case .refuse(let problem, let usage): out.append(commandError(problem, usage: usage))
             case .emit(let event): out.append(.emit(event))
             case .count(let tally): counters.add(tally)
@@ -252,9 +220,7 @@ extension Instance {
     /// step's other outputs (as raft hands out messages after an append): issuing one delivers
     /// it here at once, which is a new input of playback, and that input must not run in the
     /// middle of the step that caused it.
-    @inline(never) mutating func routePlayback(
-        _ outputs: [Playback.Output], now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routePlayback(_ outputs: [Playback.Output]) {
         var announce = false
         var issued: [Command] = []
         for output in outputs {
@@ -267,17 +233,17 @@ extension Instance {
             case .count(let tally): counters.add(tally)
             }
         }
-        for command in issued { issue(command, now: now, into: &out) }
+        for command in issued { issue(command) }
         // One announcement for all the changes of one step, with the state they ended in.
         if announce, state.isJoined {
-            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))
+            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false)))))
         }
     }
 
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
     /// middle of a batch, on stale state).
-    @inline(never) mutating func decideStart(now: Timestamp, into out: inout [Directive]) {
-        routePlayback(playback.decideStartIfDue(context(now)), now: now, into: &out)
+    @inline(never) mutating func decideStart() {
+        routePlayback(playback.decideStartIfDue(context))
     }
 
     /// The origins this agent's commands may depend on: itself (any incarnation) and memberships
@@ -291,9 +257,7 @@ extension Instance {
     /// What this agent's datagrams cost on the wire.
     var framing: Framing { Framing(session: session, sender: member, tagBytes: gate.authentication.tagBytes) }
 
-    @inline(never) mutating func sendMessage(
-        to names: [String]?, unreliable: Bool, text: String, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func sendMessage(to names: [String]?, unreliable: Bool, text: String) {
         guard state.isJoined else {
             return out.append(commandError("not joined (state \(state.name))", usage: Messaging.usage))
         }
@@ -302,37 +266,30 @@ extension Instance {
         routeMessaging(
             messaging.send(
                 to: names, unreliable: unreliable, text: text, peers: peers, framing: framing,
-                nextEnvelope: { ordering.next($0, by: member, dependsOn: dependsOn) }), now: now, into: &out)
+                nextEnvelope: { ordering.next($0, by: member, dependsOn: dependsOn) }))
     }
 
-    @inline(never) mutating func onMessagePart(
-        _ part: MessagePart, from origin: Member, isReliable: Bool, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func onMessagePart(_ part: MessagePart, from origin: Member, isReliable: Bool) {
         let originator = originator(origin)
         routeMessaging(
             messaging.receive(
-                part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic),
-            now: now, into: &out)
+                part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic))
     }
 
     /// A changed verdict on this agent's multicast path is announced at once: the senders start
     /// (or stop) the unicast copies.
-    @inline(never) mutating func routePaths(
-        _ outputs: [MulticastPath.Output], now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routePaths(_ outputs: [MulticastPath.Output]) {
         for case .changed in outputs where state.isJoined {
-            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false, now: now)))))
+            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false)))))
         }
     }
 
-    @inline(never) mutating func routeMessaging(
-        _ outputs: [Messaging.Output], now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func routeMessaging(_ outputs: [Messaging.Output]) {
         for output in outputs {
             switch output {
             case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))
             case .issue(let part):
-                issue(Command(item: MessagePart.itemMarker, operation: .message(part)), now: now, into: &out)
+                issue(Command(item: MessagePart.itemMarker, operation: .message(part)))
             case .emit(let event): out.append(.emit(event))
             case .count(let tally): counters.add(tally)
             }
@@ -341,19 +298,26 @@ extension Instance {
 
     // MARK: Wake-ups
 
-    /// Appends the wake-up for the earliest instant at which some machine has something to do.
-    @inline(never) func finish(_ directives: [Directive], now: Timestamp) -> [Directive] {
+    /// The input's directives, and the wake-up for the earliest instant at which some machine
+    /// has something to do.
+    @inline(never) mutating func finish() -> [Directive] {
         let directives = reach.withUnicastCopies(
-            directives, members: membership.peers, isJoined: state.isJoined, unicastWanted: membership.unicastWanted,
+            drain(), members: membership.peers, isJoined: state.isJoined, unicastWanted: membership.unicastWanted,
             now: now.monotonic)
         if case .exit = directives.last { return directives }
         var candidates = [
-            sessionLifecycle.nextWake, playback.nextWake(context(now)), messaging.nextWake, queueController.endDue?.due,
+            sessionLifecycle.nextWake, playback.nextWake(context), messaging.nextWake, queueController.endDue?.due,
         ]
         if state.isJoined {
             candidates += [membership.nextWake, clockSync.nextWake, reach.nextWake, ordering.nextCopyAt]
         }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]
+    }
+
+    /// The input's directives so far, taken out.
+    mutating func drain() -> [Directive] {
+        defer { out = [] }
+        return out
     }
 }

@@ -39,6 +39,10 @@ public struct Instance: Sendable {
     var queueController: QueueController
     /// With `--relay`: how datagrams travel through it (`RelayCarriage`).
     var relay: RelayCarriage?
+    /// The input being handled: its time, and the directives it has produced so far (returned,
+    /// and emptied, by `finish`), as raft's node gathers its messages for the next `Ready`.
+    var now: Timestamp
+    var out: [Directive] = []
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
     /// reach by unicast as well as by multicast (`--peer`). `relayEntropy`: with `--relay` (a
@@ -50,6 +54,7 @@ public struct Instance: Sendable {
         precondition(
             identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
         self.identity = identity
+        self.now = now
         self.sharedSettings = SharedSettings(settings)
         session = SessionID(name: identity.sessionName)
         random = SplitMix64(seed: seed)
@@ -85,9 +90,9 @@ public struct Instance: Sendable {
     /// Joins the session: the agent's first input.
     public mutating func start(now: Timestamp) -> [Directive] {
         guard case .waiting = state else { preconditionFailure("start() in state \(state)") }
-        var out: [Directive] = []
-        join(now: now, into: &out)
-        return finish(out, now: now)
+        self.now = now
+        join()
+        return finish()
     }
 
     /// One line typed on standard input.
@@ -105,7 +110,7 @@ public struct Instance: Sendable {
 
     /// One parsed console command.
     public mutating func onCommand(_ command: ConsoleCommand, now: Timestamp) -> [Directive] {
-        var out: [Directive] = []
+        self.now = now
         switch command {
         case .status:
             out.append(.emit(.status(statusReport(now: now))))
@@ -114,39 +119,33 @@ public struct Instance: Sendable {
         case .help(let topic):
             out.append(.emit(.help(ConsoleCommand.usages.filter { topic == nil || $0.name == topic })))
         case .quit:
-            if state.isJoined { leave(with: .leave(.shutdown), reason: .shutdown, now: now, into: &out) }
-            if sessionLifecycle.requestExit() { return out + [.exit(status: 0)] }
+            if state.isJoined { leave(with: .leave(.shutdown), reason: .shutdown) }
+            if sessionLifecycle.requestExit() { return drain() + [.exit(status: 0)] }
         case .leave:
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
-            leave(with: .leave(.left), reason: .left, now: now, into: &out)
+            leave(with: .leave(.left), reason: .left)
         case .join:
             guard !state.isJoined else { return [commandError("already joined", usage: "leave")] }
-            join(now: now, into: &out)
+            join()
         case .end(let reason):
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
-            leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason), now: now, into: &out)
-            routePlayback(playback.onSessionEnded(context(now)), now: now, into: &out)
+            leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason))
+            routePlayback(playback.onSessionEnded(context))
         case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened:
-            routePlayback(playback.onCommand(command, context(now)), now: now, into: &out)
+            routePlayback(playback.onCommand(command, context))
         case .message(let to, let unreliable, let text):
-            sendMessage(to: to, unreliable: unreliable, text: text, now: now, into: &out)
-        case .queue(let request):
+            sendMessage(to: to, unreliable: unreliable, text: text)
+        case .queue, .next, .previous:
             let lamport = ordering.log.lamport
             routeQueue(
-                queueController.onRequest(request, context(now), playback: playback, lamport: lamport, random: &random),
-                now: now, into: &out)
-        case .next, .previous:
-            routeQueue(
-                queueController.onStep(forward: command == .next, context(now), playback: playback), now: now,
-                into: &out)
+                queueController.onCommand(command, context, playback: playback, lamport: lamport, random: &random))
         case .interstitial(let url, let duration, let at, let forAll):
             routePlayback(
                 playback.onInterstitialCommand(
-                    url: url, durationSeconds: duration, at: at, forAll: forAll, context(now)), now: now,
-                into: &out)
+                    url: url, durationSeconds: duration, at: at, forAll: forAll, context))
         }
-        decideStart(now: now, into: &out)
-        return finish(out, now: now)
+        decideStart()
+        return finish()
     }
 
     /// One datagram, handled at once (a turn of its own: `onDatagram(_:…turn:)` is what a shell
@@ -156,47 +155,42 @@ public struct Instance: Sendable {
     public mutating func onDatagram(
         _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool
     ) -> [Directive] {
-        var out: [Directive] = []
+        self.now = now
         counters.datagramsReceived += 1
         do {
             let datagram = try WireFormat.decode(
                 bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
             counters.receivedByType[datagram.payload.type, default: 0] += 1
-            receive(
-                datagram, bytes: bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, into: &out)
-            decideStart(now: now, into: &out)
+            receive(datagram, bytes: bytes, from: source, receivedAt: receivedAt, viaGroup: viaGroup)
+            decideStart()
         } catch {
-            reportDrop(DropReason(error.kind), detail: error.detail, from: source, into: &out)
+            reportDrop(DropReason(error.kind), detail: error.detail, from: source)
         }
-        return finish(out, now: now)
+        return finish()
     }
 
     /// What the local player reported (the shell feeds back what the `.player` directives produced).
     public mutating func onPlayerReport(_ report: PlayerReport, now: Timestamp) -> [Directive] {
+        self.now = now
         switch report {
         case .userAction(let action):
             // The person in front of the player is a participant: their action is a group command.
             return onCommand(action.command, now: now)
         case .failed(let text):
-            return finish([.emit(.playerError(text))], now: now)
+            out.append(.emit(.playerError(text)))
         case .loadFailed(let text):
-            var out: [Directive] = [.emit(.playerError(text))]
-            routePlayback(playback.onLoadFailed(context(now)), now: now, into: &out)
-            return finish(out, now: now)
+            out.append(.emit(.playerError(text)))
+            routePlayback(playback.onLoadFailed(context))
         case .interstitialFailed(let text):
-            var out: [Directive] = [.emit(.playerError(text))]
-            routePlayback(playback.endInterstitial(cutShort: text, context(now)), now: now, into: &out)
-            decideStart(now: now, into: &out)
-            return finish(out, now: now)
+            out.append(.emit(.playerError(text)))
+            routePlayback(playback.endInterstitial(cutShort: text, context))
+            decideStart()
         case .ready, .stalled, .stallEnded, .ended, .sample, .liveWindow:
-            var out: [Directive] = []
-            routePlayback(playback.onPlayerReport(report, context(now)), now: now, into: &out)
-            if case .ended = report {
-                routeQueue(queueController.onEnded(context(now), playback: playback), now: now, into: &out)
-            }
-            decideStart(now: now, into: &out)
-            return finish(out, now: now)
+            routePlayback(playback.onPlayerReport(report, context))
+            if case .ended = report { routeQueue(queueController.onEnded(context, playback: playback)) }
+            decideStart()
         }
+        return finish()
     }
 
     /// A path to the group came back after an outage (the relay's connection, `--relay`): a
@@ -210,18 +204,16 @@ public struct Instance: Sendable {
 
     /// The wake-up the last directive list asked for (or a spurious one: it is harmless).
     public mutating func onTick(now: Timestamp) -> [Directive] {
-        var out: [Directive] = []
+        self.now = now
         for output in sessionLifecycle.tick(now: now.monotonic) {
             switch output {
             case .send(let datagram): out.append(.multicast(datagram))
-            case .exit: return out + [.exit(status: 0)]
+            case .exit: return drain() + [.exit(status: 0)]
             }
         }
         if state.isJoined {
-            routeMembership(
-                membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now,
-                into: &out)
-            routeClocks(clockSync.tick(now: now, random: &random), source: nil, now: now, into: &out)
+            routeMembership(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil)
+            routeClocks(clockSync.tick(now: now, random: &random), source: nil)
             for case .peerList(let entries, let endpoint) in reach.tick(members: membership.peers, now: now.monotonic) {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
@@ -230,20 +222,18 @@ public struct Instance: Sendable {
             }
             let live = Set(membership.peers.values.map({ $0.member }) + [member])
             ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map({ $0.digest }))
-            routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil, now: now, into: &out)
+            routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil)
         }
-        routeMessaging(messaging.tick(now: now.monotonic), now: now, into: &out)
-        routeQueue(queueController.tick(context(now), playback: playback), now: now, into: &out)
-        let (ordering, membership) = (self.ordering, self.membership)
-        let isBehind = { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
-        routePlayback(playback.tick(context(now), isBehind: isBehind), now: now, into: &out)
-        decideStart(now: now, into: &out)
-        return finish(out, now: now)
+        routeMessaging(messaging.tick(now: now.monotonic))
+        routeQueue(queueController.tick(context, playback: playback))
+        routePlayback(playback.tick(context, isBehind: isBehind))
+        decideStart()
+        return finish()
     }
 
     // MARK: Session lifecycle
 
-    @inline(never) private mutating func join(now: Timestamp, into out: inout [Directive]) {
+    @inline(never) private mutating func join() {
         if sessionLifecycle.join(now: now) {
             ordering.reset()
             stateTransfer.reset()
@@ -253,14 +243,11 @@ public struct Instance: Sendable {
         }
         membership.start(now: now.monotonic, random: &random)
         out.append(.emit(.session(SessionReport(state: state, member: member))))
-        routeMembership(
-            membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil, now: now, into: &out)
+        routeMembership(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil)
     }
 
     /// Leaves (or ends the session for everyone): the datagram goes out now and is repeated.
-    @inline(never) mutating func leave(
-        with payload: Payload, reason: InvalidationReason, now: Timestamp, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func leave(with payload: Payload, reason: InvalidationReason) {
         let copy = stamp(payload)
         reach.onLeave(members: membership.peers, now: now.monotonic)
         sessionLifecycle.leave(
@@ -289,7 +276,7 @@ public struct Instance: Sendable {
     /// The announcement this agent sends now: who it is, its player's part, a digest of what it
     /// has delivered (`Ordering.nextDigest`) and, on a group announcement (not a reply), its
     /// stamp (`MulticastPath`).
-    @inline(never) mutating func announcement(isReply: Bool, now: Timestamp) -> Announcement {
+    @inline(never) mutating func announcement(isReply: Bool) -> Announcement {
         Announcement(
             isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
             isWaiting: coordination.isWaiting, isReady: player.isReady,
@@ -299,9 +286,7 @@ public struct Instance: Sendable {
             path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast)
     }
 
-    @inline(never) mutating func reportDrop(
-        _ reason: DropReason, detail: String, from source: Endpoint?, into out: inout [Directive]
-    ) {
+    @inline(never) mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?) {
         if let text = counters.drop(reason, detail: detail, from: source, settings: settings) {
             out.append(.diagnose(text))
         }

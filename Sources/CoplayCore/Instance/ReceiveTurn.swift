@@ -49,9 +49,8 @@ extension Instance {
         turn: inout ReceiveTurn
     ) -> [Directive] {
         guard !source.isRelay else {
-            var out: [Directive] = []
-            reportDrop(.forgedSource, detail: "a relay endpoint on a socket", from: source, into: &out)
-            return out
+            reportDrop(.forgedSource, detail: "a relay endpoint on a socket", from: source)
+            return drain()
         }
         let claim = stranger(bytes)
         switch turn.judge(isStranger: claim.isStranger, isHello: claim.isHello) {

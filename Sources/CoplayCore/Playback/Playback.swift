@@ -112,6 +112,11 @@ struct Playback: Sendable {
     }
 
     var isSuspended: Bool { suspensions.isSuspended }
+    /// The commands that make the group's state, for a snapshot: each item's, the activity and
+    /// the interstitials scheduled.
+    var winners: [CommandEnvelope] {
+        items.values.map({ $0.winner }) + (activity.map { [$0] } ?? []) + scheduledCommands
+    }
     var catchingUp: Bool { suspensions.contains(Suspension.stallRecovery) }
     var sharedActivity: Activity? {
         switch activity?.command.operation {

@@ -38,6 +38,18 @@ struct QueueController: Sendable {
 
     // MARK: Typed commands
 
+    /// A typed `queue`, `next` or `previous` (any other command is not the queue's).
+    mutating func onCommand(
+        _ command: ConsoleCommand, _ context: PlaybackContext, playback: Playback, lamport: UInt64,
+        random: inout SplitMix64
+    ) -> [Output] {
+        switch command {
+        case .queue(let request): onRequest(request, context, playback: playback, lamport: lamport, random: &random)
+        case .next, .previous: onStep(forward: command == .next, context, playback: playback)
+        default: []
+        }
+    }
+
     /// A `queue` command. `lamport` is the log's clock (a new position's counter), `random` the
     /// instance's generator (a position's tie-breaker).
     mutating func onRequest(

@@ -258,6 +258,14 @@ public struct SharedQueue: Sendable {
         return winners
     }
 
+    /// `others` and then the queue's winners not among them (the advance in force is also the
+    /// activity among playback's).
+    func winners(besides others: [CommandEnvelope]) -> [CommandEnvelope] {
+        var (all, dots) = (others, Set(others.map({ $0.dot })))
+        for winner in winners where dots.insert(winner.dot).inserted { all.append(winner) }
+        return all
+    }
+
     mutating func reset() {
         entries = [:]
         current = nil
