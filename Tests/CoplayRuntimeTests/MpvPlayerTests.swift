@@ -140,6 +140,43 @@ import Testing
         #expect(mpv.sent().contains { FakeMpv.isPause($0, false) }, "then plays on")
     }
 
+    /// The same rejoin found 20 ms behind plays at the catch-up rate (5%) for the 0.4 s that make
+    /// the time up, steered by no sample meanwhile, then at the group's rate again.
+    @Test func aStartAfterASeekFoundBehind_catchesUpAtTheCatchUpRate() throws {
+        func speeds(_ sent: [[Any]]) -> [Double] {
+            sent.filter { $0.count >= 3 && $0[0] as? String == "set_property" && $0[1] as? String == "speed" }
+                .compactMap { ($0[2] as? NSNumber)?.doubleValue }
+        }
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = try mpv.answersFirstSample(0.06)
+        _ = mpv.player.perform(.prepare(position: 10), now: mpv.now)
+        mpv.says(#"{"event":"seek"}"#)
+        mpv.says(#"{"event":"playback-restart"}"#)
+        let anchorAt = WallInstant(unixNanos: mpv.now.wall.unixNanos - 100_000_000)
+        _ = mpv.player.perform(.play(rate: 1, position: 10, at: anchorAt), now: mpv.now)
+        mpv.says(#"{"event":"seek"}"#)
+        mpv.says(#"{"event":"playback-restart"}"#)
+        _ = mpv.wait(.seconds(1))
+        mpv.says(#"{"event":"property-change","name":"pause","data":false}"#)
+        let sampledAt = mpv.now.wall.unixNanos + MpvPlayer.firstSampleDelay.nanoseconds
+        let reports = try mpv.answersFirstSample(10 + Double(sampledAt - anchorAt.unixNanos) / 1e9 - 0.020)
+        #expect(reports.isEmpty, "the late reading is not a sample to steer by")
+        let sent = mpv.sent()
+        #expect(speeds(sent) == [1 + Settings().rateCatchUpMax], "it plays faster")
+        #expect(!sent.contains { FakeMpv.isPause($0, true) }, "without stopping")
+        let due = try #require(mpv.player.nextEvent(now: mpv.now))
+        let expected = 0.020 / Settings().rateCatchUpMax
+        #expect(abs(Double((due - mpv.now.monotonic).nanoseconds) / 1e9 - expected) < 0.001, "for 0.4 s")
+        // A nudge from the core meanwhile waits for the catch-up's end.
+        _ = mpv.player.perform(.adjustRate(1.002, at: mpv.now.wall), now: mpv.now)
+        #expect(speeds(mpv.sent()).isEmpty)
+        _ = mpv.wait(.milliseconds(200))
+        #expect(!mpv.sent().contains { $0.first as? String == "get_property" }, "no sample in the catch-up")
+        _ = mpv.wait(.milliseconds(200))
+        #expect(speeds(mpv.sent()) == [1.002], "then the speed the core asked for")
+    }
+
     @Test func theStartBiasAfterALoad_isNotTheOneAfterAPause() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()

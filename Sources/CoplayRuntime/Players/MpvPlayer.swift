@@ -94,6 +94,11 @@ struct MpvPlayer: PlayerDriver {
     private var expectedSpeed = 1.0
     /// The group's rate of the timeline played (the speed without the nudge).
     private var groupRate = 1.0
+    /// The speed the core last asked for (the group's rate with its nudge): what a catch-up
+    /// returns to.
+    private var wantedSpeed = 1.0
+    /// A start found behind plays at the catch-up rate until then (`receive`), steered by no sample.
+    private var catchUpUntil: MonotonicInstant?
     private var eofReached = false
     private var stalled = false
     private var userSeekPending = false
@@ -230,7 +235,8 @@ struct MpvPlayer: PlayerDriver {
             play(Anchor(rate: rate, position: position, at: at), now: now)
         case .adjustRate(let rate, _):
             guard !expectedPause, anchor != nil else { return [] }
-            setSpeed(rate)
+            wantedSpeed = rate
+            if catchUpUntil == nil { setSpeed(rate) }
         case .pause(let position):
             guard item != nil else { return [] }
             let current = estimate(at: now.wall)
@@ -312,6 +318,8 @@ struct MpvPlayer: PlayerDriver {
 
     private mutating func play(_ new: Anchor, now: Timestamp) {
         groupRate = new.rate
+        wantedSpeed = new.rate
+        catchUpUntil = nil
         setSpeed(new.rate)
         if !expectedPause, anchor != nil || lastSample != nil,
             abs(estimate(at: now.wall) - new.position(at: now.wall)) < settings.playerPlayWithoutSeekWithin.seconds,
@@ -363,6 +371,7 @@ struct MpvPlayer: PlayerDriver {
         nextSampleAt = nil
         lastSample = nil
         measureStartBias = false
+        catchUpUntil = nil
         generation += 1
     }
 
@@ -387,6 +396,7 @@ struct MpvPlayer: PlayerDriver {
         if let nextSampleAt, !sampleInFlight { due = due.map { min($0, nextSampleAt) } ?? nextSampleAt }
         if let processCheckAt { due = due.map { min($0, processCheckAt) } ?? processCheckAt }
         if let lookAt = liveSeek?.lookAt { due = due.map { min($0, lookAt) } ?? lookAt }
+        if let catchUpUntil { due = due.map { min($0, catchUpUntil) } ?? catchUpUntil }
         return due
     }
 
@@ -395,6 +405,10 @@ struct MpvPlayer: PlayerDriver {
         if let lookAt = liveSeek?.lookAt, lookAt <= now.monotonic {
             liveSeek?.lookAt = nil
             send(["get_property", "demuxer-cache-state"], as: .cacheRanges)
+        }
+        if let due = catchUpUntil, due <= now.monotonic {
+            catchUpUntil = nil
+            setSpeed(wantedSpeed)
         }
         if let unpauseAt, liveSeek == nil,
             Double(now.wall.unixNanos &- unpauseAt.unixNanos) / 1e9 >= bias(unpauseHold) / max(groupRate, 0.01) - 0.0002
@@ -454,6 +468,18 @@ struct MpvPlayer: PlayerDriver {
                     held = position
                     unpauseAt = WallInstant(unixNanos: now.wall.unixNanos &+ Int64(error / max(groupRate, 0.01) * 1e9))
                     unpauseHold = .pause
+                    lastSample = nil
+                    return []
+                }
+                if seekedInItem, error < -Self.earlyStartHeldMin, error > -0.25 {
+                    // It started late: it plays at the catch-up rate for as long as makes the time
+                    // up (20 ms at 5%: 0.4 s), and no sample steers it meanwhile. The nudges'
+                    // controller would close the gap exponentially, over a second or more.
+                    let faster = settings.rateCatchUpMax
+                    setSpeed(groupRate * (1 + faster))
+                    let until = now.monotonic + .seconds(saturating: -error / (max(groupRate, 0.01) * faster))
+                    catchUpUntil = until
+                    nextSampleAt = until + settings.playerSampleInterval
                     lastSample = nil
                     return []
                 }
