@@ -34,6 +34,12 @@ function start(command, args, name) {
   children.push(child);
   return child;
 }
+// What went on around a failed check, printed beside it (a CI log keeps its head and its tail):
+// the tab's last steps and the deck agent's last lines.
+async function explain() {
+  const steps = !page ? '' : await page.evaluate('coplayPlayer.trace.slice(-12).map(t => `${t.atMs.toFixed(1)} ${t.type} at ${t.position.toFixed(3)} ${t.command ?? ""}`).join("\\n")').catch((e) => e.message);
+  console.log(`  the tab's last steps (now ${wallMs().toFixed(1)}):\n${steps}\n  the deck's last lines:\n${deck.lines.slice(-12).join('\n')}`);
+}
 async function until(test, ms, step = 20) {
   const end = wallMs() + ms;
   for (;;) { const value = await test(); if (value) return value; if (wallMs() > end) return null; await sleep(step); }
@@ -198,6 +204,12 @@ try {
   const afterSeek = (await mpvCommand('get_property', 'time-pos')).data;
   check(sought && Math.abs(afterSeek - atPause - 10) < 0.5, `a seek in the tab moves mpv 10 s (${atPause?.toFixed(2)} -> ${afterSeek?.toFixed(2)})`);
   if (sought) figure('seek-tab-to-mpv', sought.at - clickedSeek);
+  // The tab is at the new place too (its own prepare answered) before its Play is pressed: a
+  // Play pressed while the group still waits for a participant's seek measures that seek.
+  const tabReady = await until(() => page.evaluate(`coplayPlayer.trace.some(t => t.type === 'prepare' && t.atMs >= ${clickedSeek - 50}) && !coplayPlayer.awaitingReady && !document.getElementById('video').seeking`), 5000);
+  check(tabReady, 'the tab is ready where its seek went');
+  if (tabReady) figure('seek-tab-ready', wallMs() - clickedSeek);
+  else await explain();
   await sleep(800);
   const pauseEvents = () => mpvEvents.filter(e => e.event === 'property-change' && e.name === 'pause');
   // Rounds of: Play in the tab -> mpv plays; Pause in the tab -> mpv pauses; play in mpv -> the
@@ -207,6 +219,7 @@ try {
     const clickedPlay = await page.click('#play');
     const mpvPlays = await until(() => pauseEvents().slice(count).find(e => e.data === false), 5000);
     check(mpvPlays, `Play in the tab plays mpv (round ${round + 1})`);
+    if (!mpvPlays) await explain();
     if (mpvPlays) samples.playTabToMpv.push(mpvPlays.at - clickedPlay);
     await sleep(1500);
     if (round === 0) {
@@ -223,6 +236,7 @@ try {
     const mpvPlay = await mpvCommand('set_property', 'pause', false);
     const tabPlays = await until(async () => (await trace('playing')).slice(before)[0], 5000);
     check(tabPlays, `play pressed in mpv plays the tab (round ${round + 1})`);
+    if (!tabPlays) await explain();
     if (tabPlays) samples.playMpvToTab.push(tabPlays.atMs - mpvPlay.sent);
     await sleep(1500);
     before = (await trace('pause')).length;
