@@ -123,11 +123,7 @@ extension Instance {
                 counters.statesAdopted += 1
                 counters.commandsCoveredByState += Int64(adoption.covered)
                 out.append(.emit(.stateAdopted(adoption.report(from: originator(adoption.from)))))
-                for winner in adoption.winners where winner.envelope.command.operation.isQueue {
-                    // Taken in silently: the queue as it stands, not its history.
-                    let originator = originator(winner.envelope.dot.origin)
-                    _ = queueController.apply(winner.envelope, originator: originator, silently: true)
-                }
+                queueController.adopt(adoption.winners)
                 // The winners are history: the player follows the final state once it is all here.
                 routePlayback(playback.apply(adoption.winners, isHistory: true, context))
                 // Counted among the commands the snapshot stood for, not again as delivered.
@@ -270,10 +266,10 @@ extension Instance {
     }
 
     @inline(never) mutating func onMessagePart(_ part: MessagePart, from origin: Member, isReliable: Bool) {
-        let originator = originator(origin)
+        let (local, originator) = (member, originator(origin))
         routeMessaging(
             messaging.receive(
-                part, from: origin, isReliable: isReliable, local: member, originator: originator, now: now.monotonic))
+                part, from: origin, isReliable: isReliable, local: local, originator: originator, now: now.monotonic))
     }
 
     /// A changed verdict on this agent's multicast path is announced at once: the senders start
@@ -288,8 +284,7 @@ extension Instance {
         for output in outputs {
             switch output {
             case .multicast(let part): out.append(.multicast(stamp(.unreliableMessage(part))))
-            case .issue(let part):
-                issue(Command(item: MessagePart.itemMarker, operation: .message(part)))
+            case .issue(let part): issue(Command(item: MessagePart.itemMarker, operation: .message(part)))
             case .emit(let event): out.append(.emit(event))
             case .count(let tally): counters.add(tally)
             }

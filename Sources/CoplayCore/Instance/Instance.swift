@@ -1,23 +1,21 @@
 /// One coplay agent's protocol, as a value: a router over small machines, each owning one
-/// concern — `Authentication` (who may speak: tags and replays), `SessionLifecycle` (joining,
+/// concern: `Gate` (who may speak: tags, replays, strangers), `SessionLifecycle` (joining,
 /// leaving, incarnations), `Membership` (who is alive), `ClockSync` (offsets to every peer),
-/// `Reach` (unicast copies where multicast does not arrive), `Ordering` (the causal command log
-/// and its repair), `StateTransfer` (snapshots for those far behind), `Playback` (group state,
-/// the player's part in it, suspensions) and `Messaging`.
+/// `Reach` and `MulticastPath` (unicast copies where multicast does not arrive), `Ordering` (the
+/// causal command log and its repair), `StateTransfer` (snapshots for those far behind),
+/// `Playback` (group state, the player's part, suspensions, interstitials), `QueueController`,
+/// `Messaging` and, with a relay, `RelayCarriage`.
 ///
-/// It performs no IO and reads no clock. Each input is one `mutating func on…` that takes the
-/// time as an argument and returns the `Directive`s the shell must carry out, ending with a
-/// `.wake(at:)` while there is anything to wait for. The router decodes, admits a datagram at its
-/// gate and hands it, by a table of payload kinds, to the machine that owns the kind
-/// (`Instance+Receive`); each machine answers with its own `Output`s, which one handler per
-/// machine turns into directives or into inputs of the next machine (`Instance+Routing`: a
-/// delivered command from `Ordering` becomes an input of `Playback`).
-/// Randomness (timer jitter, probe tokens) comes from a generator seeded by the caller, so the
+/// It performs no IO and reads no clock. Each input is one public `mutating func` that takes the
+/// time and returns the `Directive`s the shell must carry out, ending with a `.wake(at:)` while
+/// anything waits. A datagram is admitted at the gate and handed, by a table of payload kinds,
+/// to the machine that owns the kind (`Instance+Receive`); each machine answers with its own
+/// `Output`s, which one handler per machine turns into directives or into inputs of the next
+/// machine (`Instance+Routing`). Randomness comes from a generator seeded by the caller, so the
 /// simulation replays a run exactly from its seed.
 ///
 /// The router's handlers are `@inline(never)`: each is reached from several inputs, and the
-/// compiler copied it into each (9 KB of the browser's module, gzipped; a call costs nothing
-/// beside what a handler does).
+/// compiler copied it into each (9 KB of the browser's module, gzipped).
 public struct Instance: Sendable {
     public var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings

@@ -157,11 +157,18 @@ struct QueueController: Sendable {
 
     // MARK: Delivered commands
 
-    /// A delivered queue command; with `silently`, a snapshot's entry, taken in as the queue
-    /// stands and not reported (its history is not news).
-    mutating func apply(_ envelope: CommandEnvelope, originator: Originator, silently: Bool = false) -> [Output] {
+    /// A snapshot's queue commands, taken in as the queue stands and not reported: its history is
+    /// not news (so nobody is named as having made it).
+    mutating func adopt(_ winners: [Ordering.Delivered]) {
+        for winner in winners where winner.envelope.command.operation.isQueue {
+            let origin = winner.envelope.dot.origin
+            _ = queue.apply(winner.envelope, originator: Originator(member: origin, name: "", isLocal: false))
+        }
+    }
+
+    /// A delivered queue command.
+    mutating func apply(_ envelope: CommandEnvelope, originator: Originator) -> [Output] {
         let outputs = queue.apply(envelope, originator: originator)
-        guard !silently else { return [] }
         return outputs.map { output in
             switch output {
             case .changed(let change):
