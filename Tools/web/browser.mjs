@@ -204,10 +204,10 @@ try {
   const afterSeek = (await mpvCommand('get_property', 'time-pos')).data;
   check(sought && Math.abs(afterSeek - atPause - 10) < 0.5, `a seek in the tab moves mpv 10 s (${atPause?.toFixed(2)} -> ${afterSeek?.toFixed(2)})`);
   if (sought) figure('seek-tab-to-mpv', sought.at - clickedSeek);
-  // The tab is at the new place too (its own prepare answered) before its Play is pressed: a
-  // Play pressed while the group still waits for a participant's seek measures that seek.
-  const tabReady = await until(() => page.evaluate(`coplayPlayer.trace.some(t => t.type === 'prepare' && t.atMs >= ${clickedSeek - 50}) && !coplayPlayer.awaitingReady && !document.getElementById('video').seeking`), 5000);
-  check(tabReady, 'the tab is ready where its seek went');
+  // The tab's element is at the new place too (paused, the group's seek reaches it as a pause
+  // there) before its Play is pressed: a Play while its element still seeks measures that seek.
+  const tabReady = await until(() => page.evaluate(`coplayPlayer.trace.some(t => t.type === 'seeked' && t.atMs >= ${clickedSeek} && Math.abs(t.position - ${afterSeek}) < 0.5) && !document.getElementById('video').seeking`), 5000);
+  check(tabReady, 'the tab is where its seek went');
   if (tabReady) figure('seek-tab-ready', wallMs() - clickedSeek);
   else await explain();
   await sleep(800);
