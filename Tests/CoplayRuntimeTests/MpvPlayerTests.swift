@@ -177,6 +177,38 @@ import Testing
         #expect(speeds(mpv.sent()) == [1.002], "then the speed the core asked for")
     }
 
+    /// `audio-pts` unavailable once (the audio not started yet, just after a load over a slow
+    /// link) is no reason to sample the frames' clock for the rest of the item; unavailable
+    /// `audioUnavailableMax` times in a row, the item has no audio; the next item is asked again.
+    @Test func theAudioClockUnavailableOnce_isStillTheClockSampled() throws {
+        func nextAsk(_ mpv: FakeMpv) throws -> (property: String, id: Int) {
+            _ = mpv.wait(Settings().playerSampleInterval)
+            let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
+            return (try #require(ask[1] as? String), try #require(ask.last as? Int))
+        }
+        let mpv = FakeMpv()
+        mpv.loadAndPlay()
+        _ = try mpv.answersFirstSample(0.06)
+        var ask = try nextAsk(mpv)
+        #expect(ask.property == "audio-pts")
+        mpv.says(#"{"request_id":\#(ask.id),"error":"property unavailable"}"#)
+        ask = try nextAsk(mpv)
+        #expect(ask.property == "audio-pts", "one answer without audio is the audio not started yet")
+        for _ in 1..<MpvPlayer.audioUnavailableMax {
+            mpv.says(#"{"request_id":\#(ask.id),"error":"property unavailable"}"#)
+            ask = try nextAsk(mpv)
+        }
+        mpv.says(#"{"request_id":\#(ask.id),"error":"property unavailable"}"#)
+        ask = try nextAsk(mpv)
+        #expect(ask.property == "time-pos", "again and again: no audio, the frames' clock")
+        mpv.says(#"{"request_id":\#(ask.id),"error":"success","data":1.0}"#)
+        mpv.loadAndPlay()
+        _ = mpv.sent()
+        _ = mpv.wait(MpvPlayer.firstSampleDelay)
+        let first = try #require(mpv.sent().first { $0.first as? String == "get_property" })
+        #expect(first[1] as? String == "audio-pts", "a new item's audio is asked for again")
+    }
+
     @Test func theStartBiasAfterALoad_isNotTheOneAfterAPause() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()

@@ -122,7 +122,10 @@ struct MpvPlayer: PlayerDriver {
     private var generation = 0
     private var nextSampleAt: MonotonicInstant?
     private var sampleInFlight = false
+    /// The clock sampled: the audio's, or the frames' for an item found to have no audio
+    /// (`audioUnavailableMax` answers in a row said so; a load asks the audio's again).
     private var positionProperty = "audio-pts"
+    private var audioUnavailable = 0
     private var lastSample: (position: Double, at: WallInstant)?
 
     /// Properties observed, by observation id.
@@ -186,6 +189,7 @@ struct MpvPlayer: PlayerDriver {
         switch command {
         case .load(let item, let position):
             seekedInItem = false
+            (positionProperty, audioUnavailable) = ("audio-pts", 0)
             if liveSeek != nil {
                 liveSeek = nil
                 ownSeeks = max(0, ownSeeks - 1)
@@ -439,8 +443,12 @@ struct MpvPlayer: PlayerDriver {
         switch request {
         case .sample(let sentAt, let sampleGeneration):
             sampleInFlight = false
-            if !succeeded, message["error"]?.string == "property unavailable", positionProperty == "audio-pts" {
-                positionProperty = "time-pos"  // no audio track: the frame clock will do
+            if positionProperty == "audio-pts" {
+                // Unavailable once, it is the audio not started yet (just after a load or a seek
+                // over a slow link); unavailable again and again, the item has no audio.
+                let unavailable = !succeeded && message["error"]?.string == "property unavailable"
+                audioUnavailable = unavailable ? audioUnavailable + 1 : 0
+                if audioUnavailable >= Self.audioUnavailableMax { positionProperty = "time-pos" }
             }
             guard succeeded, sampleGeneration == generation, let position = message["data"]?.number,
                 (0...WireFormat.positionMax).contains(position), let anchor, !expectedPause
@@ -663,6 +671,10 @@ struct MpvPlayer: PlayerDriver {
         defer { liveStartSegment = nil }
         return perform(.load(item, position: 0), now: now)
     }
+
+    /// Answers in a row that an item's `audio-pts` is unavailable before its frames' clock is
+    /// sampled instead (samples are 100 ms apart).
+    static let audioUnavailableMax = 3
 
     /// A start found this far ahead by its first sample holds still for as long (`receive`): a
     /// smaller error is the rate nudges' to close (5 ms: where they turn to catching up).
