@@ -129,7 +129,8 @@ public struct Instance: Sendable {
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason))
             routePlayback(playback.onSessionEnded(context))
-        case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened:
+        case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened,
+            .interstitial:
             routePlayback(playback.onCommand(command, context))
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text)
@@ -137,10 +138,6 @@ public struct Instance: Sendable {
             let lamport = ordering.log.lamport
             routeQueue(
                 queueController.onCommand(command, context, playback: playback, lamport: lamport, random: &random))
-        case .interstitial(let url, let duration, let at, let forAll):
-            routePlayback(
-                playback.onInterstitialCommand(
-                    url: url, durationSeconds: duration, at: at, forAll: forAll, context))
         }
         decideStart()
         return finish()

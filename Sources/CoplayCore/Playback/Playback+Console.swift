@@ -10,6 +10,8 @@ extension Playback {
         case .suspend, .resume, .whatHappened:
             suspensionCommand(command, context, into: &out)
             return out
+        case .interstitial(let url, let duration, let at, let forAll):
+            return onInterstitialCommand(url: url, durationSeconds: duration, at: at, forAll: forAll, context)
         case .load, .stall:
             break
         default:
