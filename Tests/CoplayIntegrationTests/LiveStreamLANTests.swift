@@ -54,7 +54,7 @@ import Testing
             try Benchmarks.realStall(
                 executable: coplay, prefix: prefix, directory: directory, starvedSeconds: 3, live: true)
         }
-        // It skipped what it missed: back on the group's date (measured 0.13-1.00 s, coplay-bench
+        // It skipped what it missed: back on the group's date (measured 0.15-0.46 s, coplay-bench
         // stall --live).
         RealStallLANTests.expectRejoined(figures, "live stall")
     }

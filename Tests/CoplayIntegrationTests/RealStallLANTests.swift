@@ -20,7 +20,7 @@ import Testing
         let figures = try withLAN(hosts: 3) { prefix in
             try Benchmarks.realStall(executable: coplay, prefix: prefix, directory: directory, starvedSeconds: 3)
         }
-        // Measured 0.13-1.36 s back in sync (coplay-bench stall); bounded loosely, on a busy machine.
+        // Measured 0.11-0.57 s back in sync (coplay-bench stall); bounded loosely, on a busy machine.
         Self.expectRejoined(figures, "real stall")
     }
 
