@@ -98,7 +98,13 @@ extension Benchmarks {
         var lifted = false
         defer { if !lifted { try? unthrottle(server) } }
         guard let stalledAt = cache.waitForChange(of: "paused-for-cache", to: true, timeout: .seconds(30)) else {
-            throw BenchError(description: "mpv on the throttled host never paused for its cache")
+            // What that mpv was doing instead, for the next time this happens (once in some 25
+            // runs of `stall --live`).
+            let state = ["pause", "paused-for-cache", "core-idle", "time-pos", "demuxer-cache-duration", "path"].map {
+                "\($0)=\(cache.property($0).map { "\($0)" } ?? "unavailable")"
+            }
+            throw BenchError(
+                description: "mpv on the throttled host never paused for its cache (\(state.joined(separator: ", ")))")
         }
         if let began = starved.waitForEvent(
             from: marks[1], timeout: .seconds(5), where: { $0.name == "suspension-began" })

@@ -74,6 +74,26 @@ import Testing
             return says(#"{"request_id":\#(id),"error":"success","data":\#(position)}"#)
         }
 
+        /// A rejoin after a stall: playing at 0, prepared at 10 s (a seek in the item), then
+        /// started 100 ms late; its first reading is `error` off the group's timeline. What the
+        /// driver reported of it.
+        func rejoins(firstReadingOff error: Double) throws -> [PlayerReport] {
+            loadAndPlay()
+            _ = try answersFirstSample(0.06)
+            _ = player.perform(.prepare(position: 10), now: now)
+            says(#"{"event":"seek"}"#)
+            says(#"{"event":"playback-restart"}"#)
+            let anchorAt = WallInstant(unixNanos: now.wall.unixNanos - 100_000_000)  // the group is 100 ms on
+            _ = player.perform(.play(rate: 1, position: 10, at: anchorAt), now: now)
+            says(#"{"event":"seek"}"#)
+            says(#"{"event":"playback-restart"}"#)
+            _ = wait(.seconds(1))  // the unpause
+            says(#"{"event":"property-change","name":"pause","data":false}"#)
+            // Where the timeline is by the sample, plus the error.
+            let sampledAt = now.wall.unixNanos + MpvPlayer.firstSampleDelay.nanoseconds
+            return try answersFirstSample(10 + Double(sampledAt - anchorAt.unixNanos) / 1e9 + error)
+        }
+
         static func isSeek(_ command: [Any]) -> Bool { command.first as? String == "seek" }
         static func isPause(_ command: [Any], _ value: Bool) -> Bool {
             command.count >= 3 && command[0] as? String == "set_property" && command[1] as? String == "pause"
@@ -117,21 +137,7 @@ import Testing
     /// once rather than steered in over a second. Ahead by less than 5 ms, it is left to the nudges.
     @Test func aStartAfterASeekFoundAhead_holdsStillForAsLong() throws {
         let mpv = FakeMpv()
-        mpv.loadAndPlay()
-        _ = try mpv.answersFirstSample(0.06)
-        // The group is 10 s in; this player stalled: prepared there, then started late.
-        _ = mpv.player.perform(.prepare(position: 10), now: mpv.now)
-        mpv.says(#"{"event":"seek"}"#)
-        mpv.says(#"{"event":"playback-restart"}"#)
-        let anchorAt = WallInstant(unixNanos: mpv.now.wall.unixNanos - 100_000_000)  // the group is 100 ms on
-        _ = mpv.player.perform(.play(rate: 1, position: 10, at: anchorAt), now: mpv.now)
-        mpv.says(#"{"event":"seek"}"#)
-        mpv.says(#"{"event":"playback-restart"}"#)
-        _ = mpv.wait(.seconds(1))  // the unpause
-        mpv.says(#"{"event":"property-change","name":"pause","data":false}"#)
-        // Where the timeline is by the sample, plus 20 ms.
-        let sampledAt = mpv.now.wall.unixNanos + MpvPlayer.firstSampleDelay.nanoseconds
-        let reports = try mpv.answersFirstSample(10 + Double(sampledAt - anchorAt.unixNanos) / 1e9 + 0.020)
+        let reports = try mpv.rejoins(firstReadingOff: 0.020)
         #expect(reports.isEmpty, "the early reading is not a sample to steer by")
         #expect(mpv.sent().contains { FakeMpv.isPause($0, true) }, "it holds still")
         let due = try #require(mpv.player.nextEvent(now: mpv.now))
@@ -148,19 +154,7 @@ import Testing
                 .compactMap { ($0[2] as? NSNumber)?.doubleValue }
         }
         let mpv = FakeMpv()
-        mpv.loadAndPlay()
-        _ = try mpv.answersFirstSample(0.06)
-        _ = mpv.player.perform(.prepare(position: 10), now: mpv.now)
-        mpv.says(#"{"event":"seek"}"#)
-        mpv.says(#"{"event":"playback-restart"}"#)
-        let anchorAt = WallInstant(unixNanos: mpv.now.wall.unixNanos - 100_000_000)
-        _ = mpv.player.perform(.play(rate: 1, position: 10, at: anchorAt), now: mpv.now)
-        mpv.says(#"{"event":"seek"}"#)
-        mpv.says(#"{"event":"playback-restart"}"#)
-        _ = mpv.wait(.seconds(1))
-        mpv.says(#"{"event":"property-change","name":"pause","data":false}"#)
-        let sampledAt = mpv.now.wall.unixNanos + MpvPlayer.firstSampleDelay.nanoseconds
-        let reports = try mpv.answersFirstSample(10 + Double(sampledAt - anchorAt.unixNanos) / 1e9 - 0.020)
+        let reports = try mpv.rejoins(firstReadingOff: -0.020)
         #expect(reports.isEmpty, "the late reading is not a sample to steer by")
         let sent = mpv.sent()
         #expect(speeds(sent) == [1 + Settings().rateCatchUpMax], "it plays faster")
