@@ -50,10 +50,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-live-stall-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let figures = try withLAN(hosts: 3) { prefix in
-            try Benchmarks.realStall(
-                executable: coplay, prefix: prefix, directory: directory, starvedSeconds: 3, live: true)
-        }
+        let figures = try RealStallLANTests.stalled(live: true, directory: directory)
         // It skipped what it missed: back on the group's date (measured 0.15-0.46 s, coplay-bench
         // stall --live).
         RealStallLANTests.expectRejoined(figures, "live stall")

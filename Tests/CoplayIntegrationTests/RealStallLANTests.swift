@@ -17,11 +17,24 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-stall-it-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let figures = try withLAN(hosts: 3) { prefix in
-            try Benchmarks.realStall(executable: coplay, prefix: prefix, directory: directory, starvedSeconds: 3)
-        }
+        let figures = try Self.stalled(live: false, directory: directory)
         // Measured 0.11-0.57 s back in sync (coplay-bench stall); bounded loosely, on a busy machine.
         Self.expectRejoined(figures, "real stall")
+    }
+
+    /// A run of `Benchmarks.realStall`, made once more if the throttle never starved mpv: that
+    /// scene, not the stall's handling, failed (what mpv was doing is printed).
+    static func stalled(live: Bool, directory: URL) throws -> Benchmarks.StallFigures {
+        func run() throws -> Benchmarks.StallFigures {
+            try withLAN(hosts: 3) { prefix in
+                try Benchmarks.realStall(
+                    executable: coplay, prefix: prefix, directory: directory, starvedSeconds: 3, live: live)
+            }
+        }
+        do { return try run() } catch let error as Benchmarks.StallNeverCame {
+            print("\(live ? "live " : "")stall: \(error); the scene is set once more")
+            return try run()
+        }
     }
 
     /// The starved participant suspended itself at once, rejoined within 5 s (bounded loosely
