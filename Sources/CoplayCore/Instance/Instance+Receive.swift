@@ -85,10 +85,10 @@ extension Instance {
         if from.viaGroup, !from.source.isRelay, let path = announcement.path {
             let sampled = multicastPath.takesDelaySample(now: now.monotonic)
             let offset = sampled ? clockSync.estimate(of: from.sender.id, at: now.monotonic)?.offsetNanos : nil
-            routePaths(
-                multicastPath.onGroupAnnouncement(
-                    path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset,
-                    now: now.monotonic))
+            // A changed verdict is announced at once: the senders start (or stop) the unicast copies.
+            let verdicts = multicastPath.onGroupAnnouncement(
+                path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset, now: now.monotonic)
+            for case .changed in verdicts where state.isJoined { announceNow() }
         }
         catchUp(with: announcement.digest, of: from.sender)
     }
@@ -103,9 +103,7 @@ extension Instance {
     private mutating func onProbeReply(_ reply: ClockProbeReply, _ from: Received) {
         let outputs = clockSync.onProbeReply(
             reply, from: from.sender, receivedAt: from.heardAt, now: now, random: &random)
-        if outputs.contains(.sampled(from.sender.id)) {
-            heard(from.sender, at: from.heardAt)
-        }
+        if outputs.contains(.sampled(from.sender.id)) { heard(from.sender, at: from.heardAt) }
         routeClocks(outputs, source: from.source)
     }
 

@@ -70,9 +70,8 @@ extension Instance {
                     catchUp(with: record.digest, of: record.member)
                 }
             case .synced(let peer):
-                if let record = membership.peers[peer] {
-                    out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))
-                }
+                guard let record = membership.peers[peer] else { continue }
+                out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))
             case .drop(let reason, let detail):
                 reportDrop(reason, detail: detail, from: source)
             }
@@ -231,9 +230,7 @@ extension Instance {
         }
         for command in issued { issue(command) }
         // One announcement for all the changes of one step, with the state they ended in.
-        if announce, state.isJoined {
-            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false)))))
-        }
+        if announce, state.isJoined { announceNow() }
     }
 
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
@@ -270,14 +267,6 @@ extension Instance {
         routeMessaging(
             messaging.receive(
                 part, from: origin, isReliable: isReliable, local: local, originator: originator, now: now.monotonic))
-    }
-
-    /// A changed verdict on this agent's multicast path is announced at once: the senders start
-    /// (or stop) the unicast copies.
-    @inline(never) mutating func routePaths(_ outputs: [MulticastPath.Output]) {
-        for case .changed in outputs where state.isJoined {
-            out.append(.multicast(stamp(.heartbeat(announcement(isReply: false)))))
-        }
     }
 
     @inline(never) mutating func routeMessaging(_ outputs: [Messaging.Output]) {

@@ -212,11 +212,9 @@ public struct Instance: Sendable {
             for case .peerList(let entries, let endpoint) in reach.tick(members: membership.peers, now: now.monotonic) {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
-            for envelope in ordering.dueCopies(now: now.monotonic) {
+            for envelope in ordering.tick(now: now.monotonic, peers: membership.peers, own: member) {
                 out.append(.multicast(stamp(.command(envelope, isRepair: false))))
             }
-            let live = Set(membership.peers.values.map({ $0.member }) + [member])
-            ordering.tick(now: now.monotonic, live: live, digests: membership.peers.values.map({ $0.digest }))
             routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil)
         }
         routeMessaging(messaging.tick(now: now.monotonic))
@@ -280,6 +278,9 @@ public struct Instance: Sendable {
             digest: ordering.nextDigest(dependsOn: dependsOn),
             path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast)
     }
+
+    /// A heartbeat now, rather than at its time: what it announces changed.
+    mutating func announceNow() { out.append(.multicast(stamp(.heartbeat(announcement(isReply: false))))) }
 
     @inline(never) mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?) {
         if let text = counters.drop(reason, detail: detail, from: source, settings: settings) {

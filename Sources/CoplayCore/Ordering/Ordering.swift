@@ -360,9 +360,15 @@ struct Ordering: Sendable {
     // MARK: Timers
 
     /// Forgets commands that waited too long for a clock, prunes departed origins, compacts the
-    /// store: `live` are the current memberships (this agent's included), `digests` the peers'
-    /// latest digests.
-    mutating func tick(now: MonotonicInstant, live: Set<Member>, digests: [VectorClock]) {
+    /// store: `peers` are the live memberships besides this agent's (`own`), with their latest
+    /// digests. Returns the copies of this agent's commands due now (`dueCopies`).
+    mutating func tick(now: MonotonicInstant, peers: [PeerID: PeerRecord], own: Member) -> [CommandEnvelope] {
+        let due = dueCopies(now: now)
+        tick(now: now, live: Set(peers.values.map({ $0.member }) + [own]), digests: peers.values.map({ $0.digest }))
+        return due
+    }
+
+    private mutating func tick(now: MonotonicInstant, live: Set<Member>, digests: [VectorClock]) {
         if gapSince != nil, !isBehind(digests) { gapSince = nil }
         // What every peer heard from lately has delivered needs no repair: a snapshot stands for it.
         let heardSince = now - settings.pruneAfter
