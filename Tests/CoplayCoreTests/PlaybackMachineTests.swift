@@ -63,6 +63,30 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
             start.contains { if case .issue(let command) = $0 { command.operation.name == "start" } else { false } })
     }
 
+    /// A sample the player took before a pause reached it arrives after the pause (a browser
+    /// tab's, crossing the pause on its way to the worker): it is stale, and must not make the
+    /// paused player count as moving again, or a seek typed next would resume the group at that
+    /// sample's rate (CI's browser check: a seek in the paused tab started everyone playing).
+    @Test func aSampleTakenBeforeAPause_doesNotResumeThePlayer_soASeekAfterItStaysPaused() throws {
+        var playback = Playback(settings: Settings())
+        _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)))
+        _ = playback.onPlayerReport(.ready(position: 0), context(at(1)))
+        let pause = playback.apply(
+            [delivered(.pause(position: 11, at: at(2).wall), counter: 1)], isHistory: false, context(at(2)))
+        #expect(pause.contains(.player(.pause(position: 11))))
+        _ = playback.onPlayerReport(.sample(position: 11.05, rate: 1.0037, at: at(3).wall), context(at(3)))
+        #expect(playback.player.rate == 0, "still paused")
+        let seek = playback.onCommand(.seek(seconds: 21), context(at(4)))
+        let resumeRate = try #require(
+            seek.lazy.compactMap { output -> Double? in
+                guard case .issue(let command) = output, case .seek(_, let rate, _) = command.operation else {
+                    return nil
+                }
+                return rate
+            }.first)
+        #expect(resumeRate == 0, "the seek keeps the group paused")
+    }
+
     @Test func aStallReported_becomesStallRecovery_andEndsWhenCaughtUp() {
         var playback = Playback(settings: Settings())
         _ = playback.onCommand(.load(LoadedItem(url: "A")), context(at(0)))

@@ -23,6 +23,9 @@ public struct PlayerModel: Hashable, Sendable {
     /// The current item's live window, as last reported (`PlayerReport.liveWindow`): nil for an
     /// on-demand item.
     public private(set) var live: LiveWindow?
+    /// The player was told to pause and nothing since told it to move: a sample saying it moves
+    /// was taken before the pause reached it (a browser tab's crosses the pause on its way).
+    private var toldToPause = false
 
     public init() {}
 
@@ -58,6 +61,11 @@ public struct PlayerModel: Hashable, Sendable {
     /// The command is on its way to the player: believe it done (a load or prepare is done once
     /// the player reports ready).
     public mutating func apply(_ command: PlayerCommand) {
+        switch command {
+        case .load, .prepare, .play, .unload: toldToPause = false
+        case .pause: toldToPause = true
+        case .adjustRate, .simulateStall, .interstitial, .endInterstitial: break
+        }
         switch command {
         case .load(let item, let position):
             self.item = item
@@ -102,6 +110,8 @@ public struct PlayerModel: Hashable, Sendable {
             state = .ready(position: clamp(position))
         case .sample(let position, let rate, let at):
             switch state {
+            case .ready where toldToPause && rate > 0:
+                break  // stale: taken before the pause reached the player
             case .moving, .ready:
                 state = rate > 0 ? .moving(rate: rate, position: position, at: at) : .ready(position: clamp(position))
             case .empty, .preparing, .stalled: break
