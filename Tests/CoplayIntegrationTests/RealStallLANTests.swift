@@ -18,7 +18,7 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let figures = try Self.stalled(live: false, directory: directory)
-        // Measured 0.11-0.57 s back in sync (coplay-bench stall); bounded loosely, on a busy machine.
+        // Measured 0.11-0.60 s back in sync (coplay-bench stall); bounded loosely, on a busy machine.
         Self.expectRejoined(figures, "real stall")
     }
 

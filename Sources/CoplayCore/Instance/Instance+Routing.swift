@@ -106,7 +106,7 @@ extension Instance {
                 let problem = "the command does not fit in one datagram (shorten the URL, id or metadata)"
                 out.append(commandError(problem, usage: command.operation.name))
             case .deliver(let batch):
-                deliver(batch, isHistory: isBehind())
+                deliver(batch, isHistory: isBehindPeers)
             case .nack(let ranges, let peer):
                 guard let endpoint = membership.peers[peer]?.endpoint else { continue }
                 counters.nacksSent += 1
@@ -151,7 +151,7 @@ extension Instance {
                 out.append(.unicast(stamp(.stateRequest(request)), to: endpoint))
             case .adopt(let snapshot, let clock):
                 routeOrdering(ordering.adopt(snapshot, clock: clock))
-                routePlayback(playback.followAfterHistory(isBehind: isBehind(), context))
+                routePlayback(playback.followAfterHistory(isBehind: isBehindPeers, context))
             case .drop(let reason, let detail):
                 reportDrop(reason, detail: detail, from: source)
             }
@@ -165,8 +165,10 @@ extension Instance {
         return ordering.snapshotSource(winners: winners, for: digest, dependsOn: dependsOn)
     }
 
-    /// Whether some live peer's last digest shows commands this agent has not delivered (asked
-    /// when a machine needs to know).
+    /// Whether some live peer's last digest shows commands this agent has not delivered.
+    var isBehindPeers: Bool { ordering.isBehind(membership.peers.values.map({ $0.digest })) }
+
+    /// The same, asked by a machine only when it needs to know (no copies made for nothing).
     var isBehind: () -> Bool {
         let (ordering, membership) = (self.ordering, self.membership)
         return { ordering.isBehind(membership.peers.values.map({ $0.digest })) }

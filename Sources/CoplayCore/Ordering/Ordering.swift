@@ -149,7 +149,7 @@ struct Ordering: Sendable {
     }
 
     /// The copies due now, oldest first.
-    mutating func dueCopies(now: MonotonicInstant) -> [CommandEnvelope] {
+    private mutating func dueCopies(now: MonotonicInstant) -> [CommandEnvelope] {
         let due = copies.filter { $0.at <= now }.ordered { $0.at < $1.at }.map({ $0.envelope })
         copies.removeAll { $0.at <= now }
         return due
