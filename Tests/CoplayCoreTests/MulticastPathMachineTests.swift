@@ -65,6 +65,36 @@ private let carol = Member(id: carolID, incarnation: Incarnation(1))
         #expect(feed(&path, count: 20, from: 60, delayMillis: 1) == [.changed(wantsUnicast: false)])
     }
 
+    @Test func onlyWhatCameByTheNetworksMulticastIsJudged_andADelayIsReadAtMostOncePerInterval() {
+        var path = MulticastPath(settings: Settings())
+        var offsetReads = 0
+        func announce(_ index: Int, _ stamp: PathStamp?, viaNetworkGroup: Bool) -> [MulticastPath.Output] {
+            let arrived = at(Double(index) * 50 + 60)  // every 50 ms, each 60 ms late: slow
+            return path.onAnnouncement(
+                stamp, from: bob, viaNetworkGroup: viaNetworkGroup, receivedAt: arrived.wall,
+                offsetNanos: {
+                    offsetReads += 1
+                    return 0
+                }, now: arrived.monotonic)
+        }
+        // The relay's copies and unicast ones (viaNetworkGroup false), and replies (no stamp).
+        for index in 0..<40 {
+            let stamp = PathStamp(number: UInt32(index + 1), sentAt: at(Double(index) * 50).wall)
+            #expect(announce(index, stamp, viaNetworkGroup: false).isEmpty)
+            #expect(announce(index, nil, viaNetworkGroup: true).isEmpty)
+        }
+        #expect(offsetReads == 0)
+        #expect(path.delayP75 == nil && path.loss == nil && !path.wantsUnicast)
+        // By multicast: judged; the offset read at 0, 150, 300 … ms (the interval is 125 ms).
+        var outputs: [MulticastPath.Output] = []
+        for index in 0..<40 {
+            let stamp = PathStamp(number: UInt32(index + 1), sentAt: at(Double(index) * 50).wall)
+            outputs += announce(index, stamp, viaNetworkGroup: true)
+        }
+        #expect(offsetReads == 14)
+        #expect(outputs == [.changed(wantsUnicast: true)])
+    }
+
     @Test func theStampsOfOneIncarnation_countFromOne() {
         var path = MulticastPath(settings: Settings())
         #expect(path.nextStamp(now: at(0).wall).number == 1)

@@ -56,6 +56,12 @@ struct ClockSync: Sendable {
 
     func isSynced(_ peer: PeerID) -> Bool { peers[peer]?.isSynced ?? false }
 
+    /// A peer as `peers` and the peer events show it: its record, and what is known of its clock.
+    @inline(never) func info(of record: PeerRecord, at now: MonotonicInstant) -> PeerInfo {
+        record.info(
+            now: now, offset: estimate(of: record.member.id, at: now), isClockSynced: isSynced(record.member.id))
+    }
+
     /// A peer joined: its clock-sync burst starts at once.
     mutating func onPeerJoined(_ member: Member, now: Timestamp, random: inout SplitMix64) -> [Output] {
         var clock = PeerClock(

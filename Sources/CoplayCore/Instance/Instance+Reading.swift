@@ -41,14 +41,8 @@ extension Instance {
 
     // MARK: Reports
 
-    @inline(never) func peerInfo(_ record: PeerRecord, now: MonotonicInstant) -> PeerInfo {
-        record.info(
-            now: now, offset: clockSync.estimate(of: record.member.id, at: now),
-            isClockSynced: clockSync.isSynced(record.member.id))
-    }
-
     public func peerInfos(now: MonotonicInstant) -> [PeerInfo] {
-        membership.peers.values.map { peerInfo($0, now: now) }.ordered {
+        membership.peers.values.map { clockSync.info(of: $0, at: now) }.ordered {
             ($0.name, $0.member.id) < ($1.name, $1.member.id)
         }
     }

@@ -25,30 +25,29 @@ extension Instance {
                 }
             }
             if provesAlive { heard(sender, at: heardAt) }
-            route(datagram, from: source, receivedAt: receivedAt, viaGroup: viaGroup)
+            route(
+                datagram.payload, Received(sender: sender, source: source, receivedAt: receivedAt, viaGroup: viaGroup))
         }
     }
 
     /// The table: one line per payload kind, each calling the machine that owns the kind.
-    private mutating func route(_ datagram: Datagram, from source: Endpoint, receivedAt: Timestamp, viaGroup: Bool) {
-        let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
-        let from = Received(sender: sender, source: source, receivedAt: receivedAt, viaGroup: viaGroup)
-
-        switch datagram.payload {
+    private mutating func route(_ payload: Payload, _ from: Received) {
+        switch payload {
         case .hello(let announcement): onAnnouncement(announcement, isHello: true, from)
         case .heartbeat(let announcement): onAnnouncement(announcement, isHello: false, from)
         case .leave(let reason):
-            routeMembership(membership.onLeave(reason, from: sender, at: heardAt), at: heardAt, source: source)
+            routeMembership(
+                membership.onLeave(reason, from: from.sender, at: from.heardAt), at: from.heardAt, source: from.source)
         case .probe(let probe): onProbe(probe, from)
         case .probeReply(let reply): onProbeReply(reply, from)
-        case .command(let envelope, _): onCommand(envelope, from: sender)
+        case .command(let envelope, _): onCommand(envelope, from: from.sender)
         case .nack(let ranges): onNack(ranges, from)
         case .stateRequest(let request): onStateRequest(request, from)
         case .state(let part): onStatePart(part, from)
         case .ready(let trigger): onReady(trigger, from)
-        case .unreliableMessage(let part): onMessagePart(part, from: sender, isReliable: false)
+        case .unreliableMessage(let part): onMessagePart(part, from: from.sender, isReliable: false)
         case .peerList(let entries):
-            reach.onPeerList(entries, from: source, own: identity.id, members: membership.peers, at: heardAt)
+            reach.onPeerList(entries, from: from.source, own: identity.id, members: membership.peers, at: from.heardAt)
         case .end(let reason): onEnd(reason, from)
         }
     }
@@ -80,16 +79,14 @@ extension Instance {
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
             at: from.heardAt, source: from.source)
         guard membership.isKnown(from.sender) else { return }
-        // The multicast path is judged on the network's multicast alone: the relay's copies are
-        // carried by TCP, held by no access point.
-        if from.viaGroup, !from.source.isRelay, let path = announcement.path {
-            let sampled = multicastPath.takesDelaySample(now: now.monotonic)
-            let offset = sampled ? clockSync.estimate(of: from.sender.id, at: now.monotonic)?.offsetNanos : nil
-            // A changed verdict is announced at once: the senders start (or stop) the unicast copies.
-            let verdicts = multicastPath.onGroupAnnouncement(
-                path, from: from.sender, receivedAt: from.receivedAt.wall, offsetNanos: offset, now: now.monotonic)
-            for case .changed in verdicts where state.isJoined { announceNow() }
-        }
+        let (clockSync, now) = (self.clockSync, self.now)
+        let verdicts = multicastPath.onAnnouncement(
+            announcement.path, from: from.sender, viaNetworkGroup: from.viaGroup && !from.source.isRelay,
+            receivedAt: from.receivedAt.wall,
+            offsetNanos: { clockSync.estimate(of: from.sender.id, at: now.monotonic)?.offsetNanos },
+            now: now.monotonic)
+        // A changed verdict is announced at once: the senders start (or stop) the unicast copies.
+        for case .changed in verdicts where state.isJoined { announceNow() }
         catchUp(with: announcement.digest, of: from.sender)
     }
 
@@ -144,14 +141,12 @@ extension Instance {
     private mutating func onReady(_ trigger: Dot, _ from: Received) {
         playback.onReady(trigger, from: from.sender)
         guard membership.isKnown(from.sender) else { return }
-        let ranges = ordering.onReferenced(trigger, by: from.sender.id, now: now.monotonic)
-        if !ranges.isEmpty { routeOrdering([.nack(ranges, to: from.sender.id)]) }
+        routeOrdering(ordering.onReferenced(trigger, by: from.sender.id, now: now.monotonic))
     }
 
     private mutating func onEnd(_ reason: String, _ from: Received) {
         let by = membership.peers[from.sender.id]?.name ?? from.sender.id.description
         leave(with: .end(reason: reason), reason: .ended(by: by, reason: reason))
-        routePlayback(playback.onSessionEnded(context))
     }
 
     /// Anything from a known membership proves it alive.

@@ -16,17 +16,14 @@ extension Instance {
     @inline(never) mutating func routeMembership(
         _ outputs: [Membership.Output], at heardAt: MonotonicInstant, source: Endpoint?
     ) {
-        var peersChanged = false
         for output in outputs {
             switch output {
             case .joined(let record):
-                peersChanged = true
                 reach.onPeerJoined(at: now.monotonic)
-                out.append(.emit(.peerJoined(peerInfo(record, now: heardAt))))
+                out.append(.emit(.peerJoined(clockSync.info(of: record, at: heardAt))))
                 routeClocks(clockSync.onPeerJoined(record.member, now: now, random: &random), source: source)
             case .left(let record, let reason):
-                peersChanged = true
-                out.append(.emit(.peerLeft(peerInfo(record, now: heardAt), reason: reason)))
+                out.append(.emit(.peerLeft(clockSync.info(of: record, at: heardAt), reason: reason)))
                 playback.onPeerLeft(record.member.id, context)
                 clockSync.onPeerLeft(record.member.id)
                 ordering.onPeerLeft(record.member.id, graceful: reason == .left || reason == .shutdown)
@@ -34,14 +31,13 @@ extension Instance {
                 multicastPath.onPeerLeft(record.member.id)
                 reach.onPeerLeft(record.member.id)
             case .changed(let record):
-                peersChanged = true
-                out.append(.emit(.peerChanged(peerInfo(record, now: heardAt))))
+                out.append(.emit(.peerChanged(clockSync.info(of: record, at: heardAt))))
             case .unresponsive(let record):
                 clockSync.onSuspected(record.member.id, now: heardAt)
-                out.append(.emit(.peerUnresponsive(peerInfo(record, now: heardAt))))
+                out.append(.emit(.peerUnresponsive(clockSync.info(of: record, at: heardAt))))
             case .responsive(let record):
                 clockSync.onResponsive(record.member.id, at: heardAt)
-                out.append(.emit(.peerResponsive(peerInfo(record, now: heardAt))))
+                out.append(.emit(.peerResponsive(clockSync.info(of: record, at: heardAt))))
             case .announce(let isHello):
                 let announcement = announcement(isReply: false)
                 out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
@@ -51,27 +47,25 @@ extension Instance {
                 reportDrop(reason, detail: detail, from: source)
             }
         }
-        if peersChanged { routePlayback(playback.onPeersChanged(context)) }
+        if outputs.contains(where: { $0.changesPeers }) { routePlayback(playback.onPeersChanged(context)) }
     }
 
     @inline(never) mutating func routeClocks(_ outputs: [ClockSync.Output], source: Endpoint?) {
         for output in outputs {
             switch output {
-            case .probe(let peer, let probe):
-                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
-                out.append(.unicast(stamp(.probe(probe)), to: endpoint))
+            case .probe(let peer, let probe): unicast(.probe(probe), to: peer)
             case .sampled(let peer):
                 let offset = clockSync.liveEstimate(of: peer, at: now.monotonic)?.offsetNanos
                 routeOrdering(ordering.onClockKnown(of: peer, offsetNanos: offset, now: now.monotonic))
                 // Its state can be read now: a joiner far behind asks at once, not at the next digest.
-                if let record = membership.peers[peer], clockSync.sampleCount(of: peer) == 1,
-                    !stateTransfer.isAssembling
+                if clockSync.sampleCount(of: peer) == 1, !stateTransfer.isAssembling,
+                    let record = membership.peers[peer]
                 {
                     catchUp(with: record.digest, of: record.member)
                 }
             case .synced(let peer):
                 guard let record = membership.peers[peer] else { continue }
-                out.append(.emit(.clockSynced(peerInfo(record, now: now.monotonic))))
+                out.append(.emit(.clockSynced(clockSync.info(of: record, at: now.monotonic))))
             case .drop(let reason, let detail):
                 reportDrop(reason, detail: detail, from: source)
             }
@@ -103,17 +97,12 @@ extension Instance {
                 out.append(.multicast(stamp(.command(delivered.envelope, isRepair: false))))
                 deliver([delivered], isHistory: false)
             case .tooLarge(let command):
-                let problem = "the command does not fit in one datagram (shorten the URL, id or metadata)"
-                out.append(commandError(problem, usage: command.operation.name))
+                out.append(commandError(Ordering.tooLargeProblem, usage: command.operation.name))
             case .deliver(let batch):
                 deliver(batch, isHistory: isBehindPeers)
             case .nack(let ranges, let peer):
-                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
-                counters.nacksSent += 1
-                out.append(.unicast(stamp(.nack(ranges)), to: endpoint))
-            case .repair(let envelope, let peer):
-                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
-                out.append(.unicast(stamp(.command(envelope, isRepair: true)), to: endpoint))
+                if unicast(.nack(ranges), to: peer) { counters.nacksSent += 1 }
+            case .repair(let envelope, let peer): unicast(.command(envelope, isRepair: true), to: peer)
             case .received:
                 routePlayback(playback.onHistoryProgress(isBehind: isBehind, context))
             case .behind(let peer):
@@ -126,10 +115,7 @@ extension Instance {
                 // The winners are history: the player follows the final state once it is all here.
                 routePlayback(playback.apply(adoption.winners, isHistory: true, context))
                 // Counted among the commands the snapshot stood for, not again as delivered.
-                for message in adoption.messages {
-                    guard case .message(let part) = message.envelope.command.operation else { continue }
-                    onMessagePart(part, from: message.envelope.dot.origin, isReliable: true)
-                }
+                for (part, origin) in adoption.messageParts { onMessagePart(part, from: origin, isReliable: true) }
             case .duplicate:
                 counters.duplicateCommands += 1
             case .dropped(let reason):
@@ -142,13 +128,11 @@ extension Instance {
         for output in outputs {
             switch output {
             case .send(let parts, let peer):
-                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
-                for part in parts { out.append(.unicast(stamp(.state(part)), to: endpoint)) }
+                guard isPeer(peer) else { continue }
+                for part in parts { unicast(.state(part), to: peer) }
                 counters.statesSent += 1
             case .request(let request, let peer):
-                guard let endpoint = membership.peers[peer]?.endpoint else { continue }
-                counters.stateRequestsSent += 1
-                out.append(.unicast(stamp(.stateRequest(request)), to: endpoint))
+                if unicast(.stateRequest(request), to: peer) { counters.stateRequestsSent += 1 }
             case .adopt(let snapshot, let clock):
                 routeOrdering(ordering.adopt(snapshot, clock: clock))
                 routePlayback(playback.followAfterHistory(isBehind: isBehindPeers, context))
@@ -257,10 +241,9 @@ extension Instance {
             return out.append(commandError("not joined (state \(state.name))", usage: Messaging.usage))
         }
         let (ordering, member, dependsOn) = (self.ordering, self.member, self.dependsOn)
-        let peers = membership.peers.values.ordered { $0.member.id < $1.member.id }
         routeMessaging(
             messaging.send(
-                to: names, unreliable: unreliable, text: text, peers: peers, framing: framing,
+                to: names, unreliable: unreliable, text: text, peers: membership.peers, framing: framing,
                 nextEnvelope: { ordering.next($0, by: member, dependsOn: dependsOn) }))
     }
 

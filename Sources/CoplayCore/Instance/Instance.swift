@@ -128,16 +128,15 @@ public struct Instance: Sendable {
         case .end(let reason):
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason))
-            routePlayback(playback.onSessionEnded(context))
         case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened,
             .interstitial:
             routePlayback(playback.onCommand(command, context))
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text)
         case .queue, .next, .previous:
-            let lamport = ordering.log.lamport
             routeQueue(
-                queueController.onCommand(command, context, playback: playback, lamport: lamport, random: &random))
+                queueController.onCommand(
+                    command, context, playback: playback, lamport: ordering.log.lamport, random: &random))
         }
         decideStart()
         return finish()
@@ -166,25 +165,12 @@ public struct Instance: Sendable {
 
     /// What the local player reported (the shell feeds back what the `.player` directives produced).
     public mutating func onPlayerReport(_ report: PlayerReport, now: Timestamp) -> [Directive] {
+        // The person in front of the player is a participant: their action is a group command.
+        if case .userAction(let action) = report { return onCommand(action.command, now: now) }
         self.now = now
-        switch report {
-        case .userAction(let action):
-            // The person in front of the player is a participant: their action is a group command.
-            return onCommand(action.command, now: now)
-        case .failed(let text):
-            out.append(.emit(.playerError(text)))
-        case .loadFailed(let text):
-            out.append(.emit(.playerError(text)))
-            routePlayback(playback.onLoadFailed(context))
-        case .interstitialFailed(let text):
-            out.append(.emit(.playerError(text)))
-            routePlayback(playback.endInterstitial(cutShort: text, context))
-            decideStart()
-        case .ready, .stalled, .stallEnded, .ended, .sample, .liveWindow:
-            routePlayback(playback.onPlayerReport(report, context))
-            if case .ended = report { routeQueue(queueController.onEnded(context, playback: playback)) }
-            decideStart()
-        }
+        routePlayback(playback.onPlayerReport(report, context))
+        if case .ended = report { routeQueue(queueController.onEnded(context, playback: playback)) }
+        decideStart()
         return finish()
     }
 
@@ -239,7 +225,8 @@ public struct Instance: Sendable {
         routeMembership(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil)
     }
 
-    /// Leaves (or ends the session for everyone): the datagram goes out now and is repeated.
+    /// Leaves (or ends the session for everyone, and the player stops): the datagram goes out now
+    /// and is repeated.
     @inline(never) mutating func leave(with payload: Payload, reason: InvalidationReason) {
         let copy = stamp(payload)
         reach.onLeave(members: membership.peers, now: now.monotonic)
@@ -250,6 +237,7 @@ public struct Instance: Sendable {
         playback.onLeft()
         out.append(.emit(.session(SessionReport(state: state, member: member))))
         for case .send(let datagram) in sessionLifecycle.tick(now: now.monotonic) { out.append(.multicast(datagram)) }
+        if case .ended = reason { routePlayback(playback.onSessionEnded(context)) }
     }
 
     // MARK: Outgoing datagrams and reports
@@ -277,6 +265,13 @@ public struct Instance: Sendable {
             suspensions: playback.suspensions.announced,
             digest: ordering.nextDigest(dependsOn: dependsOn),
             path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast)
+    }
+
+    /// `payload` to a live peer, at the endpoint it announced (to one that left meanwhile: nothing).
+    @discardableResult @inline(never) mutating func unicast(_ payload: Payload, to peer: PeerID) -> Bool {
+        guard let endpoint = membership.peers[peer]?.endpoint else { return false }
+        out.append(.unicast(stamp(payload), to: endpoint))
+        return true
     }
 
     /// A heartbeat now, rather than at its time: what it announces changed.

@@ -16,6 +16,14 @@ struct Membership: Sendable {
         /// Unicast a hello answering another's hello to this endpoint.
         case replyHello(to: Endpoint)
         case drop(DropReason, String)
+
+        /// Whether the peer table changed: who is in it, or what one of them announced.
+        var changesPeers: Bool {
+            switch self {
+            case .joined, .left, .changed: true
+            case .unresponsive, .responsive, .announce, .replyHello, .drop: false
+            }
+        }
     }
 
     var settings: Settings { sharedSettings.value }

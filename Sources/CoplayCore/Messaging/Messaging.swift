@@ -62,17 +62,18 @@ struct Messaging: Sendable {
 
     // MARK: Sending
 
-    /// `msg`: `peers` are the live participants (sorted), `overheadBytes` what a datagram
+    /// `msg`: `peers` are the live participants, `overheadBytes` what a datagram
     /// carrying a part needs besides the text. A message that cannot go is one command error.
     /// `framing`: what this agent's datagrams cost on the wire; `nextEnvelope`: the envelope a
     /// command issued now would travel in (a reliable part's cost depends on its dependencies).
     mutating func send(
-        to names: [String]?, unreliable: Bool, text: String, peers: [PeerRecord], framing: Framing,
+        to names: [String]?, unreliable: Bool, text: String, peers: [PeerID: PeerRecord], framing: Framing,
         nextEnvelope: (Command) -> CommandEnvelope
     ) -> [Output] {
+        let peers = peers.values.ordered { $0.member.id < $1.member.id }
         // A reliable part leaves room to travel in a state part too (a snapshot carries the
         // messages its receiver has not delivered).
-        send(to: names, unreliable: unreliable, text: text, peers: peers) { part in
+        return send(to: names, unreliable: unreliable, text: text, peers: peers) { part in
             guard !unreliable else { return framing.bytes(.unreliableMessage(part)) - framing.tagBytes }
             let envelope = nextEnvelope(Command(item: MessagePart.itemMarker, operation: .message(part)))
             return framing.bytes(.command(envelope, isRepair: false)) - framing.tagBytes

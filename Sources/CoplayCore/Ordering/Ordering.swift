@@ -14,7 +14,7 @@ struct Ordering: Sendable {
     enum Output: Hashable, Sendable {
         /// A command this agent issued, delivered here: multicast it.
         case originated(Delivered)
-        /// A command this agent would issue does not fit one datagram.
+        /// A command this agent would issue does not fit one datagram (`tooLargeProblem`).
         case tooLarge(Command)
         /// Commands delivered here, in causal order.
         case deliver([Delivered])
@@ -36,6 +36,8 @@ struct Ordering: Sendable {
         /// brings it again) or beyond repair (`unrepairableGap`).
         case dropped(DropReason)
     }
+
+    static let tooLargeProblem = "the command does not fit in one datagram (shorten the URL, id or metadata)"
 
     var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
@@ -86,6 +88,14 @@ struct Ordering: Sendable {
         var messages: [Delivered]
         var released: [Delivered]
         var covered: Int
+
+        /// `messages`' parts, each with its origin.
+        var messageParts: [(part: MessagePart, origin: Member)] {
+            messages.compactMap {
+                guard case .message(let part) = $0.envelope.command.operation else { return nil }
+                return (part, $0.envelope.dot.origin)
+            }
+        }
 
         /// The event that says so (`from`: who sent the snapshot).
         func report(from: Originator) -> StateAdoptedReport {
@@ -177,13 +187,14 @@ struct Ordering: Sendable {
     var nextCopyAt: MonotonicInstant? { copies.map({ $0.at }).min() }
 
     /// A peer named `dot` (in a `ready`): if this agent lacks that command, what to ask the peer for.
-    mutating func onReferenced(_ dot: Dot, by peer: PeerID, now: MonotonicInstant) -> [MissingRange] {
+    mutating func onReferenced(_ dot: Dot, by peer: PeerID, now: MonotonicInstant) -> [Output] {
         let have = log.count(of: dot.origin)
         guard dot.counter > have, UInt64(dot.counter) <= UInt64(have) + UInt64(settings.storedCommandsMax) else {
             return []
         }
-        return repairRequest(
+        let ranges = repairRequest(
             to: peer, missing: [MissingRange(origin: dot.origin, from: have + 1, to: dot.counter)], now: now)
+        return ranges.isEmpty ? [] : [.nack(ranges, to: peer)]
     }
 
     // MARK: Receiving

@@ -3,12 +3,19 @@
 extension Playback {
     // MARK: Player reports
 
-    /// The player reported. (User actions and failures are the router's: they become group
-    /// commands and diagnostics.)
+    /// The player reported. (A user action is the router's: it becomes a group command.) A
+    /// failure is said, and one of its item or of an interstitial leaves it.
     mutating func onPlayerReport(_ report: PlayerReport, _ context: PlaybackContext)
         -> [Output]
     {
         player.apply(report)
+        switch report {
+        case .failed(let text): return [.emit(.playerError(text))]
+        case .loadFailed(let text): return [.emit(.playerError(text))] + onLoadFailed(context)
+        case .interstitialFailed(let text):
+            return [.emit(.playerError(text))] + endInterstitial(cutShort: text, context)
+        default: break
+        }
         guard let item = player.item else { return [] }
         var out: [Output] = []
         switch report {
@@ -301,7 +308,7 @@ extension Playback {
     /// the player to catch up ends, so that neither this agent nor the group waits on a
     /// readiness that will never come (its announcements name no item: a coordinated start does
     /// not wait for it). Sharing an item loads again.
-    mutating func onLoadFailed(_ context: PlaybackContext) -> [Output] {
+    private mutating func onLoadFailed(_ context: PlaybackContext) -> [Output] {
         guard let item = player.item else { return [] }
         var out: [Output] = []
         for reason in [Suspension.stallRecovery, Suspension.whatHappened] {

@@ -45,9 +45,22 @@ struct MulticastPath: Sendable {
     /// A new incarnation: its announcements are numbered from 1.
     mutating func onNewIncarnation() { announced = 0 }
 
+    /// An announcement of member `sender` arrived. Only a group one that came by the network's
+    /// multicast is judged (the relay's copies are carried by TCP, held by no access point), and
+    /// its delay is read (`offsetNanos`, the sender's clock offset) for at most one announcement
+    /// every `multicastDelaySampleInterval`.
+    mutating func onAnnouncement(
+        _ path: PathStamp?, from sender: Member, viaNetworkGroup: Bool, receivedAt: WallInstant,
+        offsetNanos: () -> Int64?, now: MonotonicInstant
+    ) -> [Output] {
+        guard viaNetworkGroup, let path else { return [] }
+        let offset = takesDelaySample(now: now) ? offsetNanos() : nil
+        return onGroupAnnouncement(path, from: sender, receivedAt: receivedAt, offsetNanos: offset, now: now)
+    }
+
     /// Whether the next group announcement's delay is to be read (at most one every
-    /// `multicastDelaySampleInterval`): the caller then passes its sender's clock offset.
-    mutating func takesDelaySample(now: MonotonicInstant) -> Bool {
+    /// `multicastDelaySampleInterval`).
+    private mutating func takesDelaySample(now: MonotonicInstant) -> Bool {
         if let last = delaySampledAt, now - last < settings.value.multicastDelaySampleInterval { return false }
         delaySampledAt = now
         return true
