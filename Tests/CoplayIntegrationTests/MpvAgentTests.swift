@@ -56,7 +56,9 @@ struct MpvAgentTests {
         case "SIGINT": agent.signal(SIGINT)
         default: _ = mpv.command(["quit"])
         }
-        #expect(agent.waitForExit(timeout: .seconds(8)) == 0)
+        #expect(
+            agent.waitForExit(timeout: .seconds(8)) == 0,
+            "events \(agent.allEvents.map(\.name)); diagnostics \(agent.diagnostics)")
         #expect(!FileManager.default.fileExists(atPath: socket), "\(socket) left behind")
         #expect(!agent.allEvents.contains { $0.name == "player-error" }, "\(agent.allEvents.map(\.name))")
         let said = agent.diagnostics.contains { $0.contains("closed: leaving the session") }
