@@ -188,10 +188,15 @@ try {
   check(media.length >= 40 && quantile(absolute, 0.5) < 40, 'the tab plays within 40 ms of mpv (p50)');
 
   // A pause pressed in mpv: the tab's element pauses.
-  const trace = async (type) => (await page.evaluate('coplayPlayer.trace')).filter(t => t.type === type);
-  let before = (await trace('pause')).length;
+  // The tab keeps its last 100 steps, and a nudge of its rate is one every 100 ms: a step is
+  // found by when it happened on the tab's clock (counting the steps of a type missed the new
+  // one when an old one of that type was shifted out at the same time).
+  const tabNow = () => page.evaluate('performance.timeOrigin + performance.now()');
+  const stepSince = async (type, since) =>
+    (await page.evaluate('coplayPlayer.trace')).find(t => t.type === type && t.atMs >= since);
+  let since = await tabNow();
   const mpvPause = await mpvCommand('set_property', 'pause', true);
-  const tabPaused = await until(async () => (await trace('pause')).slice(before)[0], 5000);
+  const tabPaused = await until(() => stepSince('pause', since), 5000);
   check(tabPaused, 'a pause pressed in mpv pauses the tab');
   if (tabPaused) samples.pauseMpvToTab.push(tabPaused.atMs - mpvPause.sent);
   await sleep(1000);
@@ -233,16 +238,16 @@ try {
     check(mpvPauses, `Pause in the tab pauses mpv (round ${round + 1})`);
     if (mpvPauses) samples.pauseTabToMpv.push(mpvPauses.at - clickedPause);
     await sleep(600);
-    before = (await trace('playing')).length;
+    since = await tabNow();
     const mpvPlay = await mpvCommand('set_property', 'pause', false);
-    const tabPlays = await until(async () => (await trace('playing')).slice(before)[0], 5000);
+    const tabPlays = await until(() => stepSince('playing', since), 5000);
     check(tabPlays, `play pressed in mpv plays the tab (round ${round + 1})`);
     if (!tabPlays) await explain();
     if (tabPlays) samples.playMpvToTab.push(tabPlays.atMs - mpvPlay.sent);
     await sleep(1500);
-    before = (await trace('pause')).length;
+    since = await tabNow();
     const pressed = await mpvCommand('set_property', 'pause', true);
-    const paused = await until(async () => (await trace('pause')).slice(before)[0], 5000);
+    const paused = await until(() => stepSince('pause', since), 5000);
     check(paused, `a pause pressed in mpv pauses the tab (round ${round + 1})`);
     if (paused) samples.pauseMpvToTab.push(paused.atMs - pressed.sent);
     await sleep(600);
