@@ -36,19 +36,19 @@ struct MpvAgentTests {
         return condition()
     }
 
-    /// An agent leaves nothing in the socket directory however it ends (mpv left its IPC socket
-    /// behind every time), and a person closing mpv, or Ctrl-C, is no `player-error` (it printed
+    /// An agent leaves no `--mpv-socket` behind however it ends (mpv left its IPC socket behind
+    /// every time), and a person closing mpv, or Ctrl-C, is no `player-error` (it printed
     /// "player-error mpv quit").
     @Test(arguments: ["quit", "SIGINT", "mpv closed"])
     func anAgentWithMpv_endsCleanly(_ ending: String) throws {
+        let socket = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coplay-tidy-\(getpid())-\(ending.count).sock"
+        ).path
         let arguments = [
             "--interface", "lo", "--group", "239.255.77.1:\(privatePort(19))", "--session", "clean-\(ending.count)",
-            "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+            "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null", "--mpv-socket", socket,
         ]
         let agent = try AgentProcess(executable: coplay, name: "tidy", arguments: arguments)
-        let runtime = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? ""
-        let directory = runtime.isEmpty ? "/tmp" : runtime
-        let socket = "\(directory)/coplay-mpv-\(agent.pid).sock"
         #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
         let mpv = try MpvClient(path: socket)
         switch ending {
@@ -63,6 +63,81 @@ struct MpvAgentTests {
         #expect(!agent.allEvents.contains { $0.name == "player-error" }, "\(agent.allEvents.map(\.name))")
         let said = agent.diagnostics.contains { $0.contains("closed: leaving the session") }
         #expect(said == (ending == "mpv closed"), "\(agent.diagnostics)")
+    }
+
+    /// An agent killed outright (a crash, `kill -9`) takes its mpv with it, and leaves no socket
+    /// file: the mpv it starts is reached through a socket pair, and quits when the agent's end
+    /// closes. (Before, mpv played on, and its socket stayed behind, after every such end.)
+    @Test func anAgentKilledOutright_takesItsMpvWithIt() throws {
+        let arguments = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(19))", "--session", "killed",
+            "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let agent = try AgentProcess(executable: coplay, name: "killed", arguments: arguments)
+        #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
+        let mpv = try #require(Self.children(of: agent.pid).first { $0.name == "mpv" }, "the agent's mpv")
+        let sockets = Self.openUnixSocketPaths(of: mpv.pid)
+        #expect(sockets.isEmpty, "mpv listens on \(sockets)")
+        agent.signal(SIGKILL)
+        _ = agent.waitForExit(timeout: .seconds(5))
+        #expect(waitUntil(.seconds(5)) { !Self.isRunning(mpv.pid) }, "mpv \(mpv.pid) outlived its agent")
+        if Self.isRunning(mpv.pid) { kill(mpv.pid, SIGKILL) }
+    }
+
+    /// An option mpv refuses ends the agent at start with an error that says so (mpv runs
+    /// without a terminal, so its own complaint is not seen).
+    @Test func anOptionMpvRefuses_isAnErrorAtStart() throws {
+        let arguments = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(19))", "--session", "refused",
+            "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "no-such-option=1",
+        ]
+        let agent = try AgentProcess(executable: coplay, name: "refused", arguments: arguments)
+        #expect(agent.waitForExit(timeout: .seconds(10)) == 1)
+        #expect(
+            agent.diagnostics.contains {
+                $0.contains("mpv exited with status 1 at start: check the --mpv-option values")
+            },
+            "\(agent.diagnostics)")
+    }
+
+    /// The processes whose parent is `pid`, with their command names (`/proc/*/stat`).
+    private static func children(of pid: Int32) -> [(pid: Int32, name: String)] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> (pid: Int32, name: String)? in
+            guard let child = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == pid else { return nil }
+            return (child, String(stat[stat.index(after: open)..<close]))
+        }
+    }
+
+    /// Whether `pid` runs (a zombie, or no process, does not).
+    private static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
+    }
+
+    /// The paths of the Unix sockets `pid` has bound (from `/proc/net/unix`, by inode).
+    private static func openUnixSocketPaths(of pid: Int32) -> [String] {
+        let directory = "/proc/\(pid)/fd"
+        let inodes = Set(
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { entry -> String? in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(entry)"),
+                    target.hasPrefix("socket:[")
+                else { return nil }
+                return String(target.dropFirst(8).dropLast())
+            })
+        let table = (try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? ""
+        return table.split(separator: "\n").dropFirst().compactMap { row in
+            let fields = row.split(separator: " ")
+            guard fields.count >= 8, inodes.contains(String(fields[6])) else { return nil }
+            return String(fields[7])
+        }
     }
 
     @Test func twoMpvPlayersFollowTheGroup_andThePersonInFrontOfMpvIsAParticipant() throws {

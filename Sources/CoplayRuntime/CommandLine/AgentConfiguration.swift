@@ -44,7 +44,8 @@ public enum PlayerChoice: Sendable, Equatable {
 
 /// How to reach mpv (`--player mpv`, `--mpv-socket`, `--mpv-option`, `--mpv-attach`).
 public struct MpvOptions: Sendable, Equatable {
-    /// Its IPC socket; nil: a private path the agent chooses.
+    /// A socket mpv also listens on, for other tools (or the one to attach to); nil: none, the
+    /// agent reaches the mpv it starts through a socket pair.
     public var socketPath: String?
     /// NAME=VALUE options passed to an mpv the agent starts.
     public var options: [String] = []

@@ -106,8 +106,8 @@ public enum CommandLineOptions {
                                     and demos); mpv, driven over its JSON IPC (pausing, seeking
                                     or changing speed in mpv is a group command); or any player
                                     that connects to the Unix socket PATH (PLAYERS.md)
-          --mpv-socket PATH         mpv's IPC socket (default: a private path), so other tools
-                                    can talk to the same mpv
+          --mpv-socket PATH         an IPC socket for mpv to listen on too, so other tools can
+                                    talk to the same mpv (mpv ends with the agent either way)
           --mpv-option NAME=VALUE   passed to the mpv coplay starts as --NAME=VALUE; repeatable
                                     (vo=null and ao=null for a headless mpv, fullscreen=yes …)
           --mpv-attach              drive an mpv already started with --input-ipc-server=PATH
@@ -361,7 +361,7 @@ public enum CommandLineOptions {
                     else {
                         throw UsageError(message: "--mpv-option takes NAME=VALUE (e.g. vo=null), not '\(text)'")
                     }
-                    guard parts[0] != "input-ipc-server" else {
+                    guard parts[0] != "input-ipc-server", parts[0] != "input-ipc-client" else {
                         throw UsageError(message: "set mpv's IPC socket with --mpv-socket PATH, not --mpv-option")
                     }
                     configuration.mpvOptions.options.append(text)

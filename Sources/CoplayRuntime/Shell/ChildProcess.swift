@@ -1,24 +1,43 @@
 import Glibc
+import Synchronization
 
 /// A program the agent starts and owns (mpv): started from `PATH` with `posix_spawnp`, its
 /// standard input closed, its output shared with the agent's standard error.
 final class ChildProcess: Sendable {
     let pid: pid_t
     let name: String
+    /// Its exit status once reaped, else -1: a reaped pid may be another process's by now, so
+    /// nothing is sent to it after.
+    private let reapedStatus = Atomic<Int32>(-1)
 
     private init(pid: pid_t, name: String) {
         self.pid = pid
         self.name = name
     }
 
-    /// Starts `arguments[0]` from `PATH`.
-    static func spawn(_ arguments: [String]) throws(SocketError) -> ChildProcess {
+    /// The descriptor a `connection` given to `spawn` has in the child.
+    static let connectionDescriptor: Int32 = 3
+
+    /// Starts `arguments[0]` from `PATH`. `connection`: a descriptor of the agent's (close-on-exec,
+    /// as all of them are) that the child gets as `connectionDescriptor`, and only the child.
+    static func spawn(_ arguments: [String], connection: Int32? = nil) throws(SocketError) -> ChildProcess {
         precondition(!arguments.isEmpty)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+        var moved: Int32 = -1
+        defer { if moved >= 0 { close(moved) } }
+        if var connection {
+            // dup2 onto itself would leave the descriptor close-on-exec: move it out of the way.
+            if connection == Self.connectionDescriptor {
+                moved = fcntl(connection, F_DUPFD_CLOEXEC, Self.connectionDescriptor + 1)
+                guard moved >= 0 else { throw SocketError("fcntl(F_DUPFD_CLOEXEC)") }
+                connection = moved
+            }
+            posix_spawn_file_actions_adddup2(&actions, connection, Self.connectionDescriptor)
+        }
         // The agent ignores SIGINT, SIGTERM, SIGHUP and SIGPIPE (it takes them from dispatch
         // sources), and an ignored signal stays ignored across exec: the child gets them back at
         // their defaults, with nothing blocked, so that SIGTERM ends it.
@@ -46,13 +65,17 @@ final class ChildProcess: Sendable {
 
     /// Its exit status if it has exited (reaping it), else nil.
     func exitStatus() -> Int32? {
+        let reaped = reapedStatus.load(ordering: .acquiring)
+        if reaped >= 0 { return reaped }
         var status: Int32 = 0
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-        return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        let exit = Self.exitCode(status)
+        reapedStatus.store(exit, ordering: .releasing)
+        return exit
     }
 
     /// Asks it to end (SIGTERM) without waiting: `exitStatus()` reaps it later.
-    func terminate() { kill(pid, SIGTERM) }
+    func terminate() { if reapedStatus.load(ordering: .acquiring) < 0 { kill(pid, SIGTERM) } }
 
     /// Waits for it to exit by itself for up to `patience`, then terminates it.
     func waitForExit(patience: Duration) {
@@ -62,8 +85,14 @@ final class ChildProcess: Sendable {
             usleep(10_000)
             waited += .milliseconds(10)
         }
+        guard reapedStatus.load(ordering: .acquiring) < 0 else { return }
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        if waitpid(pid, &status, 0) == pid { reapedStatus.store(Self.exitCode(status), ordering: .releasing) }
+    }
+
+    /// A wait status as a shell says it: the exit code, or 128 plus the signal that ended it.
+    private static func exitCode(_ status: Int32) -> Int32 {
+        (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 }

@@ -123,6 +123,19 @@ final class LineSocket: Sendable {
         }
     }
 
+    enum Readiness { case data, closed, nothing }
+
+    /// Waits up to `milliseconds` for something to read, and reads nothing: `data` (bytes wait),
+    /// `closed` (the other side closed, or the socket failed), or `nothing` in that time.
+    func waitReadable(milliseconds: Int32) -> Readiness {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, milliseconds) > 0 else { return .nothing }
+        var byte: UInt8 = 0
+        let count = recv(descriptor, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        if count > 0 { return .data }
+        return count < 0 && (errno == EAGAIN || errno == EINTR) ? .nothing : .closed
+    }
+
     /// Bytes written and not yet read by the other side (SIOCOUTQ); 0 if unknown.
     var unreadBytes: Int {
         var value: Int32 = 0

@@ -19,7 +19,8 @@ public struct SocketError: Error, CustomStringConvertible {
         self.operation = operation
         self.code = code
     }
-    public var description: String { "\(operation): \(String(cString: strerror(code)))" }
+    /// `code` 0: the operation says it all.
+    public var description: String { code == 0 ? operation : "\(operation): \(String(cString: strerror(code)))" }
 }
 
 /// The two UDP sockets of an agent, IPv4 or IPv6 as the group's address is:
