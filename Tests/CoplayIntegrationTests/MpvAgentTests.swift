@@ -78,9 +78,13 @@ struct MpvAgentTests {
         let mpv = try #require(Self.children(of: agent.pid).first { $0.name == "mpv" }, "the agent's mpv")
         let sockets = Self.openUnixSocketPaths(of: mpv.pid)
         #expect(sockets.isEmpty, "mpv listens on \(sockets)")
+        let killed = ContinuousClock.now
         agent.signal(SIGKILL)
         _ = agent.waitForExit(timeout: .seconds(5))
         #expect(waitUntil(.seconds(5)) { !Self.isRunning(mpv.pid) }, "mpv \(mpv.pid) outlived its agent")
+        print(
+            "mpv ended \((ContinuousClock.now - killed).formatted(.units(allowed: [.milliseconds]))) after its agent's SIGKILL"
+        )
         if Self.isRunning(mpv.pid) { kill(mpv.pid, SIGKILL) }
     }
 
