@@ -88,6 +88,41 @@ struct MpvAgentTests {
         if Self.isRunning(mpv.pid) { kill(mpv.pid, SIGKILL) }
     }
 
+    /// The second mpv, showing an interstitial on top of everything, goes too when its agent is
+    /// killed outright. (Before, it stayed: held open at its end by `--keep-open`, on top.)
+    @Test func anAgentKilledDuringAnInterstitial_takesBothMpvWithIt() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpvk-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let main = directory.appendingPathComponent("main.mkv").path
+        let ad = directory.appendingPathComponent("ad.mkv").path
+        try MpvClient.makeTestMedia(at: main, seconds: 20)
+        try MpvClient.makeTestMedia(at: ad, seconds: 10)
+        let arguments = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(19))", "--session", "killed-ad",
+            "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let agent = try AgentProcess(executable: coplay, name: "killed", arguments: arguments)
+        #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
+        agent.send("share \(main) id=main duration=20")
+        agent.send("play")
+        #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "playing" } != nil)
+        agent.send("interstitial \(ad) duration=10")
+        #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "interstitial-began" } != nil)
+        var players: [(pid: Int32, name: String)] = []
+        #expect(
+            waitUntil(.seconds(3)) {
+                players = Self.children(of: agent.pid).filter { $0.name == "mpv" }
+                return players.count == 2
+            }, "the main mpv and the interstitial's: \(players)")
+        agent.signal(SIGKILL)
+        _ = agent.waitForExit(timeout: .seconds(5))
+        #expect(
+            waitUntil(.seconds(5)) { players.allSatisfy { !Self.isRunning($0.pid) } },
+            "mpv outlived its agent: \(players.filter { Self.isRunning($0.pid) })")
+        for player in players where Self.isRunning(player.pid) { kill(player.pid, SIGKILL) }
+    }
+
     /// An option mpv refuses ends the agent at start with an error that says so (mpv runs
     /// without a terminal, so its own complaint is not seen).
     @Test func anOptionMpvRefuses_isAnErrorAtStart() throws {

@@ -25,8 +25,8 @@ import Glibc
 ///   treated as a disturbance (the correction takes it back), not as a choice.
 /// - `paused-for-cache` is a stall; `eof-reached` the end; a failed load is reported as a failure.
 /// - An interstitial plays in a second mpv, started for it (on top, with the same `--mpv-option`s
-///   and `--length` of its duration) and ended with SIGTERM; one that exits with an error before
-///   its end is reported (`interstitialFailed`).
+///   and `--length` of its duration, tied to the agent: `ChildProcess.spawnTied`) and ended with
+///   SIGTERM; one that exits with an error before its end is reported (`interstitialFailed`).
 struct MpvPlayer: PlayerDriver {
     let kind = "mpv"
     private let socket: LineSocket
@@ -278,9 +278,10 @@ struct MpvPlayer: PlayerDriver {
                 [
                     "mpv", "--no-terminal", "--keep-open=yes", "--ontop", "--title=coplay: interstitial",
                     "--length=\(interstitial.durationSeconds)",
+                    "--input-ipc-client=fd://\(ChildProcess.connectionDescriptor)",
                 ] + options.map { "--\($0)" } + ["--", interstitial.url]
             do {
-                interstitialProcess = try ChildProcess.spawn(arguments)
+                interstitialProcess = try ChildProcess.spawnTied(arguments)
                 processCheckAt = now.monotonic + Self.processCheckInterval
             } catch {
                 return [

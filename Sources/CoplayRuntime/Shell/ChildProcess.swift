@@ -10,17 +10,48 @@ final class ChildProcess: Sendable {
     /// nothing is sent to it after.
     private let reapedStatus = Atomic<Int32>(-1)
 
-    private init(pid: pid_t, name: String) {
+    /// The agent's end of a `spawnTied` child's socket pair, else -1; closed with this object.
+    private let tie: Int32
+
+    private init(pid: pid_t, name: String, tie: Int32 = -1) {
         self.pid = pid
         self.name = name
+        self.tie = tie
     }
+
+    deinit { if tie >= 0 { close(tie) } }
 
     /// The descriptor a `connection` given to `spawn` has in the child.
     static let connectionDescriptor: Int32 = 3
 
+    /// Starts `arguments[0]` tied to the agent: the child gets one end of a socket pair as
+    /// `connectionDescriptor`, and the agent holds the other until it lets go of the child, or
+    /// ends, however it ends. A child that quits when that end closes (mpv with
+    /// `--input-ipc-client`) cannot outlive the agent. What it writes there is never read: the
+    /// few events of an interstitial's mpv fit in the socket's buffer many times over.
+    static func spawnTied(_ arguments: [String]) throws(SocketError) -> ChildProcess {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw SocketError("socketpair(AF_UNIX)")
+        }
+        defer { close(pair[1]) }
+        do {
+            return try spawn(arguments, connection: pair[1], tie: pair[0])
+        } catch {
+            close(pair[0])
+            throw error
+        }
+    }
+
     /// Starts `arguments[0]` from `PATH`. `connection`: a descriptor of the agent's (close-on-exec,
     /// as all of them are) that the child gets as `connectionDescriptor`, and only the child.
     static func spawn(_ arguments: [String], connection: Int32? = nil) throws(SocketError) -> ChildProcess {
+        try spawn(arguments, connection: connection, tie: -1)
+    }
+
+    private static func spawn(_ arguments: [String], connection: Int32?, tie: Int32) throws(SocketError)
+        -> ChildProcess
+    {
         precondition(!arguments.isEmpty)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -60,7 +91,7 @@ final class ChildProcess: Sendable {
         guard status == 0 else {
             throw SocketError("start \(arguments[0]) (is it installed and on PATH?)", code: status)
         }
-        return ChildProcess(pid: pid, name: arguments[0])
+        return ChildProcess(pid: pid, name: arguments[0], tie: tie)
     }
 
     /// Its exit status if it has exited (reaping it), else nil.
