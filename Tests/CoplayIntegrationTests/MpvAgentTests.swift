@@ -27,6 +27,25 @@ struct MpvAgentTests {
         return (alice, bob, try sockets.map { try MpvClient(path: $0) })
     }
 
+    /// A directory of the test's own (the caller removes it) holding a main item and an
+    /// interstitial that ffmpeg makes, of the given lengths.
+    private func mainAndInterstitial(
+        _ name: String, mainSeconds: Int, adSeconds: Int
+    ) throws -> (directory: URL, main: String, ad: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let main = directory.appendingPathComponent("main.mkv").path
+        let ad = directory.appendingPathComponent("ad.mkv").path
+        do {
+            try MpvClient.makeTestMedia(at: main, seconds: mainSeconds)
+            try MpvClient.makeTestMedia(at: ad, seconds: adSeconds)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        return (directory, main, ad)
+    }
+
     private func waitUntil(_ timeout: Duration, _ condition: () -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -91,13 +110,8 @@ struct MpvAgentTests {
     /// The second mpv, showing an interstitial on top of everything, goes too when its agent is
     /// killed outright. (Before, it stayed: held open at its end by `--keep-open`, on top.)
     @Test func anAgentKilledDuringAnInterstitial_takesBothMpvWithIt() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpvk-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, main, ad) = try mainAndInterstitial("coplay-mpvk", mainSeconds: 20, adSeconds: 10)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let main = directory.appendingPathComponent("main.mkv").path
-        let ad = directory.appendingPathComponent("ad.mkv").path
-        try MpvClient.makeTestMedia(at: main, seconds: 20)
-        try MpvClient.makeTestMedia(at: ad, seconds: 10)
         let arguments = [
             "--interface", "lo", "--group", "239.255.77.1:\(privatePort(19))", "--session", "killed-ad",
             "--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
@@ -331,13 +345,8 @@ struct MpvAgentTests {
     /// stop there while a second mpv shows the interstitial on each, and both resume together
     /// from there once it is over.
     @Test func aGroupInterstitialPlaysInASecondMpvOnBoth_andBothResumeTogether() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-mpvi-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, main, ad) = try mainAndInterstitial("coplay-mpvi", mainSeconds: 60, adSeconds: 3)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let main = directory.appendingPathComponent("main.mkv").path
-        let ad = directory.appendingPathComponent("ad.mkv").path
-        try MpvClient.makeTestMedia(at: main, seconds: 60)
-        try MpvClient.makeTestMedia(at: ad, seconds: 3)
         let (alice, bob, players) = try twoAgentsWithMpv(in: directory, port: privatePort(15), session: "mpvi-it")
         func secondPlayers() -> Int {
             let pgrep = Process()
