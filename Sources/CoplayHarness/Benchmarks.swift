@@ -382,12 +382,10 @@ public enum Benchmarks {
     }
 
     static func cpuTicks(_ pid: Int32) -> Int64 {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
+        // utime and stime: fields 14 and 15 of the whole line.
+        guard let fields = ProcessTable.stat(of: pid)?.fields, fields.count > 13,
+            let user = Int64(fields[11]), let system = Int64(fields[12])
         else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state is field 3; utime and stime are fields 14 and 15.
-        guard fields.count > 13, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return 0 }
         return user + system
     }
 

@@ -94,17 +94,17 @@ struct MpvAgentTests {
         ]
         let agent = try AgentProcess(executable: coplay, name: "killed", arguments: arguments)
         #expect(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
-        let mpv = try #require(Self.children(of: agent.pid).first { $0.name == "mpv" }, "the agent's mpv")
+        let mpv = try #require(ProcessTable.children(of: agent.pid).first { $0.name == "mpv" }, "the agent's mpv")
         let sockets = Self.openUnixSocketPaths(of: mpv.pid)
         #expect(sockets.isEmpty, "mpv listens on \(sockets)")
         let killed = ContinuousClock.now
         agent.signal(SIGKILL)
         _ = agent.waitForExit(timeout: .seconds(5))
-        #expect(waitUntil(.seconds(5)) { !Self.isRunning(mpv.pid) }, "mpv \(mpv.pid) outlived its agent")
+        #expect(waitUntil(.seconds(5)) { !ProcessTable.isRunning(mpv.pid) }, "mpv \(mpv.pid) outlived its agent")
         print(
             "mpv ended \((ContinuousClock.now - killed).formatted(.units(allowed: [.milliseconds]))) after its agent's SIGKILL"
         )
-        if Self.isRunning(mpv.pid) { kill(mpv.pid, SIGKILL) }
+        if ProcessTable.isRunning(mpv.pid) { kill(mpv.pid, SIGKILL) }
     }
 
     /// The second mpv, showing an interstitial on top of everything, goes too when its agent is
@@ -126,15 +126,15 @@ struct MpvAgentTests {
         var players: [(pid: Int32, name: String)] = []
         #expect(
             waitUntil(.seconds(3)) {
-                players = Self.children(of: agent.pid).filter { $0.name == "mpv" }
+                players = ProcessTable.children(of: agent.pid).filter { $0.name == "mpv" }
                 return players.count == 2
             }, "the main mpv and the interstitial's: \(players)")
         agent.signal(SIGKILL)
         _ = agent.waitForExit(timeout: .seconds(5))
         #expect(
-            waitUntil(.seconds(5)) { players.allSatisfy { !Self.isRunning($0.pid) } },
-            "mpv outlived its agent: \(players.filter { Self.isRunning($0.pid) })")
-        for player in players where Self.isRunning(player.pid) { kill(player.pid, SIGKILL) }
+            waitUntil(.seconds(5)) { players.allSatisfy { !ProcessTable.isRunning($0.pid) } },
+            "mpv outlived its agent: \(players.filter { ProcessTable.isRunning($0.pid) })")
+        for player in players where ProcessTable.isRunning(player.pid) { kill(player.pid, SIGKILL) }
     }
 
     /// An option mpv refuses ends the agent at start with an error that says so (mpv runs
@@ -151,28 +151,6 @@ struct MpvAgentTests {
                 $0.contains("mpv exited with status 1 at start: check the --mpv-option values")
             },
             "\(agent.diagnostics)")
-    }
-
-    /// The processes whose parent is `pid`, with their command names (`/proc/*/stat`).
-    private static func children(of pid: Int32) -> [(pid: Int32, name: String)] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry -> (pid: Int32, name: String)? in
-            guard let child = Int32(entry),
-                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
-            else { return nil }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 1, Int32(fields[1]) == pid else { return nil }
-            return (child, String(stat[stat.index(after: open)..<close]))
-        }
-    }
-
-    /// Whether `pid` runs (a zombie, or no process, does not).
-    private static func isRunning(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return false }
-        return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
     }
 
     /// The paths of the Unix sockets `pid` has bound (from `/proc/net/unix`, by inode).

@@ -764,10 +764,7 @@ extension MpvPlayer {
                 socket
             )
         }
-        var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            throw SocketError("socketpair(AF_UNIX)")
-        }
+        let pair = try ChildProcess.connectionPair()
         let arguments =
             [
                 "mpv", "--idle=yes", "--keep-open=yes", "--pause", "--no-terminal",
@@ -777,14 +774,13 @@ extension MpvPlayer {
             + options.options.map { "--\($0)" }
         let process: ChildProcess
         do {
-            process = try ChildProcess.spawn(arguments, connection: pair[1])
-            Glibc.close(pair[1])
+            defer { Glibc.close(pair.child) }
+            process = try ChildProcess.spawn(arguments, connection: pair.child)
         } catch {
-            Glibc.close(pair[0])
-            Glibc.close(pair[1])
+            Glibc.close(pair.agent)
             throw error
         }
-        let socket = LineSocket(descriptor: pair[0])
+        let socket = LineSocket(descriptor: pair.agent)
         do {
             try awaitAnswer(on: socket, from: process, patience: .seconds(10))
         } catch {

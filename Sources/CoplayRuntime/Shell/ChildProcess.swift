@@ -30,17 +30,24 @@ final class ChildProcess: Sendable {
     /// `--input-ipc-client`) cannot outlive the agent. What it writes there is never read: the
     /// few events of an interstitial's mpv fit in the socket's buffer many times over.
     static func spawnTied(_ arguments: [String]) throws(SocketError) -> ChildProcess {
+        let pair = try connectionPair()
+        defer { close(pair.child) }
+        do {
+            return try spawn(arguments, connection: pair.child, tie: pair.agent)
+        } catch {
+            close(pair.agent)
+            throw error
+        }
+    }
+
+    /// A connected pair of Unix stream sockets, both close-on-exec: the agent's end, and the one
+    /// to give a child as `connection` (and close once it is started).
+    static func connectionPair() throws(SocketError) -> (agent: Int32, child: Int32) {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw SocketError("socketpair(AF_UNIX)")
         }
-        defer { close(pair[1]) }
-        do {
-            return try spawn(arguments, connection: pair[1], tie: pair[0])
-        } catch {
-            close(pair[0])
-            throw error
-        }
+        return (pair[0], pair[1])
     }
 
     /// Starts `arguments[0]` from `PATH`. `connection`: a descriptor of the agent's (close-on-exec,
@@ -69,9 +76,9 @@ final class ChildProcess: Sendable {
             }
             posix_spawn_file_actions_adddup2(&actions, connection, Self.connectionDescriptor)
         }
-        // The agent ignores SIGINT, SIGTERM, SIGHUP and SIGPIPE (it takes them from dispatch
-        // sources), and an ignored signal stays ignored across exec: the child gets them back at
-        // their defaults, with nothing blocked, so that SIGTERM ends it.
+        // The agent ignores SIGPIPE and catches SIGINT, SIGTERM and SIGHUP (`Signals`). An ignored
+        // signal would stay ignored across exec: the child gets all four at their defaults, with
+        // nothing blocked, so that SIGTERM ends it.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
