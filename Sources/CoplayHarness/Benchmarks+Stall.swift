@@ -25,6 +25,9 @@ extension Benchmarks {
         public var resumed = false
         /// The starved agent's account of the stall: its suspension-ended event's fields.
         public var diagnostics: [String] = []
+        /// After the refill: |A - B| (ms since the refill: ms, the first 60 readings) and the
+        /// starved agent's events (ms since the refill), for a rejoin that took long.
+        public var afterRefill = ""
     }
 
     /// The throttle did not starve mpv within 30 s: the scene a stall test needs never came (seen
@@ -111,7 +114,13 @@ extension Benchmarks {
             let state = ["pause", "paused-for-cache", "core-idle", "time-pos", "demuxer-cache-duration", "path"].map {
                 "\($0)=\(cache.property($0).map { "\($0)" } ?? "unavailable")"
             }
-            throw StallNeverCame(state: state.joined(separator: ", "))
+            // And what its agent said from the start (a stall or a suspension before the throttle).
+            let now = MpvClient.unixNanos()
+            let events = starved.allEvents.suffix(12).map {
+                String(format: "%@ %.1f s ago", $0.name, Double(now - $0.atUnixNanos) / 1e9)
+            }
+            throw StallNeverCame(
+                state: state.joined(separator: ", ") + "; its agent's last events: " + events.joined(separator: ", "))
         }
         if let began = starved.waitForEvent(
             from: marks[1], timeout: .seconds(5), where: { $0.name == "suspension-began" })
@@ -152,12 +161,14 @@ extension Benchmarks {
             figures.resumed = true
             figures.diagnostics.append(ended.line)
         }
+        let events = starved.allEvents.dropFirst(marks[1]).map {
+            String(format: "%@ %.0f", $0.name, Double($0.atUnixNanos - refilledAt) / 1e6)
+        }
+        figures.afterRefill =
+            "A-B after the refill (ms since: ms): \(series.joined(separator: " "));"
+            + " the starved agent's events (ms since the refill): \(events.joined(separator: ", "))"
         if ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil {
-            print("    A-B after the refill (ms since: ms): \(series.joined(separator: " "))")
-            let events = starved.allEvents.dropFirst(marks[1]).map {
-                String(format: "%@ %.0f", $0.name, Double($0.atUnixNanos - refilledAt) / 1e6)
-            }
-            print("    the starved agent's events (ms since the refill): \(events.joined(separator: ", "))")
+            print("    \(figures.afterRefill)")
             for agent in agents { print("    \(agent.name): \(agent.status()?.line ?? "-")") }
         }
         figures.steadyPaused = pauses.sawPause

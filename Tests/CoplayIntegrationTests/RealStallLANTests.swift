@@ -49,7 +49,9 @@ import Testing
         #expect(figures.resumed, "the starved agent never ended its suspension")
         #expect(!figures.steadyPaused, "the other participant's player paused")
         #expect(figures.foreignCommands == 0, "the other participant heard \(figures.foreignCommands) commands")
-        #expect((figures.backInSync ?? .infinity) <= 5, "back in sync after \(figures.backInSync ?? -1) s")
+        #expect(
+            (figures.backInSync ?? .infinity) <= 5,
+            "back in sync after \(figures.backInSync ?? -1) s; \(figures.afterRefill)")
         #expect(figures.offsetsAfter.percentile(0.5) <= 10, "|A-B| after: \(figures.offsetsAfter.summary(unit: "ms"))")
     }
 }

@@ -146,6 +146,49 @@ import Testing
         #expect(mpv.sent().contains { FakeMpv.isPause($0, false) }, "then plays on")
     }
 
+    /// mpv reads ahead only so far from where it stands (`cache-secs`). A live seek whose target
+    /// lies beyond a cached range that has stopped growing first moves mpv inside that range's
+    /// end, so that it reads on, then seeks to the target once the cache holds it: it does not
+    /// wait out `liveSeekWaitMax` and then seek beyond the cache (to the HLS demuxer, which lands
+    /// seconds off). What the live stall test caught: 9 s to rejoin, with `cache-secs=2`.
+    @Test func aLiveSeekBeyondTheReadAhead_movesMpvInsideTheCachesEnd_thenSeeksExactly() throws {
+        let mpv = FakeMpv()
+        let item = LoadedItem(url: "http://10.77.0.1/live.m3u8", live: true)
+        _ = mpv.player.perform(.load(item, position: 0), now: mpv.now)
+        mpv.says(#"{"event":"file-loaded"}"#)
+        mpv.says(#"{"event":"playback-restart"}"#)
+        _ = mpv.sent()
+        _ = mpv.player.perform(.prepare(position: 18.4), now: mpv.now)
+        var commands = mpv.sent()
+        var seeks: [Double] = []
+        /// Answers the pending question about the cache with `end` as its range's end, 20 ms on.
+        func cacheEnds(at end: Double) throws {
+            let ask = try #require(
+                commands.last { $0.first as? String == "get_property" && $0[1] as? String == "demuxer-cache-state" },
+                "the driver asks about mpv's cache")
+            let id = try #require(ask.last as? Int)
+            let ranges = #"[{"start":16.42,"end":\#(end)}]"#
+            mpv.says(#"{"request_id":\#(id),"error":"success","data":{"seekable-ranges":\#(ranges)}}"#)
+            _ = mpv.wait(MpvPlayer.liveSeekLookInterval)
+            commands = mpv.sent()
+            seeks += commands.filter(FakeMpv.isSeek).compactMap { ($0[1] as? NSNumber)?.doubleValue }
+        }
+        for end in stride(from: 16.9, through: 18.38, by: 0.2) { try cacheEnds(at: end) }
+        #expect(seeks.isEmpty, "a cache still growing is waited for")
+        for _ in 0..<12 { try cacheEnds(at: 18.38) }  // stopped, for 240 ms
+        #expect(seeks.count == 1, "one move, not one every look: \(seeks)")
+        #expect(abs((seeks.first ?? 0) - (18.38 - MpvPlayer.liveSeekStepInside)) < 1e-9, "inside the cache: \(seeks)")
+        try cacheEnds(at: 20.3)
+        #expect(seeks.count == 2 && seeks.last == 18.4, "then to the target, in the cache: \(seeks)")
+        // The move's restart is not the prepare's: ready only after the seek to the target.
+        mpv.says(#"{"event":"seek"}"#)
+        #expect(mpv.says(#"{"event":"playback-restart"}"#).isEmpty)
+        mpv.says(#"{"event":"seek"}"#)
+        let reports = mpv.says(#"{"event":"playback-restart"}"#)
+        #expect(reports.count == 1)
+        if case .ready(let position) = reports.first { #expect(position == 18.4) } else { Issue.record("\(reports)") }
+    }
+
     /// The same rejoin found 20 ms behind plays at the catch-up rate (5%) for the 0.4 s that make
     /// the time up, steered by no sample meanwhile, then at the group's rate again.
     @Test func aStartAfterASeekFoundBehind_catchesUpAtTheCatchUpRate() throws {

@@ -84,8 +84,8 @@ struct MpvPlayer: PlayerDriver {
     /// The segment a live load starts at (`loadLive`), counted from the playlist's end.
     private var liveStartSegment: Int?
     /// A seek in a live stream waiting for mpv's cache to hold its target (counted in
-    /// `ownSeeks` already), the next time to look, and the time after which it goes anyway.
-    private var liveSeek: (position: Double, lookAt: MonotonicInstant?, giveUpAt: MonotonicInstant)?
+    /// `ownSeeks` already).
+    private var liveSeek: LiveSeek?
     private var seekSentAt: MonotonicInstant?
     /// How long a seek takes, from the command to `playback-restart` (moving average, seconds).
     private var seekLatency = 0.03
@@ -655,7 +655,7 @@ struct MpvPlayer: PlayerDriver {
             // goes to ffmpeg's HLS demuxer, which lands a second or more off (and as the file
             // loads, nothing is cached yet). The seek waits until the cache holds its target.
             if liveSeek == nil { ownSeeks += 1 }
-            liveSeek = (position, nil, now.monotonic + Self.liveSeekWaitMax)
+            liveSeek = LiveSeek(position: position, giveUpAt: now.monotonic + Self.liveSeekWaitMax)
             send(["get_property", "demuxer-cache-state"], as: .cacheRanges)
             return
         }
@@ -681,20 +681,55 @@ struct MpvPlayer: PlayerDriver {
     /// smaller error is the rate nudges' to close (5 ms: where they turn to catching up).
     static let earlyStartHeldMin = 0.005
 
+    /// A seek in a live stream waiting for mpv's cache to hold its target.
+    private struct LiveSeek {
+        var position: Double
+        /// The next time to look at the cache; the time after which the seek goes anyway.
+        var lookAt: MonotonicInstant?
+        var giveUpAt: MonotonicInstant
+        /// The end of the cached range that stops short of the target, and since when it has
+        /// not grown; the end mpv was last moved to (`liveSeekCache`).
+        var shortEnd: (position: Double, since: MonotonicInstant)?
+        var steppedTo: Double?
+    }
+
     /// The longest a live seek waits for mpv's cache before it goes anyway.
     static let liveSeekWaitMax: Duration = .seconds(3)
     static let liveSeekLookInterval: Duration = .milliseconds(20)
+    /// A cached range short of a live seek's target that has not grown for this long has
+    /// stopped: mpv's read-ahead reached its bound (`liveSeekCache`).
+    static let liveSeekStepAfter: Duration = .milliseconds(100)
+    /// How far inside that range's end mpv is moved, so that the seek lands in what is cached.
+    static let liveSeekStepInside = 0.1
 
     /// mpv's cache, for the live seek waiting: the seek goes once a seekable range holds it.
     private mutating func liveSeekCache(_ state: JSONValue?, now: Timestamp) {
         guard let waiting = liveSeek else { return }
-        let ranges = state?["seekable-ranges"]?.array ?? []
-        let covered = ranges.contains { range in
-            guard let start = range["start"]?.number, let end = range["end"]?.number else { return false }
-            return start <= waiting.position && waiting.position <= end
+        let ranges: [(start: Double, end: Double)] = (state?["seekable-ranges"]?.array ?? []).compactMap { range in
+            guard let start = range["start"]?.number, let end = range["end"]?.number, start <= end else { return nil }
+            return (start, end)
         }
+        let covered = ranges.contains { $0.start <= waiting.position && waiting.position <= $0.end }
         guard covered || now.monotonic >= waiting.giveUpAt else {
             liveSeek?.lookAt = now.monotonic + Self.liveSeekLookInterval
+            // mpv reads ahead only so far from where it stands (`cache-secs`): held at the load's
+            // start, its cache can stop short of a target beyond that and never reach it (a
+            // rejoin after a stall waited the full 3 s, then went to the HLS demuxer and landed
+            // seconds off, with `cache-secs=2`). Once the range short of the target has stopped
+            // growing, mpv moves to its end, inside the cache (exact), and reads on from there.
+            let short = ranges.filter { $0.start <= waiting.position }.max { $0.end < $1.end }
+            guard let short else { return }
+            guard let seen = waiting.shortEnd, seen.position == short.end else {
+                liveSeek?.shortEnd = (short.end, now.monotonic)
+                return
+            }
+            guard now.monotonic - seen.since >= Self.liveSeekStepAfter, short.end > waiting.steppedTo ?? -.infinity
+            else { return }
+            liveSeek?.steppedTo = short.end
+            ownSeeks += 1
+            send(
+                ["seek", .double(max(short.start, short.end - Self.liveSeekStepInside)), "absolute+exact"],
+                as: .seek)
             return
         }
         liveSeek = nil
