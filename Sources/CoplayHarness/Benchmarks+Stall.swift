@@ -116,8 +116,9 @@ extension Benchmarks {
             }
             // And what its agent said from the start (a stall or a suspension before the throttle).
             let now = MpvClient.unixNanos()
-            let events = starved.allEvents.suffix(12).map {
-                String(format: "%@ %.1f s ago", $0.name, Double(now - $0.atUnixNanos) / 1e9)
+            let events = starved.allEvents.suffix(12).map { event in
+                let said = (event["message"] as? String).map { " (\($0))" } ?? ""
+                return String(format: "%@%@ %.1f s ago", event.name, said, Double(now - event.atUnixNanos) / 1e9)
             }
             throw StallNeverCame(
                 state: state.joined(separator: ", ") + "; its agent's last events: " + events.joined(separator: ", "))
