@@ -108,12 +108,29 @@ extension Benchmarks {
     /// which reads each file as it is asked for (`coplay web` holds a page's files as they were
     /// when it started, and a live stream's change every second). Stopped by the caller.
     static func serveLive(_ folder: URL, in namespace: String, port: Int, home: URL) throws -> Process {
-        try spawnInNamespace(
+        let server = try spawnInNamespace(
             namespace,
             [
                 try Locations.onPath("python3").orThrow("python3 is not installed"), "-m", "http.server", "--bind",
                 "10.77.0.1", String(port), "--directory", folder.path,
             ], home: home.path)
+        try awaitListener(server, in: namespace, port: port)
+        return server
+    }
+
+    /// Returns once `server` listens on TCP `port` in `namespace`: an agent that reads a playlist
+    /// before then is refused (seen on a busy machine: Python's start-up took longer than the
+    /// agents took to find each other, and the starved participant never loaded the stream).
+    static func awaitListener(_ server: Process, in namespace: String, port: Int) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            guard server.isRunning else { throw BenchError(description: "the web server in \(namespace) exited") }
+            let (status, output) = try Locations.run(
+                "/usr/sbin/ip", ["netns", "exec", namespace, "ss", "-H", "-l", "-t", "-n", "sport = :\(port)"])
+            if status == 0, !output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return }
+            usleep(50_000)
+        }
+        throw BenchError(description: "the web server in \(namespace) did not listen on port \(port) within 10 s")
     }
 
     /// Host 1 of a `Tools/lan` LAN (`prefix`) encodes a live HLS stream (`LiveEncoder`) and serves

@@ -73,6 +73,7 @@ extension Benchmarks {
                 server, [executable, "web", "--listen", "10.77.0.1:\(port)", "--root", media.path],
                 home: directory.path)
         defer { stopServer(web) }
+        if !live { try awaitListener(web, in: server, port: port) }
         var agents: [AgentProcess] = []
         defer { stop(agents) }
         var players: [MpvClient] = []
