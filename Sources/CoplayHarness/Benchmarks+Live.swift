@@ -26,6 +26,12 @@ extension Benchmarks {
 
         init(directory: URL, seconds: Int, bitrate: String = "400k") throws {
             playlist = directory.appendingPathComponent("live.m3u8")
+            // An earlier encoder's playlist and segments (a scene set once more, in the same
+            // folder) would be read as this one's at once: its dates are of another stream.
+            let old = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            for name in old where name == "live.m3u8" || name.hasSuffix(".ts") {
+                try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            }
             process.executableURL = URL(
                 fileURLWithPath: try Locations.onPath("ffmpeg").orThrow("ffmpeg is not installed"))
             process.arguments = [

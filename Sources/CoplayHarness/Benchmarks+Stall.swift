@@ -122,7 +122,8 @@ extension Benchmarks {
                 return String(format: "%@%@ %.1f s ago", event.name, said, Double(now - event.atUnixNanos) / 1e9)
             }
             throw StallNeverCame(
-                state: state.joined(separator: ", ") + "; its agent's last events: " + events.joined(separator: ", "))
+                state: state.joined(separator: ", ") + "; its agent's last events: " + events.joined(separator: ", ")
+                    + "; its status: \(starved.status()?.line ?? "-")")
         }
         if let began = starved.waitForEvent(
             from: marks[1], timeout: .seconds(5), where: { $0.name == "suspension-began" })

@@ -7,6 +7,8 @@ public final class MpvClient: @unchecked Sendable {
     /// The socket it is connected to.
     public let path: String
     private var buffer: [UInt8] = []
+    /// mpv closed the connection (or it failed): no line will come any more.
+    private var closed = false
     private var nextID = 1
 
     /// Connects to the socket at `path`, waiting up to `timeout` for it to appear.
@@ -68,7 +70,13 @@ public final class MpvClient: @unchecked Sendable {
     /// returns the true Unix time in nanoseconds it arrived at, or nil after `timeout`.
     public func waitForChange(of name: String, to value: Bool, timeout: Duration) -> Int64? {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline, let line = readLine() {
+        while ContinuousClock.now < deadline {
+            // Nothing for 5 s (the socket's receive timeout) is no answer yet: an mpv held paused
+            // says nothing. Only mpv gone ends the wait early.
+            guard let line = readLine() else {
+                if closed { return nil }
+                continue
+            }
             let arrived = Self.unixNanos()
             guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
                 object["event"] as? String == "property-change", object["name"] as? String == name,
@@ -127,7 +135,11 @@ public final class MpvClient: @unchecked Sendable {
             }
             var chunk = [UInt8](repeating: 0, count: 8192)
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return nil }
+            guard count > 0 else {
+                // 0: mpv closed the connection; -1 other than the receive timeout: it is unusable.
+                if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { closed = true }
+                return nil
+            }
             buffer += chunk[..<count]
         }
     }
