@@ -688,8 +688,9 @@ struct MpvPlayer: PlayerDriver {
         var lookAt: MonotonicInstant?
         var giveUpAt: MonotonicInstant
         /// The end of the cached range that stops short of the target, and since when it has
-        /// not grown; the end mpv was last moved to (`liveSeekCache`).
+        /// not grown (`liveSeekCache`).
         var shortEnd: (position: Double, since: MonotonicInstant)?
+        /// The end mpv was last moved inside: it is moved once per end, not at every look.
         var steppedTo: Double?
     }
 
