@@ -17,8 +17,10 @@ case .success(.keygen):
     status = 0
 case .success(.control(let path, let request)):
     status = ControlClient.run(path: path, request: request)
-case .success(.web(let host, let port, let root)):
-    status = CommandLineOptions.runWeb(host: host, port: port, root: root)
+case .success(.web(let host, let port, let root, let media)):
+    status = CommandLineOptions.runWeb(host: host, port: port, root: root, media: media)
+case .success(.party(let plan)):
+    status = await Party.run(plan)
 case .success(.invite(let invitation, let qr)):
     status = CommandLineOptions.runInvite(invitation, qr: qr)
 case .success(.demo):

@@ -143,12 +143,27 @@ import Testing
         "coplay.wasm": .init(bytes: [UInt8](0..<100), contentType: "application/wasm"),
     ]
 
-    func answer(_ request: String) -> (status: String, headers: String, body: [UInt8]) {
-        var server = WebServer(files: Self.files)
-        let reply = server.respond(to: Array(request.utf8))
-        let end = WebServer.headEnd(reply) ?? reply.count
-        let head = String(decoding: reply[..<end], as: UTF8.self)
-        return (head.components(separatedBy: "\r\n").first ?? "", head, Array(reply[end...]))
+    func answer(_ request: String, media: MediaLibrary? = nil) -> (status: String, headers: String, body: [UInt8]) {
+        var server = WebServer(files: Self.files, media: media)
+        return Self.flattened(server.respond(to: Array(request.utf8)))
+    }
+
+    /// A response's status line, head and body (a file's range read back, at most 1 MiB of it).
+    static func flattened(_ response: WebServer.Response) -> (status: String, headers: String, body: [UInt8]) {
+        let head = String(decoding: response.head, as: UTF8.self)
+        var body: [UInt8] = []
+        switch response.body {
+        case .none: break
+        case .bytes(let bytes): body = Array(bytes)
+        case .file(let descriptor, let range):
+            body = [UInt8](repeating: 0, count: min(range.count, 1 << 20))
+            let count = body.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress, $0.count, off_t(range.lowerBound))
+            }
+            body = Array(body.prefix(max(0, count)))
+            close(descriptor)
+        }
+        return (head.components(separatedBy: "\r\n").first ?? "", head, body)
     }
 
     @Test func theServerAnswersItsFiles_rangesIncluded() {
@@ -182,11 +197,93 @@ import Testing
         ]
         var server = WebServer(files: Self.files)
         for (request, status) in cases {
-            let reply = String(decoding: server.respond(to: Array(request.utf8)).prefix(12), as: UTF8.self)
+            let reply = String(decoding: server.respond(to: Array(request.utf8)).head.prefix(12), as: UTF8.self)
             #expect(reply == "HTTP/1.1 \(status)", "\(request.debugDescription)")
         }
         #expect(server.refused.values.reduce(0, +) == cases.count)
         #expect(server.served == 0)
+    }
+
+    // MARK: Media from disk
+
+    /// A folder with a 4 GiB sparse film, a small one whose name has a space, a hidden file and
+    /// a link to a file outside the folder.
+    static func mediaFolder() throws -> (folder: String, outside: String) {
+        let folder = NSTemporaryDirectory() + "coplay-media-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let large = open(folder + "/film.mp4", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        #expect(ftruncate(large, 4 << 30) == 0)
+        var tail: [UInt8] = [1, 2, 3, 4]
+        #expect(pwrite(large, &tail, 4, off_t((4 << 30) - 4)) == 4)
+        close(large)
+        try Data([UInt8](0..<200)).write(to: URL(fileURLWithPath: folder + "/my film.webm"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: folder + "/.hidden.mp4"))
+        let outside = folder + "-outside.mp4"
+        try Data("outside".utf8).write(to: URL(fileURLWithPath: outside))
+        try FileManager.default.createSymbolicLink(atPath: folder + "/link.mp4", withDestinationPath: outside)
+        return (folder, outside)
+    }
+
+    @Test func mediaFromDisk_areServedWithRanges_whateverTheirSize() throws {
+        let (folder, outside) = try Self.mediaFolder()
+        defer {
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: outside)
+        }
+        var library = MediaLibrary(prefix: "/media/abc123/")
+        #expect(try library.add(folder).get() == nil)
+        let end = answer("GET /media/abc123/film.mp4 HTTP/1.1\r\nRange: bytes=4294967292-\r\n\r\n", media: library)
+        #expect(end.status == "HTTP/1.1 206 Partial Content")
+        #expect(end.headers.contains("Content-Range: bytes 4294967292-4294967295/4294967296"))
+        #expect(end.headers.contains("Content-Type: video/mp4"))
+        #expect(end.body == [1, 2, 3, 4])
+        let whole = answer("HEAD /media/abc123/film.mp4 HTTP/1.1\r\n\r\n", media: library)
+        #expect(whole.status == "HTTP/1.1 200 OK" && whole.headers.contains("Content-Length: 4294967296"))
+        #expect(whole.headers.contains("Accept-Ranges: bytes") && whole.body.isEmpty)
+        let spaced = answer("GET /media/abc123/my%20film.webm HTTP/1.1\r\nRange: bytes=-10\r\n\r\n", media: library)
+        #expect(spaced.status == "HTTP/1.1 206 Partial Content" && spaced.body == [UInt8](190..<200))
+        #expect(spaced.headers.contains("Content-Type: video/webm"))
+        let beyond = answer("GET /media/abc123/film.mp4 HTTP/1.1\r\nRange: bytes=4294967296-\r\n\r\n", media: library)
+        #expect(beyond.status == "HTTP/1.1 416 Range Not Satisfiable")
+        #expect(beyond.headers.contains("Content-Range: bytes */4294967296"))
+        let several = answer(
+            "GET /media/abc123/my%20film.webm HTTP/1.1\r\nRange: bytes=0-1,5-6\r\n\r\n", media: library)
+        #expect(several.status == "HTTP/1.1 200 OK" && several.body.count == 200, "several ranges: the whole")
+        #expect(library.url(base: "http://h:1", name: "my film.webm") == "http://h:1/media/abc123/my%20film.webm")
+    }
+
+    @Test func nothingOutsideWhatWasNamed_isServed() throws {
+        let (folder, outside) = try Self.mediaFolder()
+        defer {
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: outside)
+        }
+        var library = MediaLibrary(prefix: "/media/abc123/")
+        #expect(try library.add(folder).get() == nil)
+        let refusals = [
+            "/media/abc123/../film.mp4", "/media/abc123/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/media/abc123/..%2F..%2Fetc",
+            "/media/abc123//etc/passwd", "/media/abc123/.hidden.mp4", "/media/abc123/%2ehidden.mp4",
+            "/media/abc123/link.mp4", "/media/abc123/nothing.mp4", "/media/wrong/film.mp4", "/media/film.mp4",
+            "/media/abc123/", "/media/abc123/%00film.mp4", "/etc/passwd", "/media/abc123/film.mp4%2f",
+        ]
+        var server = WebServer(files: Self.files, media: library)
+        for path in refusals {
+            let reply = Self.flattened(server.respond(to: Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)))
+            #expect(reply.status == "HTTP/1.1 404 Not Found", "\(path): \(reply.status)")
+        }
+        #expect(server.refused[404] == refusals.count && server.served == 0)
+        // A file named one by one is served by its name alone.
+        var named = MediaLibrary(prefix: "/m/")
+        #expect(try named.add(outside).get() == "\(URL(fileURLWithPath: outside).lastPathComponent)")
+        #expect(try named.add(outside).get()?.hasPrefix("2-") == true, "a second file of one name gets a new name")
+        #expect(named.add(folder + "/none").isFailure)
+    }
+}
+
+extension Result {
+    var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
     }
 }
 

@@ -27,6 +27,8 @@ public struct AgentConfiguration: Sendable {
     /// The control socket's path (`--control`); with one, end of standard input does not end
     /// the agent.
     public var controlPath: String?
+    /// Console lines the agent carries out once started, as if typed (a party's queue).
+    public var startupLines: [String] = []
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
 

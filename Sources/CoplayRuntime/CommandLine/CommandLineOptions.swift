@@ -16,8 +16,11 @@ public enum Invocation: Sendable {
     /// console command's (exit 0).
     case help(topic: String?)
     case version
-    /// `coplay web --listen ADDRESS:PORT [--root DIR]`: serve the browser page.
-    case web(host: String, port: UInt16, root: String)
+    /// `coplay web --listen ADDRESS:PORT [--root DIR] [--media PATH]…`: serve the browser page
+    /// and media files.
+    case web(host: String, port: UInt16, root: String, media: [String])
+    /// `coplay party [FILE|URL …] [options]`: a watch party in one command.
+    case party(PartyPlan)
     /// `coplay invite …`: print an invitation link and its QR code.
     case invite(Invitation, qr: Bool)
 }
@@ -34,14 +37,17 @@ public enum CommandLineOptions {
         coplay — keep media playback in sync across the machines of a LAN, with no server
 
         Usage:
+          coplay party FILE|URL… [options]  host a watch party: serves the films and the page,
+                                            starts the relay, prints a link and QR code for
+                                            every phone in the room (coplay help party)
           coplay demo                       several agents on loopback run a scripted session
           coplay dump FILE|- [--json] [--key-file PATH]
                                             decode the coplay datagrams of a pcap/pcapng capture
                                             (with a key file: check each tag, mark forgeries)
           coplay keygen                     print a new random group key (save it as a key file)
-          coplay web --listen ADDRESS:PORT [--root DIR]
+          coplay web --listen ADDRESS:PORT [--root DIR] [--media PATH]…
                                             serve the browser page, for devices that join from
-                                            a browser
+                                            a browser, and films from disk
           coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT [--session NAME]
                         --key-file PATH [--no-qr]
                                             print an invitation link for a browser, and its QR
@@ -237,6 +243,7 @@ public enum CommandLineOptions {
             return .success(.keygen)
         }
         if remaining.first == "web" { return parseWeb(remaining.dropFirst()) }
+        if remaining.first == "party" { return PartyPlan.parse(remaining.dropFirst()) }
         if remaining.first == "invite" { return parseInvite(remaining.dropFirst()) }
         if remaining.first == "join" { return parseJoin(remaining.dropFirst()) }
         if remaining.first == "ctl" {

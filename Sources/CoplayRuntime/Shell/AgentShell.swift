@@ -65,6 +65,8 @@ public actor AgentShell {
     private var control: ControlServer? { output.control }
     /// `--relay`: the servers; the client is made by `run()`.
     private let relaySeeds: [RelayServer]
+    /// Console lines carried out once the agent has started (a party's queue).
+    private let startupLines: [String]
     private var relay: RelayClient?
     private var relayTimer: EventLoop.Timer?
 
@@ -104,6 +106,7 @@ public actor AgentShell {
             keys: configuration.keys, seeds: configuration.peers, relayEntropy: relayEntropy)
         keyFile = configuration.keyFile
         relaySeeds = configuration.relays
+        startupLines = configuration.startupLines
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
@@ -175,6 +178,9 @@ public actor AgentShell {
         )
 
         if let status = carryOut(instance.start(now: clock.now())) { return status }
+        for line in startupLines {
+            if let status = carryOut(instance.onConsoleLine(line, now: clock.now())) { return status }
+        }
         for await input in inputs {
             if let exitStatus { return exitStatus }
             let directives: [Directive]

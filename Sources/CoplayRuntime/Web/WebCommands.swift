@@ -6,13 +6,41 @@ extension CommandLineOptions {
         (
             "web",
             """
-            coplay web --listen ADDRESS:PORT [--root DIR]
+            coplay web --listen ADDRESS:PORT [--root DIR] [--media PATH]…
               Serve the browser page and its WebAssembly module (HTTP/1.1 GET and HEAD of
               the files of DIR, held in memory) to the devices that will join, e.g.
               --listen 0.0.0.0:8080 on a home's LAN. DIR: the page's folder (default:
               /usr/share/coplay/web, or the one Tools/wasm-core builds beside this coplay).
-              Any static server will do as well. A bad request gets a 4xx and is counted.
-              Runs until killed; exit status 1 if it cannot listen, 2 on a bad command line.
+              --media PATH (repeatable): a film, or a folder of films, served from disk at
+              /media/NAME, of any size, with byte ranges (browsers and mpv seek with them).
+              A bad request gets a 4xx and is counted. Runs until killed; exit status 1 if
+              it cannot listen, 2 on a bad command line.
+            """
+        ),
+        (
+            "party",
+            """
+            coplay party FILE|URL… [--listen ADDRESS] [--player mpv|none] [--name NAME]
+                         [--relay ws://[TOKEN@]HOST:PORT] [--key-file PATH] [--no-qr]
+                         [--web-port N] [--root DIR] [agent options]
+              Host a watch party in one command. It serves the page and the films (from
+              disk, at URLs with a random part: nobody on the LAN fetches them without the
+              link), starts nats-server as the relay the browsers join through (tied to
+              this process: it ends with it, however it ends), makes a fresh group key,
+              queues the files (the first is shared, the rest follow in the queue), prints
+              the invitation link and its QR code, and runs this machine's agent with mpv.
+              Open the link on each phone, tablet or laptop, type a name, press Join; type
+              play (or press space in mpv) to start. Ctrl-C, quit or SIGTERM ends the party
+              and leaves nothing behind.
+                --listen ADDRESS  the IPv4 address the room's devices reach (default: the
+                                  address of the interface of the default route)
+                --player none     the host only hosts: no mpv window here
+                --relay URL       a nats-server that already runs (its ws:// listener)
+                --key-file PATH   keep one group across parties (default: a fresh key)
+                --web-port N      the page's port (default: any free one)
+              Any other agent option (--mpv-option, --interface, --json, …) is the agent's.
+              Needs nats-server (apt install nats-server) unless --relay names one. Exit
+              status 1 if the party cannot start, 2 on a bad command line.
             """
         ),
         (
@@ -63,6 +91,7 @@ extension CommandLineOptions {
         var remaining = arguments
         var listen: (String, UInt16)?
         var root: String?
+        var media: [String] = []
         while let word = remaining.popFirst() {
             guard let value = remaining.popFirst() else {
                 return .failure(UsageError(message: "\(word) needs a value"))
@@ -78,13 +107,16 @@ extension CommandLineOptions {
                 }
                 listen = (String(parts[0]), port)
             case "--root": root = value
+            case "--media": media.append(value)
             default:
                 return .failure(
-                    UsageError(message: "web takes --listen ADDRESS:PORT and --root DIR, not '\(word.prefix(40))'"))
+                    UsageError(
+                        message:
+                            "web takes --listen ADDRESS:PORT, --root DIR and --media PATH, not '\(word.prefix(40))'"))
             }
         }
         guard let listen else { return .failure(UsageError(message: "web needs --listen ADDRESS:PORT")) }
-        return .success(.web(host: listen.0, port: listen.1, root: root ?? defaultWebRoot()))
+        return .success(.web(host: listen.0, port: listen.1, root: root ?? defaultWebRoot(), media: media))
     }
 
     /// `coplay join LINK [options]`: the agent the options describe, in the link's group.
@@ -179,13 +211,20 @@ extension CommandLineOptions {
         return 0
     }
 
-    public static func runWeb(host: String, port: UInt16, root: String) -> Int32 {
+    public static func runWeb(host: String, port: UInt16, root: String, media paths: [String]) -> Int32 {
+        var media = MediaLibrary()
+        for path in paths {
+            if case .failure(let error) = media.add(path) {
+                StandardStreams.writeError("coplay web: --media \(error.message)")
+                return 1
+            }
+        }
         switch WebServer.load(root: root) {
         case .failure(let error):
             StandardStreams.writeError("coplay web: \(error.message)")
             return 1
         case .success(let files):
-            var server = WebServer(files: files)
+            var server = WebServer(files: files, media: paths.isEmpty ? nil : media)
             return server.serve(host: host, port: port)
         }
     }

@@ -1,0 +1,168 @@
+import CoplayCore
+import Glibc
+
+/// `coplay party FILE…`: a watch party in one command. It serves the page and the films on the
+/// address the room's devices reach, starts the relay the browsers join through (nats-server,
+/// tied to this process as mpv is), makes a fresh group key, queues the films, prints the
+/// invitation link and its QR code, and runs the host's agent with its player. Ctrl-C, `quit` or
+/// SIGTERM ends it all; so does `kill -9`, for the relay and mpv (the web server is a thread of
+/// this process).
+public enum Party {
+    public static func run(_ plan: PartyPlan) async -> Int32 {
+        switch prepare(plan) {
+        case .failure(let error):
+            StandardStreams.writeError("coplay party: \(error.message)")
+            return 1
+        case .success(let prepared):
+            let status = await prepared.shell.run()
+            prepared.relay?.stop()
+            return status
+        }
+    }
+
+    private struct Prepared {
+        var shell: AgentShell
+        var relay: PartyRelay?
+    }
+
+    private static func prepare(_ plan: PartyPlan) -> Result<Prepared, UsageError> {
+        guard let host = plan.listen ?? NetworkInterface.defaultRouteAddress() else {
+            return .failure(
+                UsageError(
+                    message:
+                        "this machine has no default route: give --listen ADDRESS, the address the room's devices reach"
+                ))
+        }
+        let page: [String: WebServer.File]
+        switch WebServer.load(root: plan.webRoot) {
+        case .success(let files): page = files
+        case .failure(let error): return .failure(error)
+        }
+        let listening: (descriptor: Int32, port: UInt16)
+        switch WebServer.listen(host: host, port: plan.webPort) {
+        case .success(let bound): listening = bound
+        case .failure(let error): return .failure(error)
+        }
+        let base = "http://\(host):\(listening.port)"
+        var random = SystemRandomNumberGenerator()
+        // The media's path carries 128 random bits: the LAN fetches no film without the link.
+        let secret = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255, using: &random) })
+        var media = MediaLibrary(prefix: "/media/\(secret)/")
+        var urls: [(url: String, title: String)] = []
+        for item in plan.items {
+            if PartyPlan.problem(with: item) == nil, item.hasPrefix("http://") || item.hasPrefix("https://") {
+                urls.append((item, ""))
+                continue
+            }
+            switch media.add(item) {
+            case .success(let name?): urls.append((media.url(base: base, name: name), name))
+            case .success(nil): return .failure(UsageError(message: "\(item) is a folder: name its films"))
+            case .failure(let error): return .failure(error)
+            }
+        }
+        let server = WebServer(files: page, media: media)
+        BackgroundThread.start {
+            var server = server
+            server.serve(listener: listening.descriptor, log: false)
+        }
+
+        var configuration = plan.agent
+        if configuration.interface == nil { configuration.interface = host }
+        if configuration.sessionName == "default" { configuration.sessionName = "party" }
+        if configuration.keys == nil {
+            configuration.keys = [(0..<GroupKeys.keyBytesMin).map { _ in UInt8.random(in: 0...255, using: &random) }]
+        }
+        let relay: PartyRelay?
+        let browserRelay: String
+        do {
+            if let given = plan.relay {
+                relay = nil
+                browserRelay = given
+                configuration.relays = [try CommandLineOptions.parseRelay(given)]
+            } else {
+                let started = try PartyRelay.start(host: host)
+                relay = started
+                browserRelay = "ws://\(started.token)@\(host):\(started.webSocketPort)"
+                configuration.relays = [
+                    try CommandLineOptions.parseRelay("nats://\(started.token)@\(host):\(started.clientPort)")
+                ]
+            }
+        } catch let error as UsageError {
+            return .failure(error)
+        } catch {
+            return .failure(UsageError(message: "\(error)"))
+        }
+        configuration.startupLines = urls.map { item in
+            "queue add \(item.url)" + (item.title.isEmpty ? "" : " title=\"\(consoleSafe(item.title))\"")
+        }
+        let invitation: Invitation
+        switch Invitation.make(
+            page: base + "/", relay: browserRelay, session: configuration.sessionName, key: configuration.keys![0])
+        {
+        case .success(let made): invitation = made
+        case .failure(let error):
+            relay?.stop()
+            return .failure(error)
+        }
+        let shell: AgentShell
+        do {
+            shell = try AgentShell(configuration: configuration)
+        } catch {
+            relay?.stop()
+            return .failure(UsageError(message: "cannot start the host's agent: \(error)"))
+        }
+        announce(invitation, items: urls, json: configuration.json, qr: plan.qr)
+        return .success(Prepared(shell: shell, relay: relay))
+    }
+
+    /// The link, its QR code and one line saying what to do with it (with `--json`: one `party`
+    /// event line that carries the link and the media's URLs).
+    static func announce(_ invitation: Invitation, items: [(url: String, title: String)], json: Bool, qr: Bool) {
+        let link = invitation.link
+        if json {
+            let event: JSONValue = .object([
+                ("event", "party"), ("link", .string(link)), ("page", .string(invitation.page)),
+                ("relay", .string(invitation.relay)), ("session", .string(invitation.session)),
+                ("items", .array(items.map { .string($0.url) })),
+            ])
+            StandardStreams.writeOutput(event.serialized)
+            return
+        }
+        let what =
+            items.isEmpty
+            ? "nothing shared yet (share URL, or queue add URL)"
+            : (items[0].title.isEmpty ? items[0].url : items[0].title)
+                + (items.count > 1 ? " and \(items.count - 1) more in the queue" : "")
+        var text = "coplay party: \(what)\n\n  \(link)\n"
+        if qr, let code = try? QRCode(bytes: Array(link.utf8)) {
+            text += "\n" + code.terminalText(ansi: isatty(STDOUT_FILENO) == 1)
+        }
+        text +=
+            "\nOpen the link on every phone, tablet or laptop in the room (or scan the code), type a name, press Join.\n"
+            + "Type play to start; Ctrl-C (or quit) ends the party.\n"
+        StandardStreams.writeOutput(text)
+    }
+
+    /// A file's name as a console value in double quotes: no quote, no control byte.
+    static func consoleSafe(_ text: String) -> String {
+        String(text.unicodeScalars.map { $0 == "\"" || $0.value < 0x20 || $0.value == 0x7F ? "'" : Character($0) })
+    }
+}
+
+extension NetworkInterface {
+    /// The IPv4 address of the interface the default route goes out of (`/proc/net/route`), the
+    /// address the devices of the room reach; nil without a default route.
+    public static func defaultRouteAddress() -> String? {
+        guard let bytes = Dump.readAll("/proc/net/route", bytesMax: 1 << 20) else { return nil }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst()
+        for line in lines {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count > 2, fields[1] == "00000000",
+                let interface = all().first(where: { $0.name == fields[0] }),
+                interface.address != 0
+            else { continue }
+            return Endpoint(address: interface.address, port: 0).addressText
+        }
+        return nil
+    }
+}
