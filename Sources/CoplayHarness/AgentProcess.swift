@@ -62,10 +62,17 @@ public final class AgentProcess: @unchecked Sendable {
         "playing", "paused", "waiting", "rate-changed", "time-jumped", "command-ignored",
     ]
 
-    /// Starts `executable --json --name NAME` plus `arguments`; inside `namespace` via `ip netns exec`.
-    public init(executable: String, name: String, arguments: [String], namespace: String? = nil) throws {
+    /// Starts `executable [SUBCOMMAND…] --json --name NAME` plus `arguments` (`party FILE`,
+    /// `join LINK`: a subcommand that runs an agent); inside `namespace` via `ip netns exec`.
+    public init(
+        executable: String, name: String, subcommand: [String] = [], arguments: [String], namespace: String? = nil,
+        environment: [String: String] = [:]
+    ) throws {
         self.name = name
-        let agentArguments = ["--json", "--name", name] + arguments
+        let agentArguments = subcommand + ["--json", "--name", name] + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         if let namespace {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             process.arguments = ["netns", "exec", namespace, executable] + agentArguments
