@@ -25,6 +25,7 @@ let usage = """
            coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--coplay PATH]
            coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--live] [--coplay PATH]
            coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
+           coplay-bench party [--runs N] [--coplay PATH]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -92,6 +93,11 @@ let usage = """
                   stream (ffmpeg, 1 s segments with program dates) and serves it (python3's http.server); --players N (default
                   2) headless mpv under coplay join it --gap S (default 10) seconds apart, --runs N times (default
                   3): |A-B| of the stream's own media times, join to playing, the group behind the playlist's edge
+      party       coplay party on loopback (needs nats-server): --runs N (default 5) starts, the link printed and
+                  nats-server gone after a SIGKILL; then its web server as a media server: a 4 GiB sparse film (its
+                  end, beyond it), three readers of 1 GiB ranges at once (MB/s, the party's RSS), paths outside what
+                  was named, a 9 KB head, 1,000 idle connections while the page loads, a reader that stops reading
+                  (closed after 10 s idle); Ctrl-C: exit status and what is left
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -273,6 +279,19 @@ if kind == "browser" {
     measure {
         try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden)
     }
+}
+if kind == "party" {
+    var coplay = coplayBeside
+    var runs = 5
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--runs": runs = numbers(value, in: 1...50, "--runs takes a count", "5")[0]
+        case "--coplay": coplay = value
+        default: fail("unknown option '\(flag)' for party (--runs, --coplay)")
+        }
+    }
+    measure { try Benchmarks.party(coplay: coplay, runs: runs) }
 }
 if kind == "tag" {
     // Sign and verify datagrams of three sizes, many times; the best of five rounds per size.

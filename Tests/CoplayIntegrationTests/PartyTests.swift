@@ -92,6 +92,8 @@ import Testing
         #expect(try HTTP.get(URL(string: link)!).status == 200, "the page")
         let guessed = URL(string: "http://\(media.host!):\(media.port!)/media/film%20one.webm")!
         #expect(try HTTP.get(guessed).status == 404, "no film without the link's secret")
+        let oversized = try HTTP.get(URL(string: link)!, headers: ["X-Pad: " + String(repeating: "a", count: 9000)])
+        #expect(oversized.status == 431, "a head over 8 KiB, whole in one go")
 
         // An agent joins from the link alone, through the party's relay and key.
         let sofa = try AgentProcess(
@@ -208,41 +210,5 @@ import Testing
         sofa.closeInput()
         host.closeInput()
         #expect(host.waitForExit(timeout: .seconds(8)) == 0)
-    }
-}
-
-/// A GET on a real socket, as a browser makes one: the status, the head and the body.
-enum HTTP {
-    static func get(_ url: URL, headers: [String] = []) throws -> (status: Int, head: String, body: Data) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(url.port ?? 80).bigEndian
-        inet_pton(AF_INET, url.host ?? "", &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw LANError(description: "cannot connect to \(url)") }
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-        let path = components.map { $0.percentEncodedPath.isEmpty ? "/" : $0.percentEncodedPath } ?? "/"
-        let request =
-            "GET \(path) HTTP/1.1\r\nHost: \(url.host ?? "")\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n"
-        _ = request.utf8CString.withUnsafeBufferPointer { send(descriptor, $0.baseAddress, $0.count - 1, 0) }
-        var reply = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            reply.append(contentsOf: buffer[0..<count])
-        }
-        guard let end = reply.range(of: Data("\r\n\r\n".utf8)) else {
-            throw LANError(description: "no head from \(url)")
-        }
-        let head = String(decoding: reply[..<end.lowerBound], as: UTF8.self)
-        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        return (status, head, Data(reply[end.upperBound...]))
     }
 }

@@ -433,15 +433,16 @@ public struct WebServer: Sendable {
         connection.head += buffer[0..<count]
         connection.activeAt = now
         let response: Response
-        if let end = Self.headEnd(connection.head) {
+        let end = Self.headEnd(connection.head)
+        if (end ?? connection.head.count) > limits.requestHeadBytesMax {
+            response = refuse(431, "Request Header Fields Too Large")
+        } else if let end {
             response = respond(to: Array(connection.head[..<end]))
             if log {
                 let line = String(
                     decoding: connection.head.prefix(while: { $0 != 13 && $0 != 10 }).prefix(120), as: UTF8.self)
                 StandardStreams.writeOutput("\(response.status) \(line)")
             }
-        } else if connection.head.count > limits.requestHeadBytesMax {
-            response = refuse(431, "Request Header Fields Too Large")
         } else {
             return true
         }
