@@ -66,13 +66,14 @@ public final class AgentProcess: @unchecked Sendable {
     /// `join LINK`: a subcommand that runs an agent); inside `namespace` via `ip netns exec`.
     public init(
         executable: String, name: String, subcommand: [String] = [], arguments: [String], namespace: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], directory: URL? = nil
     ) throws {
         self.name = name
         let agentArguments = subcommand + ["--json", "--name", name] + arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
+        process.currentDirectoryURL = directory
         if let namespace {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             process.arguments = ["netns", "exec", namespace, executable] + agentArguments

@@ -24,7 +24,10 @@ extension Benchmarks {
                     FileManager.default.createFile(atPath: film, contents: nil)
                     return FileHandle(forWritingAtPath: film)
                 }()
-        else { throw Benchmarks.BenchError(description: "cannot write \(film)") }
+        else {
+            throw Benchmarks.BenchError(
+                description: "cannot write \(film)")
+        }
         try handle.truncate(atOffset: UInt64(size))
         try handle.seek(toOffset: UInt64(size - 4))
         handle.write(Data([1, 2, 3, 4]))
@@ -42,7 +45,10 @@ extension Benchmarks {
             guard let event = host.waitForEvent(timeout: .seconds(10), where: { $0.name == "party" }),
                 let link = event["link"] as? String, let item = (event["items"] as? [String])?.first,
                 let media = URL(string: item)
-            else { throw Benchmarks.BenchError(description: "the party printed no link: \(host.diagnostics.suffix(5))") }
+            else {
+                throw Benchmarks.BenchError(
+                    description: "the party printed no link: \(host.diagnostics.suffix(5))")
+            }
             return (host, link, media, started)
         }
 
@@ -240,7 +246,10 @@ public enum HTTP {
 
     /// A GET: the status, the head and the body (read to the end: the server closes).
     public static func get(_ url: URL, headers: [String] = []) throws -> (status: Int, head: String, body: Data) {
-        guard let descriptor = connect(url) else { throw Benchmarks.BenchError(description: "cannot connect to \(url)") }
+        guard let descriptor = connect(url) else {
+            throw Benchmarks.BenchError(
+                description: "cannot connect to \(url)")
+        }
         defer { close(descriptor) }
         let text = request(url, headers: headers)
         _ = text.utf8CString.withUnsafeBufferPointer { send(descriptor, $0.baseAddress, $0.count - 1, 0) }
@@ -252,7 +261,8 @@ public enum HTTP {
             reply.append(contentsOf: buffer[0..<count])
         }
         guard let end = reply.range(of: Data("\r\n\r\n".utf8)) else {
-            throw Benchmarks.BenchError(description: "no answer from \(url)")
+            throw Benchmarks.BenchError(
+                description: "no answer from \(url)")
         }
         let head = String(decoding: reply[..<end.lowerBound], as: UTF8.self)
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -261,7 +271,10 @@ public enum HTTP {
 
     /// A GET whose body is counted, not kept: the bytes of the body received.
     static func count(_ url: URL, headers: [String]) throws -> Int {
-        guard let descriptor = connect(url) else { throw Benchmarks.BenchError(description: "cannot connect to \(url)") }
+        guard let descriptor = connect(url) else {
+            throw Benchmarks.BenchError(
+                description: "cannot connect to \(url)")
+        }
         defer { close(descriptor) }
         let text = request(url, headers: headers)
         _ = text.utf8CString.withUnsafeBufferPointer { send(descriptor, $0.baseAddress, $0.count - 1, 0) }

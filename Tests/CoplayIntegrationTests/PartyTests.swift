@@ -211,4 +211,70 @@ import Testing
         host.closeInput()
         #expect(host.waitForExit(timeout: .seconds(8)) == 0)
     }
+
+    /// The README's party section, typed as written by the host of a test LAN whose default route
+    /// gives the room's address, and its join line typed on a second host with the link the party
+    /// printed: both mpv play the film. Put in, as in every walkthrough: a private group port, mpv
+    /// without a window or sound (no screen here), and a stand-in page where none is built yet.
+    @Test(
+        .enabled(
+            if: isRoot && serverInstalled && MpvClient.isInstalled && Locations.onPath("ffmpeg") != nil,
+            "needs root, nats-server, mpv and ffmpeg"))
+    func theReadmesParty_typedAsWritten_playsOnTheHost_andOnAJoiner() throws {
+        let blocks = WalkthroughTests.blocks(under: "A watch party")
+        let partyLine = try #require(blocks.first?.first, "no recipe under 'A watch party'")
+        let partyWords = WalkthroughTests.command(partyLine).split(separator: " ").map(String.init)
+        try #require(partyWords.first == "coplay" && partyWords.count >= 3, "\(partyLine)")
+        let joinWords = WalkthroughTests.command(try #require(blocks.dropFirst().first?.first)).split(separator: " ")
+            .map(String.init)
+        try #require(joinWords.prefix(2) == ["coplay", "join"], "\(joinWords)")
+        let room = try Room(films: [])
+        defer { room.remove() }
+        for film in partyWords.dropFirst(2) {
+            let (status, output) = try Locations.run(
+                Locations.onPath("ffmpeg")!,
+                [
+                    "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=25", "-f", "lavfi",
+                    "-i", "sine=frequency=440", "-t", "20", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac",
+                    "-shortest", room.folder.appendingPathComponent(film).path,
+                ])
+            try #require(status == 0, "ffmpeg: \(output)")
+        }
+        let headless = ["--mpv-option", "vo=null", "--mpv-option", "ao=null"]
+        let built = FileManager.default.fileExists(
+            atPath: URL(fileURLWithPath: coplay).deletingLastPathComponent().appendingPathComponent(
+                "../wasm/web/index.html"
+            )
+            .path)
+        try withLAN(hosts: 2) { prefix in
+            _ = try Locations.run("/usr/sbin/ip", ["-n", "\(prefix)-h1", "route", "add", "default", "dev", "eth0"])
+            let group = ["--group", "239.255.77.1:\(privatePort(27))"]
+            let host = try AgentProcess(
+                executable: coplay, name: "tv", subcommand: Array(partyWords.dropFirst()),
+                arguments: group + headless + (built ? [] : ["--root", room.page]), namespace: "\(prefix)-h1",
+                environment: ["XDG_RUNTIME_DIR": room.runtime], directory: room.folder)
+            let announced = try #require(
+                host.waitForEvent(timeout: .seconds(10)) { $0.name == "party" }, "\(host.diagnostics.suffix(5))")
+            let link = try #require(announced["link"] as? String)
+            #expect(link.hasPrefix("http://10.77.0.1:"), "the default route's address: \(link)")
+            let joined = joinWords.dropFirst(2).map { $0.hasPrefix("'http") ? link : $0 }
+            let phone = try AgentProcess(
+                executable: coplay, name: "laptop", subcommand: ["join", link],
+                arguments: Array(joined.filter { $0 != link }) + group + headless, namespace: "\(prefix)-h2")
+            #expect(
+                phone.waitForEvent(timeout: .seconds(15)) { $0.name == "peer-changed" && $0.line.contains("ready") }
+                    != nil, "the joiner's mpv never got ready: \(phone.allEvents.suffix(5))")
+            host.send("play")
+            for agent in [host, phone] {
+                #expect(
+                    agent.waitForEvent(timeout: .seconds(15)) { $0.name == "playing" } != nil,
+                    "\(agent.name): \(agent.allEvents.suffix(5))")
+                #expect(agent.allEvents.first { $0.name == "player-error" } == nil, "\(agent.allEvents.suffix(5))")
+            }
+            phone.closeInput()
+            host.signal(SIGINT)
+            #expect(host.waitForExit(timeout: .seconds(8)) == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: room.runtime).isEmpty)
+        }
+    }
 }

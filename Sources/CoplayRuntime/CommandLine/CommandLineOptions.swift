@@ -37,7 +37,9 @@ public enum CommandLineOptions {
         coplay — keep media playback in sync across the machines of a LAN, with no server
 
         Usage:
-          coplay party FILE|URL… [options]  host a watch party: serves the films and the page,
+          coplay party FILE|URL… [--listen ADDRESS] [--player mpv|none] [--no-qr]
+                       [--relay WSURL] [--key-file PATH] [--web-port N] [--root DIR] [options]
+                                            host a watch party: serves the films and the page,
                                             starts the relay, prints a link and QR code for
                                             every phone in the room (coplay help party)
           coplay demo                       several agents on loopback run a scripted session
