@@ -252,8 +252,10 @@ public func coplayDatagram(
 /// What the page's player reported. `kind`: 1 ready, 2 stalled, 3 stall over, 4 ended (at
 /// `position`); 5 a sample (`position` at wall instant `at`, moving at `rate`); 6 the person
 /// pressed play (`rate`), 7 pause, 8 seeked (to `position`), 9 next, 10 previous; 11 it failed,
-/// 12 it could not load the item, 13 the interstitial failed (`text` says how). Values out of
-/// range are refused as the socket player's are: the call returns -1 and nothing changes.
+/// 12 it could not load the item, 13 the interstitial failed (`text` says how; for 12, a first
+/// line naming a `PlaybackProblem`, such as `format`, says which kind of failure: the names the
+/// socket protocol and the group's announcements use). Values out of range are refused as the
+/// socket player's are: the call returns -1 and nothing changes.
 @_cdecl("coplay_player_report")
 public func coplayPlayerReport(
     _ handle: Int32, _ kind: Int32, _ position: Double, _ rate: Double, _ at: Int64,
@@ -284,7 +286,17 @@ public func coplayPlayerReport(
     case 10: report = .userAction(.previous)
     case 11, 12, 13:
         let message = String(text(pointer, min(count, 512)))
-        report = kind == 11 ? .failed(message) : kind == 12 ? .loadFailed(message) : .interstitialFailed(message)
+        switch kind {
+        case 11: report = .failed(message)
+        case 12:
+            let lines = message.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+            if lines.count == 2, let problem = PlaybackProblem(rawValue: String(lines[0])) {
+                report = .loadFailed(String(lines[1]), problem: problem)
+            } else {
+                report = .loadFailed(message)
+            }
+        default: report = .interstitialFailed(message)
+        }
     default: return -1
     }
     guard let directives = participant(handle)?.instance.onPlayerReport(report, now: now) else { return 0 }

@@ -154,7 +154,33 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
             _ = alice.onTick(now: at(millis))
         }
         #expect(!alice.isSuspended, "\(alice.suspensions)")
-        #expect(alice.statusReport(now: at(millis)).suspensions.isEmpty)
+        #expect(alice.statusReport(now: at(millis)).suspensions == ["cannotPlay:other"], "no stallRecovery, only why")
+    }
+
+    /// The group is told why: the kind of failure is announced beside the suspensions, so every
+    /// peer's list says why this participant is not watching. It is not a suspension (its
+    /// commands still drive the group), and another item clears it.
+    @Test func aFailedLoadsKind_isAnnouncedToTheGroup_untilAnotherItemIsLoaded() {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onCommand(
+            .share(Activity(url: "https://example.com/film.mkv", itemID: "a"), durationSeconds: 100, bufferSeconds: 0),
+            now: at(1))
+        let failed = alice.onPlayerReport(
+            .loadFailed("this browser cannot play film.mkv", problem: .format), now: at(2))
+        #expect(failed.events.contains(.playerError("this browser cannot play film.mkv")))
+        #expect(alice.statusReport(now: at(2)).suspensions == ["cannotPlay:format"])
+        #expect(alice.announcement(isReply: false).suspensions == ["cannotPlay:format"])
+        #expect(!alice.isSuspended, "its commands still drive the group")
+        // A full list of suspensions keeps the last place for the problem.
+        for index in 0..<Announcement.suspensionsMax { _ = alice.onCommand(.suspend(reason: "r\(index)"), now: at(3)) }
+        let announced = alice.announcement(isReply: false).suspensions
+        #expect(announced.count == Announcement.suspensionsMax && announced.last == "cannotPlay:format")
+        _ = alice.onCommand(
+            .share(Activity(url: "https://example.com/film.webm", itemID: "b"), durationSeconds: 100, bufferSeconds: 0),
+            now: at(4))
+        #expect(!alice.statusReport(now: at(4)).suspensions.contains("cannotPlay:format"))
+        #expect(PlaybackProblem(code: 1) == .format && PlaybackProblem(code: 99) == .other)
     }
 }
 

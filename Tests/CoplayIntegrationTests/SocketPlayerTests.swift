@@ -79,8 +79,9 @@ struct SocketPlayerTests {
         }
     }
 
-    /// A delegating player that cannot load the item says `load-failed`: its agent leaves the
-    /// item, and a play from the group afterwards leaves it in no suspension.
+    /// A delegating player that cannot load the item says `load-failed` and why: its agent leaves
+    /// the item, a play from the group afterwards leaves it in no suspension, and the group sees
+    /// why it is not watching.
     @Test func aLoadThePlayerCannotDo_leavesTheItem_andSuspendsNobody() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-fail-\(getpid()).sock").path
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(23))", "--session", "socket-fail"]
@@ -91,13 +92,16 @@ struct SocketPlayerTests {
         #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
         bob.send("share http://example.invalid/missing.mkv id=missing duration=600")
         #expect(client.waitFor(.seconds(5), command: "load"))
-        client.send(#"raw {"event":"load-failed","message":"404 Not Found"}"#)
+        client.send(#"raw {"event":"load-failed","message":"404 Not Found","problem":"notFound"}"#)
         let unloaded = alice.waitForEvent(timeout: .seconds(3)) { $0.name == "item-unloaded" }
         #expect(unloaded?["item"] as? String == "missing", "\(unloaded?.line ?? "no item-unloaded")")
         bob.send("play")
         usleep(4_000_000)
-        let suspensions = try #require(alice.status()?["suspensions"] as? [Any])
-        #expect(suspensions.isEmpty, "alice is suspended: \(suspensions)")
+        // No suspension (no stallRecovery), only why it is not watching: at alice and at bob.
+        let suspensions = try #require(alice.status()?["suspensions"] as? [String])
+        #expect(suspensions == ["cannotPlay:notFound"], "alice: \(suspensions)")
+        let seen = bob.peers()?.first { $0["name"] as? String == "alice" }
+        #expect((seen?["suspensions"] as? [String]) == ["cannotPlay:notFound"], "bob's peers: \(seen ?? [:])")
         client.send("quit")
         for agent in [alice, bob] { agent.send("quit") }
         for agent in [alice, bob] { _ = agent.waitForExit(timeout: .seconds(5)) }

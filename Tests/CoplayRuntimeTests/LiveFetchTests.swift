@@ -318,7 +318,7 @@ import Testing
         var player = LivePlayer(Recorder(), settings: Settings())
         _ = player.perform(.load(LoadedItem(url: server.base + "/live.m3u8"), position: 0), now: Self.now())
         let reports = Self.settle(&player)
-        guard case .loadFailed(let text)? = reports.last else {
+        guard case .loadFailed(let text, _)? = reports.last else {
             Issue.record("no load failure: \(reports)")
             return
         }

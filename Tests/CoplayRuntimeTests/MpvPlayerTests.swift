@@ -314,7 +314,18 @@ import Testing
         let mpv = FakeMpv()
         _ = mpv.player.perform(.load(LoadedItem(url: "/media/missing.mkv"), position: 0), now: mpv.now)
         let reports = mpv.says(#"{"event":"end-file","reason":"error","file_error":"loading failed"}"#)
-        #expect(reports == [.loadFailed("mpv could not play /media/missing.mkv: loading failed")])
+        #expect(
+            reports == [
+                .loadFailed(
+                    "mpv could not play /media/missing.mkv: no such file (No such file or directory)",
+                    problem: .notFound)
+            ], "a missing file is said to be missing (mpv says only 'loading failed')")
+        // A file that exists but that mpv cannot read, and a URL whose failure mpv does not explain.
+        let unreadable = MpvPlayer.loadFailure(url: "/etc/hostname", fileError: "unrecognized file format")
+        #expect(
+            unreadable == .loadFailed("mpv could not play /etc/hostname: unrecognized file format", problem: .format))
+        let remote = MpvPlayer.loadFailure(url: "http://h/film.mp4", fileError: "loading failed")
+        #expect(remote == .loadFailed("mpv could not play http://h/film.mp4: loading failed", problem: .other))
     }
 
     /// A stream whose server takes no byte ranges: mpv refuses a seek beyond its cache. A prepare

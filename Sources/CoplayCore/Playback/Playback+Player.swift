@@ -11,7 +11,8 @@ extension Playback {
         player.apply(report)
         switch report {
         case .failed(let text): return [.emit(.playerError(text))]
-        case .loadFailed(let text): return [.emit(.playerError(text))] + onLoadFailed(context)
+        case .loadFailed(let text, let problem):
+            return [.emit(.playerError(text))] + onLoadFailed(problem, context)
         case .interstitialFailed(let text):
             return [.emit(.playerError(text))] + endInterstitial(cutShort: text, context)
         default: break
@@ -308,9 +309,10 @@ extension Playback {
     /// the player to catch up ends, so that neither this agent nor the group waits on a
     /// readiness that will never come (its announcements name no item: a coordinated start does
     /// not wait for it). Sharing an item loads again.
-    private mutating func onLoadFailed(_ context: PlaybackContext) -> [Output] {
+    private mutating func onLoadFailed(_ problem: PlaybackProblem, _ context: PlaybackContext) -> [Output] {
         guard let item = player.item else { return [] }
         var out: [Output] = []
+        suspensions.cannotPlay = problem
         for reason in [Suspension.stallRecovery, Suspension.whatHappened] {
             guard let ended = suspensions.end(reason: reason) else { continue }
             out.append(
@@ -318,6 +320,7 @@ extension Playback {
         }
         tell(.unload, into: &out)
         out.append(.emit(.itemUnloaded(item: item.id, reason: "the player could not load it")))
+        out.append(.announce)  // the group sees why at once
         return out
     }
 }

@@ -36,9 +36,15 @@ struct Suspensions: Sendable {
     private var nextID: UInt32 = 1
     /// Set by `resume … at=` and taken when the last suspension ends.
     var proposal: PendingProposal?
+    /// The player could not load the current item (`PlayerReport.loadFailed`): announced as
+    /// `cannotPlay:<kind>` after the suspensions, so that everyone sees why this participant is
+    /// not watching, until another item is loaded. Not a suspension: this participant's commands
+    /// still drive the group.
+    var cannotPlay: PlaybackProblem?
 
     var isSuspended: Bool { !active.isEmpty }
-    var reasons: [String] { active.map(\.reason) }
+    /// The active suspensions' reasons, then the player's problem.
+    var reasons: [String] { active.map(\.reason) + (cannotPlay.map { [$0.announcedReason] } ?? []) }
     var isFull: Bool { active.count >= Announcement.suspensionsMax }
     func contains(_ reason: String) -> Bool { active.contains { $0.reason == reason } }
     func find(id: UInt32) -> Suspension? { active.first { $0.id == id } }
@@ -65,10 +71,12 @@ struct Suspensions: Sendable {
         return end(suspension)
     }
 
-    /// What announcements carry: each reason cut to the wire's limit.
+    /// What announcements carry: each reason cut to the wire's limit, the player's problem last
+    /// (in the last place when the suspensions fill the list).
     var announced: [String] {
-        active.prefix(Announcement.suspensionsMax).map {
+        let problem = cannotPlay.map { [$0.announcedReason] } ?? []
+        return active.prefix(Announcement.suspensionsMax - problem.count).map {
             String($0.reason.utf8.prefix(Announcement.suspensionReasonBytesMax)) ?? "custom"
-        }
+        } + problem
     }
 }

@@ -51,9 +51,10 @@ public enum PlayerReport: Hashable, Sendable {
     /// The player failed (it quit, an error not about its item); the text says how.
     case failed(String)
     /// The player could not load the item it was given (a wrong URL, a format it cannot
-    /// play); the text says how. The agent leaves the item rather than wait for a readiness
-    /// that will never come.
-    case loadFailed(String)
+    /// play); the text says how, `problem` which kind of failure it is. The agent leaves the
+    /// item rather than wait for a readiness that will never come, and the group is told why
+    /// (`PlaybackProblem`).
+    case loadFailed(String, problem: PlaybackProblem = .other)
     /// The interstitial could not be played (the second player failed); the text says how.
     case interstitialFailed(String)
 

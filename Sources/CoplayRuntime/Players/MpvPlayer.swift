@@ -563,8 +563,7 @@ struct MpvPlayer: PlayerDriver {
             guard message["reason"]?.string == "error" else { return [] }
             fileLoaded = false
             preparing = nil
-            let reason = message["file_error"]?.string ?? "unknown error"
-            return [.loadFailed("mpv could not play \(item?.url ?? "the item"): \(reason)")]
+            return [Self.loadFailure(url: item?.url, fileError: message["file_error"]?.string ?? "unknown error")]
         default:
             break
         }
@@ -865,5 +864,22 @@ extension MpvPlayer {
             "mpv exited\(status.map { " with status \($0)" } ?? "") at start: check the --mpv-option values "
                 + "(mpv --NAME=VALUE alone prints mpv's own complaint)",
             code: 0)
+    }
+
+    /// What mpv's failure to load `url` was, in words and as a kind: mpv says "loading failed"
+    /// for a missing file and an unreachable server alike, so a path is looked at here.
+    static func loadFailure(url: String?, fileError: String) -> PlayerReport {
+        let shown = url ?? "the item"
+        let path = url.map { $0.hasPrefix("file://") ? String($0.dropFirst(7)) : $0 }
+        if let path, path.hasPrefix("/") || !path.contains("://") {
+            var status = stat()
+            if stat(path, &status) != 0 {
+                return .loadFailed(
+                    "mpv could not play \(shown): no such file (\(String(cString: strerror(errno))))",
+                    problem: .notFound)
+            }
+        }
+        let problem: PlaybackProblem = fileError.contains("unrecognized file format") ? .format : .other
+        return .loadFailed("mpv could not play \(shown): \(fileError)", problem: problem)
     }
 }

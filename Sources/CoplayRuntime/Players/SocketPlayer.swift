@@ -219,7 +219,10 @@ struct SocketPlayer: PlayerDriver {
             let text =
                 "socket player: "
                 + String((message["message"]?.string ?? "unspecified").prefix(settings.playerErrorBytesMax))
-            return .success([event == "error" ? .failed(text) : .loadFailed(text)])
+            guard event == "load-failed" else { return .success([.failed(text)]) }
+            // "problem": which kind of failure (PLAYERS.md); an unknown or absent one is `other`.
+            let problem = message["problem"]?.string.flatMap { PlaybackProblem(rawValue: String($0.prefix(32))) }
+            return .success([.loadFailed(text, problem: problem ?? .other)])
         default:
             return fail("unknown event '\(String(event.prefix(64)))'")
         }

@@ -125,10 +125,11 @@ export class Participant {
     this.carry(this.core.withBytes(bytes, p => this.core.x.coplay_console(this.handle, p, bytes.length, monoNanos(), wallNanos())));
   }
   tick() { this.carry(this.core.x.coplay_tick(this.handle, monoNanos(), wallNanos())); }
-  /// What the player says: `kind` one of reportKinds' names. Returns false when the core refused
-  /// a value as out of range.
-  report(kind, { position = 0, rate = 0, at = 0n, text = '' } = {}) {
-    const bytes = enc.encode(text);
+  /// What the player says: `kind` one of reportKinds' names; a loadFailed's `problem` names the
+  /// kind of failure (PROTOCOL.md, PlaybackProblem). Returns false when the core refused a value
+  /// as out of range.
+  report(kind, { position = 0, rate = 0, at = 0n, text = '', problem = '' } = {}) {
+    const bytes = enc.encode(kind === 'loadFailed' && problem ? `${problem}\n${text}` : text);
     const length = this.core.withBytes(bytes, p => this.core.x.coplay_player_report(this.handle, reportKinds[kind],
       position, rate, BigInt(at), p, bytes.length, monoNanos(), wallNanos()));
     if (length < 0) return false;
