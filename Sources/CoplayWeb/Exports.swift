@@ -285,17 +285,16 @@ public func coplayPlayerReport(
     case 9: report = .userAction(.next)
     case 10: report = .userAction(.previous)
     case 11, 12, 13:
-        let message = String(text(pointer, min(count, 512)))
+        let raw = bytes(pointer, min(count, 512))
         switch kind {
-        case 11: report = .failed(message)
+        case 11: report = .failed(String(decoding: raw, as: UTF8.self))
         case 12:
-            let lines = message.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
-            if lines.count == 2, let problem = PlaybackProblem(rawValue: String(lines[0])) {
-                report = .loadFailed(String(lines[1]), problem: problem)
-            } else {
-                report = .loadFailed(message)
-            }
-        default: report = .interstitialFailed(message)
+            // A first line that names the kind of failure, then the text.
+            let newline = raw.firstIndex(of: 10) ?? raw.endIndex
+            let problem = PlaybackProblem(rawValue: String(decoding: raw[..<newline], as: UTF8.self))
+            let rest = problem == nil ? raw[...] : raw[min(newline + 1, raw.endIndex)...]
+            report = .loadFailed(String(decoding: rest, as: UTF8.self), problem: problem ?? .other)
+        default: report = .interstitialFailed(String(decoding: raw, as: UTF8.self))
         }
     default: return -1
     }

@@ -180,7 +180,6 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
             .share(Activity(url: "https://example.com/film.webm", itemID: "b"), durationSeconds: 100, bufferSeconds: 0),
             now: at(4))
         #expect(!alice.statusReport(now: at(4)).suspensions.contains("cannotPlay:format"))
-        #expect(PlaybackProblem(code: 1) == .format && PlaybackProblem(code: 99) == .other)
     }
 }
 

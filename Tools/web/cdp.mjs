@@ -6,8 +6,11 @@
 import { spawn } from 'node:child_process';
 
 export class Browser {
-  static async launch(args, { executable = 'chromium', log } = {}) {
-    const child = spawn(executable, ['--remote-debugging-pipe', ...args], { stdio: ['ignore', 'ignore', log ?? 'ignore', 'pipe', 'pipe'] });
+  /// `prefix`: a command that runs the browser (`['ip', 'netns', 'exec', NS]`: on another host of a
+  /// test LAN); it keeps descriptors 3 and 4.
+  static async launch(args, { executable = 'chromium', log, prefix = [] } = {}) {
+    const command = [...prefix, executable, '--remote-debugging-pipe', ...args];
+    const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', log ?? 'ignore', 'pipe', 'pipe'] });
     const browser = new Browser(child);
     await browser.send('Target.setDiscoverTargets', { discover: true });
     return browser;

@@ -51,7 +51,7 @@ extension Instance {
         StatusReport(
             member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
-            isWaiting: coordination.isWaiting, suspensions: playback.suspensions.reasons, peerCount: peers.count,
+            isWaiting: coordination.isWaiting, suspensions: playback.suspensions.announced, peerCount: peers.count,
             counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
             correction: playback.correction, interstitial: playback.interstitials.playing?.interstitial.id)
     }

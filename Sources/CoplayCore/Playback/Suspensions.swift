@@ -43,8 +43,7 @@ struct Suspensions: Sendable {
     var cannotPlay: PlaybackProblem?
 
     var isSuspended: Bool { !active.isEmpty }
-    /// The active suspensions' reasons, then the player's problem.
-    var reasons: [String] { active.map(\.reason) + (cannotPlay.map { [$0.announcedReason] } ?? []) }
+    var reasons: [String] { active.map(\.reason) }
     var isFull: Bool { active.count >= Announcement.suspensionsMax }
     func contains(_ reason: String) -> Bool { active.contains { $0.reason == reason } }
     func find(id: UInt32) -> Suspension? { active.first { $0.id == id } }

@@ -3,9 +3,9 @@
 /// is not watching and why. The core announces it beside this participant's suspensions as
 /// `cannotPlay:<kind>` (`Suspensions.cannotPlay`) until another item is loaded; it does not
 /// separate the participant: its commands still drive the group.
-public enum PlaybackProblem: String, Sendable, CaseIterable {
-    /// Anything else; the error's text says what. (Code 0: what a player that does not tell
-    /// kinds apart reports.)
+public enum PlaybackProblem: String, Sendable {
+    /// Anything else; the error's text says what (what a player that does not tell kinds apart
+    /// reports).
     case other
     /// The format or a codec is not one this player decodes.
     case format
@@ -22,10 +22,4 @@ public enum PlaybackProblem: String, Sendable, CaseIterable {
 
     /// The reason peers see in this participant's suspensions.
     public var announcedReason: String { "cannotPlay:" + rawValue }
-
-    /// The code a player reports it by where only a number fits (the browser module): the
-    /// kind's place in `allCases`; an unknown code is `other`.
-    public init(code: Int) {
-        self = code >= 0 && code < Self.allCases.count ? Self.allCases[code] : .other
-    }
 }

@@ -44,6 +44,7 @@ function join() {
   worker.onmessage = ({ data }) => onWorker(data);
   worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm' });
   setInterval(sample, sampleIntervalMs);
+  watchRelay();
 }
 
 /// The longest start of `text` within `bytes` bytes of UTF-8 (the core takes names of 64).
@@ -57,6 +58,18 @@ function utf8Prefix(text, bytes) {
   return out;
 }
 
+// The relay: not reached within a few seconds (of joining, or of losing it) is said at the top.
+const relayState = { up: false, everUp: false, refused: false, timer: 0 };
+function watchRelay() {
+  clearTimeout(relayState.timer);
+  relayState.timer = setTimeout(() => {
+    if (relayState.up || relayState.refused) return;
+    const relay = invitation().relay || '';
+    const host = (() => { try { return new URL(relay).host; } catch { return relay; } })();
+    showProblem('relay', `${relayState.everUp ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
+  }, 5000);
+}
+
 function send(message) { worker?.postMessage(message); }
 function report(kind, fields = {}) { send({ type: 'report', kind, ...fields }); }
 
@@ -65,8 +78,22 @@ function onWorker(message) {
     case 'event': onEvent(message.event); break;
     case 'player': perform(message.command); break;
     case 'view': view = message.view; draw(); break;
-    case 'connection': $('connection').textContent = message.up ? 'connected' : 'reconnecting…'; $('connection').className = message.up ? 'up' : 'down'; break;
-    case 'diagnostic': log(`⚠ ${message.text}`); break;
+    case 'connection':
+      $('connection').textContent = message.up ? 'connected' : 'reconnecting…';
+      $('connection').className = message.up ? 'up' : 'down';
+      relayState.up = message.up;
+      if (message.up) { relayState.everUp = true; clearProblem('relay'); } else watchRelay();
+      break;
+    case 'diagnostic':
+      if (/Authorization Violation/i.test(message.text)) {
+        // Said once, not at every retry.
+        if (!relayState.refused) log(`⚠ ${message.text}`);
+        relayState.refused = true;
+        showProblem('relay', 'The relay refused this link: its token is wrong or out of date. Ask the host for a new link (a new party makes a new one).');
+      } else {
+        log(`⚠ ${message.text}`);
+      }
+      break;
     case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
     case 'left': log('left the group'); break;
   }
@@ -146,6 +173,7 @@ function expectedPosition(atMs) {
 // waits for it. Several seeks in a row end with one 'seeked': ours are done when the element
 // no longer seeks and nothing waits.
 function seekTo(position) {
+  player.seekTarget = Math.max(0, position);
   player.seeking = true;
   player.seekStartedMs = wallMs();
   player.gated = true;
@@ -156,7 +184,11 @@ function seekTo(position) {
   // in 2 s reloads the media at its position.
   clearTimeout(player.seekWatchdog);
   const target = Math.max(0, position);
-  player.seekWatchdog = setTimeout(() => { if (player.seeking && video.seeking) reloadMedia(target); }, 2000);
+  player.seekWatchdog = setTimeout(() => {
+    if (!player.seeking || !video.seeking) return;
+    // Without byte ranges the element cannot fetch the position: a reload would not either.
+    if (player.ranges === false) cannotSeek(target); else reloadMedia(target);
+  }, 2000);
 }
 
 /// The media loaded anew, at `position` when paused, or where the group will be once it has
@@ -173,7 +205,18 @@ function reloadMedia(position) {
   video.src = player.url;
 }
 video.addEventListener('loadedmetadata', () => {
+  // A film whose picture this browser does not decode plays as sound alone, with no error
+  // (Chromium and HEVC): a black box is not watching.
+  if (video.videoWidth === 0 && /\.(mp4|m4v|mov|mkv|webm|avi|ts)(\?|#|$)/i.test(player.url ?? '')) {
+    return cannotPlay({ problem: 'format', text: formatText(player.url, true) });
+  }
+  // A server that answers no byte ranges (python3's http.server): the element can seek nowhere
+  // (Chromium reports the media seekable from 0 to 0, however much it holds), whatever origin it
+  // is on. A start anywhere but at 0 is then impossible: said, rather than sitting at 0:00.
+  const seekableEnd = video.seekable.length ? video.seekable.end(video.seekable.length - 1) : 0;
+  player.ranges = !(Number.isFinite(video.duration) && video.duration > 1 && seekableEnd < 0.5);
   if (player.pendingPosition == null) return;
+  if (!player.ranges && player.pendingPosition > 0.5) return cannotSeek(player.pendingPosition);
   const position = player.pendingPosition;
   player.pendingPosition = null;
   video.currentTime = position;
@@ -183,19 +226,28 @@ function perform(command) {
   player.trace.push({ type: command.op, atMs: wallMs(), position: video.currentTime, command: JSON.stringify(command, (k, v) => typeof v === 'bigint' ? Number(v) / 1e6 : v) });
   if (player.trace.length > 100) player.trace.shift();
   switch (command.op) {
-    case 'load':
+    case 'load': {
       player.item = command.item; player.intended = 'paused'; player.lastPlay = null; player.awaitingReady = true;
       player.stalled = false;
       clearTimeout(player.startTimer); player.startAfterSeek = false;
       $('item').textContent = command.item;
+      clearProblem('media');
       pauseElement();
+      const refusal = refusalBeforeLoad(command.url);
+      if (refusal) {
+        player.url = null;
+        video.removeAttribute('src'); video.load();
+        return cannotPlay(refusal);
+      }
       if (player.url !== command.url) {
         player.url = command.url;
         player.pendingPosition = null;
+        player.ranges = null;  // known once the element has the media's metadata
         video.src = command.url;
       }
       seekTo(command.position);
       break;
+    }
     case 'prepare':
       player.intended = 'paused'; player.awaitingReady = true;
       clearTimeout(player.startTimer); player.startAfterSeek = false;
@@ -312,6 +364,10 @@ function steerBySkips(at, position) {
 
 video.addEventListener('seeked', () => {
   if (video.seeking || player.pendingPosition != null) return;  // another seek follows
+  // A server without byte ranges: the element lands where it has data, not where it was sent.
+  if (player.ranges === false && player.seeking && Math.abs(video.currentTime - player.seekTarget) > 1) {
+    return cannotSeek(player.seekTarget);
+  }
   if (player.seeking) {
     player.seeking = false;
     const took = wallMs() - player.seekStartedMs;
@@ -364,10 +420,99 @@ function retryPlay() {
   }, 1000);
 }
 video.addEventListener('ended', () => report('ended', { position: video.currentTime }));
-video.addEventListener('error', () => {
-  const text = video.error?.message || `media error ${video.error?.code ?? ''}`;
-  report(player.awaitingReady ? 'loadFailed' : 'failed', { text: `${player.url}: ${text}` });
+video.addEventListener('error', async () => {
+  const url = player.url;
+  if (!url || !video.error) return;
+  const detail = video.error.message || `media error ${video.error.code}`;
+  const failure = await explainFailure(url, video.error.code);
+  if (url !== player.url) return;  // another item meanwhile
+  cannotPlay({ ...failure, detail });
 });
+
+// MARK: Saying why it cannot play
+//
+// A failure is said at the top of the page, in words, with what to do; the core is told which
+// kind it is (PlaybackProblem: format, notFound, unreachable, noRanges, localPath, live), leaves
+// the item, and the group sees why this participant is not watching (its row says so everywhere).
+
+/// The last part of a URL's path, decoded: how a person names the file.
+function fileName(url) {
+  try { return decodeURIComponent(new URL(url, location.href).pathname.split('/').pop()) || url; } catch { return url; }
+}
+
+/// What cannot play here before trying: a path on another machine, or a live HLS stream in a
+/// browser that does not play HLS itself. Null: try it.
+function refusalBeforeLoad(url) {
+  if (!/^(https?|blob):/i.test(url)) {
+    return { problem: 'localPath',
+      text: `The group is watching ${url}, a file on another machine's disk: a browser can only play an http:// address. Ask whoever shared it to share it with coplay party, which serves files to every device.` };
+  }
+  if (/\.m3u8(\?|#|$)/i.test(url) && !video.canPlayType('application/vnd.apple.mpegurl')) {
+    return { problem: 'live',
+      text: `This browser cannot play the live stream ${fileName(url)} itself (Safari can, on an iPhone, iPad or Mac). On this device, watch it with mpv and coplay join.` };
+  }
+  return null;
+}
+
+function cannotSeek(position) {
+  cannotPlay({ problem: 'noRanges',
+    text: `The server of ${fileName(player.url)} answers no byte ranges, so this browser can only play it from the start, not at ${clock(position)} with the others. Serve it with coplay party or coplay web --media, which do.` });
+}
+
+/// Why the element could not play `url`: the server's answer to a HEAD tells a missing file and
+/// an unreachable server from a format this browser does not decode.
+async function explainFailure(url, code) {
+  const file = fileName(url);
+  let response = null;
+  try { response = await fetch(url, { method: 'HEAD', cache: 'no-store' }); } catch { /* unreachable, or another origin */ }
+  if (response && (response.status === 404 || response.status === 410)) {
+    return { problem: 'notFound', text: `${file} is not at its address any more (its server answered ${response.status}). Ask whoever shared it to share it again.` };
+  }
+  if (!response) {
+    let reachable = false;
+    try { await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store' }); reachable = true; } catch { /* not reachable */ }
+    if (!reachable || code === 2) {
+      const host = (() => { try { return new URL(url).host; } catch { return url; } })();
+      return { problem: 'unreachable', text: `This device cannot reach ${host}, where ${file} is. Is it on the same network as the others (the room's Wi-Fi, not mobile data)?` };
+    }
+  }
+  return { problem: 'format', text: formatText(url, false) };
+}
+
+/// What to say of a film this browser does not decode (`soundOnly`: it plays its sound alone).
+function formatText(url, soundOnly) {
+  const file = fileName(url);
+  const container = url.match(/\.(mkv|avi|wmv|flv)(\?|#|$)/i)?.[1];
+  const why = container ? ` (its container, ${container.toUpperCase()}, is one most browsers do not play)`
+    : /\.(mp4|m4v|mov)(\?|#|$)/i.test(url) ? ' (its video codec: HEVC, for one, plays in few browsers)' : '';
+  return `This browser cannot ${soundOnly ? 'show the picture of' : 'play'} ${file}${why}. An MP4 with H.264 video and AAC sound, or a WebM, plays in every browser.`;
+}
+
+/// Says why at the top of the page, and tells the core, which leaves the item and tells the group.
+function cannotPlay({ problem, text, detail }) {
+  showProblem('media', text);
+  log(`⚠ ${text}${detail ? ` (${detail})` : ''}`);
+  clearTimeout(player.startTimer); player.startAfterSeek = false; player.intended = 'paused';
+  report('loadFailed', { problem, text: `${player.url ?? ''}: ${text}` });
+  player.awaitingReady = false;
+}
+
+// The banner: one sentence per topic (the media, the relay), newest first.
+const problems = new Map();
+function showProblem(topic, text) { problems.set(topic, text); drawProblems(); }
+function clearProblem(topic) { if (problems.delete(topic)) drawProblems(); }
+function drawProblems() {
+  $('problem').textContent = [...problems.values()].join(' ');
+  $('problem').hidden = problems.size === 0;
+}
+
+/// A peer's suspension or problem, in words.
+function reasonWords(reason) {
+  const problem = reason.startsWith('cannotPlay:') ? reason.slice(11) : null;
+  if (!problem) return reason === 'stallRecovery' ? 'catching up' : reason;
+  return { format: "can't play this format", notFound: 'its file is missing', unreachable: "can't reach the film",
+    noRanges: "can't seek in it", localPath: "can't read a path", live: "can't play live streams" }[problem] || "can't play it";
+}
 
 // The page comes back: a hidden video the browser paused plays again (it is still stalled for
 // the core until the element plays); a frozen or restored page reconnects at once.
@@ -418,16 +563,17 @@ function draw() {
   $('play').textContent = player.intended === 'playing' ? 'Pause' : 'Play';
   // Beside the item's title, this tab's part: "joined" alone read like a person of that name joining.
   const part = { joined: 'you are in the group', waiting: 'joining…', invalidated: 'you left the group' }[view.state] || view.state;
-  $('state').textContent = `· ${part}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.join(', ')}` : ''}`;
+  $('state').textContent = `· ${part}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.map(reasonWords).join(', ')}` : ''}`;
   $('item').textContent = view.title || view.item || 'nothing';
   const duration = video.duration || view.duration || 0;
   $('time').textContent = view.position == null ? '–' : `${clock(video.currentTime)} / ${duration ? clock(duration) : '?'}${playing ? '' : ' (paused)'}`;
   if (duration > 0 && !$('seek').dataset.dragging) $('seek').value = Math.round(1000 * video.currentTime / duration);
   const peers = $('peers');
-  peers.replaceChildren(row(['you', `${name} (${view.id.slice(0, 6)})`, 'web', view.item || '–', view.waiting ? 'waiting' : playing ? 'playing' : 'paused', '–']));
+  const own = view.suspensions.length ? view.suspensions.map(reasonWords).join(', ') : view.waiting ? 'waiting' : playing ? 'playing' : 'paused';
+  peers.replaceChildren(row(['you', `${name} (${view.id.slice(0, 6)})`, 'web', view.item || '–', own, '–']));
   for (const p of view.peers) {
     const clockText = p.offsetMs == null ? 'measuring' : `${p.offsetMs >= 0 ? '+' : ''}${p.offsetMs.toFixed(2)} ± ${p.errorMs.toFixed(2)} ms`;
-    const state = p.suspected ? 'silent' : p.suspensions.length ? p.suspensions.join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
+    const state = p.suspected ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
     peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state, clockText]));
   }
   const queue = $('queue');
@@ -471,7 +617,7 @@ function onEvent(e) {
     case 'peer-unresponsive': log(`${e.peer.name} went silent`); break;
     case 'activity': log(`now watching ${e.title || e.item}${by}`); break;
     case 'playing': log(`playing${at}${by}`); break;
-    case 'paused': log(`paused${at}${by}`); break;
+    case 'paused': log(e.reason === 'ended' ? `the end${at}` : `paused${at}${by}`); break;
     case 'time-jumped': log(`jumped${at}${by}`); break;
     case 'queue-changed': log(`queue: ${e.change} ${e.title || e.entry || ''}${by}`); break;
     case 'state-adopted': log(`caught up from ${e.by}`); break;
@@ -489,6 +635,9 @@ function log(text) {
 }
 
 // MARK: Start
+
+// A new link pasted into this tab changes only the fragment, which loads nothing: follow it.
+window.addEventListener('hashchange', () => location.reload());
 
 {
   const invite = invitation();

@@ -1,0 +1,202 @@
+// coplay party as a person uses it (run by Tools/web/party-check, inside the TV's namespace of a
+// two-host test LAN). The TV's host types `coplay party film.webm hevc.mp4` with mpv, and no
+// --listen: the default route gives the address. Headless Chromium on the phone's host opens
+// the printed link, types a name and clicks Join, then:
+//   - it plays in sync with the TV's mpv (Join → playing; the media clocks' offset), and a pause
+//     pressed in mpv pauses it;
+//   - the page is laid out for a phone (390 px: nothing wider than the screen) and for a laptop
+//     (1000 px), each kept as a screenshot;
+//   - the queue's next film is HEVC, which mpv plays and this browser does not: the tab says why
+//     at the top of the page, the TV's `peers` lists it as cannotPlay:format, and mpv plays on;
+//   - a film from a server without byte ranges (python3's http.server), joined mid-film by a
+//     second tab: it says why, and the TV lists it as cannotPlay:noRanges;
+//   - Ctrl-C ends the party with exit status 0 and nothing of it left running.
+// Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
+//
+//   node Tools/web/party.mjs COPLAY WORKDIR ARTIFACTS PHONE-NAMESPACE
+import { spawn, execFileSync } from 'node:child_process';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import { Browser } from './cdp.mjs';
+
+const [coplay, work, artifacts, phone] = process.argv.slice(2);
+const tvAddress = '10.79.0.1', plainPort = 18081;
+const wallMs = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const failures = [], figures = {}, children = [];
+function check(ok, what) { if (!ok) failures.push(what); console.log(`${ok ? 'ok' : 'FAIL'}: ${what}`); }
+function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${typeof value === 'number' ? value.toFixed(2) : value} ${unit}`); }
+function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
+async function until(test, ms, step = 10) {
+  const end = wallMs() + ms;
+  for (;;) { const value = await test(); if (value) return value; if (wallMs() > end) return null; await sleep(step); }
+}
+function start(command, args, options = {}) {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...options });
+  child.events = []; child.errors = '';
+  let partial = '';
+  child.stdout.on('data', (d) => {
+    partial += d;
+    const lines = partial.split('\n'); partial = lines.pop();
+    for (const line of lines) { try { child.events.push(JSON.parse(line)); } catch { /* not an event */ } }
+  });
+  child.stderr.on('data', (d) => { child.errors = (child.errors + d).slice(-20000); });
+  children.push(child);
+  return child;
+}
+const say = (agent, line) => agent.stdin.write(line + '\n');
+
+// MARK: The films
+mkdirSync(`${work}/films`, { recursive: true });
+mkdirSync(`${work}/run`, { recursive: true });
+const encode = (file, seconds, video, audio) => execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30',
+  '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(seconds), ...video, ...audio, file]);
+encode(`${work}/films/film.webm`, 120, ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '100k', '-g', '30'], ['-c:a', 'libopus', '-b:a', '48k']);
+encode(`${work}/films/hevc.mp4`, 60, ['-c:v', 'libx265', '-pix_fmt', 'yuv420p', '-tag:v', 'hvc1', '-x265-params', 'log-level=error'], ['-c:a', 'aac']);
+// A server that answers no byte ranges: python3's http.server, as the newcomer used.
+mkdirSync(`${work}/plain`, { recursive: true });
+execFileSync('cp', [`${work}/films/film.webm`, `${work}/plain/plain.webm`]);
+start('python3', ['-m', 'http.server', String(plainPort), '--bind', tvAddress, '--directory', `${work}/plain`]);
+
+// MARK: The party, typed as the README says (plus mpv without a window or sound, and its socket)
+const started = wallMs();
+const party = start(coplay, ['party', 'film.webm', 'hevc.mp4', '--json', '--name', 'tv', '--mpv-option', 'vo=null', '--mpv-option', 'ao=null',
+  '--mpv-socket', `${work}/mpv.sock`], { cwd: `${work}/films`, env: { ...process.env, XDG_RUNTIME_DIR: `${work}/run` } });
+const announced = await until(() => party.events.find((e) => e.event === 'party'), 10000);
+let browser, lateBrowser;
+try {
+  check(announced, `the party prints its link (${party.errors.split('\n').filter(Boolean).slice(-3).join(' | ')})`);
+  if (!announced) throw new Error('no party');
+  figure('party-link-printed', wallMs() - started);
+  check(announced.link.startsWith(`http://${tvAddress}:`), `the link is at the default route's address: ${announced.link.slice(0, 40)}…`);
+
+  // mpv's IPC: every reply carries node's instant.
+  const mpv = await until(() => new Promise((resolve) => {
+    const socket = net.connect(`${work}/mpv.sock`, () => resolve(socket));
+    socket.on('error', () => resolve(null));
+  }), 10000, 100);
+  check(mpv, "the party's mpv answers on its socket");
+  const waiting = new Map();
+  let nextID = 1, partial = '';
+  mpv.on('data', (d) => {
+    const at = wallMs();
+    partial += d;
+    const lines = partial.split('\n'); partial = lines.pop();
+    for (const line of lines) { const m = JSON.parse(line); if (m.request_id && waiting.has(m.request_id)) { waiting.get(m.request_id)({ ...m, at }); waiting.delete(m.request_id); } }
+  });
+  const mpvCommand = (...command) => {
+    const id = nextID++, sent = wallMs();
+    mpv.write(JSON.stringify({ command, request_id: id }) + '\n');
+    return new Promise((resolve) => waiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
+  };
+
+  say(party, 'play');
+  check(await until(() => party.events.find((e) => e.event === 'playing'), 10000), 'the TV plays');
+  await sleep(2000);
+
+  // MARK: The phone joins
+  browser = await Browser.launch(['--headless=new', '--no-sandbox', `--user-data-dir=${work}/profile`, '--mute-audio', '--disable-gpu',
+    '--no-first-run', '--disable-background-networking', '--window-size=1000,900'], { prefix: ['ip', 'netns', 'exec', phone] });
+  const page = await browser.newPage(announced.link);
+  await page.type('#name', 'phone');
+  const clicked = await page.click('#join');
+  const video = 'document.getElementById("video")';
+  const tabNow = `(() => { const v = ${video}; return { p: v.currentTime, at: performance.timeOrigin + performance.now(), r: v.playbackRate, paused: v.paused }; })()`;
+  async function offset(target) {
+    const tab = await target.evaluate(tabNow);
+    const m = await mpvCommand('get_property', 'audio-pts');
+    return !tab.paused && typeof m.data === 'number' ? (tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000 : null;
+  }
+  const inSync = await until(async () => { const o = await offset(page); return o != null && Math.abs(o) < 10; }, 10000, 20);
+  check(inSync, 'the phone plays within 10 ms of the TV after Join');
+  figure('join-click-to-in-sync', wallMs() - clicked);
+  await sleep(2000);
+  const media = [];
+  for (let i = 0; i < 50; i++) { const o = await offset(page); if (o != null) media.push(o); await sleep(100); }
+  figure('media-offset-phone-tv-p50', quantile(media.map(Math.abs), 0.5));
+  figure('media-offset-phone-tv-p99', quantile(media.map(Math.abs), 0.99));
+  check(media.length >= 40 && quantile(media.map(Math.abs), 0.5) < 40, 'the phone stays within 40 ms of the TV (p50)');
+
+  // A pause pressed in the TV's mpv pauses the phone.
+  const pauses = [];
+  for (let round = 0; round < 5; round++) {
+    const pressed = wallMs();
+    await mpvCommand('set_property', 'pause', true);
+    const paused = await until(() => page.evaluate(`coplayPlayer.trace.filter((t) => t.type === 'pause' && t.atMs >= ${pressed}).map((t) => t.atMs)[0]`), 3000, 5);
+    if (paused) pauses.push(paused - pressed);
+    await sleep(500);
+    await mpvCommand('set_property', 'pause', false);
+    await until(() => page.evaluate(`!${video}.paused`), 5000);
+    await sleep(1500);
+  }
+  check(pauses.length === 5, `a pause in the TV's mpv pauses the phone (${pauses.length} of 5)`);
+  figure('pause-tv-to-phone-p50', quantile(pauses, 0.5));
+
+  // MARK: A phone's width, and a laptop's
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 390, height: 844, deviceScaleFactor: 1, mobile: true });
+  await sleep(500);
+  const layout = await page.evaluate(`(() => { const t = document.querySelector('#peers').closest('table').getBoundingClientRect(); return { page: document.documentElement.scrollWidth, table: t.right }; })()`);
+  check(layout.page <= 390 && layout.table <= 390, `at 390 px nothing is wider than the screen (page ${layout.page}, table's right edge ${layout.table.toFixed(0)})`);
+  writeFileSync(`${artifacts}/party-390.png`, await page.screenshot());
+  await page.send('Emulation.clearDeviceMetricsOverride');
+  await sleep(300);
+  writeFileSync(`${artifacts}/party-1000.png`, await page.screenshot());
+
+  // MARK: A film this browser cannot decode
+  say(party, 'next');
+  const nextAt = wallMs();
+  const said = await until(() => page.evaluate('document.getElementById("problem").hidden ? null : document.getElementById("problem").textContent'), 10000);
+  check(said && said.includes('hevc.mp4') && said.includes('H.264'), `the phone says why it cannot play the HEVC film: "${said}"`);
+  if (said) figure('undecodable-to-said', wallMs() - nextAt);
+  const listed = async (name, reason) => {
+    const from = party.events.length;
+    say(party, 'peers');
+    await sleep(300);
+    return party.events.slice(from).some((e) => JSON.stringify(e).includes(`"name":"${name}"`) && JSON.stringify(e).includes(reason));
+  };
+  check(await until(() => listed('phone', 'cannotPlay:format'), 3000, 100), "the TV's peers list the phone as cannotPlay:format");
+  await sleep(1000);
+  const tvPlaying = await mpvCommand('get_property', 'pause');
+  const tvFile = await mpvCommand('get_property', 'path');
+  check(tvPlaying.data === false && String(tvFile.data).includes('hevc.mp4'), `the TV's mpv plays the HEVC film on (${tvFile.data}, pause=${tvPlaying.data})`);
+  writeFileSync(`${artifacts}/party-cannot-play.png`, await page.screenshot());
+
+  // MARK: A film from a server without byte ranges, joined mid-film
+  say(party, `share http://${tvAddress}:${plainPort}/plain.webm`);
+  await sleep(1000);
+  say(party, 'play');
+  await until(() => party.events.filter((e) => e.event === 'playing').length >= 3, 10000);
+  await sleep(4000);
+  // Another device: a browser of its own (in one profile, Chromium's cache would hold the late
+  // tab's request for the film behind the first tab's download of it).
+  lateBrowser = await Browser.launch(['--headless=new', '--no-sandbox', `--user-data-dir=${work}/profile-late`, '--mute-audio', '--disable-gpu',
+    '--no-first-run', '--disable-background-networking', '--window-size=1000,900'], { prefix: ['ip', 'netns', 'exec', phone] });
+  const late = await lateBrowser.newPage(announced.link);
+  await late.type('#name', 'late');
+  const lateClicked = await late.click('#join');
+  const lateSaid = await until(() => late.evaluate('document.getElementById("problem").hidden ? null : document.getElementById("problem").textContent'), 10000);
+  check(lateSaid && lateSaid.includes('no byte ranges'), `a tab joining mid-film from a server without byte ranges says why: "${lateSaid}"`);
+  check(lateSaid && wallMs() - lateClicked < 3000, 'it says so within 3 s of Join');
+  if (!lateSaid) console.log(await late.evaluate(`JSON.stringify({ ranges: coplayPlayer.ranges, seeking: coplayPlayer.seeking, target: coplayPlayer.seekTarget, t: ${video}.currentTime, rs: ${video}.readyState, elementSeeking: ${video}.seeking, trace: coplayPlayer.trace.slice(-8) })`));
+  if (lateSaid) figure('no-ranges-join-to-said', wallMs() - lateClicked);
+  check(await until(() => listed('late', 'cannotPlay:noRanges'), 3000, 100), "the TV's peers list the late tab as cannotPlay:noRanges");
+  const lateTime = await late.evaluate(`${video}.currentTime`);
+  check(lateTime < 0.5, `the late tab does not pretend to play from 0:00 (${lateTime})`);
+
+  // MARK: Ctrl-C
+  party.kill('SIGINT');
+  const exited = await until(() => party.exitCode != null ? { code: party.exitCode } : null, 8000);
+  check(exited?.code === 0, `Ctrl-C ends the party with exit status 0 (${exited?.code})`);
+  let left = '';
+  try { left = execFileSync('pgrep', ['-af', `${work}/run`]).toString(); } catch { /* none: pgrep exits 1 */ }
+  check(left.trim() === '', `nothing of the party is left running (${left.trim()})`);
+} catch (error) {
+  check(false, `the check ran to its end: ${error.stack}`);
+} finally {
+  browser?.close();
+  lateBrowser?.close();
+  for (const child of children) { try { child.kill('SIGKILL'); } catch { /* gone */ } }
+}
+if (failures.length) console.log(`the party's diagnostics:\n${party.errors.split('\n').filter((l) => !/ALSA|Jack|jack/.test(l)).slice(-15).join('\n')}`);
+console.log(JSON.stringify({ figures, failures }));
+process.exit(failures.length ? 1 : 0);
