@@ -4,6 +4,8 @@
 // the printed link, types a name and clicks Join, then:
 //   - it plays in sync with the TV's mpv (Join → playing; the media clocks' offset), and a pause
 //     pressed in mpv pauses it;
+//   - `coplay join LINK` with mpv on the phone's host plays the film over HTTP, in step with the
+//     TV's mpv (their audio-pts compared);
 //   - the page is laid out for a phone (390 px: nothing wider than the screen) and for a laptop
 //     (1000 px), each kept as a screenshot;
 //   - the queue's next film is HEVC, which mpv plays and this browser does not: the tab says why
@@ -140,6 +142,42 @@ try {
   }
   check(pausedRounds === 5, `a pause in the TV's mpv pauses the phone (${pausedRounds} of 5 rounds; ${pauses.length} timed)`);
   figure('pause-tv-to-phone-p50', quantile(pauses, 0.5));
+
+  // MARK: A laptop with mpv joins from the same link (coplay join, on the phone's host)
+  const laptop = start('ip', ['netns', 'exec', phone, coplay, 'join', announced.link, '--json', '--name', 'laptop', '--player', 'mpv',
+    '--mpv-option', 'vo=null', '--mpv-option', 'ao=null', '--mpv-socket', `${work}/laptop.sock`]);
+  const laptopMpv = await until(() => new Promise((resolve) => {
+    const socket = net.connect(`${work}/laptop.sock`, () => resolve(socket));
+    socket.on('error', () => resolve(null));
+  }), 10000, 100);
+  check(laptopMpv, "the laptop's mpv (coplay join) answers on its socket");
+  const laptopWaiting = new Map();
+  let laptopNext = 1, laptopPartial = '';
+  laptopMpv?.on('data', (d) => {
+    const at = wallMs();
+    laptopPartial += d;
+    const lines = laptopPartial.split('\n'); laptopPartial = lines.pop();
+    for (const line of lines) { const m = JSON.parse(line); if (m.request_id && laptopWaiting.has(m.request_id)) { laptopWaiting.get(m.request_id)({ ...m, at }); laptopWaiting.delete(m.request_id); } }
+  });
+  const laptopCommand = (...command) => {
+    const id = laptopNext++, sent = wallMs();
+    laptopMpv.write(JSON.stringify({ command, request_id: id }) + '\n');
+    return new Promise((resolve) => laptopWaiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
+  };
+  check(await until(() => laptop.events.find((e) => e.event === 'playing'), 15000), 'the laptop plays the film over HTTP');
+  await sleep(4000);  // its nudges settle the start
+  const mpvs = [];
+  for (let i = 0; i < 50 && laptopMpv; i++) {
+    const a = await mpvCommand('get_property', 'audio-pts'), b = await laptopCommand('get_property', 'audio-pts');
+    // Each position at the middle of its request's round trip, carried to one instant at rate 1.
+    if (typeof a.data === 'number' && typeof b.data === 'number') mpvs.push((a.data + (b.mid - a.mid) / 1000 - b.data) * 1000);
+    await sleep(100);
+  }
+  figure('mpv-offset-tv-laptop-p50', quantile(mpvs.map(Math.abs), 0.5));
+  figure('mpv-offset-tv-laptop-p99', quantile(mpvs.map(Math.abs), 0.99));
+  check(mpvs.length >= 40 && quantile(mpvs.map(Math.abs), 0.5) < 10, "the laptop's mpv plays within 10 ms of the TV's (p50)");
+  say(laptop, 'quit');
+  await until(() => laptop.exitCode != null, 5000);
 
   // MARK: A phone's width, and a laptop's
   await page.send('Emulation.setDeviceMetricsOverride', { width: 390, height: 844, deviceScaleFactor: 1, mobile: true });
