@@ -209,6 +209,9 @@ public struct Settings: Sendable, Equatable {
     public var repairBytesPerSecondPerPeer = 256 * 1024
     /// Items whose group state is remembered; the least recently changed are forgotten first.
     public var itemsMax = 64
+    /// An item the group left within this of its end had ended: shared again, it starts from 0:00
+    /// (a player stops a few frames short of the duration its container states).
+    public var endedMargin: Duration = .milliseconds(500)
     /// Commands waiting for their causal predecessors, at most.
     public var pendingCommandsMax = 1024
     /// Delivered commands kept to repair others, at most. Commands every live member has

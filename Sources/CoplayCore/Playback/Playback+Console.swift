@@ -38,6 +38,12 @@ extension Playback {
             }
             localItemSettings = LocalItemSettings(itemID: proposed.itemID, buffer: bufferSeconds)
             out.append(.issue(Command(item: proposed.itemID, operation: .share(proposed))))
+            // An item the group left and comes back to resumes where it was left (`leftPosition`),
+            // paused: said as a group command, so that every agent (a late joiner too) agrees.
+            if let group = items[proposed.itemID] {
+                let position = leftPosition(of: group, duration: proposed.durationSeconds, context)
+                out.append(.issue(Command(item: proposed.itemID, operation: .pause(position: position, at: now.wall))))
+            }
         case .play(let rate):
             guard let item = requireItem(into: &out) else { break }
             if let start = startKnownReady(rate: rate, item: item.id, context) {

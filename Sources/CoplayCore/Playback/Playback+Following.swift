@@ -22,7 +22,13 @@ extension Playback {
         let now = context.now
         let before = player.position(at: now)
         let who = context.originator(cause.dot.origin)
-        let reason = cause.command.operation.reason
+        // A start that stands paused: the group left the item there (`freeze`), and says so.
+        let reason: String
+        switch (timeline, cause.command.operation) {
+        case (.paused, .play), (.paused, .start), (.paused, .playNow), (.paused, .playReady), (.paused, .rate):
+            reason = "left"
+        default: reason = cause.command.operation.reason
+        }
         func report(_ rate: Double, _ position: Double) -> PlaybackReport {
             PlaybackReport(
                 item: item.id, rate: rate, position: player.clamp(position), originator: who, reason: reason,

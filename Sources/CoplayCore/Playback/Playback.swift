@@ -141,6 +141,7 @@ struct Playback: Sendable {
         var currentItemChanged = false
         // The item that will be current once the batch is applied (a share in it changes it).
         var incomingItem = player.item?.id
+        let leaving = sharedActivity
         let isDeferring = history != .current
         for delivered in batch {
             let envelope = delivered.envelope
@@ -194,6 +195,9 @@ struct Playback: Sendable {
                                 originator: context.originator(envelope.dot.origin),
                                 dot: envelope.dot))))
             }
+        }
+        if activityChanged, let leaving, sharedActivity?.itemID != leaving.itemID {
+            freeze(leaving, context)
         }
         if isHistory {
             // More of the group's history is on its way: follow its final state once it is here.
@@ -269,6 +273,24 @@ struct Playback: Sendable {
         out.append(.emit(.itemChanged(ItemReport(item: item, source: source, adoptedGroupState: group != nil))))
         out.append(.announce)
         if let group, !isSuspended { followGroup(group, context, into: &out) }
+    }
+
+    /// The group left `left` for another item: its state stops there, paused where it was (at
+    /// 0:00 once past its end), rather than run on while nobody watches. Local to this agent (it
+    /// applied the share a few milliseconds before or after the others did); a re-share of the
+    /// item says the position to everyone (`leftPosition`).
+    private mutating func freeze(_ left: Activity, _ context: PlaybackContext) {
+        guard let group = items[left.itemID], case .playing = group.timeline else { return }
+        let position = leftPosition(of: group, duration: left.durationSeconds, context)
+        items[left.itemID]?.timeline = .paused(position: position)
+    }
+
+    /// Where an item the group left stands: its position now (a frozen state's: where it was
+    /// left), within its duration, and 0 once it had ended.
+    func leftPosition(of group: ItemGroupState, duration: Double?, _ context: PlaybackContext) -> Double {
+        let position = max(0, timeline(of: group, context).position(at: context.now.wall))
+        guard let duration, duration > 0 else { return position }
+        return position >= duration - settings.endedMargin.seconds ? 0 : position
     }
 
     private mutating func remember(_ state: ItemGroupState, for item: String) {
