@@ -209,6 +209,12 @@ public struct Settings: Sendable, Equatable {
     public var repairBytesPerSecondPerPeer = 256 * 1024
     /// Items whose group state is remembered; the least recently changed are forgotten first.
     public var itemsMax = 64
+    /// A `stallRecovery` its player does not end within this ends all the same, with the reason,
+    /// and the player stands aside from the item (`cannotPlay`): long enough for a real network
+    /// stall to refill (the stall benchmark's starved mpv is back within a second of its cache
+    /// refilling), short enough that a player that can never get there (no byte ranges) does not
+    /// leave its agent suspended, its commands local, for good.
+    public var stallRecoveryMax: Duration = .seconds(30)
     /// An item the group left within this of its end had ended: shared again, it starts from 0:00
     /// (a player stops a few frames short of the duration its container states).
     public var endedMargin: Duration = .milliseconds(500)

@@ -181,6 +181,39 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
             now: at(4))
         #expect(!alice.statusReport(now: at(4)).suspensions.contains("cannotPlay:format"))
     }
+
+    /// A stall its player never ends (an mpv that cannot seek where the group is) ends after
+    /// `stallRecoveryMax` with the reason: not suspended any more (its commands drive the group
+    /// again), standing aside from the item, and no suspension carried into the next item.
+    @Test func aStallThePlayerNeverEnds_endsWithItsReason_withinItsBound() {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onCommand(
+            .share(Activity(url: "http://example.com/film.mp4", itemID: "a"), durationSeconds: 600, bufferSeconds: 0),
+            now: at(1))
+        _ = alice.onPlayerReport(.stalled(position: 0), now: at(2))
+        #expect(alice.isSuspended)
+        var millis = 2.0
+        var events: [Event] = []
+        while millis < 29_000 {
+            millis += 250
+            events += alice.onTick(now: at(millis)).events
+        }
+        #expect(alice.isSuspended, "not before its bound: a real network stall may take a while")
+        while millis < 33_000 {
+            millis += 250
+            events += alice.onTick(now: at(millis)).events
+        }
+        #expect(!alice.isSuspended, "\(alice.suspensions)")
+        #expect(
+            events.contains { if case .playerError(let text) = $0 { text.contains("did not catch up") } else { false } }
+        )
+        #expect(alice.statusReport(now: at(millis)).suspensions == ["cannotPlay:other"])
+        _ = alice.onCommand(
+            .share(Activity(url: "http://example.com/next.mp4", itemID: "b"), durationSeconds: 600, bufferSeconds: 0),
+            now: at(millis + 1))
+        #expect(alice.statusReport(now: at(millis + 1)).suspensions.isEmpty, "the next item starts clean")
+    }
 }
 
 /// One group, one story: a group interstitial that carol scheduled is credited to carol by

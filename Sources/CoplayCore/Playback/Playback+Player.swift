@@ -289,13 +289,29 @@ extension Playback {
         out += checkInterstitials(context)
         out += repeatReady(context)
         out += correctDrift(context)
+        out += checkStallRecovery(context)
         if case .catchingUp = history { out += followAfterHistory(isBehind: isBehind(), context) }
         return out
     }
 
+    /// A stall its player never ends (an mpv that cannot seek where the group is: its server
+    /// answers no byte ranges) ends after `stallRecoveryMax`, with the reason: the player is
+    /// left as one that could not load the item, so that this agent neither stays suspended
+    /// (its commands local only) nor keeps a suspension into the next item.
+    private mutating func checkStallRecovery(_ context: PlaybackContext) -> [Output] {
+        guard let ends = stallRecoveryEnds, context.now.monotonic >= ends, player.item != nil else { return [] }
+        return onPlayerReport(.loadFailed("the player did not catch up with the group: it stands aside"), context)
+    }
+
+    /// When a stall its player has not ended is given up (`stallRecoveryMax` after it began).
+    private var stallRecoveryEnds: MonotonicInstant? {
+        suspensions.active.first { $0.reason == Suspension.stallRecovery }.map { $0.began + settings.stallRecoveryMax }
+    }
+
     /// When playback next needs a tick.
     func nextWake(_ context: PlaybackContext) -> MonotonicInstant? {
-        var due = [whatHappenedWake(context), coordinationWake(context), interstitialWake(context)]
+        let stallEnds = stallRecoveryEnds.map { max($0, context.now.monotonic + .milliseconds(1)) }
+        var due = [whatHappenedWake(context), coordinationWake(context), interstitialWake(context), stallEnds]
             .compactMap { $0 }
             .min()
         if case .catchingUp(let since) = history {

@@ -29,6 +29,9 @@ public struct AgentConfiguration: Sendable {
     public var controlPath: String?
     /// Console lines the agent carries out once started, as if typed (a party's queue).
     public var startupLines: [String] = []
+    /// Printed to standard output once the agent handles its signals (a party's link: whoever
+    /// presses Ctrl-C after seeing it gets a clean end).
+    public var startupOutput: String?
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
 

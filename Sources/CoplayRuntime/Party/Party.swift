@@ -104,6 +104,7 @@ public enum Party {
             relay?.stop()
             return .failure(error)
         }
+        configuration.startupOutput = announcement(invitation, items: urls, json: configuration.json, qr: plan.qr)
         let shell: AgentShell
         do {
             shell = try AgentShell(configuration: configuration)
@@ -111,13 +112,15 @@ public enum Party {
             relay?.stop()
             return .failure(UsageError(message: "cannot start the host's agent: \(error)"))
         }
-        announce(invitation, items: urls, json: configuration.json, qr: plan.qr)
         return .success(Prepared(shell: shell, relay: relay))
     }
 
     /// The link, its QR code and one line saying what to do with it (with `--json`: one `party`
-    /// event line that carries the link and the media's URLs).
-    static func announce(_ invitation: Invitation, items: [(url: String, title: String)], json: Bool, qr: Bool) {
+    /// event line that carries the link and the media's URLs). The agent prints it once it
+    /// handles Ctrl-C.
+    static func announcement(_ invitation: Invitation, items: [(url: String, title: String)], json: Bool, qr: Bool)
+        -> String
+    {
         let link = invitation.link
         if json {
             let event: JSONValue = .object([
@@ -125,8 +128,7 @@ public enum Party {
                 ("relay", .string(invitation.relay)), ("session", .string(invitation.session)),
                 ("items", .array(items.map { .string($0.url) })),
             ])
-            StandardStreams.writeOutput(event.serialized)
-            return
+            return event.serialized
         }
         let what =
             items.isEmpty
@@ -140,7 +142,7 @@ public enum Party {
         text +=
             "\nOpen the link on every phone, tablet or laptop in the room (or scan the code), type a name, press Join.\n"
             + "Type play to start; Ctrl-C (or quit) ends the party.\n"
-        StandardStreams.writeOutput(text)
+        return text
     }
 
     /// A file's name as a console value in double quotes: no quote, no control byte.

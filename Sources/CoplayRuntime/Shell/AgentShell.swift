@@ -65,8 +65,10 @@ public actor AgentShell {
     private var control: ControlServer? { output.control }
     /// `--relay`: the servers; the client is made by `run()`.
     private let relaySeeds: [RelayServer]
-    /// Console lines carried out once the agent has started (a party's queue).
+    /// Console lines carried out once the agent has started (a party's queue), and what it
+    /// prints once it handles its signals (a party's link).
     private let startupLines: [String]
+    private let startupOutput: String?
     private var relay: RelayClient?
     private var relayTimer: EventLoop.Timer?
 
@@ -107,6 +109,7 @@ public actor AgentShell {
         keyFile = configuration.keyFile
         relaySeeds = configuration.relays
         startupLines = configuration.startupLines
+        startupOutput = configuration.startupOutput
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
@@ -141,6 +144,7 @@ public actor AgentShell {
     public func run() async -> Int32 {
         let feed = self.feed
         if case .standardStreams = mode { signals = Signals(into: feed) }
+        if let startupOutput { StandardStreams.writeOutput(startupOutput) }
         // The loop calls these on its thread, the actor's executor: `assumeIsolated` holds.
         tickTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.fireTick()) } }
         playerTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.firePlayerTimer()) } }
