@@ -207,4 +207,19 @@ import Testing
         #expect(table.contains("wall-2") && table.contains("ready") && table.contains("-1.500"))
         #expect(table.contains("badTag 2") && table.contains("received 9223372036854775807"))
     }
+
+    /// A custom `--wait-for` reason is taken, and said to be custom (a typo of a built-in one
+    /// waited for nobody without a word); built-in ones pass silently.
+    @Test func aCustomWaitForReason_isTakenAndSaid() throws {
+        guard
+            case .success(.runAgent(let custom)) = CommandLineOptions.parse(["--wait-for", "nonsense,stallRecovery"]),
+            case .success(.runAgent(let builtIn)) = CommandLineOptions.parse(["--wait-for", "stallRecovery"])
+        else {
+            Issue.record("--wait-for refused")
+            return
+        }
+        #expect(custom.settings.suspensionReasonsThatTriggerWaiting == ["nonsense", "stallRecovery"])
+        #expect(custom.notes.count == 1 && custom.notes[0].contains("--wait-for nonsense: not a built-in reason"))
+        #expect(builtIn.notes.isEmpty)
+    }
 }

@@ -32,6 +32,9 @@ public struct AgentConfiguration: Sendable {
     /// Printed to standard output once the agent handles its signals (a party's link: whoever
     /// presses Ctrl-C after seeing it gets a clean end).
     public var startupOutput: String?
+    /// What the command line accepted but a person may not have meant (a custom `--wait-for`
+    /// reason): said once, to standard error, when the agent starts.
+    public var notes: [String] = []
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
 

@@ -325,6 +325,14 @@ public enum CommandLineOptions {
                         )
                     }
                     configuration.settings.suspensionReasonsThatTriggerWaiting = Set(reasons)
+                    // A custom reason is allowed (a group's own suspend reasons), but a typo of a
+                    // built-in one would wait for nobody without a word: say which are custom.
+                    let custom = reasons.filter { !Suspension.builtInReasons.contains($0) }
+                    if !custom.isEmpty {
+                        configuration.notes.append(
+                            "--wait-for \(custom.joined(separator: ",")): not a built-in reason (\(Suspension.builtInReasons.joined(separator: ", "))); waiting only for participants suspended with that custom reason"
+                        )
+                    }
                 case "--wait-limit":
                     let text = try value().get()
                     guard let limit = Int(text), limit >= 1 else {

@@ -69,6 +69,8 @@ public actor AgentShell {
     /// prints once it handles its signals (a party's link).
     private let startupLines: [String]
     private let startupOutput: String?
+    /// What the command line accepted but a person may not have meant, said once at the start.
+    private let startupNotes: [String]
     private var relay: RelayClient?
     private var relayTimer: EventLoop.Timer?
 
@@ -110,6 +112,7 @@ public actor AgentShell {
         relaySeeds = configuration.relays
         startupLines = configuration.startupLines
         startupOutput = configuration.startupOutput
+        startupNotes = configuration.notes
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
         (inputs, feed) = AsyncStream.makeStream(of: ShellInput.self, bufferingPolicy: .unbounded)
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
@@ -145,6 +148,7 @@ public actor AgentShell {
         let feed = self.feed
         if case .standardStreams = mode { signals = Signals(into: feed) }
         if let startupOutput { StandardStreams.writeOutput(startupOutput) }
+        for note in startupNotes { diagnose(note) }
         // The loop calls these on its thread, the actor's executor: `assumeIsolated` holds.
         tickTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.fireTick()) } }
         playerTimer = loop.makeTimer { [self] in assumeIsolated { $0.finishIf($0.firePlayerTimer()) } }
@@ -178,7 +182,7 @@ public actor AgentShell {
             }
         }
         diagnose(
-            "coplay \(CoplayVersion.current): \(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local)"
+            "\(instance.identity.name) (\(instance.identity.id)) in session '\(instance.identity.sessionName)' on group \(transport.group), unicast \(transport.local); version \(CoplayVersion.current)"
         )
 
         if let status = carryOut(instance.start(now: clock.now())) { return status }
