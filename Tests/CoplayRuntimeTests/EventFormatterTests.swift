@@ -1,7 +1,8 @@
 import CoplayCore
-import CoplayRuntime
 import Foundation
 import Testing
+
+@testable import CoplayRuntime
 
 @Suite struct EventFormatterTests {
     let clock = AgentClock(skewNanos: 250_000_000)
@@ -131,5 +132,14 @@ import Testing
         let truth = AgentClock.trueUnixNanosNow()
         #expect(abs(now.wall.unixNanos - truth - 250_000_000) < 50_000_000)
         #expect(abs(clock.trueUnixNanos(of: now.wall) - truth) < 50_000_000)
+    }
+
+    /// A live item's position is a program date: printed as the UTC date and time it is (it read
+    /// `position=1795822862.951`), a film's as seconds.
+    @Test func aLivePosition_readsAsADate_aFilmsAsSeconds() {
+        #expect(String(position: 1_795_822_862.951) == "2026-11-27T23:41:02.951Z")
+        #expect(String(position: 1_795_822_862.9996) == "2026-11-27T23:41:03.000Z")
+        #expect(String(position: 596.5) == "596.500")
+        #expect(String(position: .infinity) == "inf")
     }
 }

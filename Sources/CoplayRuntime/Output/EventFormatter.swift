@@ -1,4 +1,5 @@
 import CoplayCore
+import Glibc
 
 /// Turns the core's events into output lines: readable text, or one JSON object per line with
 /// an `"event"` field. Every JSON line also carries `atUnixNanos`, the true time it was printed.
@@ -366,7 +367,7 @@ public struct EventFormatter: Sendable {
             let suspensions = report.suspensions.isEmpty ? "-" : report.suspensions.joined(separator: ",")
             return [
                 "status \(report.name) id=\(report.member.id) session=\(report.sessionName) state=\(report.state.name) "
-                    + "item=\(report.item ?? "-") rate=\(Self.rateText(report.rate)) position=\(String(format3: report.positionSeconds)) "
+                    + "item=\(report.item ?? "-") rate=\(Self.rateText(report.rate)) position=\(String(position: report.positionSeconds)) "
                     + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) "
                     + (report.interstitial.map { "interstitial=\($0) " } ?? "") + "peers=\(report.peerCount) "
                     + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal) "
@@ -402,7 +403,7 @@ public struct EventFormatter: Sendable {
         case .interstitial(let report):
             let what =
                 "\(report.interstitial.id) \(report.interstitial.url) duration=\(String(format3: report.interstitial.durationSeconds)) "
-                + "for=\(report.forAll ? "all" : "me") at \(report.item) \(String(format3: report.position))"
+                + "for=\(report.forAll ? "all" : "me") at \(report.item) \(String(position: report.position))"
             switch report.phase {
             case .scheduled: return ["interstitial-scheduled \(what) by \(Self.who(report.originator))"]
             case .began: return ["interstitial-began \(what) by \(Self.who(report.originator))"]
@@ -424,7 +425,7 @@ public struct EventFormatter: Sendable {
                 "state-adopted from \(Self.who(report.from)): a snapshot of \(report.winners) winning commands stood for \(report.commandsCovered) commands not delivered here"
             ]
         case .proposal(let report):
-            let head = "proposal \(report.item) at=\(String(format3: report.position))"
+            let head = "proposal \(report.item) at=\(String(position: report.position))"
             switch report.outcome {
             case .held(let remaining):
                 return ["\(head) held until the last suspension ends (\(remaining) remain)"]
@@ -439,15 +440,15 @@ public struct EventFormatter: Sendable {
             ]
         case .waiting(let report):
             return [
-                "waiting \(report.item) at \(String(format3: report.position)) for a coordinated \(report.reason) by \(Self.who(report.originator))"
+                "waiting \(report.item) at \(String(position: report.position)) for a coordinated \(report.reason) by \(Self.who(report.originator))"
             ]
         case .playing(let report):
             return [
-                "playing \(report.item) rate=\(report.rate) position=\(String(format3: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+                "playing \(report.item) rate=\(report.rate) position=\(String(position: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
             ]
         case .paused(let report):
             return [
-                "paused \(report.item) position=\(String(format3: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+                "paused \(report.item) position=\(String(position: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
             ]
         case .rateChanged(let report):
             return [
@@ -455,7 +456,7 @@ public struct EventFormatter: Sendable {
             ]
         case .timeJumped(let report):
             return [
-                "time-jumped \(report.item) to \(String(format3: report.position)) by \(Self.who(report.originator))"
+                "time-jumped \(report.item) to \(String(position: report.position)) by \(Self.who(report.originator))"
             ]
         case .commandIgnored(let ignored):
             return [
@@ -540,6 +541,28 @@ public struct EventFormatter: Sendable {
 }
 
 extension String {
+    /// A media position as a person reads it: seconds with 3 decimals, or, for a live item's
+    /// position (a program date: Unix seconds, at least `liveDateMin`; no film is 31 years long),
+    /// the UTC date and time. `--json` keeps the number.
+    init(position value: Double) {
+        guard value.isFinite, value >= String.liveDateMin, value < 1e11 else {
+            self.init(format3: value)
+            return
+        }
+        let millis = Int64((value * 1000).rounded())
+        var seconds = time_t(millis / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
+        let fraction = String(millis % 1000)
+        self =
+            "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):"
+            + "\(two(parts.tm_min)):\(two(parts.tm_sec)).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)Z"
+    }
+
+    /// The smallest position read as a program date: 2001-09-09, 1e9 Unix seconds.
+    static let liveDateMin = 1e9
+
     /// The string followed by spaces up to `width` characters.
     func padded(to width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
 
