@@ -8,10 +8,13 @@
 //     TV's mpv (their audio-pts compared);
 //   - the page is laid out for a phone (390 px: nothing wider than the screen) and for a laptop
 //     (1000 px), each kept as a screenshot;
-//   - the queue's next film is HEVC, which mpv plays and this browser does not: the tab says why
-//     at the top of the page, the TV's `peers` lists it as cannotPlay:format, and mpv plays on;
+//   - the first film ends and the group moves to the queue's next, an HEVC film, which mpv plays
+//     and this browser does not: the tab says why at the top of the page, the TV's `peers` lists
+//     it as cannotPlay:format, and mpv plays on;
 //   - a film from a server without byte ranges (python3's http.server), joined mid-film by a
 //     second tab: it says why, and the TV lists it as cannotPlay:noRanges;
+//   - a link with a wrong token, and one to a relay that cannot be reached, are said at the top of
+//     the page; a new link pasted into the tab is followed;
 //   - Ctrl-C ends the party with exit status 0 and nothing of it left running.
 // Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
 //
@@ -189,12 +192,14 @@ try {
   await sleep(300);
   writeFileSync(`${artifacts}/party-1000.png`, await page.screenshot());
 
-  // MARK: A film this browser cannot decode
-  say(party, 'next');
+  // MARK: The first film ends: everyone moves to the queue's next, a film this browser cannot decode
+  say(party, 'seek 117');
+  const ends = await until(() => party.events.find((e) => e.event === 'activity' && String(e.url ?? e.item ?? '').includes('hevc.mp4')), 15000);
+  check(ends, 'at the first film\'s end the group moves to the queue\'s next (hevc.mp4)');
   const nextAt = wallMs();
   const said = await until(() => page.evaluate('document.getElementById("problem").hidden ? null : document.getElementById("problem").textContent'), 10000);
   check(said && said.includes('hevc.mp4') && said.includes('H.264'), `the phone says why it cannot play the HEVC film: "${said}"`);
-  if (said) figure('undecodable-to-said', wallMs() - nextAt);
+  if (said) figure('undecodable-to-said-after-the-move', wallMs() - nextAt);
   const listed = async (name, reason) => {
     const from = party.events.length;
     say(party, 'peers');
@@ -229,6 +234,27 @@ try {
   check(await until(() => listed('late', 'cannotPlay:noRanges'), 3000, 100), "the TV's peers list the late tab as cannotPlay:noRanges");
   const lateTime = await late.evaluate(`${video}.currentTime`);
   check(lateTime < 0.5, `the late tab does not pretend to play from 0:00 (${lateTime})`);
+
+  // MARK: A link whose token the relay refuses, and a relay that cannot be reached
+  const wrong = announced.link.replace(/relay=ws%3A%2F%2F[0-9a-f]+%40/, 'relay=ws%3A%2F%2Fwrong-token%40');
+  check(wrong !== announced.link, 'a link with a wrong token is made');
+  const refusedTab = await lateBrowser.newPage(wrong);
+  await refusedTab.type('#name', 'wrong');
+  const wrongClicked = await refusedTab.click('#join');
+  const refusedSaid = await until(() => refusedTab.evaluate('document.getElementById("problem").hidden ? null : document.getElementById("problem").textContent'), 8000);
+  check(refusedSaid && refusedSaid.includes('refused this link'), `a wrong token is said once, at the top: "${refusedSaid}"`);
+  if (refusedSaid) figure('wrong-token-to-said', wallMs() - wrongClicked);
+  const dead = announced.link.replace(/%3A([0-9]+)&session/, '%3A9&session');
+  const deadTab = await lateBrowser.newPage(dead);
+  await deadTab.type('#name', 'far');
+  const deadClicked = await deadTab.click('#join');
+  const deadSaid = await until(() => deadTab.evaluate('document.getElementById("problem").hidden ? null : document.getElementById("problem").textContent'), 10000);
+  check(deadSaid && deadSaid.includes('Cannot reach the relay'), `an unreachable relay is said at the top: "${deadSaid}"`);
+  if (deadSaid) figure('unreachable-relay-to-said', wallMs() - deadClicked);
+  // A second link pasted into a tab (only its fragment differs) is followed: the page loads anew.
+  await deadTab.evaluate(`location.hash = ${JSON.stringify(new URL(announced.link).hash)}`);
+  const followed = await until(() => deadTab.evaluate('!document.getElementById("join").disabled && document.getElementById("join-panel").hidden === false && document.getElementById("problem").hidden'), 5000);
+  check(followed, 'a new link in the same tab is followed (the page starts again, ready to join)');
 
   // MARK: Ctrl-C
   party.kill('SIGINT');
