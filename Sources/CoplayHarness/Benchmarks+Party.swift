@@ -145,9 +145,7 @@ extension Benchmarks {
                 idle.count, pageAnswer.map { "\($0.status)" } ?? "NO ANSWER", pageMillis, closedByServer))
 
         // A reader that stops reading is closed once idle (10 s).
-        if let stalled = HTTP.connect(media) {
-            let request = "GET \(media.path) HTTP/1.1\r\nHost: x\r\n\r\n"
-            _ = request.utf8CString.withUnsafeBufferPointer { send(stalled, $0.baseAddress, $0.count - 1, 0) }
+        if let stalled = try? HTTP.send(media, headers: []) {
             let stopped = ContinuousClock.now
             sleep(12)
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -244,15 +242,20 @@ public enum HTTP {
         return "GET \(path) HTTP/1.1\r\nHost: \(url.host ?? "")\r\n" + headers.map { $0 + "\r\n" }.joined() + "\r\n"
     }
 
+    /// A connected socket with the GET for `url` sent on it; the caller reads and closes it.
+    static func send(_ url: URL, headers: [String]) throws -> Int32 {
+        guard let descriptor = connect(url) else {
+            throw Benchmarks.BenchError(description: "cannot connect to \(url)")
+        }
+        let text = request(url, headers: headers)
+        _ = text.utf8CString.withUnsafeBufferPointer { Glibc.send(descriptor, $0.baseAddress, $0.count - 1, 0) }
+        return descriptor
+    }
+
     /// A GET: the status, the head and the body (read to the end: the server closes).
     public static func get(_ url: URL, headers: [String] = []) throws -> (status: Int, head: String, body: Data) {
-        guard let descriptor = connect(url) else {
-            throw Benchmarks.BenchError(
-                description: "cannot connect to \(url)")
-        }
+        let descriptor = try send(url, headers: headers)
         defer { close(descriptor) }
-        let text = request(url, headers: headers)
-        _ = text.utf8CString.withUnsafeBufferPointer { send(descriptor, $0.baseAddress, $0.count - 1, 0) }
         var reply = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -261,8 +264,7 @@ public enum HTTP {
             reply.append(contentsOf: buffer[0..<count])
         }
         guard let end = reply.range(of: Data("\r\n\r\n".utf8)) else {
-            throw Benchmarks.BenchError(
-                description: "no answer from \(url)")
+            throw Benchmarks.BenchError(description: "no answer from \(url)")
         }
         let head = String(decoding: reply[..<end.lowerBound], as: UTF8.self)
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -271,13 +273,8 @@ public enum HTTP {
 
     /// A GET whose body is counted, not kept: the bytes of the body received.
     static func count(_ url: URL, headers: [String]) throws -> Int {
-        guard let descriptor = connect(url) else {
-            throw Benchmarks.BenchError(
-                description: "cannot connect to \(url)")
-        }
+        let descriptor = try send(url, headers: headers)
         defer { close(descriptor) }
-        let text = request(url, headers: headers)
-        _ = text.utf8CString.withUnsafeBufferPointer { send(descriptor, $0.baseAddress, $0.count - 1, 0) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var total = 0
         var headSeen = false

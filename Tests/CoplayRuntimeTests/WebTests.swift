@@ -224,7 +224,8 @@ import Testing
         return (folder, outside)
     }
 
-    @Test func mediaFromDisk_areServedWithRanges_whateverTheirSize() throws {
+    /// `body` with the media folder served under `/media/abc123/` (removed after).
+    func withMediaFolder(_ body: (_ library: MediaLibrary, _ folder: String, _ outside: String) throws -> Void) throws {
         let (folder, outside) = try Self.mediaFolder()
         defer {
             try? FileManager.default.removeItem(atPath: folder)
@@ -232,51 +233,54 @@ import Testing
         }
         var library = MediaLibrary(prefix: "/media/abc123/")
         #expect(try library.add(folder).get() == nil)
-        let end = answer("GET /media/abc123/film.mp4 HTTP/1.1\r\nRange: bytes=4294967292-\r\n\r\n", media: library)
-        #expect(end.status == "HTTP/1.1 206 Partial Content")
-        #expect(end.headers.contains("Content-Range: bytes 4294967292-4294967295/4294967296"))
-        #expect(end.headers.contains("Content-Type: video/mp4"))
-        #expect(end.body == [1, 2, 3, 4])
-        let whole = answer("HEAD /media/abc123/film.mp4 HTTP/1.1\r\n\r\n", media: library)
-        #expect(whole.status == "HTTP/1.1 200 OK" && whole.headers.contains("Content-Length: 4294967296"))
-        #expect(whole.headers.contains("Accept-Ranges: bytes") && whole.body.isEmpty)
-        let spaced = answer("GET /media/abc123/my%20film.webm HTTP/1.1\r\nRange: bytes=-10\r\n\r\n", media: library)
-        #expect(spaced.status == "HTTP/1.1 206 Partial Content" && spaced.body == [UInt8](190..<200))
-        #expect(spaced.headers.contains("Content-Type: video/webm"))
-        let beyond = answer("GET /media/abc123/film.mp4 HTTP/1.1\r\nRange: bytes=4294967296-\r\n\r\n", media: library)
-        #expect(beyond.status == "HTTP/1.1 416 Range Not Satisfiable")
-        #expect(beyond.headers.contains("Content-Range: bytes */4294967296"))
-        let several = answer(
-            "GET /media/abc123/my%20film.webm HTTP/1.1\r\nRange: bytes=0-1,5-6\r\n\r\n", media: library)
-        #expect(several.status == "HTTP/1.1 200 OK" && several.body.count == 200, "several ranges: the whole")
-        #expect(library.url(base: "http://h:1", name: "my film.webm") == "http://h:1/media/abc123/my%20film.webm")
+        try body(library, folder, outside)
+    }
+
+    @Test func mediaFromDisk_areServedWithRanges_whateverTheirSize() throws {
+        try withMediaFolder { library, _, _ throws in
+            let end = answer("GET /media/abc123/film.mp4 HTTP/1.1\r\nRange: bytes=4294967292-\r\n\r\n", media: library)
+            #expect(end.status == "HTTP/1.1 206 Partial Content")
+            #expect(end.headers.contains("Content-Range: bytes 4294967292-4294967295/4294967296"))
+            #expect(end.headers.contains("Content-Type: video/mp4"))
+            #expect(end.body == [1, 2, 3, 4])
+            let whole = answer("HEAD /media/abc123/film.mp4 HTTP/1.1\r\n\r\n", media: library)
+            #expect(whole.status == "HTTP/1.1 200 OK" && whole.headers.contains("Content-Length: 4294967296"))
+            #expect(whole.headers.contains("Accept-Ranges: bytes") && whole.body.isEmpty)
+            let spaced = answer("GET /media/abc123/my%20film.webm HTTP/1.1\r\nRange: bytes=-10\r\n\r\n", media: library)
+            #expect(spaced.status == "HTTP/1.1 206 Partial Content" && spaced.body == [UInt8](190..<200))
+            #expect(spaced.headers.contains("Content-Type: video/webm"))
+            let beyond = answer(
+                "GET /media/abc123/film.mp4 HTTP/1.1\r\nRange: bytes=4294967296-\r\n\r\n", media: library)
+            #expect(beyond.status == "HTTP/1.1 416 Range Not Satisfiable")
+            #expect(beyond.headers.contains("Content-Range: bytes */4294967296"))
+            let several = answer(
+                "GET /media/abc123/my%20film.webm HTTP/1.1\r\nRange: bytes=0-1,5-6\r\n\r\n", media: library)
+            #expect(several.status == "HTTP/1.1 200 OK" && several.body.count == 200, "several ranges: the whole")
+            #expect(library.url(base: "http://h:1", name: "my film.webm") == "http://h:1/media/abc123/my%20film.webm")
+        }
     }
 
     @Test func nothingOutsideWhatWasNamed_isServed() throws {
-        let (folder, outside) = try Self.mediaFolder()
-        defer {
-            try? FileManager.default.removeItem(atPath: folder)
-            try? FileManager.default.removeItem(atPath: outside)
+        try withMediaFolder { library, folder, outside throws in
+            let refusals = [
+                "/media/abc123/../film.mp4", "/media/abc123/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+                "/media/abc123/..%2F..%2Fetc",
+                "/media/abc123//etc/passwd", "/media/abc123/.hidden.mp4", "/media/abc123/%2ehidden.mp4",
+                "/media/abc123/link.mp4", "/media/abc123/nothing.mp4", "/media/wrong/film.mp4", "/media/film.mp4",
+                "/media/abc123/", "/media/abc123/%00film.mp4", "/etc/passwd", "/media/abc123/film.mp4%2f",
+            ]
+            var server = WebServer(files: Self.files, media: library)
+            for path in refusals {
+                let reply = Self.flattened(server.respond(to: Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)))
+                #expect(reply.status == "HTTP/1.1 404 Not Found", "\(path): \(reply.status)")
+            }
+            #expect(server.refused[404] == refusals.count && server.served == 0)
+            // A file named one by one is served by its name alone.
+            var named = MediaLibrary(prefix: "/m/")
+            #expect(try named.add(outside).get() == "\(URL(fileURLWithPath: outside).lastPathComponent)")
+            #expect(try named.add(outside).get()?.hasPrefix("2-") == true, "a second file of one name gets a new name")
+            #expect(named.add(folder + "/none").isFailure)
         }
-        var library = MediaLibrary(prefix: "/media/abc123/")
-        #expect(try library.add(folder).get() == nil)
-        let refusals = [
-            "/media/abc123/../film.mp4", "/media/abc123/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/media/abc123/..%2F..%2Fetc",
-            "/media/abc123//etc/passwd", "/media/abc123/.hidden.mp4", "/media/abc123/%2ehidden.mp4",
-            "/media/abc123/link.mp4", "/media/abc123/nothing.mp4", "/media/wrong/film.mp4", "/media/film.mp4",
-            "/media/abc123/", "/media/abc123/%00film.mp4", "/etc/passwd", "/media/abc123/film.mp4%2f",
-        ]
-        var server = WebServer(files: Self.files, media: library)
-        for path in refusals {
-            let reply = Self.flattened(server.respond(to: Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)))
-            #expect(reply.status == "HTTP/1.1 404 Not Found", "\(path): \(reply.status)")
-        }
-        #expect(server.refused[404] == refusals.count && server.served == 0)
-        // A file named one by one is served by its name alone.
-        var named = MediaLibrary(prefix: "/m/")
-        #expect(try named.add(outside).get() == "\(URL(fileURLWithPath: outside).lastPathComponent)")
-        #expect(try named.add(outside).get()?.hasPrefix("2-") == true, "a second file of one name gets a new name")
-        #expect(named.add(folder + "/none").isFailure)
     }
 }
 

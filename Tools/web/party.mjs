@@ -51,6 +51,29 @@ function start(command, args, options = {}) {
 }
 const say = (agent, line) => agent.stdin.write(line + '\n');
 
+/// mpv's IPC at `path` (waiting up to 10 s for it): `command(...)` resolves with the reply and
+/// node's instants around it (`mid`: the middle of its round trip); null if it never answers.
+async function mpvClient(path) {
+  const socket = await until(() => new Promise((resolve) => {
+    const connection = net.connect(path, () => resolve(connection));
+    connection.on('error', () => resolve(null));
+  }), 10000, 100);
+  if (!socket) return null;
+  const waiting = new Map();
+  let nextID = 1, partial = '';
+  socket.on('data', (d) => {
+    const at = wallMs();
+    partial += d;
+    const lines = partial.split('\n'); partial = lines.pop();
+    for (const line of lines) { const m = JSON.parse(line); if (m.request_id && waiting.has(m.request_id)) { waiting.get(m.request_id)({ ...m, at }); waiting.delete(m.request_id); } }
+  });
+  return (...command) => {
+    const id = nextID++, sent = wallMs();
+    socket.write(JSON.stringify({ command, request_id: id }) + '\n');
+    return new Promise((resolve) => waiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
+  };
+}
+
 // MARK: The films
 mkdirSync(`${work}/films`, { recursive: true });
 mkdirSync(`${work}/run`, { recursive: true });
@@ -75,25 +98,8 @@ try {
   figure('party-link-printed', wallMs() - started);
   check(announced.link.startsWith(`http://${tvAddress}:`), `the link is at the default route's address: ${announced.link.slice(0, 40)}…`);
 
-  // mpv's IPC: every reply carries node's instant.
-  const mpv = await until(() => new Promise((resolve) => {
-    const socket = net.connect(`${work}/mpv.sock`, () => resolve(socket));
-    socket.on('error', () => resolve(null));
-  }), 10000, 100);
-  check(mpv, "the party's mpv answers on its socket");
-  const waiting = new Map();
-  let nextID = 1, partial = '';
-  mpv.on('data', (d) => {
-    const at = wallMs();
-    partial += d;
-    const lines = partial.split('\n'); partial = lines.pop();
-    for (const line of lines) { const m = JSON.parse(line); if (m.request_id && waiting.has(m.request_id)) { waiting.get(m.request_id)({ ...m, at }); waiting.delete(m.request_id); } }
-  });
-  const mpvCommand = (...command) => {
-    const id = nextID++, sent = wallMs();
-    mpv.write(JSON.stringify({ command, request_id: id }) + '\n');
-    return new Promise((resolve) => waiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
-  };
+  const mpvCommand = await mpvClient(`${work}/mpv.sock`);
+  check(mpvCommand, "the party's mpv answers on its socket");
 
   say(party, 'play');
   check(await until(() => party.events.find((e) => e.event === 'playing'), 10000), 'the TV plays');
@@ -149,28 +155,18 @@ try {
   // MARK: A laptop with mpv joins from the same link (coplay join, on the phone's host)
   const laptop = start('ip', ['netns', 'exec', phone, coplay, 'join', announced.link, '--json', '--name', 'laptop', '--player', 'mpv',
     '--mpv-option', 'vo=null', '--mpv-option', 'ao=null', '--mpv-socket', `${work}/laptop.sock`]);
-  const laptopMpv = await until(() => new Promise((resolve) => {
-    const socket = net.connect(`${work}/laptop.sock`, () => resolve(socket));
-    socket.on('error', () => resolve(null));
-  }), 10000, 100);
-  check(laptopMpv, "the laptop's mpv (coplay join) answers on its socket");
-  const laptopWaiting = new Map();
-  let laptopNext = 1, laptopPartial = '';
-  laptopMpv?.on('data', (d) => {
-    const at = wallMs();
-    laptopPartial += d;
-    const lines = laptopPartial.split('\n'); laptopPartial = lines.pop();
-    for (const line of lines) { const m = JSON.parse(line); if (m.request_id && laptopWaiting.has(m.request_id)) { laptopWaiting.get(m.request_id)({ ...m, at }); laptopWaiting.delete(m.request_id); } }
-  });
-  const laptopCommand = (...command) => {
-    const id = laptopNext++, sent = wallMs();
-    laptopMpv.write(JSON.stringify({ command, request_id: id }) + '\n');
-    return new Promise((resolve) => laptopWaiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
-  };
+  const laptopCommand = await mpvClient(`${work}/laptop.sock`);
+  check(laptopCommand, "the laptop's mpv (coplay join) answers on its socket");
   check(await until(() => laptop.events.find((e) => e.event === 'playing'), 15000), 'the laptop plays the film over HTTP');
-  await sleep(4000);  // its nudges settle the start
+  // Its start settles (a catch-up by rate after the join) before the steady offset is sampled.
+  const offsetNow = async () => {
+    const a = await mpvCommand('get_property', 'audio-pts'), b = await laptopCommand('get_property', 'audio-pts');
+    return typeof a.data === 'number' && typeof b.data === 'number' ? (a.data + (b.mid - a.mid) / 1000 - b.data) * 1000 : null;
+  };
+  let settledRun = 0;
+  await until(async () => { const o = await offsetNow(); settledRun = o != null && Math.abs(o) < 5 ? settledRun + 1 : 0; return settledRun >= 3; }, 15000, 200);
   const mpvs = [];
-  for (let i = 0; i < 50 && laptopMpv; i++) {
+  for (let i = 0; i < 50 && laptopCommand; i++) {
     const a = await mpvCommand('get_property', 'audio-pts'), b = await laptopCommand('get_property', 'audio-pts');
     // Each position at the middle of its request's round trip, carried to one instant at rate 1.
     if (typeof a.data === 'number' && typeof b.data === 'number') mpvs.push((a.data + (b.mid - a.mid) / 1000 - b.data) * 1000);
@@ -207,10 +203,14 @@ try {
     return party.events.slice(from).some((e) => JSON.stringify(e).includes(`"name":"${name}"`) && JSON.stringify(e).includes(reason));
   };
   check(await until(() => listed('phone', 'cannotPlay:format'), 3000, 100), "the TV's peers list the phone as cannotPlay:format");
-  await sleep(1000);
-  const tvPlaying = await mpvCommand('get_property', 'pause');
-  const tvFile = await mpvCommand('get_property', 'path');
-  check(tvPlaying.data === false && String(tvFile.data).includes('hevc.mp4'), `the TV's mpv plays the HEVC film on (${tvFile.data}, pause=${tvPlaying.data})`);
+  // The move's coordinated start does not wait for the phone past its deadline (3 s): mpv plays
+  // on within it, and a little after.
+  const tvPlays = await until(async () => {
+    const [pause, path] = [await mpvCommand('get_property', 'pause'), await mpvCommand('get_property', 'path')];
+    return pause.data === false && String(path.data).includes('hevc.mp4');
+  }, 8000, 100);
+  check(tvPlays, "the TV's mpv plays the HEVC film on");
+  if (tvPlays) figure('tv-playing-the-next-after-the-move', wallMs() - nextAt);
   writeFileSync(`${artifacts}/party-cannot-play.png`, await page.screenshot());
 
   // MARK: A film from a server without byte ranges, joined mid-film
@@ -253,7 +253,8 @@ try {
   if (deadSaid) figure('unreachable-relay-to-said', wallMs() - deadClicked);
   // A second link pasted into a tab (only its fragment differs) is followed: the page loads anew.
   await deadTab.evaluate(`location.hash = ${JSON.stringify(new URL(announced.link).hash)}`);
-  const followed = await until(() => deadTab.evaluate('!document.getElementById("join").disabled && document.getElementById("join-panel").hidden === false && document.getElementById("problem").hidden'), 5000);
+  // (An evaluation during the page's own reload fails: not yet.)
+  const followed = await until(() => deadTab.evaluate('!document.getElementById("join").disabled && document.getElementById("join-panel").hidden === false && document.getElementById("problem").hidden').catch(() => null), 5000, 100);
   check(followed, 'a new link in the same tab is followed (the page starts again, ready to join)');
 
   // MARK: Ctrl-C
