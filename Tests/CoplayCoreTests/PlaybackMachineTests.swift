@@ -251,29 +251,3 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(began.originator.member == carol, "credited to \(began.originator.name)")
     }
 }
-
-/// A seek past an item's known end is refused with its length (a clamp would end the item for
-/// the whole group); within it, it is a group command as ever.
-@Suite struct SeekBoundsTests {
-    @Test func aSeekPastAKnownEnd_isRefusedWithTheItemsLength() {
-        var alice = makeInstance()
-        _ = alice.start(now: at(0))
-        _ = alice.onCommand(
-            .share(Activity(url: "https://example.com/a.mp4", itemID: "a"), durationSeconds: 120, bufferSeconds: 0),
-            now: at(1))
-        let refused = alice.onConsoleLine("seek 500", now: at(2))
-        #expect(
-            refused.events.contains {
-                if case .commandError(let error) = $0 {
-                    error.message == "a is 120 s long: seek 0 to 120"
-                } else {
-                    false
-                }
-            })
-        #expect(!refused.events.contains { if case .timeJumped = $0 { true } else { false } })
-        #expect(alice.statusReport(now: at(2)).positionSeconds == 0, "nothing moved")
-        let taken = alice.onConsoleLine("seek 60", now: at(3))
-        #expect(!taken.events.contains { if case .commandError = $0 { true } else { false } })
-        #expect(alice.statusReport(now: at(4)).positionSeconds == 60)
-    }
-}

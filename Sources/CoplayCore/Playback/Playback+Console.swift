@@ -70,14 +70,6 @@ extension Playback {
                 .issue(Command(item: item.id, operation: .pause(position: player.position(at: now), at: now.wall))))
         case .seek(let seconds):
             guard let item = requireItem(into: &out) else { break }
-            // Past a known end: refused, with the length (a clamp would end the item for everyone).
-            if let duration = item.durationSeconds, seconds > duration {
-                // Int64: durations are bounded by the wire's position range, and Int is 32 bits in
-                // the browser's module.
-                let length = duration == duration.rounded(.down) ? "\(Int64(duration))" : "\(duration)"
-                out.append(fail("\(item.id) is \(length) s long: seek 0 to \(length)", usage: "seek <seconds>"))
-                break
-            }
             let resumeRate: Double
             switch items[item.id]?.timeline {
             case .playing(let rate, _, _)?, .waiting(_, let rate, _, _)?: resumeRate = rate
