@@ -135,6 +135,15 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
 /// it leaves nobody suspended (it left the agent in a stallRecovery suspension until another
 /// item was shared).
 @Suite struct LoadFailureTests {
+    /// An agent that has started and shared `url` as item "a".
+    func sharing(_ url: String, duration: Double) -> Instance {
+        var alice = makeInstance()
+        _ = alice.start(now: at(0))
+        _ = alice.onCommand(
+            .share(Activity(url: url, itemID: "a"), durationSeconds: duration, bufferSeconds: 0), now: at(1))
+        return alice
+    }
+
     @Test func aFailedLoad_leavesTheItem_andAPlayAfterItSuspendsNobody() {
         var alice = makeInstance()
         _ = alice.start(now: at(0))
@@ -161,11 +170,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
     /// peer's list says why this participant is not watching. It is not a suspension (its
     /// commands still drive the group), and another item clears it.
     @Test func aFailedLoadsKind_isAnnouncedToTheGroup_untilAnotherItemIsLoaded() {
-        var alice = makeInstance()
-        _ = alice.start(now: at(0))
-        _ = alice.onCommand(
-            .share(Activity(url: "https://example.com/film.mkv", itemID: "a"), durationSeconds: 100, bufferSeconds: 0),
-            now: at(1))
+        var alice = sharing("https://example.com/film.mkv", duration: 100)
         let failed = alice.onPlayerReport(
             .loadFailed("this browser cannot play film.mkv", problem: .format), now: at(2))
         #expect(failed.events.contains(.playerError("this browser cannot play film.mkv")))
@@ -186,11 +191,7 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
     /// `stallRecoveryMax` with the reason: not suspended any more (its commands drive the group
     /// again), standing aside from the item, and no suspension carried into the next item.
     @Test func aStallThePlayerNeverEnds_endsWithItsReason_withinItsBound() {
-        var alice = makeInstance()
-        _ = alice.start(now: at(0))
-        _ = alice.onCommand(
-            .share(Activity(url: "http://example.com/film.mp4", itemID: "a"), durationSeconds: 600, bufferSeconds: 0),
-            now: at(1))
+        var alice = sharing("http://example.com/film.mp4", duration: 600)
         _ = alice.onPlayerReport(.stalled(position: 0), now: at(2))
         #expect(alice.isSuspended)
         var millis = 2.0

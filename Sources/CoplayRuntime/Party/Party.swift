@@ -50,7 +50,7 @@ public enum Party {
         var media = MediaLibrary(prefix: "/media/\(secret)/")
         var urls: [(url: String, title: String)] = []
         for item in plan.items {
-            if PartyPlan.problem(with: item) == nil, item.hasPrefix("http://") || item.hasPrefix("https://") {
+            if item.hasPrefix("http://") || item.hasPrefix("https://") {
                 urls.append((item, ""))
                 continue
             }
@@ -93,7 +93,9 @@ public enum Party {
             return .failure(UsageError(message: "\(error)"))
         }
         configuration.startupLines = urls.map { item in
-            "queue add \(item.url)" + (item.title.isEmpty ? "" : " title=\"\(consoleSafe(item.title))\"")
+            // A URL given with a space stays one word in double quotes (the console's rule).
+            let url = item.url.contains(" ") && !item.url.contains("\"") ? "\"\(item.url)\"" : item.url
+            return "queue add \(url)" + (item.title.isEmpty ? "" : " title=\"\(consoleSafe(item.title))\"")
         }
         let invitation: Invitation
         switch Invitation.make(

@@ -47,7 +47,7 @@ public struct PartyPlan: Sendable {
                 case "--no-qr": qr = false
                 case "--listen":
                     let text = try value()
-                    guard Endpoint.parseAddress(text).map({ _ in !text.contains(":") }) == true else {
+                    guard !text.contains(":"), Endpoint.parseAddress(text) != nil else {
                         throw UsageError(
                             message:
                                 "--listen takes the IPv4 address the room's devices reach (e.g. 192.168.1.20), not '\(text.prefix(60))'"
