@@ -1,4 +1,5 @@
 // The coplay executable: parse the command line, then run an agent.
+import CoplayCore
 import CoplayRuntime
 import Glibc
 

@@ -80,7 +80,7 @@ import Testing
         #expect(
             waitUntil(seconds: 3) { mallory.diagnostics.contains { $0.contains("Authorization Violation") } },
             "\(mallory.diagnostics)")
-        #expect(mallory.diagnostics.contains { $0.contains("credentials in the --relay URL were refused") })
+        #expect(mallory.diagnostics.contains { $0.contains("the server refused the credentials") })
         #expect(
             waitUntil(seconds: 3) {
                 eve.diagnostics.contains { $0.contains("relay: connected to") }

@@ -1,4 +1,4 @@
-import CoplayRuntime
+import CoplayCore
 import Testing
 
 @Suite struct JSONParserTests {

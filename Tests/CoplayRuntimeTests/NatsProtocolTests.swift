@@ -1,4 +1,4 @@
-import CoplayCore
+@testable import CoplayCore
 import Testing
 
 @testable import CoplayRuntime
@@ -323,7 +323,7 @@ import Testing
         #expect(token.endpoint == Endpoint(address: 0x7F00_0001, port: 14222))
         #expect(token.credentials == NatsCommand.Credentials(token: "s3cret"))
         let user = try CommandLineOptions.parseRelay("nats://alice:p%40ss%3Aw@[::1]")
-        #expect(user.endpoint.port == 4222)
+        #expect(user.endpoint?.port == 4222)
         #expect(user.credentials == NatsCommand.Credentials(user: "alice", password: "p@ss:w"))
         let bare = try CommandLineOptions.parseRelay("nats://127.0.0.1/")
         #expect(bare.credentials == NatsCommand.Credentials())

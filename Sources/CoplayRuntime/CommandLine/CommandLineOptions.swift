@@ -539,29 +539,7 @@ public enum CommandLineOptions {
     }
 
     /// `%XX` escapes decoded; nil for a malformed escape or bytes that are not UTF-8.
-    private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var index = text.utf8.startIndex
-        let utf8 = text.utf8
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "%") {
-                let first = utf8.index(after: index)
-                guard first < utf8.endIndex, utf8.index(after: first) < utf8.endIndex,
-                    let value = UInt8(
-                        String(decoding: utf8[first...utf8.index(after: first)], as: UTF8.self), radix: 16)
-                else { return nil }
-                bytes.append(value)
-                index = utf8.index(first, offsetBy: 2)
-            } else {
-                bytes.append(byte)
-                index = utf8.index(after: index)
-            }
-        }
-        let decoded = String(decoding: bytes, as: UTF8.self)
-        guard Array(decoded.utf8) == bytes, !decoded.contains(where: { $0.isNewline }) else { return nil }
-        return decoded
-    }
+    private static func percentDecoded(_ text: Substring) -> String? { RelayServer.percentDecoded(text) }
 
     /// An IP address as written, or a host name resolved now, to IPv4.
     private static func hostAddress(_ host: String, flag: String) throws(UsageError) -> IPAddress {
@@ -617,20 +595,7 @@ public enum CommandLineOptions {
 
     /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT` (an IPv6 address alone may go without brackets);
     /// nil if the brackets do not match.
-    static func splitHostPort(_ text: String) -> (host: String, port: String?)? {
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return nil }
-            let host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            if rest.isEmpty { return (host, nil) }
-            guard rest.hasPrefix(":") else { return nil }
-            return (host, String(rest.dropFirst()))
-        }
-        let colons = text.filter { $0 == ":" }.count
-        if colons > 1 { return (text, nil) }  // a bare IPv6 address
-        guard colons == 1, let colon = text.firstIndex(of: ":") else { return (text, nil) }
-        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
-    }
+    static func splitHostPort(_ text: String) -> (host: String, port: String?)? { RelayServer.splitHostPort(text) }
 
     public static func hostName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)

@@ -1,5 +1,3 @@
-import CoplayCore
-
 /// One connection to a NATS server, as a machine without a socket: bytes in, bytes out, timers.
 /// It answers INFO with CONNECT, its subscriptions and a PING, and counts the connection
 /// established at the PONG (the server accepted the credentials: a refusal arrives as -ERR

@@ -1,5 +1,3 @@
-import CoplayCore
-
 /// Reads one JSON text (RFC 8259) into a `JSONValue`: the replies and events of mpv's IPC and the
 /// lines of a delegating player. The input comes from another program and is hostile until
 /// parsed: nesting is bounded by `depthMax`, numbers that do not fit become doubles (or an error),

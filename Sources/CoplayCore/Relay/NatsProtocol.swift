@@ -1,5 +1,3 @@
-import CoplayCore
-
 /// The part of NATS's client protocol that a relay needs (docs.nats.io, "Client Protocol"):
 /// what the server sends (INFO, MSG, PING, PONG, +OK, -ERR) read by `NatsParser`, and what the
 /// client sends (CONNECT, SUB, PUB, PING, PONG) written by `NatsCommand`. Text lines end in
@@ -21,8 +19,10 @@ public struct NatsServerInfo: Equatable, Sendable {
     public var maxPayload = 1_048_576
     public var authRequired = false
     public var tlsRequired = false
-    /// Other servers of its cluster that clients may connect to ("host:port").
+    /// Other servers of its cluster that clients may connect to over TCP ("host:port")…
     public var connectURLs: [String] = []
+    /// …and through their WebSocket listeners (`ws_connect_urls`, "host:port"), a browser's way.
+    public var webSocketConnectURLs: [String] = []
 }
 
 /// Reads the server's side of a connection from bytes as they arrive. The server is hostile
@@ -172,11 +172,21 @@ public struct NatsParser: Sendable {
             case ("auth_required", .bool(let flag)): info.authRequired = flag
             case ("tls_required", .bool(let flag)): info.tlsRequired = flag
             case ("connect_urls", .array(let urls)):
-                info.connectURLs = urls.compactMap { if case .string(let url) = $0 { url } else { nil } }
+                info.connectURLs = Self.strings(urls)
+            case ("ws_connect_urls", .array(let urls)):
+                info.webSocketConnectURLs = Self.strings(urls)
             default: continue
             }
         }
         return info
+    }
+
+    /// The strings of an INFO's list of URLs, at most 64 of 128 bytes each (a cluster's list is
+    /// a few; the line's bound already caps the rest).
+    private static func strings(_ values: [JSONValue]) -> [String] {
+        values.prefix(64).compactMap { value in
+            if case .string(let url) = value, url.utf8.count <= 128 { url } else { nil }
+        }
     }
 }
 

@@ -1,0 +1,156 @@
+import Testing
+
+@testable import CoplayCore
+
+/// The relay's client as the core runs it for every shell: the connection's life (open, the
+/// handshake, keep-alive, a silent server given up, failover across what a cluster announces)
+/// as outputs a shell carries out, with no socket.
+@Suite struct NatsClientTests {
+    private let info =
+        #"INFO {"server_id":"A","version":"2.10.0","max_payload":1048576,"connect_urls":["10.0.0.2:4222"],"ws_connect_urls":["10.0.0.2:8080","relay-b.example:8080"]}"#
+        + "\r\n"
+
+    private func at(_ millis: Int64) -> MonotonicInstant { MonotonicInstant(nanos: millis * 1_000_000) }
+
+    private func webClient(_ seeds: [String]) -> NatsClient {
+        NatsClient(
+            seeds: seeds.compactMap(RelayServer.webSocket), subjects: ["coplay.s.x"], clientName: "coplay-web",
+            settings: Settings(), seed: 7, acceptsNames: true)
+    }
+
+    private func sent(_ outputs: [NatsClient.Output]) -> String {
+        outputs.compactMap { if case .send(let bytes) = $0 { String(decoding: bytes, as: UTF8.self) } else { nil } }
+            .joined()
+    }
+
+    /// Opens, reads INFO and the PONG: returns what the handshake said.
+    private func establish(_ client: inout NatsClient, at now: MonotonicInstant) -> [NatsClient.Output] {
+        var out = client.opened(now: now)
+        out += client.received(Array(info.utf8), now: now)
+        out += client.received(Array("PONG\r\n".utf8), now: now)
+        return out
+    }
+
+    @Test func invitationRelaysParse_withTheirTokens_andBadOnesAreRefused() {
+        let plain = RelayServer.webSocket("ws://s%40cret@10.79.0.1:8080/")
+        #expect(plain?.webSocketURL == "ws://10.79.0.1:8080/")
+        #expect(plain?.credentials == NatsCommand.Credentials(token: "s@cret"))
+        #expect(plain?.endpoint == nil, "a browser resolves the host itself")
+        #expect(RelayServer.webSocket("wss://relay.example")?.webSocketURL == "wss://relay.example:443/")
+        #expect(RelayServer.webSocket("ws://[::1]:9")?.webSocketURL == "ws://[::1]:9/")
+        for bad in [
+            "nats://10.0.0.1", "ws://", "ws://@host", "ws://host:0", "ws://host:70000", "ws://host/path",
+            "ws://a%zz@host", "ws://t%0A@host", "http://host",
+        ] {
+            #expect(RelayServer.webSocket(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func connects_subscribes_andIsEstablishedAtThePONG() {
+        var client = webClient(["ws://tok@10.0.0.1:8080"])
+        let start = client.start(now: at(0))
+        #expect(start == [.open(client.server)])
+        #expect(client.server.webSocketURL == "ws://10.0.0.1:8080/")
+        let out = establish(&client, at: at(10))
+        let hello = sent(out)
+        #expect(hello.hasPrefix("CONNECT {"))
+        #expect(hello.contains(#""auth_token":"tok""#))
+        #expect(hello.contains("SUB coplay.s.x 1\r\nPING\r\n"))
+        #expect(out.contains(.connected(server: "ws://10.0.0.1:8080", first: true)))
+        #expect(client.isEstablished && client.statistics.connected)
+        // A frame arrives as a frame, and one published goes out as a PUB.
+        let arrived = client.received(Array("MSG coplay.s.x 1 3\r\nabc\r\n".utf8), now: at(20))
+        #expect(arrived == [.frame(subject: "coplay.s.x", payload: Array("abc".utf8))])
+        #expect(sent(client.publish([1, 2], subject: "coplay.s.x", buffered: 0, now: at(20))) == "PUB coplay.s.x 2\r\n\u{1}\u{2}\r\n")
+        // Behind a full buffer it is dropped, counted.
+        #expect(client.publish([1, 2], subject: "coplay.s.x", buffered: 262_140, now: at(20)).isEmpty)
+        #expect(client.statistics.framesDropped == 1 && client.statistics.framesPublished == 1)
+    }
+
+    /// The tab whose server froze: a PING after `pingInterval` of silence, the server given up
+    /// at `deadAfter` (said as lost), and the next server the cluster announced tried at once.
+    @Test func aSilentServer_isGivenUpWithinASecond_forOneTheClusterAnnounced() {
+        var client = webClient(["ws://tok@10.0.0.1:8080"])
+        _ = client.start(now: at(0))
+        _ = establish(&client, at: at(0))
+        #expect(client.servers.servers.map(\.name) == ["ws://10.0.0.1:8080", "ws://10.0.0.2:8080", "ws://relay-b.example:8080"],
+            "a WebSocket client learns ws_connect_urls, names and all")
+        var now: Int64 = 0
+        var pinged: Int64?
+        var lost: Int64?
+        var opened: RelayServer?
+        while now < 2_000, opened == nil {
+            now = (client.nextWake.map { $0.nanos / 1_000_000 } ?? now + 10)
+            for output in client.tick(now: at(now)) {
+                switch output {
+                case .send(let bytes) where bytes == NatsCommand.ping: pinged = pinged ?? now
+                case .lost: lost = now
+                case .open(let server): opened = server
+                default: continue
+                }
+            }
+        }
+        #expect(pinged == 250)
+        #expect(lost == 700, "the page is told within a second")
+        #expect(opened?.name == "ws://10.0.0.2:8080", "the next server of the cluster, at once")
+        // That one answers: connected again, not for the first time, with the same subscriptions.
+        let again = establish(&client, at: at(now + 5))
+        #expect(again.contains(.connected(server: "ws://10.0.0.2:8080", first: false)))
+        #expect(sent(again).contains("SUB coplay.s.x 1"))
+        #expect(client.statistics.reconnections == 1)
+    }
+
+    /// A whole round of servers failed: the wait doubles from 100 ms to 5 s, jittered by a
+    /// quarter, and a connection that never opens is given up at `connectTimeout`.
+    @Test func aRoundOfFailures_backsOffWithJitter_andANeverOpenedConnectionTimesOut() {
+        var client = webClient(["ws://10.0.0.1:8080"])
+        _ = client.start(now: at(0))
+        let timedOut = client.tick(now: at(1_000))
+        #expect(timedOut.contains { if case .diagnose(let text) = $0 { text.contains("no connection within") } else { false } })
+        var waits: [Int64] = []
+        var now = at(1_000)
+        for _ in 0..<10 {
+            guard let wake = client.nextWake else { break }
+            waits.append((wake - now).nanoseconds / 1_000_000)
+            now = wake
+            let opened = client.tick(now: now)
+            #expect(opened.contains { if case .open = $0 { true } else { false } })
+            _ = client.closed("refused", now: now)
+        }
+        #expect(waits.count == 10)
+        #expect(waits[0] >= 75 && waits[0] <= 125)
+        #expect(waits[1] >= 150 && waits[1] <= 250)
+        #expect(waits.suffix(3).allSatisfy { $0 >= 3_750 && $0 <= 6_250 })
+        #expect(Set(waits.suffix(3)).count > 1, "jittered, not in step")
+    }
+
+    /// The shell says its path changed (a page restored from a freeze): the connection is made
+    /// again at once, and said lost while it is.
+    @Test func reconnectNow_closesAndOpensAtOnce() {
+        var client = webClient(["ws://10.0.0.1:8080"])
+        _ = client.start(now: at(0))
+        _ = establish(&client, at: at(0))
+        let out = client.reconnectNow(now: at(50))
+        #expect(out.first == .close)
+        #expect(out.contains { if case .lost = $0 { true } else { false } })
+        #expect(out.last == .open(client.server))
+        #expect(client.publish([1], subject: "coplay.s.x", buffered: 0, now: at(51)).isEmpty, "not connected")
+        #expect(client.close() == [.close])
+        #expect(client.tick(now: at(10_000)).isEmpty && client.nextWake == nil)
+    }
+
+    /// A native shell connects to addresses: an announced host name is not kept.
+    @Test func aNativeClientLearnsAddressesOnly() {
+        var client = NatsClient(
+            seeds: [RelayServer(endpoint: Endpoint(address: 0x0A00_0001, port: 4222), name: "10.0.0.1:4222", credentials: .init())],
+            subjects: ["s"], clientName: "coplay", settings: Settings(), seed: 1)
+        _ = client.start(now: at(0))
+        _ = client.opened(now: at(0))
+        _ = client.received(
+            Array(#"INFO {"connect_urls":["10.0.0.2:4222","relay-b.example:4222"],"ws_connect_urls":["10.0.0.2:8080"]}"#.utf8) + [13, 10],
+            now: at(0))
+        _ = client.received(Array("PONG\r\n".utf8), now: at(0))
+        #expect(client.servers.servers.map(\.name) == ["10.0.0.1:4222", "10.0.0.2:4222"])
+        #expect(client.servers.servers[1].endpoint == Endpoint(address: 0x0A00_0002, port: 4222))
+    }
+}
