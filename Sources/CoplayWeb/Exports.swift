@@ -1,17 +1,32 @@
 // The core's entry points for a JavaScript shell (the browser page): C-ABI functions over
 // linear memory. Inputs: a new instance, its start, a datagram, a relay frame, a tick, a
-// console line. Each returns the length of its outputs, which the shell reads from
-// `coplay_output()`: records of [kind u8][length u32 LE][bytes]. Kinds: 1 a datagram to the
-// group; 2 a datagram to an endpoint (16-byte address, port u16 LE, then the bytes); 3 a
-// frame to publish (subject length u16 LE, subject, frame); 4 an event (its name, a space,
-// then what it concerns); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns); 7 exit;
-// 8 a relay subject to subscribe to; 9 a command for the player (`PlayerRecord`), whose reports
-// come back through `coplay_player_report`; 10 the view (`coplay_view`, JSON).
+// console line, and the relay's WebSocket (opened, bytes, closed). Each returns the length of
+// its outputs, which the shell reads from `coplay_output()`: records of [kind u8][length u32
+// LE][bytes]. Kinds: 1 a datagram to the group; 2 a datagram to an endpoint (16-byte address,
+// port u16 LE, then the bytes); 3 a frame to publish (subject length u16 LE, subject, frame:
+// only for a participant whose relay is not the core's, `coplay_relay_connect`); 4 an event
+// (JSON, EVENTS.md); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns: one timer for
+// the instance and its relay; replaces the last); 7 exit; 8 a relay subject to subscribe to;
+// 9 a command for the player (`PlayerRecord`), whose reports come back through
+// `coplay_player_report`; 10 the view (`coplay_view`, JSON); 11 open the relay's WebSocket to
+// this URL (closing any other); 12 bytes to send on it; 13 close it; 14 the relay's state
+// (JSON: connected, server, reason).
 
 /// One participant of the module: the instance lives in a box, so that each call changes it in
 /// place (a copy of an `Instance` in and out of the table on every call cost time and 20 KB).
 final class Participant {
     var instance: Instance
+    /// The relay's client (`coplay_relay_connect`): the page's WebSocket only carries its bytes.
+    var relay: NatsClient?
+    /// The instance's last wake instant; the one timer is set to the earlier of it and the relay's.
+    var instanceWake: MonotonicInstant?
+    /// The instance was started (at the relay's first connection, or by `coplay_start`).
+    var started = false
+    /// Bytes the page's WebSocket holds unsent (`coplay_socket_backlog`): a publish past the
+    /// relay's write bound is dropped, as the agent's is.
+    var backlog = 0
+    /// A turn of reading datagrams, between `coplay_receive_turn_begin` and `_end`.
+    var turn: ReceiveTurn?
     init(_ instance: Instance) { self.instance = instance }
 }
 
@@ -87,11 +102,37 @@ func littleEndian(_ value: UInt64, bytes count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: value >> UInt64(8 * $0)) }
 }
 
+/// Starts an entry point's outputs.
+func begin() { output.removeAll(keepingCapacity: true) }
+
+/// Ends an entry point's outputs with the one timer (the earlier of the instance's wake and the
+/// relay's) and returns their length.
+func finish(_ participant: Participant) -> Int32 {
+    let relayWake = participant.relay?.nextWake
+    let wake: MonotonicInstant? =
+        switch (participant.instanceWake, relayWake) {
+        case (let a?, let b?): a < b ? a : b
+        case (let a?, nil): a
+        case (nil, let b?): b
+        case (nil, nil): nil
+        }
+    if let wake { append(6, littleEndian(UInt64(bitPattern: wake.nanos), bytes: 8)) }
+    return Int32(output.count)
+}
+
 /// Carries out `directives` into the output buffer; returns its length.
 func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int32 {
-    output.removeAll(keepingCapacity: true)
+    begin()
     guard let participant = participant(handle) else { return 0 }
+    carryInto(directives, participant, now)
+    return finish(participant)
+}
+
+/// Appends what `directives` say to the outputs: frames to publish go to the participant's relay
+/// client where it has one.
+func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Timestamp) {
     var player = PagePlayer()
+    var published: [(frame: [UInt8], subject: String)] = []
     let outcome = PlayerLoop.carryOut(
         directives, instance: &participant.instance, player: &player, now: { now },
         carry: { step in
@@ -103,15 +144,61 @@ func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int3
                     littleEndian(to.address.high, bytes: 8) + littleEndian(to.address.low, bytes: 8)
                         + littleEndian(UInt64(to.port), bytes: 2) + datagram)
             case .publish(let frame, let subject):
-                let name = Array(subject.utf8)
-                append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
+                if participant.relay == nil {
+                    let name = Array(subject.utf8)
+                    append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
+                } else {
+                    published.append((frame, subject))
+                }
             case .emit(let event): append(4, Array(EventJSON.object(event).utf8))
             case .diagnose(let line): append(5, Array(line.utf8))
-            case .wake(let at): append(6, littleEndian(UInt64(bitPattern: at.nanos), bytes: 8))
+            case .wake(let at): participant.instanceWake = at
             }
         })
-    if outcome.exitStatus != nil { append(7, []) }
-    return Int32(output.count)
+    let backlog = participant.backlog
+    for (frame, subject) in published {
+        let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
+        carryRelay(outputs ?? [], participant, now)
+    }
+    if outcome.exitStatus != nil {
+        carryRelay(participant.relay?.close() ?? [], participant, now)
+        append(7, [])
+    }
+}
+
+/// Appends what the relay's client says: its socket's records, and what arrived handed to the
+/// instance.
+func carryRelay(_ outputs: [NatsClient.Output], _ participant: Participant, _ now: Timestamp) {
+    for output in outputs {
+        switch output {
+        case .open(let server): append(11, Array((server.webSocketURL ?? "").utf8))
+        case .send(let bytes): append(12, bytes)
+        case .close: append(13, [])
+        case .frame(let subject, let payload):
+            carryInto(
+                participant.instance.onRelayFrame(payload, subject: subject, receivedAt: now, now: now), participant,
+                now)
+        case .connected(let server, _):
+            append(14, Array(relayState(connected: true, server: server, reason: nil).utf8))
+            if participant.started {
+                carryInto(participant.instance.onPathRestored(now: now), participant, now)
+            } else {
+                participant.started = true
+                carryInto(participant.instance.start(now: now), participant, now)
+            }
+        case .lost(let reason):
+            append(14, Array(relayState(connected: false, server: participant.relay?.server.name, reason: reason).utf8))
+        case .diagnose(let text): append(5, Array(text.utf8))
+        }
+    }
+}
+
+func relayState(connected: Bool, server: String?, reason: String?) -> String {
+    var json = JSONObject()
+    json.bool("connected", connected)
+    json.string("server", server)
+    json.string("reason", reason)
+    return json.closed
 }
 
 @_cdecl("coplay_output") public func coplayOutput() -> UnsafePointer<UInt8>? {
@@ -211,16 +298,117 @@ public func coplayRelayFrame(
     return carry(directives, handle, now)
 }
 
+/// Starts the instance (a participant whose relay is the core's starts at its first connection).
 @_cdecl("coplay_start") public func coplayStart(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
-    guard let directives = participant(handle)?.instance.start(now: now) else { return 0 }
-    return carry(directives, handle, now)
+    guard let participant = participant(handle), !participant.started else { return 0 }
+    participant.started = true
+    return carry(participant.instance.start(now: now), handle, now)
 }
 
+/// The one timer fired: the instance's and the relay's due work (an early tick is harmless).
 @_cdecl("coplay_tick") public func coplayTick(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
-    guard let directives = participant(handle)?.instance.onTick(now: now) else { return 0 }
-    return carry(directives, handle, now)
+    begin()
+    guard let participant = participant(handle) else { return 0 }
+    carryRelay(participant.relay?.tick(now: now.monotonic) ?? [], participant, now)
+    if participant.started { carryInto(participant.instance.onTick(now: now), participant, now) }
+    return finish(participant)
+}
+
+// MARK: The relay's WebSocket
+
+/// The relay's servers (`ws://[TOKEN@]HOST[:PORT]` or `wss://…`, one per line: an invitation may
+/// name several) for a participant made by `coplay_create_relayed`: from now on the core runs the
+/// NATS session (handshake, keep-alive, failover to the servers the cluster announces, backoff)
+/// and the page's WebSocket carries its bytes (records 11-14). `seed` jitters the backoff.
+/// Returns -1 when no line is a relay address, -2 for a participant without a relay's keys or
+/// one connected already.
+@_cdecl("coplay_relay_connect")
+public func coplayRelayConnect(
+    _ handle: Int32, _ urls: UnsafePointer<UInt8>?, _ count: Int32, _ seed: UInt64, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    begin()
+    guard let participant = participant(handle), participant.relay == nil else { return -2 }
+    let subjects = participant.instance.relaySubscriptions
+    guard !subjects.isEmpty else { return -2 }
+    let lines = text(urls, min(count, 4096)).split(separator: "\n").prefix(participant.instance.settings.relay.serversMax)
+    let seeds = lines.compactMap { RelayServer.webSocket(String($0)) }
+    guard !seeds.isEmpty else { return -1 }
+    participant.relay = NatsClient(
+        seeds: seeds, subjects: subjects, clientName: "coplay-web", settings: participant.instance.settings, seed: seed,
+        acceptsNames: true)
+    carryRelay(participant.relay?.start(now: now.monotonic) ?? [], participant, now)
+    return finish(participant)
+}
+
+/// Applies `body` to the participant's relay client and carries out what it says.
+func withRelay(
+    _ handle: Int32, _ now: Timestamp, _ body: (inout NatsClient) -> [NatsClient.Output]
+) -> Int32 {
+    begin()
+    guard let participant = participant(handle), participant.relay != nil else { return 0 }
+    let outputs = body(&participant.relay!)
+    carryRelay(outputs, participant, now)
+    return finish(participant)
+}
+
+/// The WebSocket record 11 asked for is open.
+@_cdecl("coplay_socket_opened") public func coplaySocketOpened(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
+    let now = timestamp(mono, wall)
+    return withRelay(handle, now) { $0.opened(now: now.monotonic) }
+}
+
+/// Bytes arrived on the relay's WebSocket (a message's payload, text or binary).
+@_cdecl("coplay_socket_bytes")
+public func coplaySocketBytes(
+    _ handle: Int32, _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    let data = bytes(pointer, count)
+    return withRelay(handle, now) { $0.received(data, now: now.monotonic) }
+}
+
+/// The relay's WebSocket closed or failed (`reason` as the page saw it).
+@_cdecl("coplay_socket_closed")
+public func coplaySocketClosed(
+    _ handle: Int32, _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    let reason = text(pointer, min(count, 256))
+    return withRelay(handle, now) { $0.closed(reason.isEmpty ? "the connection closed" : reason, now: now.monotonic) }
+}
+
+/// The page's path changed under its WebSocket (restored from the back-forward cache, resumed
+/// after a freeze, back online): the connection is made again at once.
+@_cdecl("coplay_path_changed") public func coplayPathChanged(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
+    let now = timestamp(mono, wall)
+    return withRelay(handle, now) { $0.reconnectNow(now: now.monotonic) }
+}
+
+/// Bytes the page's WebSocket holds unsent (its `bufferedAmount`), read before each input: a
+/// frame to publish past `Settings.relay.writeBufferBytesMax` is dropped and counted.
+@_cdecl("coplay_socket_backlog") public func coplaySocketBacklog(_ handle: Int32, _ bytes: Int32) {
+    participant(handle)?.backlog = Int(max(bytes, 0))
+}
+
+/// The relay's state as JSON (record 14's form, plus its counts), for a display.
+@_cdecl("coplay_relay_state") public func coplayRelayState(_ handle: Int32) -> Int32 {
+    begin()
+    guard let participant = participant(handle), let statistics = participant.relay?.statistics,
+        let servers = participant.relay?.servers.servers.count
+    else { return 0 }
+    var json = JSONObject()
+    json.bool("connected", statistics.connected)
+    json.string("server", statistics.server)
+    json.int("servers", Int64(servers))
+    json.int("reconnections", Int64(statistics.reconnections))
+    json.int("published", Int64(statistics.framesPublished))
+    json.int("received", Int64(statistics.framesReceived))
+    json.int("dropped", Int64(statistics.framesDropped))
+    append(14, Array(json.closed.utf8))
+    return Int32(output.count)
 }
 
 @_cdecl("coplay_console")
@@ -234,7 +422,23 @@ public func coplayConsole(_ handle: Int32, _ line: UnsafePointer<UInt8>?, _ coun
     return carry(directives, handle, now)
 }
 
-/// A datagram from IPv4 `address`:`port`.
+/// A turn of reading datagrams begins (`ReceiveTurn`: the stranger quota), as the agent's socket
+/// loop begins one.
+@_cdecl("coplay_receive_turn_begin") public func coplayReceiveTurnBegin(_ handle: Int32) {
+    guard let participant = participant(handle) else { return }
+    participant.turn = participant.instance.beginReceiveTurn()
+}
+
+/// The turn ends; `drained`: every datagram waiting was read (then the hellos set aside are).
+@_cdecl("coplay_receive_turn_end")
+public func coplayReceiveTurnEnd(_ handle: Int32, _ drained: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
+    let now = timestamp(mono, wall)
+    guard let participant = participant(handle), let turn = participant.turn else { return 0 }
+    participant.turn = nil
+    return carry(participant.instance.endReceiveTurn(turn, drained: drained != 0, now: now), handle, now)
+}
+
+/// A datagram from IPv4 `address`:`port`, in the turn begun (or a turn of its own).
 @_cdecl("coplay_datagram")
 public func coplayDatagram(
     _ handle: Int32, _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ address: UInt32, _ port: Int32,
@@ -242,10 +446,17 @@ public func coplayDatagram(
 ) -> Int32 {
     let now = timestamp(mono, wall)
     let source = Endpoint(address: address, port: UInt16(truncatingIfNeeded: port))
-    guard
-        let directives = participant(handle)?.instance.onDatagram(
-            bytes(pointer, count), from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
-    else { return 0 }
+    guard let participant = participant(handle) else { return 0 }
+    let data = bytes(pointer, count)
+    let directives: [Directive]
+    if var turn = participant.turn {
+        directives = participant.instance.onDatagram(
+            data[...], from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0, turn: &turn)
+        participant.turn = turn
+    } else {
+        directives = participant.instance.onDatagram(
+            data, from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
+    }
     return carry(directives, handle, now)
 }
 

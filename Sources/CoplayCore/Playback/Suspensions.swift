@@ -43,7 +43,7 @@ struct Suspensions: Sendable {
     var cannotPlay: PlaybackProblem?
 
     var isSuspended: Bool { !active.isEmpty }
-    var reasons: [String] { active.map(\.reason) }
+    var reasons: [String] { active.map { $0.reason } }
     var isFull: Bool { active.count >= Announcement.suspensionsMax }
     func contains(_ reason: String) -> Bool { active.contains { $0.reason == reason } }
     func find(id: UInt32) -> Suspension? { active.first { $0.id == id } }

@@ -61,7 +61,9 @@ public struct NatsClient: Sendable {
         case closed
     }
 
-    private let settings: Settings
+    /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
+    /// build some 20 KB of copying code.
+    private let settings: Settings.Relay
     public private(set) var subjects: [String]
     private let clientName: String
     public private(set) var servers: RelayServers
@@ -76,7 +78,7 @@ public struct NatsClient: Sendable {
     private var oversizeSaid = false
     public private(set) var statistics = RelayStatistics()
     /// The largest frame: a datagram at its bound, sealed.
-    private var frameBytesMax: Int { settings.datagramBytesMax + RelaySeal.overheadBytes }
+    private let frameBytesMax: Int
 
     /// `acceptsNames`: the shell connects by host name (a browser), so announced servers named by
     /// a host name are kept; a native shell connects to addresses only.
@@ -87,7 +89,8 @@ public struct NatsClient: Sendable {
         servers = RelayServers(seeds: seeds, settings: settings, acceptsNames: acceptsNames)
         self.subjects = subjects
         self.clientName = clientName
-        self.settings = settings
+        self.settings = settings.relay
+        frameBytesMax = settings.datagramBytesMax + RelaySeal.overheadBytes
         random = SplitMix64(seed: seed)
     }
 
@@ -102,8 +105,8 @@ public struct NatsClient: Sendable {
         guard case .opening = phase else { return [] }
         phase = .open
         session = NatsSession(
-            credentials: servers.server.credentials, subjects: subjects, clientName: clientName, settings: settings,
-            now: now)
+            credentials: servers.server.credentials, subjects: subjects, clientName: clientName, relay: settings,
+            frameBytesMax: frameBytesMax, now: now)
         return []
     }
 
@@ -167,7 +170,7 @@ public struct NatsClient: Sendable {
     public var nextWake: MonotonicInstant? {
         switch phase {
         case .idle: reconnectAt
-        case .opening(let since): since + settings.relay.connectTimeout
+        case .opening(let since): since + settings.connectTimeout
         case .open: session?.nextWake
         case .closed: nil
         }
@@ -181,8 +184,8 @@ public struct NatsClient: Sendable {
             reconnectAt = nil
             return open(now: now)
         case .opening(let since):
-            guard now - since >= settings.relay.connectTimeout else { return [] }
-            return fail("no connection within \(settings.relay.connectTimeout)", refused: false, now: now)
+            guard now - since >= settings.connectTimeout else { return [] }
+            return fail("no connection within \(settings.connectTimeout.nanoseconds / 1_000_000) ms", refused: false, now: now)
         case .open:
             guard var session else { return [] }
             let outputs = session.tick(now: now)
@@ -213,7 +216,7 @@ public struct NatsClient: Sendable {
             ]
         }
         let command = NatsCommand.pub(subject, payload: frame)
-        guard buffered + command.count <= settings.relay.writeBufferBytesMax else {
+        guard buffered + command.count <= settings.writeBufferBytesMax else {
             statistics.framesDropped += 1
             return []
         }

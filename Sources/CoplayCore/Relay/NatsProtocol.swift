@@ -110,26 +110,23 @@ public struct NatsParser: Sendable {
         guard line.allSatisfy({ $0 >= 0x20 && $0 < 0x7F || $0 == 0x09 || $0 >= 0x80 }) else {
             throw Failure(reason: "a control byte in a protocol line")
         }
-        let text = String(decoding: line, as: UTF8.self)
-        let operation = text.prefix { $0 != " " && $0 != "\t" }.uppercased()
-        let rest = text.dropFirst(operation.count).drop { $0 == " " || $0 == "\t" }
+        // Read as bytes: the words are ASCII, and the browser's build carries no Unicode search.
+        let fields = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
+        guard let first = fields.first else { throw Failure(reason: "an empty protocol line") }
+        let operation = first.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
+        let rest = line[first.endIndex...].drop { $0 == 0x20 || $0 == 0x09 }
         switch operation {
-        case "PING": return .ping
-        case "PONG": return .pong
-        case "+OK": return .ok
-        case "-ERR":
-            var message = String(rest)
-            if message.hasPrefix("'"), message.hasSuffix("'"), message.count >= 2 {
-                message = String(message.dropFirst().dropLast())
-            }
-            return .err(message)
-        case "INFO":
-            return .info(try Self.info(from: Array(rest.utf8)))
-        case "MSG":
-            let fields = rest.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count == 3 || fields.count == 4, let sizeText = fields.last,
-                sizeText.allSatisfy(\.isASCII), let size = Int(sizeText), size >= 0
-            else {
+        case Array("PING".utf8): return .ping
+        case Array("PONG".utf8): return .pong
+        case Array("+OK".utf8): return .ok
+        case Array("-ERR".utf8):
+            var message = rest
+            if message.count >= 2, message.first == 0x27, message.last == 0x27 { message = message.dropFirst().dropLast() }
+            return .err(String(decoding: message, as: UTF8.self))
+        case Array("INFO".utf8):
+            return .info(try Self.info(from: Array(rest)))
+        case Array("MSG".utf8):
+            guard fields.count == 4 || fields.count == 5, let size = Self.decimal(fields[fields.count - 1]) else {
                 throw Failure(reason: "a malformed MSG line")
             }
             guard size <= Self.messageBytesMax else {
@@ -141,13 +138,23 @@ public struct NatsParser: Sendable {
                 skipping = size + 2
                 return nil
             }
-            pending = (
-                String(fields[0]), String(fields[1]), fields.count == 4 ? String(fields[2]) : nil, size
-            )
+            func text(_ field: ArraySlice<UInt8>) -> String { String(decoding: field, as: UTF8.self) }
+            pending = (text(fields[1]), text(fields[2]), fields.count == 5 ? text(fields[3]) : nil, size)
             return nil
         default:
-            throw Failure(reason: "an unknown operation '\(operation.prefix(16))'")
+            throw Failure(reason: "an unknown operation '\(String(decoding: operation.prefix(16), as: UTF8.self))'")
         }
+    }
+
+    /// Decimal digits alone (no sign), at most 10 of them; nil for anything else.
+    static func decimal(_ digits: some Collection<UInt8>) -> Int? {
+        guard !digits.isEmpty, digits.count <= 10 else { return nil }
+        var value = 0
+        for digit in digits {
+            guard digit >= 0x30, digit <= 0x39 else { return nil }
+            value = value * 10 + Int(digit - 0x30)
+        }
+        return value
     }
 
     /// The fields of an INFO's JSON that the client uses; the rest is ignored.
@@ -206,15 +213,19 @@ public enum NatsCommand {
     /// CONNECT: no +OK for each command (`verbose` false), no strict subject checks, and none of
     /// its own messages back (`echo` false: an agent never hears itself through the relay).
     public static func connect(_ credentials: Credentials, name: String) -> [UInt8] {
-        var members: [(String, JSONValue)] = [
-            ("verbose", .bool(false)), ("pedantic", .bool(false)), ("tls_required", .bool(false)),
-            ("name", .string(name)), ("lang", .string("swift")), ("version", .string(CoplayVersion.current)),
-            ("protocol", .int(1)), ("echo", .bool(false)),
-        ]
-        if let token = credentials.token { members.append(("auth_token", .string(token))) }
-        if let user = credentials.user { members.append(("user", .string(user))) }
-        if let password = credentials.password { members.append(("pass", .string(password))) }
-        return Array("CONNECT \(JSONValue.object(members).serialized)\r\n".utf8)
+        var json = JSONObject()
+        json.bool("verbose", false)
+        json.bool("pedantic", false)
+        json.bool("tls_required", false)
+        json.string("name", name)
+        json.string("lang", "swift")
+        json.string("version", CoplayVersion.current)
+        json.int("protocol", 1)
+        json.bool("echo", false)
+        if let token = credentials.token { json.string("auth_token", token) }
+        if let user = credentials.user { json.string("user", user) }
+        if let password = credentials.password { json.string("pass", password) }
+        return Array("CONNECT \(json.closed)\r\n".utf8)
     }
 
     public static func sub(_ subject: String, sid: Int) -> [UInt8] { Array("SUB \(subject) \(sid)\r\n".utf8) }

@@ -29,7 +29,9 @@ struct NatsSession {
         case failed
     }
 
-    private let settings: Settings
+    /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
+    /// build some 20 KB of copying code.
+    private let settings: Settings.Relay
     private let credentials: NatsCommand.Credentials
     private let subjects: [String]
     private let clientName: String
@@ -47,13 +49,21 @@ struct NatsSession {
         credentials: NatsCommand.Credentials, subjects: [String], clientName: String, settings: Settings,
         now: MonotonicInstant
     ) {
-        self.settings = settings
+        self.init(
+            credentials: credentials, subjects: subjects, clientName: clientName, relay: settings.relay,
+            frameBytesMax: settings.datagramBytesMax + RelaySeal.overheadBytes, now: now)
+    }
+
+    /// `frameBytesMax`: the largest MSG kept (a sealed datagram at its bound).
+    init(
+        credentials: NatsCommand.Credentials, subjects: [String], clientName: String, relay: Settings.Relay,
+        frameBytesMax: Int, now: MonotonicInstant
+    ) {
+        settings = relay
         self.credentials = credentials
         self.subjects = subjects
         self.clientName = clientName
-        parser = NatsParser(
-            lineBytesMax: settings.relay.lineBytesMax,
-            payloadBytesMax: settings.datagramBytesMax + RelaySeal.overheadBytes)
+        parser = NatsParser(lineBytesMax: relay.lineBytesMax, payloadBytesMax: frameBytesMax)
         lastHeard = now
         startedAt = now
     }
@@ -105,8 +115,8 @@ struct NatsSession {
             case .ok:
                 continue
             case .err(let text):
-                let lowered = text.lowercased()
-                let refused = lowered.contains("authorization") || lowered.contains("authentication")
+                let lowered = String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+                let refused = Self.mentions(lowered, "authorization") || Self.mentions(lowered, "authentication")
                 // Every -ERR the server sends after CONNECT closes the connection, but for
                 // permission and subject errors, which a relay's own subjects never draw.
                 if lowered.hasPrefix("permissions violation") || lowered.hasPrefix("invalid subject") {
@@ -133,13 +143,13 @@ struct NatsSession {
         case .failed:
             return []
         case .awaitingInfo, .awaitingPong:
-            guard now - startedAt >= settings.relay.connectTimeout else { return [] }
-            return fail("no answer to the handshake within \(settings.relay.connectTimeout)")
+            guard now - startedAt >= settings.connectTimeout else { return [] }
+            return fail("no answer to the handshake within \(settings.connectTimeout.nanoseconds / 1_000_000) ms")
         case .established:
-            if now - lastHeard >= settings.relay.deadAfter {
-                return fail("silent for \(settings.relay.deadAfter)")
+            if now - lastHeard >= settings.deadAfter {
+                return fail("silent for \(settings.deadAfter.nanoseconds / 1_000_000) ms")
             }
-            guard pingSentAt == nil, now - lastHeard >= settings.relay.pingInterval else { return [] }
+            guard pingSentAt == nil, now - lastHeard >= settings.pingInterval else { return [] }
             pingSentAt = now
             return [.send(NatsCommand.ping)]
         }
@@ -149,10 +159,17 @@ struct NatsSession {
     var nextWake: MonotonicInstant? {
         switch phase {
         case .failed: nil
-        case .awaitingInfo, .awaitingPong: startedAt + settings.relay.connectTimeout
+        case .awaitingInfo, .awaitingPong: startedAt + settings.connectTimeout
         case .established:
-            pingSentAt == nil ? lastHeard + settings.relay.pingInterval : lastHeard + settings.relay.deadAfter
+            pingSentAt == nil ? lastHeard + settings.pingInterval : lastHeard + settings.deadAfter
         }
+    }
+
+    /// Whether `text` holds `word` (without Foundation's search, which the browser's build lacks).
+    static func mentions(_ text: String, _ word: String) -> Bool {
+        let haystack = Array(text.utf8), needle = Array(word.utf8)
+        guard needle.count <= haystack.count else { return false }
+        return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
     }
 
     private mutating func fail(_ reason: String, refused: Bool = false) -> [Output] {

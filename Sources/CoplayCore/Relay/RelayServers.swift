@@ -99,10 +99,10 @@ public struct RelayServer: Equatable, Sendable, CustomStringConvertible {
     /// A port of 1 to 65535 in decimal; nil for anything else (an announced port 99999 is no
     /// server).
     static func port(_ text: String) -> UInt16? {
-        guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            let number = UInt16(text), number > 0
-        else { return nil }
-        return number
+        guard text.utf8.count <= 5, let number = NatsParser.decimal(text.utf8), number > 0, number <= 65535 else {
+            return nil
+        }
+        return UInt16(number)
     }
 
     /// `%XX` escapes decoded; nil for a malformed escape, a line break, or bytes that are not
@@ -149,7 +149,9 @@ public struct RelayServer: Equatable, Sendable, CustomStringConvertible {
 /// cannot carry a frame is passed over while another can.
 public struct RelayServers: Sendable {
     public private(set) var servers: [RelayServer]
-    private let settings: Settings
+    /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
+    /// build some 20 KB of copying code.
+    private let settings: Settings.Relay
     /// Whether an announced server may be a host name (a browser's WebSocket resolves it); a
     /// native shell connects to addresses only, and does not wait for a resolver on its loop.
     private let acceptsNames: Bool
@@ -157,15 +159,17 @@ public struct RelayServers: Sendable {
     public private(set) var current = 0
     /// Attempts that failed since the last success.
     private(set) var failuresInRow = 0
-    /// Each server's failures since it last succeeded, by key (at most `relayServersMax`).
-    private var failures: [String: Int] = [:]
+    /// Each server's failures since it last succeeded, by key (at most `relayServersMax`; a list,
+    /// not a dictionary: hashing a `String` would carry Unicode's normalization tables into the
+    /// browser's build).
+    private var failures: [(key: String, count: Int)] = []
     /// Servers whose `max_payload` is smaller than a frame (at most `relayServersMax`).
-    private(set) var tooSmall: Set<String> = []
+    private(set) var tooSmall: [String] = []
 
     public init(seeds: [RelayServer], settings: Settings, acceptsNames: Bool = false) {
         precondition(!seeds.isEmpty, "a relay needs a server")
         servers = Array(seeds.prefix(settings.relay.serversMax))
-        self.settings = settings
+        self.settings = settings.relay
         self.acceptsNames = acceptsNames
     }
 
@@ -176,12 +180,13 @@ public struct RelayServers: Sendable {
     mutating func failed(random: inout SplitMix64) -> Duration {
         failuresInRow += 1
         let failing = server
-        let count = failures[failing.key, default: 0] + 1
-        failures[failing.key] = count
-        if !failing.isSeed, count >= settings.relay.announcedFailuresMax, servers.count > 1 {
+        let count = (failures.first { $0.key == failing.key }?.count ?? 0) + 1
+        failures.removeAll { $0.key == failing.key }
+        failures.append((failing.key, count))
+        if !failing.isSeed, count >= settings.announcedFailuresMax, servers.count > 1 {
             servers.remove(at: current)
-            failures[failing.key] = nil
-            tooSmall.remove(failing.key)
+            failures.removeAll { $0.key == failing.key }
+            tooSmall.removeAll { $0 == failing.key }
             current %= servers.count
         } else {
             current = (current + 1) % servers.count
@@ -192,21 +197,23 @@ public struct RelayServers: Sendable {
         }
         guard failuresInRow % servers.count == 0 else { return .zero }
         let rounds = min(failuresInRow / servers.count, 16)
-        var wait = settings.relay.backoffMin
-        for _ in 1..<rounds where wait < settings.relay.backoffMax { wait = wait * 2 }
-        return random.jittered(min(wait, settings.relay.backoffMax), fraction: settings.relay.backoffJitterFraction)
+        var wait = settings.backoffMin
+        for _ in 1..<rounds where wait < settings.backoffMax { wait = wait * 2 }
+        return random.jittered(min(wait, settings.backoffMax), fraction: settings.backoffJitterFraction)
     }
 
     /// The current server accepted the connection.
     mutating func succeeded() {
         failuresInRow = 0
-        failures[server.key] = nil
+        let key = server.key
+        failures.removeAll { $0.key == key }
     }
 
     /// The current server's `max_payload` cannot carry a frame. Returns whether another server may
     /// (then the client should move on).
     mutating func markTooSmall() -> Bool {
-        tooSmall.insert(server.key)
+        let key = server.key
+        if !tooSmall.contains(key) { tooSmall.append(key) }
         return servers.contains { !tooSmall.contains($0.key) }
     }
 
@@ -226,18 +233,18 @@ public struct RelayServers: Sendable {
         let model = server
         let inUse = model.key
         let announced = urls.compactMap { announcedServer($0, like: model) }
-        let announcedKeys = Set(announced.map(\.key))
+        let announcedKeys = announced.map { $0.key }
         let before = servers.count
         servers.removeAll { !$0.isSeed && $0.key != inUse && !announcedKeys.contains($0.key) }
         let dropped = before - servers.count
         var added = 0
-        for candidate in announced where servers.count < settings.relay.serversMax {
+        for candidate in announced where servers.count < settings.serversMax {
             guard !servers.contains(where: { $0.key == candidate.key }) else { continue }
             servers.append(candidate)
             added += 1
         }
         current = servers.firstIndex { $0.key == inUse } ?? 0
-        let known = Set(servers.map(\.key))
+        let known = servers.map { $0.key }
         failures = failures.filter { known.contains($0.key) }
         tooSmall = tooSmall.filter { known.contains($0) }
         return (added, dropped)

@@ -123,12 +123,24 @@ public struct JSONParser {
             if !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { isInteger = false }
             index += 1
         }
+        if isInteger, let value = Self.integer(bytes[start..<index]) { return .int(value) }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
         guard let value = Double(text), value.isFinite else {
             throw Error(offset: start, reason: "bad number '\(text)'")
         }
         return .double(value)
+    }
+
+    /// An optional minus and at most 18 digits (always within `Int64`); nil otherwise (read as
+    /// a double). Without the standard library's generic parsing, which the browser's build
+    /// would carry.
+    private static func integer(_ text: ArraySlice<UInt8>) -> Int64? {
+        let negative = text.first == UInt8(ascii: "-")
+        let digits = negative ? text.dropFirst() : text
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var value: Int64 = 0
+        for digit in digits { value = value * 10 + Int64(digit - UInt8(ascii: "0")) }
+        return negative ? -value : value
     }
 
     private mutating func string() throws(Error) -> String {

@@ -1,0 +1,70 @@
+/// A JSON object written field by field, without Foundation and without printing a `Double` the
+/// way Swift does (which the browser's build would carry at some 20 KB): strings are escaped,
+/// numbers are integers or fixed-point. Events, views and the relay's CONNECT are written with
+/// it; `JSONValue` is what is read.
+public struct JSONObject: Sendable {
+    public private(set) var text = "{"
+
+    public init() {}
+
+    public mutating func key(_ name: String) {
+        if text.utf8.count > 1 { text += "," }
+        text += "\"" + name + "\":"
+    }
+    public mutating func string(_ name: String, _ value: String?) {
+        key(name)
+        text += value.map(JSONObject.quoted) ?? "null"
+    }
+    public mutating func int(_ name: String, _ value: Int64) {
+        key(name)
+        text += String(value)
+    }
+    public mutating func bool(_ name: String, _ value: Bool) {
+        key(name)
+        text += value ? "true" : "false"
+    }
+    /// `value` with `decimals` decimals (at most 6); null when not finite or absent.
+    public mutating func number(_ name: String, _ value: Double?, decimals: Int = 3) {
+        key(name)
+        text += JSONObject.fixed(value, decimals: decimals)
+    }
+    public mutating func raw(_ name: String, _ json: String) {
+        key(name)
+        text += json
+    }
+    public var closed: String { text + "}" }
+
+    public static func fixed(_ value: Double?, decimals: Int) -> String {
+        guard let value, value.isFinite, abs(value) < 1e15 else { return "null" }
+        var scale = 1.0
+        for _ in 0..<min(max(decimals, 0), 6) { scale *= 10 }
+        let scaled = Int64((abs(value) * scale).rounded())
+        let unit = Int64(scale)
+        var fraction = String(scaled % unit)
+        while fraction.utf8.count < decimals { fraction = "0" + fraction }
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        return sign + String(scaled / unit) + (decimals > 0 ? "." + fraction : "")
+    }
+
+    public static func quoted(_ value: String) -> String {
+        var out: [UInt8] = [0x22]
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        for byte in value.utf8 {
+            switch byte {
+            case 0x22, 0x5C: out += [0x5C, byte]
+            case 0x0A: out += [0x5C, 0x6E]
+            case 0..<0x20, 0x7F: out += [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(0x22)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func array(_ elements: [String]) -> String {
+        var text = "["
+        for (index, element) in elements.enumerated() { text += (index > 0 ? "," : "") + element }
+        return text + "]"
+    }
+}
+
