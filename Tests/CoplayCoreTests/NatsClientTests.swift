@@ -139,6 +139,19 @@ import Testing
         #expect(client.tick(now: at(10_000)).isEmpty && client.nextWake == nil)
     }
 
+    /// What nats-server 2.9.10 sends a WebSocket client: its cluster's WebSocket listeners in
+    /// `connect_urls`, its own among them.
+    @Test func aWebSocketClient_readsTheListenersInConnectURLs() {
+        var client = webClient(["ws://tok@127.0.0.1:49105"])
+        _ = client.start(now: at(0))
+        _ = client.opened(now: at(0))
+        _ = client.received(
+            Array(#"INFO {"version":"2.9.10","connect_urls":["127.0.0.1:49105","127.0.0.1:49102"]}"#.utf8) + [13, 10],
+            now: at(0))
+        _ = client.received(Array("PONG\r\n".utf8), now: at(0))
+        #expect(client.servers.servers.map(\.name) == ["ws://127.0.0.1:49105", "ws://127.0.0.1:49102"])
+    }
+
     /// A native shell connects to addresses: an announced host name is not kept.
     @Test func aNativeClientLearnsAddressesOnly() {
         var client = NatsClient(

@@ -218,10 +218,13 @@ public struct RelayServers: Sendable {
     }
 
     /// What a connected server announced: the servers of its cluster reached the way the current
-    /// one is (TCP or WebSocket). See `learn(_:)`.
+    /// one is (TCP or WebSocket). nats-server tells a WebSocket client its cluster's WebSocket
+    /// listeners in `connect_urls` (seen from 2.9.10: its own among them); `ws_connect_urls` is
+    /// read first where a server sends it. See `learn(_:)`.
     @discardableResult
     mutating func learn(from info: NatsServerInfo) -> (added: Int, dropped: Int) {
-        learn(server.webSocketHost == nil ? info.connectURLs : info.webSocketConnectURLs)
+        guard server.webSocketHost != nil else { return learn(info.connectURLs) }
+        return learn(info.webSocketConnectURLs.isEmpty ? info.connectURLs : info.webSocketConnectURLs)
     }
 
     /// The servers a connected server announced: the new ones join the list (for a native shell

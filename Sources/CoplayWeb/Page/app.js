@@ -20,12 +20,15 @@ let worker, view = null, name = '';
 
 function invitation() {
   const fields = new URLSearchParams(location.hash.replace(/^#/, ''));
-  const relay = fields.get('relay'), session = fields.get('session'), key = fields.get('key');
+  // One relay, or several (the servers of a cluster: the core fails over among them).
+  const relays = fields.getAll('relay').filter(Boolean), session = fields.get('session'), key = fields.get('key');
+  const relay = relays.length > 1 ? relays : relays[0];
   if (!relay || !session) return { error: 'This page needs an invitation link: ask someone in the group to run “coplay invite” and open the link it prints.' };
   if (!key) return { error: 'This invitation carries no group key. Ask for a new link (coplay invite).' };
   if (!/^([0-9a-fA-F]{2}){32,256}$/.test(key)) return { error: 'This invitation’s key is damaged (it must be 64 hex digits or more). Ask for a new link.' };
   if (new TextEncoder().encode(session).length > 64) return { error: 'This invitation’s session name is longer than 64 bytes. Ask for a new link.' };
-  if (!/^wss?:\/\//.test(relay)) return { error: `This invitation’s relay (${relay}) is not a ws:// or wss:// address.` };
+  const bad = relays.find((r) => !/^wss?:\/\//.test(r));
+  if (bad) return { error: `This invitation’s relay (${bad}) is not a ws:// or wss:// address.` };
   return { relay, session, key };
 }
 
@@ -64,7 +67,7 @@ function watchRelay() {
   clearTimeout(relayState.timer);
   relayState.timer = setTimeout(() => {
     if (relayState.up || relayState.refused) return;
-    const relay = invitation().relay || '';
+    const relay = [].concat(invitation().relay || '')[0];
     const host = (() => { try { return new URL(relay).host; } catch { return relay; } })();
     showProblem('relay', `${relayState.everUp ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
   }, 5000);
@@ -79,7 +82,7 @@ function onWorker(message) {
     case 'player': perform(message.command); break;
     case 'view': view = message.view; draw(); break;
     case 'connection':
-      $('connection').textContent = message.up ? 'connected' : 'reconnecting…';
+      $('connection').textContent = message.up ? 'connected' : relayState.everUp ? 'relay lost: reconnecting…' : 'connecting…';
       $('connection').className = message.up ? 'up' : 'down';
       relayState.up = message.up;
       if (message.up) { relayState.everUp = true; clearProblem('relay'); } else watchRelay();

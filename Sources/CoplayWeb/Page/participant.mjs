@@ -1,12 +1,14 @@
 // A participant's shell: the core in WebAssembly (coplay.wasm) joined to its group through
 // nats-server's WebSocket listener. The same module runs in the page's Worker, in Node (the
 // tests' tabs and the crowd) and anywhere else with WebSocket, performance and crypto. It only
-// carries out the core's outputs: the NATS text protocol (CONNECT, SUB for the subjects the
-// core names, PUB for the frames it seals, MSG back into it), the one timer the core asks for,
-// the clocks and randomness. It decides nothing about the protocol.
+// carries: it opens the WebSocket the core names, sends the bytes the core gives it, hands back
+// the bytes that arrive and says when the socket closed; it keeps the one timer the core asks
+// for, and gives the clocks and randomness. The NATS session (handshake, keep-alive, a silent
+// server given up, failover to the servers a cluster announces, backoff) is the core's
+// (NatsClient), the same as the native agent's. It decides nothing about the protocol.
 //
 //   const core = await Core.load(bytes);
-//   const p = new Participant(core, { relay: 'ws://TOKEN@HOST:PORT', session, key, name,
+//   const p = new Participant(core, { relay: ['ws://TOKEN@HOST:PORT', …], session, key, name,
 //     onEvent, onPlayer, onDiagnostic, onConnection, onExit });
 //   p.connect(); p.console('pause'); p.report('ready', { position: 12.5 });
 
@@ -16,14 +18,6 @@ const enc = new TextEncoder(), dec = new TextDecoder();
 // origin plus it (a Worker's origin differs from its page's; the sum is the same clock).
 export const monoNanos = () => BigInt(Math.round(performance.now() * 1e6));
 export const wallNanos = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
-
-// Bounds on what the server may send, as the agent's own NATS client has: a protocol line of
-// at most 16 KiB, a message of at most 64 KiB (the core refuses any frame over 1,231 bytes
-// unopened anyway). Past them the server is broken or hostile: the connection is closed and
-// made again.
-export const lineBytesMax = 16384, messageBytesMax = 65536;
-// Reconnection: without a limit, 0.25 s after the first loss, doubling to at most 5 s.
-const reconnectFirstMs = 250, reconnectMaxMs = 5000;
 
 /// The WebAssembly module, instantiated once; many participants may live in it.
 export class Core {
@@ -98,14 +92,16 @@ export function relayAddress(relay) {
 export class Participant {
   constructor(core, { relay, session, key, name, seed, onEvent, onPlayer, onDiagnostic, onConnection, onExit, WebSocketImpl }) {
     this.core = core;
-    const { url, token } = relayAddress(relay);
-    this.url = url; this.token = token;
+    this.relays = (Array.isArray(relay) ? relay : [relay]).filter(Boolean);
+    if (!this.relays.length) throw new Error('no relay to join through');
+    this.relays.forEach(relayAddress);
     this.on = { event: onEvent || (() => {}), player: onPlayer || (() => {}), diagnostic: onDiagnostic || (() => {}),
       connection: onConnection || (() => {}), exit: onExit || (() => {}) };
     this.WebSocketImpl = WebSocketImpl || globalThis.WebSocket;
-    this.published = 0; this.received = 0; this.refusedLines = 0; this.reconnects = 0;
-    this.connected = false; this.started = false; this.closed = false; this.pending = new Uint8Array(0);
-    const random = crypto.getRandomValues(new BigUint64Array(2));
+    this.reconnects = 0; this.opens = 0;
+    this.connected = false; this.closed = false; this.socket = null;
+    const random = crypto.getRandomValues(new BigUint64Array(3));
+    this.relaySeed = random[2];
     const entropy = crypto.getRandomValues(new Uint8Array(32));
     const x = core.x, nameBytes = enc.encode(name), sessionBytes = enc.encode(session);
     const np = core.put(nameBytes), sp = core.put(sessionBytes), kp = core.put(key), ep = core.put(entropy);
@@ -115,31 +111,47 @@ export class Participant {
     if (this.handle === -1) throw new Error('the group key must be 32 bytes or more');
     if (this.handle === -2) throw new Error('the name must be at most 64 bytes and the session at most 64 bytes (UTF-8)');
     if (this.handle < 0) throw new Error('this page holds too many participants');
-    this.subjects = core.records(x.coplay_relay_subjects(this.handle)).map(r => dec.decode(r.data));
   }
 
   // MARK: Inputs
 
+  /// Every input goes through here: the socket's unsent bytes first (the core drops a frame past
+  /// its bound, as the agent's client does), then the call, then its outputs carried.
+  enter(call) {
+    this.core.x.coplay_socket_backlog(this.handle, this.socket?.bufferedAmount ?? 0);
+    this.carry(call(this.core.x, this.handle));
+  }
   console(line) {
     const bytes = enc.encode(line);
-    this.carry(this.core.withBytes(bytes, p => this.core.x.coplay_console(this.handle, p, bytes.length, monoNanos(), wallNanos())));
+    this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_console(h, p, bytes.length, monoNanos(), wallNanos())));
   }
-  tick() { this.carry(this.core.x.coplay_tick(this.handle, monoNanos(), wallNanos())); }
+  tick() { this.enter((x, h) => x.coplay_tick(h, monoNanos(), wallNanos())); }
   /// What the player says: `kind` one of reportKinds' names; a loadFailed's `problem` names the
   /// kind of failure (PROTOCOL.md, PlaybackProblem). Returns false when the core refused a value
   /// as out of range.
   report(kind, { position = 0, rate = 0, at = 0n, text = '', problem = '' } = {}) {
     const bytes = enc.encode(kind === 'loadFailed' && problem ? `${problem}\n${text}` : text);
-    const length = this.core.withBytes(bytes, p => this.core.x.coplay_player_report(this.handle, reportKinds[kind],
-      position, rate, BigInt(at), p, bytes.length, monoNanos(), wallNanos()));
-    if (length < 0) return false;
-    this.carry(length);
-    return true;
+    let refused = false;
+    this.enter((x, h) => {
+      const length = this.core.withBytes(bytes, p => x.coplay_player_report(h, reportKinds[kind],
+        position, rate, BigInt(at), p, bytes.length, monoNanos(), wallNanos()));
+      refused = length < 0;
+      return Math.max(length, 0);
+    });
+    return !refused;
   }
   view() {
     const [record] = this.core.records(this.core.x.coplay_view(this.handle, monoNanos(), wallNanos()));
     return record ? JSON.parse(dec.decode(record.data)) : null;
   }
+  /// The relay's connection as the core counts it: connected, server, servers known,
+  /// reconnections, frames published, received and dropped.
+  relayState() {
+    const [record] = this.core.records(this.core.x.coplay_relay_state(this.handle));
+    return record ? JSON.parse(dec.decode(record.data)) : null;
+  }
+  get published() { return this.relayState()?.published ?? 0; }
+  get received() { return this.relayState()?.received ?? 0; }
   get peerCount() { return this.core.x.coplay_peer_count(this.handle); }
 
   // MARK: Outputs
@@ -147,15 +159,6 @@ export class Participant {
   carry(length) {
     for (const r of this.core.records(length)) {
       switch (r.kind) {
-        case 3: {
-          const n = r.data[0] | (r.data[1] << 8);
-          const subject = dec.decode(r.data.slice(2, 2 + n)), frame = r.data.slice(2 + n);
-          // While not connected a frame is dropped: the protocol's repair makes up for it.
-          if (!this.connected) break;
-          this.socket.send(concat(enc.encode(`PUB ${subject} ${frame.length}\r\n`), frame, enc.encode('\r\n')));
-          this.published++;
-          break;
-        }
         case 4: this.on.event(JSON.parse(dec.decode(r.data))); break;
         case 5: this.on.diagnostic(dec.decode(r.data)); break;
         case 6: {
@@ -164,103 +167,76 @@ export class Participant {
           if (!this.closed) this.wakeTimer = setTimeout(() => this.tick(), Math.max(0, Number(at - monoNanos()) / 1e6));
           break;
         }
-        case 7: this.close(); this.on.exit(); break;
+        case 7: this.closed = true; clearTimeout(this.wakeTimer); this.on.exit(); break;
         case 9: this.on.player(playerCommand(r.data)); break;
+        case 11: this.open(dec.decode(r.data)); break;
+        case 12: try { this.socket?.send(r.data); } catch { /* closing: the core hears of it */ } break;
+        case 13: this.drop(); break;
+        case 14: {
+          const state = JSON.parse(dec.decode(r.data));
+          if (state.connected !== this.connected) { this.connected = state.connected; this.on.connection(state.connected, state); }
+          break;
+        }
       }
     }
   }
 
-  // MARK: The connection
+  // MARK: The relay's WebSocket: open, bytes both ways, closed
 
+  /// Joins: the core connects to the first relay (then to the others, and to what the cluster
+  /// announces, as it decides).
   connect() {
-    if (this.closed) return;
+    if (this.closed || this.relaying) return;
+    this.relaying = true;
+    const urls = enc.encode(this.relays.join('\n'));
+    this.enter((x, h) => {
+      const length = this.core.withBytes(urls, p => x.coplay_relay_connect(h, p, urls.length, this.relaySeed, monoNanos(), wallNanos()));
+      if (length < 0) throw new Error(`the core refused the relay addresses (${length})`);
+      return length;
+    });
+  }
+  open(url) {
+    this.drop();
+    if (this.opens++ > 0) this.reconnects++;
     let socket;
-    try { socket = new this.WebSocketImpl(this.url); } catch (e) { this.on.diagnostic(`cannot open ${this.url}: ${e.message}`); return this.retry(); }
+    try { socket = new this.WebSocketImpl(url); } catch (e) {
+      const why = enc.encode(`cannot open ${url}: ${e.message}`);
+      return queueMicrotask(() => this.enter((x, h) => this.core.withBytes(why, p => x.coplay_socket_closed(h, p, why.length, monoNanos(), wallNanos()))));
+    }
     this.socket = socket;
     socket.binaryType = 'arraybuffer';
-    socket.onmessage = (m) => { if (this.socket === socket) this.onBytes(typeof m.data === 'string' ? enc.encode(m.data) : new Uint8Array(m.data)); };
-    socket.onclose = () => {
+    socket.onopen = () => { if (this.socket === socket) this.enter((x, h) => x.coplay_socket_opened(h, monoNanos(), wallNanos())); };
+    socket.onmessage = (m) => {
       if (this.socket !== socket) return;
-      const was = this.connected;
-      this.connected = false; this.pending = new Uint8Array(0);
-      if (was) this.on.connection(false);
-      this.retry();
+      const bytes = typeof m.data === 'string' ? enc.encode(m.data) : new Uint8Array(m.data);
+      this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_socket_bytes(h, p, bytes.length, monoNanos(), wallNanos())));
+    };
+    socket.onclose = (e) => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      const why = enc.encode(e?.code ? `the connection closed (${e.code})` : 'the connection closed');
+      this.enter((x, h) => this.core.withBytes(why, p => x.coplay_socket_closed(h, p, why.length, monoNanos(), wallNanos())));
     };
     socket.onerror = () => {};
   }
-  retry() {
-    if (this.closed) return;
-    this.backoff = Math.min(this.backoff ? this.backoff * 2 : reconnectFirstMs, reconnectMaxMs);
-    clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => { this.reconnects++; this.connect(); }, this.backoff);
+  drop() {
+    const socket = this.socket;
+    this.socket = null;
+    try { socket?.close(); } catch { /* already closed */ }
   }
-  /// Drops the connection and makes it again at once (a page restored from the back-forward
-  /// cache, or resumed after a freeze, cannot trust a socket that slept).
+  /// The page's path changed under its socket (restored from the back-forward cache, resumed
+  /// after a freeze, back online): the core makes the connection again at once.
   reconnectNow() {
     if (this.closed) return;
-    const old = this.socket; this.socket = null; this.connected = false;
-    try { old?.close(); } catch { /* already closed */ }
-    this.backoff = 0; this.connect();
+    this.enter((x, h) => x.coplay_path_changed(h, monoNanos(), wallNanos()));
   }
   close() {
     this.closed = true;
-    clearTimeout(this.wakeTimer); clearTimeout(this.retryTimer);
-    try { this.socket?.close(); } catch { /* already closed */ }
+    clearTimeout(this.wakeTimer);
+    this.drop();
   }
   /// Leaves the group as the agent does on quit: the core says goodbye, then exits.
   leave() { this.console('quit'); }
-
-  hostile(why) {
-    this.refusedLines++;
-    this.on.diagnostic(`the relay sent ${why}: closing the connection`);
-    this.pending = new Uint8Array(0);
-    try { this.socket.close(); } catch { /* closing */ }
-  }
-  onBytes(bytes) {
-    this.pending = this.pending.length ? concat(this.pending, bytes) : bytes;
-    for (;;) {
-      const pending = this.pending;
-      let end = -1;
-      for (let i = 0; i + 1 < pending.length && i <= lineBytesMax; i++) if (pending[i] === 13 && pending[i + 1] === 10) { end = i; break; }
-      if (end < 0) { if (pending.length > lineBytesMax) this.hostile('a line over 16 KiB'); return; }
-      const line = dec.decode(pending.subarray(0, end));
-      if (line.startsWith('MSG ')) {
-        // MSG <subject> <sid> [reply-to] <#bytes>
-        const words = line.split(' '), subject = words[1], size = words[words.length - 1];
-        if (words.length < 4 || words.length > 5 || !/^[0-9]{1,9}$/.test(size) || Number(size) > messageBytesMax) {
-          return this.hostile(`a message line "${line.slice(0, 80)}"`);
-        }
-        const n = Number(size);
-        if (pending.length < end + 2 + n + 2) return;  // the payload is still on its way
-        const frame = pending.slice(end + 2, end + 2 + n);
-        this.pending = pending.subarray(end + 2 + n + 2);
-        this.received++;
-        const s = enc.encode(subject), x = this.core.x;
-        const sp = this.core.put(s), fp = this.core.put(frame);
-        const length = x.coplay_relay_frame(this.handle, sp, s.length, fp, frame.length, monoNanos(), wallNanos());
-        x.coplay_dealloc(sp); x.coplay_dealloc(fp);
-        this.carry(length);
-        continue;
-      }
-      this.pending = pending.subarray(end + 2);
-      if (line.startsWith('INFO ')) {
-        const connect = { verbose: false, pedantic: false, name: 'coplay-web', lang: 'js', protocol: 1 };
-        if (this.token) connect.auth_token = this.token;
-        let hello = `CONNECT ${JSON.stringify(connect)}\r\n`;
-        this.subjects.forEach((subject, i) => { hello += `SUB ${subject} ${i + 1}\r\n`; });
-        this.socket.send(enc.encode(hello + 'PING\r\n'));
-      } else if (line === 'PONG' && !this.connected) {
-        this.connected = true; this.backoff = 0;
-        this.on.connection(true);
-        if (!this.started) { this.started = true; this.carry(this.core.x.coplay_start(this.handle, monoNanos(), wallNanos())); }
-        else this.tick();
-      } else if (line === 'PING') {
-        this.socket.send(enc.encode('PONG\r\n'));
-      } else if (line.startsWith('-ERR')) {
-        this.on.diagnostic('the relay said ' + line);
-      }
-    }
-  }
 }
 
 export function concat(...parts) {
@@ -277,14 +253,15 @@ export function parseKey(hex) {
   return Uint8Array.from(clean.match(/../g).map(h => parseInt(h, 16)));
 }
 
-/// An invitation link's fragment: relay, session and key (a fragment is never sent to a server).
+/// An invitation link's fragment: relay (one or more: the servers of a cluster), session and key
+/// (a fragment is never sent to a server).
 export function parseInvitation(href) {
   const u = new URL(href);
   const fields = new URLSearchParams(u.hash.replace(/^#/, ''));
-  const relay = fields.get('relay'), session = fields.get('session'), key = fields.get('key');
-  if (!relay) throw new Error('the invitation names no relay (relay=ws://…)');
+  const relays = fields.getAll('relay').filter(Boolean), session = fields.get('session'), key = fields.get('key');
+  if (!relays.length) throw new Error('the invitation names no relay (relay=ws://…)');
   if (!session) throw new Error('the invitation names no session');
   if (!key) throw new Error('the invitation carries no group key: ask for a new link (coplay invite)');
-  relayAddress(relay);
-  return { relay, session, key: parseKey(key) };
+  relays.forEach(relayAddress);
+  return { relay: relays.length === 1 ? relays[0] : relays, session, key: parseKey(key) };
 }
