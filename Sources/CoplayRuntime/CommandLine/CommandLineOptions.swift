@@ -50,7 +50,7 @@ public enum CommandLineOptions {
           coplay web --listen ADDRESS:PORT [--root DIR] [--media PATH]…
                                             serve the browser page, for devices that join from
                                             a browser, and films from disk
-          coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT [--session NAME]
+          coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT… [--session NAME]
                         --key-file PATH [--no-qr]
                                             print an invitation link for a browser, and its QR
                                             code

@@ -1,25 +1,42 @@
-/// An invitation: the page's address with a fragment that carries the relay's WebSocket address,
-/// the session and the group key. A browser never sends a fragment to any server, so neither
+/// An invitation: the page's address with a fragment that carries the relay's WebSocket address
+/// (or several: the servers of a cluster, each a `relay=` field, tried in turn), the session and
+/// the group key. A browser never sends a fragment to any server, so neither
 /// the page's server nor anyone between learns the key from the link; whoever holds the link
 /// holds the key, as whoever holds the key file does.
 ///
 ///   https://watch.example.net/#relay=ws%3A%2F%2FTOKEN%40relay.example.net%3A8443&session=film-night&key=6a…
 public struct Invitation: Equatable, Sendable {
     public var page: String
-    public var relay: String
+    /// One or more (at most `relaysMax`).
+    public var relays: [String]
     public var session: String
     public var key: [UInt8]
 
-    /// The fields an invitation needs, checked: a page at http(s), a relay at ws(s), a key of 32
-    /// bytes or more.
+    /// The first relay.
+    public var relay: String { relays[0] }
+
+    /// Relays one link names at most: the `--relay` seeds an agent takes.
+    public static let relaysMax = 8
+
     public static func make(page: String, relay: String, session: String, key: [UInt8]) -> Result<
+        Invitation, UsageError
+    > {
+        make(page: page, relays: [relay], session: session, key: key)
+    }
+
+    /// The fields an invitation needs, checked: a page at http(s), one to `relaysMax` relays at
+    /// ws(s), a key of 32 bytes or more.
+    public static func make(page: String, relays: [String], session: String, key: [UInt8]) -> Result<
         Invitation, UsageError
     > {
         guard page.hasPrefix("http://") || page.hasPrefix("https://") else {
             return .failure(
                 UsageError(message: "--page must be the page's http:// or https:// address, not '\(page.prefix(60))'"))
         }
-        guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://"), relay.utf8.count > 6 else {
+        guard !relays.isEmpty, relays.count <= relaysMax else {
+            return .failure(UsageError(message: "an invitation names 1 to \(relaysMax) relays, not \(relays.count)"))
+        }
+        for relay in relays where !(relay.hasPrefix("ws://") || relay.hasPrefix("wss://")) || relay.utf8.count <= 6 {
             return .failure(
                 UsageError(
                     message:
@@ -29,11 +46,12 @@ public struct Invitation: Equatable, Sendable {
         guard key.count >= 32 else { return .failure(UsageError(message: "the group key must be 32 bytes or more")) }
         let base =
             page.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? page
-        return .success(Invitation(page: base, relay: relay, session: session, key: key))
+        return .success(Invitation(page: base, relays: relays, session: session, key: key))
     }
 
     public var link: String {
-        page + "#relay=" + Self.percentEncoded(relay) + "&session=" + Self.percentEncoded(session) + "&key="
+        page + "#" + relays.map { "relay=" + Self.percentEncoded($0) + "&" }.joined() + "session="
+            + Self.percentEncoded(session) + "&key="
             + key.map { Self.hexDigit($0 >> 4) + Self.hexDigit($0 & 15) }.joined()
     }
 
@@ -47,11 +65,18 @@ public struct Invitation: Equatable, Sendable {
                     message: "this link carries no invitation (nothing after '#'): ask for a new one (coplay invite)"))
         }
         var fields: [String: String] = [:]
+        var relays: [String] = []
         for pair in parts[1].split(separator: "&") {
             let halves = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard halves.count == 2, let value = percentDecoded(String(halves[1])) else {
                 return .failure(
                     UsageError(message: "this invitation is damaged near '\(pair.prefix(30))': ask for a new one"))
+            }
+            if halves[0] == "relay" {
+                guard relays.count < relaysMax else {
+                    return .failure(UsageError(message: "this invitation names more than \(relaysMax) relays"))
+                }
+                relays.append(value)
             }
             fields[String(halves[0])] = value
         }
@@ -63,10 +88,10 @@ public struct Invitation: Equatable, Sendable {
             return .failure(
                 UsageError(message: "this invitation's key is damaged (64 hex digits or more): ask for a new link"))
         }
-        guard let relay = fields["relay"] else {
+        guard !relays.isEmpty else {
             return .failure(UsageError(message: "this invitation names no relay: ask for a new link"))
         }
-        return make(page: String(parts[0]), relay: relay, session: fields["session"] ?? "default", key: key)
+        return make(page: String(parts[0]), relays: relays, session: fields["session"] ?? "default", key: key)
     }
 
     static func hexDigit(_ value: UInt8) -> String { String(UnicodeScalar(value < 10 ? 48 + value : 87 + value)) }

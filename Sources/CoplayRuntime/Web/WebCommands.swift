@@ -137,7 +137,7 @@ extension CommandLineOptions {
             return parse(options)  // its error, or --help and --version
         }
         do throws(UsageError) {
-            configuration.relays = [try parseRelay(invitation.relay)]
+            configuration.relays = try invitation.relays.map { relay throws(UsageError) in try parseRelay(relay) }
             configuration.sessionName = try checkedName(
                 invitation.session, flag: "the link's session", bytesMax: configuration.settings.sessionNameBytesMax)
         } catch {
@@ -151,7 +151,7 @@ extension CommandLineOptions {
     static func parseInvite(_ arguments: ArraySlice<String>) -> Result<Invocation, UsageError> {
         var remaining = arguments
         var page: String?
-        var relay: String?
+        var relays: [String] = []
         var keys: [[UInt8]]?
         var session = "default"
         var qr = true
@@ -165,7 +165,7 @@ extension CommandLineOptions {
             }
             switch word {
             case "--page": page = value
-            case "--relay": relay = value
+            case "--relay": relays.append(value)
             case "--session":
                 guard !value.isEmpty, value.utf8.count <= 64 else {
                     return .failure(UsageError(message: "--session must be 1 to 64 bytes"))
@@ -187,14 +187,17 @@ extension CommandLineOptions {
         guard let page else {
             return .failure(UsageError(message: "invite needs --page URL: where the page is served (coplay web)"))
         }
-        guard let relay else {
+        guard !relays.isEmpty else {
             return .failure(
-                UsageError(message: "invite needs --relay ws://[TOKEN@]HOST:PORT: nats-server's WebSocket listener"))
+                UsageError(
+                    message:
+                        "invite needs --relay ws://[TOKEN@]HOST:PORT: nats-server's WebSocket listener (repeat it for each server of a cluster)"
+                ))
         }
         guard let key = keys?.first else {
             return .failure(UsageError(message: "invite needs --key-file PATH: the group's key travels in the link"))
         }
-        return Invitation.make(page: page, relay: relay, session: session, key: key).map { .invite($0, qr: qr) }
+        return Invitation.make(page: page, relays: relays, session: session, key: key).map { .invite($0, qr: qr) }
     }
 
     /// Prints the link, then its QR code (with colours on a terminal).
