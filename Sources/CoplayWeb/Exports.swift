@@ -5,7 +5,7 @@
 // LE][bytes]. Kinds: 1 a datagram to the group; 2 a datagram to an endpoint (16-byte address,
 // port u16 LE, then the bytes); 3 a frame to publish (subject length u16 LE, subject, frame:
 // only for a participant whose relay is not the core's, `coplay_relay_connect`); 4 an event
-// (JSON, EVENTS.md); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns: one timer for
+// (JSON, PROTOCOL.md, "Events"); 5 a diagnostic; 6 the wake instant (i64 LE, monotonic ns: one timer for
 // the instance and its relay; replaces the last); 7 exit; 8 a relay subject to subscribe to;
 // 9 a command for the player (`PlayerRecord`), whose reports come back through
 // `coplay_player_report`; 10 the view (`coplay_view`, JSON); 11 open the relay's WebSocket to
@@ -150,7 +150,7 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
                 } else {
                     published.append((frame, subject))
                 }
-            case .emit(let event): append(4, Array(EventJSON.object(event).utf8))
+            case .emit(let event): append(4, Array(EventRecord.json(event).utf8))
             case .diagnose(let line): append(5, Array(line.utf8))
             case .wake(let at): participant.instanceWake = at
             }
@@ -263,10 +263,7 @@ public func coplayCreateRelayed(
     guard keyCount >= 32, keyCount <= 256, entropy != nil else { return -1 }
     guard let (name, session) = names(name, nameCount, session, sessionCount) else { return -2 }
     guard participants.count < participantsMax else { return -3 }
-    // A tab has no unicast socket, and an announcement must name a port (1-65535): it names
-    // 9, the discard port. It is heard only through the relay, so no peer forms a LAN endpoint
-    // from it (PROTOCOL.md, "Browser participants").
-    let identity = LocalIdentity(id: PeerID(id), name: name, sessionName: session, unicastPort: 9, playerKind: "web")
+    let identity = LocalIdentity.browser(id: PeerID(id), name: name, sessionName: session)
     participants.append(
         Participant(
             Instance(

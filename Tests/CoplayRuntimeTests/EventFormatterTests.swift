@@ -60,6 +60,15 @@ import Testing
         #expect(left["reason"] as? String == "timeout")
         #expect((left["peer"] as? [String: Any])?["name"] as? String == "bob \"the\" builder\n", "escaping round-trips")
         #expect((left["peer"] as? [String: Any])?["state"] as? String == "suspected")
+        #expect((left["peer"] as? [String: Any])?["kind"] as? String == "web", "port 9 is a browser's")
+        // One schema: the agent's line is the core's record (what the page gets) with the time
+        // it was printed added last, for every event.
+        let formatter = EventFormatter(json: true, clock: AgentClock())
+        for (event, _) in events {
+            let record = EventRecord.json(event)
+            #expect(formatter.lines(for: event, wire: .init(), atUnixNanos: 42) == [record.dropLast() + #","atUnixNanos":42}"#])
+            #expect(record.hasPrefix(#"{"v":1,"event":"#))
+        }
     }
 
     @Test func textLines_areOneLinePerEventExceptHelp() {

@@ -138,7 +138,7 @@ try {
   page = await browser.newPage(link);
   await page.type('#name', 'tab');
   const clicked = await page.click('#join');
-  const together = await until(() => page.evaluate('view && view.peers.filter(p => p.synced).length'), 8000);
+  const together = await until(() => page.evaluate('view && view.peers.filter(p => p.clockSynced).length'), 8000);
   check(together >= 2, 'the tab lists both agents and has measured their clocks');
   figure('join-to-members-synced', wallMs() - clicked);
   await until(() => deck.lines.some(l => l.startsWith('clock-synced tab')), 5000);
@@ -298,7 +298,7 @@ try {
       console.log('web server: ' + webServer.lines.slice(-8).join(' | '));
     }
     if (backAt) figure('frozen-8s-resumed-to-in-sync', backAt - resumed);
-    const seen = await until(() => page.evaluate('view && view.peers.filter(p => !p.suspected).length >= 3'), 5000);
+    const seen = await until(() => page.evaluate('view && view.peers.filter(p => p.state !== "suspected").length >= 3'), 5000);
     check(seen, 'the resumed tab lists the others again');
   }
 

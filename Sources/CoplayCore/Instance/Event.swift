@@ -240,6 +240,8 @@ public struct PeerInfo: Hashable, Sendable {
     public var suspensions: [String] = []
     /// Multicast reaches it late or incompletely: it gets time-critical datagrams by unicast too.
     public var wantsUnicast = false
+    /// "web" for a browser tab (it announces `LocalIdentity.browserPort`), else "agent".
+    public var kind: String { endpoint.port == LocalIdentity.browserPort ? "web" : "agent" }
 
     public init(
         member: Member, name: String, endpoint: Endpoint, isSuspected: Bool, lastSeenAgo: Duration,

@@ -146,15 +146,16 @@ public struct NatsParser: Sendable {
         }
     }
 
-    /// Decimal digits alone (no sign), at most 10 of them; nil for anything else.
+    /// Decimal digits alone (no sign), at most 18 of them, the value clamped to `Int.max` (32
+    /// bits in the browser's build: a size that large is refused anyway); nil for anything else.
     static func decimal(_ digits: some Collection<UInt8>) -> Int? {
-        guard !digits.isEmpty, digits.count <= 10 else { return nil }
-        var value = 0
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var value: Int64 = 0
         for digit in digits {
             guard digit >= 0x30, digit <= 0x39 else { return nil }
-            value = value * 10 + Int(digit - 0x30)
+            value = value * 10 + Int64(digit - 0x30)
         }
-        return value
+        return value > Int64(Int.max) ? Int.max : Int(value)
     }
 
     /// The fields of an INFO's JSON that the client uses; the rest is ignored.

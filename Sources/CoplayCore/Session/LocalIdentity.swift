@@ -16,4 +16,14 @@ public struct LocalIdentity: Hashable, Sendable {
         self.sessionName = sessionName
         self.unicastPort = unicastPort
     }
+
+    /// A browser tab has no unicast socket, and an announcement must name a port (1-65535): it
+    /// names 9, the discard port. It is heard only through the relay, so no peer forms a LAN
+    /// endpoint from it (PROTOCOL.md, "Browser participants"); a peer announcing it is a tab.
+    public static let browserPort: UInt16 = 9
+
+    /// A browser tab's identity: the browser's port, the "web" player.
+    public static func browser(id: PeerID, name: String, sessionName: String) -> LocalIdentity {
+        LocalIdentity(id: id, name: name, sessionName: sessionName, unicastPort: browserPort, playerKind: "web")
+    }
 }

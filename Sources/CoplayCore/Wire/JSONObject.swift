@@ -28,6 +28,18 @@ public struct JSONObject: Sendable {
         key(name)
         text += JSONObject.fixed(value, decimals: decimals)
     }
+    /// `value` to at most `decimals` decimals (6 at most) with the trailing zeros cut (12.5, 1,
+    /// 1.05, as Swift prints them once rounded); null when not finite or absent.
+    public mutating func decimal(_ name: String, _ value: Double?, decimals: Int = 6) {
+        key(name)
+        var digits = Array(JSONObject.fixed(value, decimals: decimals).utf8)
+        if digits.contains(UInt8(ascii: ".")) {
+            while digits.last == UInt8(ascii: "0") { digits.removeLast() }
+            if digits.last == UInt8(ascii: ".") { digits.removeLast() }
+        }
+        if digits == [UInt8(ascii: "-"), UInt8(ascii: "0")] { digits = [UInt8(ascii: "0")] }
+        text += String(decoding: digits, as: UTF8.self)
+    }
     public mutating func raw(_ name: String, _ json: String) {
         key(name)
         text += json

@@ -131,16 +131,22 @@ public struct JSONParser {
         return .double(value)
     }
 
-    /// An optional minus and at most 18 digits (always within `Int64`); nil otherwise (read as
-    /// a double). Without the standard library's generic parsing, which the browser's build
-    /// would carry.
+    /// An optional minus and at most 19 digits within `Int64`; nil otherwise (read as a
+    /// double). Without the standard library's generic parsing, which the browser's build would
+    /// carry.
     private static func integer(_ text: ArraySlice<UInt8>) -> Int64? {
         let negative = text.first == UInt8(ascii: "-")
         let digits = negative ? text.dropFirst() : text
-        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        guard !digits.isEmpty, digits.count <= 19 else { return nil }
         var value: Int64 = 0
-        for digit in digits { value = value * 10 + Int64(digit - UInt8(ascii: "0")) }
-        return negative ? -value : value
+        for digit in digits {
+            // Negative values are built downwards, so that Int64.min is read too.
+            let (scaled, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = scaled.addingReportingOverflow((negative ? -1 : 1) * Int64(digit - UInt8(ascii: "0")))
+            guard !overflow, !overflow2 else { return nil }
+            value = next
+        }
+        return value
     }
 
     private mutating func string() throws(Error) -> String {

@@ -575,8 +575,9 @@ function draw() {
   const own = view.suspensions.length ? view.suspensions.map(reasonWords).join(', ') : view.waiting ? 'waiting' : playing ? 'playing' : 'paused';
   peers.replaceChildren(row(['you', `${name} (${view.id.slice(0, 6)})`, 'web', view.item || '–', own, '–']));
   for (const p of view.peers) {
-    const clockText = p.offsetMs == null ? 'measuring' : `${p.offsetMs >= 0 ? '+' : ''}${p.offsetMs.toFixed(2)} ± ${p.errorMs.toFixed(2)} ms`;
-    const state = p.suspected ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
+    const offsetMs = p.offsetNanos == null ? null : p.offsetNanos / 1e6, errorMs = (p.offsetErrorNanos ?? 0) / 1e6;
+    const clockText = offsetMs == null ? 'measuring' : `${offsetMs >= 0 ? '+' : ''}${offsetMs.toFixed(2)} ± ${errorMs.toFixed(2)} ms`;
+    const state = p.state === 'suspected' ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
     peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state, clockText]));
   }
   const queue = $('queue');
@@ -611,8 +612,9 @@ function plot() {
   g.fillText(`±${bound.toFixed(1)} ms, last 60 s`, 4, 12);
 }
 
+// Each event is the core's record (PROTOCOL.md, "Events"), as `coplay --json` prints it.
 function onEvent(e) {
-  const by = e.by ? ` by ${e.byHere ? 'you' : e.by}` : '';
+  const by = e.originator ? ` by ${e.originator.local ? 'you' : e.originator.name}` : '';
   const at = e.position != null ? ` at ${clock(e.position)}` : '';
   switch (e.event) {
     case 'peer-joined': log(`${e.peer.name} joined`); break;
@@ -623,10 +625,10 @@ function onEvent(e) {
     case 'paused': log(e.reason === 'ended' ? `the end${at}` : `paused${at}${by}`); break;
     case 'time-jumped': log(`jumped${at}${by}`); break;
     case 'queue-changed': log(`queue: ${e.change} ${e.title || e.entry || ''}${by}`); break;
-    case 'state-adopted': log(`caught up from ${e.by}`); break;
+    case 'state-adopted': log(`caught up from ${e.from.name}`); break;
     case 'error': case 'player-error': log(`⚠ ${e.message}`); break;
-    case 'suspension': if (e.began) log(`you are ${e.reason === 'stallRecovery' ? 'catching up' : e.reason}`); break;
-    case 'message': log(`${e.by}: ${e.text}`); break;
+    case 'suspension-began': log(`you are ${e.reason === 'stallRecovery' ? 'catching up' : e.reason}`); break;
+    case 'message': log(`${e.from.name}: ${e.text}`); break;
   }
 }
 
