@@ -470,26 +470,16 @@ public func coplayPlayerReport(
     _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64
 ) -> Int32 {
     let now = timestamp(mono, wall)
-    let positionOK = position.isFinite && position >= 0 && position <= WireFormat.positionMax
     let report: PlayerReport
     switch kind {
-    case 1, 2, 3, 4, 8:
-        guard positionOK else { return -1 }
-        switch kind {
-        case 1: report = .ready(position: position)
-        case 2: report = .stalled(position: position)
-        case 3: report = .stallEnded(position: position)
-        case 4: report = .ended(position: position)
-        default: report = .userAction(.seek(position: position))
-        }
-    case 5:
-        guard positionOK, rate.isFinite, rate >= 0, rate <= WireFormat.rateMax, WireFormat.wallNanosRange.contains(at)
-        else { return -1 }
-        report = .sample(position: position, rate: rate, at: WallInstant(unixNanos: at))
-    case 6:
-        guard rate.isFinite, rate >= WireFormat.rateMin, rate <= WireFormat.rateMax else { return -1 }
-        report = .userAction(.play(rate: rate))
+    case 1: report = .ready(position: position)
+    case 2: report = .stalled(position: position)
+    case 3: report = .stallEnded(position: position)
+    case 4: report = .ended(position: position)
+    case 5: report = .sample(position: position, rate: rate, at: WallInstant(unixNanos: at))
+    case 6: report = .userAction(.play(rate: rate))
     case 7: report = .userAction(.pause)
+    case 8: report = .userAction(.seek(position: position))
     case 9: report = .userAction(.next)
     case 10: report = .userAction(.previous)
     case 11, 12, 13:
@@ -506,6 +496,8 @@ public func coplayPlayerReport(
         }
     default: return -1
     }
+    // The core's one check of a player's values.
+    guard report.refusal() == nil else { return -1 }
     guard let directives = participant(handle)?.instance.onPlayerReport(report, now: now) else { return 0 }
     return carry(directives, handle, now)
 }

@@ -27,17 +27,9 @@ extension PlayerDriver {
 }
 
 extension PlayerReport.UserAction {
-    /// The action, if its values are within what a command may carry (a player's report is
-    /// checked like a datagram).
-    var checked: Self? {
-        switch self {
-        case .pause, .next, .previous: return self
-        case .play(let rate):
-            return rate.isFinite && rate >= WireFormat.rateMin && rate <= WireFormat.rateMax ? self : nil
-        case .seek(let position):
-            return position.isFinite && position >= 0 && position <= WireFormat.positionMax ? self : nil
-        }
-    }
+    /// The action, if its values are within what a command may carry (the core's check,
+    /// `PlayerReport.refusal`).
+    var checked: Self? { PlayerReport.userAction(self).refusal() == nil ? self : nil }
 }
 
 extension SimulatedPlayer: PlayerDriver {

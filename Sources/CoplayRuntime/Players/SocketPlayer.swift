@@ -154,11 +154,12 @@ struct SocketPlayer: PlayerDriver {
         guard let message = try? JSONParser.parse(line), case .object = message else {
             return fail("not a JSON object")
         }
-        func position(_ key: String = "position") -> Double? {
-            guard let value = message[key]?.number, value.isFinite, (0...WireFormat.positionMax).contains(value) else {
-                return nil
-            }
-            return value
+        // Values are read as they come; the core's one check (`PlayerReport.refusal`) refuses
+        // a report whose values are out of range.
+        func position(_ key: String = "position") -> Double? { message[key]?.number }
+        func checked(_ report: PlayerReport, _ what: String) -> Result<[PlayerReport], Refusal> {
+            if let refusal = report.refusal(settings: settings) { return fail("\(what) needs \(refusal)") }
+            return .success([report])
         }
         if let done = message["done"] {
             guard let id = done.integer else { return fail("done needs the id of a command") }
@@ -171,9 +172,7 @@ struct SocketPlayer: PlayerDriver {
         switch event {
         case "sample":
             guard let position = position() else { return fail("sample needs a position from 0 to 4.2e9") }
-            guard let rate = message["rate"]?.number, rate.isFinite, (0...WireFormat.rateMax).contains(rate) else {
-                return fail("sample needs a rate from 0 to \(WireFormat.rateMax)")
-            }
+            guard let rate = message["rate"]?.number else { return fail("sample needs a rate from 0 to 64") }
             // Range-checked before any arithmetic: an instant near Int64.min would overflow the
             // difference.
             let nowTrue = clock.trueUnixNanos(of: now.wall)
@@ -181,24 +180,28 @@ struct SocketPlayer: PlayerDriver {
                 (nowTrue - 10_000_000_000...nowTrue + 10_000_000_000).contains(atTrue)
             else { return fail("sample needs atUnixNanos, the host clock's time of the sample, within 10 s of now") }
             let at = WallInstant(unixNanos: atTrue &+ clock.skewNanos)
-            return .success([.sample(position: position, rate: rate, at: at)])
+            return checked(.sample(position: position, rate: rate, at: at), "sample")
         case "buffering", "buffered", "ended":
             guard let position = position() else { return fail("\(event) needs a position from 0 to 4.2e9") }
             let report: PlayerReport =
                 event == "buffering"
                 ? .stalled(position: position)
                 : event == "buffered" ? .stallEnded(position: position) : .ended(position: position)
-            return .success([report])
+            return checked(report, event)
         case "live-window":
             // A live item: its positions are program dates, and this is the window its playlist
             // lists (starts land inside it).
-            guard let start = position("start"), let edge = position("edge"), start <= edge else {
+            // A range is made only of ordered, finite ends (anything else would trap); the rest is
+            // the core's check.
+            guard let start = position("start"), let edge = position("edge"), start.isFinite, edge.isFinite,
+                start <= edge
+            else {
                 return fail("live-window needs start <= edge, program dates (seconds since 1970) up to 4.2e9")
             }
-            guard let target = message["targetDuration"]?.number, target.isFinite, target > 0, target <= 3600 else {
+            guard let target = message["targetDuration"]?.number else {
                 return fail("live-window needs targetDuration, seconds from 0 to 3600")
             }
-            return .success([.liveWindow(LiveWindow(dates: start...edge, targetDuration: target))])
+            return checked(.liveWindow(LiveWindow(dates: start...edge, targetDuration: target)), "live-window")
         case "user":
             let action: PlayerReport.UserAction
             switch message["action"]?.string {
@@ -206,15 +209,10 @@ struct SocketPlayer: PlayerDriver {
             case "next": action = .next
             case "previous": action = .previous
             case "play": action = .play(rate: message["rate"]?.number ?? 1)
-            case "seek":
-                guard let position = position() else { return fail("a seek needs a position from 0 to 4.2e9") }
-                action = .seek(position: position)
+            case "seek": action = .seek(position: position() ?? .nan)
             default: return fail("user needs an action: play, pause, seek, next or previous")
             }
-            guard let checked = action.checked else {
-                return fail("play needs a rate from \(WireFormat.rateMin) to \(WireFormat.rateMax)")
-            }
-            return .success([.userAction(checked)])
+            return checked(.userAction(action), "a \(message["action"]?.string ?? "user action")")
         case "error", "load-failed":
             let text =
                 "socket player: "
