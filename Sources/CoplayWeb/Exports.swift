@@ -39,15 +39,6 @@ func participant(_ handle: Int32) -> Participant? {
 }
 nonisolated(unsafe) var output: [UInt8] = []
 
-/// The page's player (an HTMLVideoElement) is on the far side of the C-ABI: each command goes out
-/// as a record and it reports later, through `coplay_player_report`.
-struct PagePlayer: PlayerLoop.Player {
-    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
-        append(9, PlayerRecord.encode(command))
-        return []
-    }
-}
-
 /// A player command as bytes: its code, then its fields, little-endian (f64 positions and
 /// rates, i64 wall instants in ns). 1 load: position, duration (NaN: unknown), id length u16, id,
 /// url. 2 prepare: position. 3 play: rate, position, at. 4 adjust rate: rate, at. 5 pause:
@@ -131,38 +122,31 @@ func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int3
 /// Appends what `directives` say to the outputs: frames to publish go to the participant's relay
 /// client where it has one.
 func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Timestamp) {
-    var player = PagePlayer()
-    var published: [(frame: [UInt8], subject: String)] = []
-    let outcome = PlayerLoop.carryOut(
-        directives, instance: &participant.instance, player: &player, now: { now },
-        carry: { step in
-            switch step {
-            case .datagram(let datagram, nil): append(1, datagram)
-            case .datagram(let datagram, let to?):
-                append(
-                    2,
-                    littleEndian(to.address.high, bytes: 8) + littleEndian(to.address.low, bytes: 8)
-                        + littleEndian(UInt64(to.port), bytes: 2) + datagram)
-            case .publish(let frame, let subject):
-                if participant.relay == nil {
-                    let name = Array(subject.utf8)
-                    append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
-                } else {
-                    published.append((frame, subject))
-                }
-            case .emit(let event): append(4, Array(EventRecord.json(event).utf8))
-            case .diagnose(let line): append(5, Array(line.utf8))
-            case .wake(let at): participant.instanceWake = at
-            }
-        })
     let backlog = participant.backlog
-    for (frame, subject) in published {
-        let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
-        carryRelay(outputs ?? [], participant, now)
-    }
-    if outcome.exitStatus != nil {
-        carryRelay(participant.relay?.close() ?? [], participant, now)
-        append(7, [])
+    for output in participant.instance.outputs(directives, now: now) {
+        switch output {
+        case .datagram(let datagram, nil): append(1, datagram)
+        case .datagram(let datagram, let to?):
+            append(
+                2,
+                littleEndian(to.address.high, bytes: 8) + littleEndian(to.address.low, bytes: 8)
+                    + littleEndian(UInt64(to.port), bytes: 2) + datagram)
+        case .publish(let frame, let subject):
+            if participant.relay == nil {
+                let name = Array(subject.utf8)
+                append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
+            } else {
+                let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
+                carryRelay(outputs ?? [], participant, now)
+            }
+        case .player(let command): append(9, PlayerRecord.encode(command))
+        case .emit(let event): append(4, Array(EventRecord.json(event).utf8))
+        case .diagnose(let line): append(5, Array(line.utf8))
+        case .wake(let at): participant.instanceWake = at
+        case .exit:
+            carryRelay(participant.relay?.close() ?? [], participant, now)
+            append(7, [])
+        }
     }
 }
 

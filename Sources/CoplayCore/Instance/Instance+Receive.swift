@@ -40,7 +40,7 @@ extension Instance {
                 membership.onLeave(reason, from: from.sender, at: from.heardAt), at: from.heardAt, source: from.source)
         case .probe(let probe): onProbe(probe, from)
         case .probeReply(let reply): onProbeReply(reply, from)
-        case .command(let envelope, _): onCommand(envelope, from: from.sender)
+        case .command(let envelope, _): onReceivedCommand(envelope, from: from.sender)
         case .nack(let ranges): onNack(ranges, from)
         case .stateRequest(let request): onStateRequest(request, from)
         case .state(let part): onStatePart(part, from)

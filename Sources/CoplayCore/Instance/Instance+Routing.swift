@@ -76,7 +76,7 @@ extension Instance {
 
     /// A command from `sender`. Times in it are on the sender's clock: they are read once its
     /// offset is known (until then it waits in `Ordering`).
-    mutating func onCommand(_ envelope: CommandEnvelope, from sender: Member) {
+    mutating func onReceivedCommand(_ envelope: CommandEnvelope, from sender: Member) {
         let offset = clockSync.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
         routeOrdering(ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic))
     }

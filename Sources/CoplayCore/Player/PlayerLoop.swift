@@ -107,3 +107,53 @@ public enum PlayerLoop {
         return nil
     }
 }
+
+extension Instance {
+    /// One thing for a shell to do, carried out as is: what `PlayerLoop` carries, for a shell that
+    /// does not hand its player's reports back at once (a page whose player answers later).
+    public enum Output: Sendable {
+        /// Encoded, stamped and signed: send to the group's address (nil) or to the endpoint.
+        case datagram([UInt8], to: Endpoint?)
+        /// Sealed: publish on the relay's subject.
+        case publish([UInt8], subject: String)
+        /// For the player; what it reports comes back through `onPlayerReport`.
+        case player(PlayerCommand)
+        case emit(Event)
+        case diagnose(String)
+        /// Set the one timer to this monotonic instant (replacing the last).
+        case wake(MonotonicInstant)
+        /// Flush and exit with this status.
+        case exit(Int32)
+    }
+
+    /// The directives as outputs, in `PlayerLoop`'s order (the datagrams first, at one reading of
+    /// the clock, then the player's commands, then the rest): nothing is left for the shell to
+    /// encode, sign or seal.
+    public mutating func outputs(_ directives: [Directive], now: Timestamp) -> [Output] {
+        struct Recorder: PlayerLoop.Player {
+            var commands: [PlayerCommand] = []
+            mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+                commands.append(command)
+                return []
+            }
+        }
+        var recorder = Recorder()
+        var steps: [Output] = []
+        let outcome = PlayerLoop.carryOut(
+            directives, instance: &self, player: &recorder, now: { now },
+            carry: { step in
+                switch step {
+                case .datagram(let bytes, let to): steps.append(.datagram(bytes, to: to))
+                case .publish(let frame, let subject): steps.append(.publish(frame, subject: subject))
+                case .emit(let event): steps.append(.emit(event))
+                case .diagnose(let text): steps.append(.diagnose(text))
+                case .wake(let at): steps.append(.wake(at))
+                }
+            })
+        // The player's commands go after the datagrams, as PlayerLoop performs them.
+        let sent = steps.prefix { if case .datagram = $0 { true } else if case .publish = $0 { true } else { false } }
+        var out = Array(sent) + recorder.commands.map { Output.player($0) } + steps.dropFirst(sent.count)
+        if let status = outcome.exitStatus { out.append(.exit(status)) }
+        return out
+    }
+}
