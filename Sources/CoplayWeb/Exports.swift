@@ -319,7 +319,7 @@ public func coplayRelayConnect(
     guard !seeds.isEmpty else { return -1 }
     participant.relay = NatsClient(
         seeds: seeds, subjects: subjects, clientName: "coplay-web", settings: participant.instance.settings, seed: seed,
-        acceptsNames: true)
+        resolve: nil)
     carryRelay(participant.relay?.start(now: now.monotonic) ?? [], participant, now)
     return finish(participant)
 }

@@ -15,7 +15,7 @@ import Testing
     private func webClient(_ seeds: [String]) -> NatsClient {
         NatsClient(
             seeds: seeds.compactMap(RelayServer.webSocket), subjects: ["coplay.s.x"], clientName: "coplay-web",
-            settings: Settings(), seed: 7, acceptsNames: true)
+            settings: Settings(), seed: 7, resolve: nil)
     }
 
     private func sent(_ outputs: [NatsClient.Output]) -> String {

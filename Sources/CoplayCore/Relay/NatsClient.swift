@@ -80,13 +80,13 @@ public struct NatsClient: Sendable {
     /// The largest frame: a datagram at its bound, sealed.
     private let frameBytesMax: Int
 
-    /// `acceptsNames`: the shell connects by host name (a browser), so announced servers named by
-    /// a host name are kept; a native shell connects to addresses only.
+    /// `resolve`: how an announced server becomes an address to connect to (a native shell: IP
+    /// addresses only); nil for a shell that connects by host name (a browser).
     public init(
         seeds: [RelayServer], subjects: [String], clientName: String, settings: Settings, seed: UInt64,
-        acceptsNames: Bool = false
+        resolve: RelayServers.Resolver? = RelayServers.addressesOnly
     ) {
-        servers = RelayServers(seeds: seeds, settings: settings, acceptsNames: acceptsNames)
+        servers = RelayServers(seeds: seeds, settings: settings, resolve: resolve)
         self.subjects = subjects
         self.clientName = clientName
         self.settings = settings.relay

@@ -152,9 +152,20 @@ public struct RelayServers: Sendable {
     /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
     /// build some 20 KB of copying code.
     private let settings: Settings.Relay
-    /// Whether an announced server may be a host name (a browser's WebSocket resolves it); a
-    /// native shell connects to addresses only, and does not wait for a resolver on its loop.
-    private let acceptsNames: Bool
+    /// An announced `host` and port as the address a native shell connects to (an IP address
+    /// alone: it does not wait for a resolver on its loop), nil for none it can use. Nil for a
+    /// shell that connects by name (a browser's WebSocket resolves the host): announced servers
+    /// are kept by name, and the browser's build carries no address parsing.
+    public typealias Resolver = @Sendable (_ host: String, _ port: UInt16) -> Endpoint?
+    private let resolve: Resolver?
+
+    /// What a native shell connects to: an IP address that is a unicast destination outside the
+    /// relay's block.
+    public static let addressesOnly: Resolver = { host, port in
+        guard let address = IPAddress.parse(host) else { return nil }
+        let endpoint = Endpoint(address: address, port: port)
+        return endpoint.isUnicastDestination && !endpoint.isRelay ? endpoint : nil
+    }
     /// The server being tried or used.
     public private(set) var current = 0
     /// Attempts that failed since the last success.
@@ -166,11 +177,11 @@ public struct RelayServers: Sendable {
     /// Servers whose `max_payload` is smaller than a frame (at most `relayServersMax`).
     private(set) var tooSmall: [String] = []
 
-    public init(seeds: [RelayServer], settings: Settings, acceptsNames: Bool = false) {
+    public init(seeds: [RelayServer], settings: Settings, resolve: Resolver? = RelayServers.addressesOnly) {
         precondition(!seeds.isEmpty, "a relay needs a server")
         servers = Array(seeds.prefix(settings.relay.serversMax))
         self.settings = settings.relay
-        self.acceptsNames = acceptsNames
+        self.resolve = resolve
     }
 
     public var server: RelayServer { servers[current] }
@@ -181,12 +192,11 @@ public struct RelayServers: Sendable {
         failuresInRow += 1
         let failing = server
         let count = (failures.first { $0.key == failing.key }?.count ?? 0) + 1
-        failures.removeAll { $0.key == failing.key }
-        failures.append((failing.key, count))
+        failures = failures.filter { $0.key != failing.key } + [(failing.key, count)]
         if !failing.isSeed, count >= settings.announcedFailuresMax, servers.count > 1 {
             servers.remove(at: current)
-            failures.removeAll { $0.key == failing.key }
-            tooSmall.removeAll { $0 == failing.key }
+            failures = failures.filter { $0.key != failing.key }
+            tooSmall = tooSmall.filter { $0 != failing.key }
             current %= servers.count
         } else {
             current = (current + 1) % servers.count
@@ -206,7 +216,7 @@ public struct RelayServers: Sendable {
     mutating func succeeded() {
         failuresInRow = 0
         let key = server.key
-        failures.removeAll { $0.key == key }
+        failures = failures.filter { $0.key != key }
     }
 
     /// The current server's `max_payload` cannot carry a frame. Returns whether another server may
@@ -238,7 +248,7 @@ public struct RelayServers: Sendable {
         let announced = urls.compactMap { announcedServer($0, like: model) }
         let announcedKeys = announced.map { $0.key }
         let before = servers.count
-        servers.removeAll { !$0.isSeed && $0.key != inUse && !announcedKeys.contains($0.key) }
+        servers = servers.filter { $0.isSeed || $0.key == inUse || announcedKeys.contains($0.key) }
         let dropped = before - servers.count
         var added = 0
         for candidate in announced where servers.count < settings.serversMax {
@@ -273,17 +283,14 @@ public struct RelayServers: Sendable {
             port = webSocket ? (model.isSecure ? 443 : 80) : 4222
         }
         var endpoint: Endpoint?
-        if let address = IPAddress.parse(host) {
-            let candidate = Endpoint(address: address, port: port)
-            guard candidate.isUnicastDestination, !candidate.isRelay else { return nil }
-            endpoint = candidate
-        } else if !acceptsNames {
-            return nil
+        if let resolve {
+            guard let address = resolve(host, port) else { return nil }
+            endpoint = address
         }
         let hostPort = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let scheme = webSocket ? (model.isSecure ? "wss://" : "ws://") : ""
         return RelayServer(
-            endpoint: acceptsNames ? nil : endpoint, name: scheme + hostPort, credentials: model.credentials,
+            endpoint: endpoint, name: scheme + hostPort, credentials: model.credentials,
             isSeed: false, webSocketHost: webSocket ? hostPort : nil, isSecure: model.isSecure)
     }
 
