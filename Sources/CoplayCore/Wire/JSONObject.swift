@@ -2,35 +2,38 @@
 /// way Swift does (which the browser's build would carry at some 20 KB): strings are escaped,
 /// numbers are integers or fixed-point. Events, views and the relay's CONNECT are written with
 /// it; `JSONValue` is what is read.
+///
+/// Its writers are `@inline(never)`: inlined into the large switches that write events they
+/// cost the browser's module 3 KB gzipped, and writing JSON is not on any hot path.
 public struct JSONObject: Sendable {
     public private(set) var text = "{"
 
     public init() {}
 
-    public mutating func key(_ name: String) {
+    @inline(never) public mutating func key(_ name: String) {
         if text.utf8.count > 1 { text += "," }
         text += "\"" + name + "\":"
     }
-    public mutating func string(_ name: String, _ value: String?) {
+    @inline(never) public mutating func string(_ name: String, _ value: String?) {
         key(name)
         text += value.map(JSONObject.quoted) ?? "null"
     }
-    public mutating func int(_ name: String, _ value: Int64) {
+    @inline(never) public mutating func int(_ name: String, _ value: Int64) {
         key(name)
         text += String(value)
     }
-    public mutating func bool(_ name: String, _ value: Bool) {
+    @inline(never) public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
         text += value ? "true" : "false"
     }
     /// `value` with `decimals` decimals (at most 6); null when not finite or absent.
-    public mutating func number(_ name: String, _ value: Double?, decimals: Int = 3) {
+    @inline(never) public mutating func number(_ name: String, _ value: Double?, decimals: Int = 3) {
         key(name)
         text += JSONObject.fixed(value, decimals: decimals)
     }
     /// `value` to at most `decimals` decimals (6 at most) with the trailing zeros cut (12.5, 1,
     /// 1.05, as Swift prints them once rounded); null when not finite or absent.
-    public mutating func decimal(_ name: String, _ value: Double?, decimals: Int = 6) {
+    @inline(never) public mutating func decimal(_ name: String, _ value: Double?, decimals: Int = 6) {
         key(name)
         var digits = Array(JSONObject.fixed(value, decimals: decimals).utf8)
         if digits.contains(UInt8(ascii: ".")) {
@@ -40,7 +43,7 @@ public struct JSONObject: Sendable {
         if digits == [UInt8(ascii: "-"), UInt8(ascii: "0")] { digits = [UInt8(ascii: "0")] }
         text += String(decoding: digits, as: UTF8.self)
     }
-    public mutating func raw(_ name: String, _ json: String) {
+    @inline(never) public mutating func raw(_ name: String, _ json: String) {
         key(name)
         text += json
     }
