@@ -148,7 +148,18 @@ public struct RelayServer: Equatable, Sendable, CustomStringConvertible {
 /// `relayAnnouncedFailuresMax` times in a row (the seeds stay). A server whose `max_payload`
 /// cannot carry a frame is passed over while another can.
 public struct RelayServers: Sendable {
-    public private(set) var servers: [RelayServer]
+    /// A server and what this client knows of it.
+    private struct Entry: Sendable {
+        var server: RelayServer
+        /// Failures since it last succeeded.
+        var failures = 0
+        /// Its `max_payload` is smaller than a frame.
+        var tooSmall = false
+    }
+    /// At most `relayServersMax` (a list, not a dictionary by name: hashing a `String` would
+    /// carry Unicode's normalization tables into the browser's build).
+    private var entries: [Entry]
+    public var servers: [RelayServer] { entries.map { $0.server } }
     /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
     /// build some 20 KB of copying code.
     private let settings: Settings.Relay
@@ -170,43 +181,37 @@ public struct RelayServers: Sendable {
     public private(set) var current = 0
     /// Attempts that failed since the last success.
     private(set) var failuresInRow = 0
-    /// Each server's failures since it last succeeded, by key (at most `relayServersMax`; a list,
-    /// not a dictionary: hashing a `String` would carry Unicode's normalization tables into the
-    /// browser's build).
-    private var failures: [(key: String, count: Int)] = []
-    /// Servers whose `max_payload` is smaller than a frame (at most `relayServersMax`).
-    private(set) var tooSmall: [String] = []
 
     public init(seeds: [RelayServer], settings: Settings, resolve: Resolver? = RelayServers.addressesOnly) {
         precondition(!seeds.isEmpty, "a relay needs a server")
-        servers = Array(seeds.prefix(settings.relay.serversMax))
+        entries = seeds.prefix(settings.relay.serversMax).map { Entry(server: $0) }
         self.settings = settings.relay
         self.resolve = resolve
     }
 
-    public var server: RelayServer { servers[current] }
+    public var server: RelayServer { entries[current].server }
+
+    /// The keys of the servers whose `max_payload` cannot carry a frame.
+    var tooSmall: [String] { entries.filter { $0.tooSmall }.map { $0.server.key } }
 
     /// The current server failed (or its connection ended, or cannot carry frames): moves to the
     /// next one it may use and says how long to wait before trying it.
     mutating func failed(random: inout SplitMix64) -> Duration {
         failuresInRow += 1
-        let failing = server
-        let count = (failures.first { $0.key == failing.key }?.count ?? 0) + 1
-        failures = failures.filter { $0.key != failing.key } + [(failing.key, count)]
-        if !failing.isSeed, count >= settings.announcedFailuresMax, servers.count > 1 {
-            servers.remove(at: current)
-            failures = failures.filter { $0.key != failing.key }
-            tooSmall = tooSmall.filter { $0 != failing.key }
-            current %= servers.count
+        entries[current].failures += 1
+        let failing = entries[current]
+        if !failing.server.isSeed, failing.failures >= settings.announcedFailuresMax, entries.count > 1 {
+            entries.remove(at: current)
+            current %= entries.count
         } else {
-            current = (current + 1) % servers.count
+            current = (current + 1) % entries.count
         }
         // Past the servers that cannot carry a frame, while one may.
-        if servers.contains(where: { !tooSmall.contains($0.key) }) {
-            while tooSmall.contains(server.key) { current = (current + 1) % servers.count }
+        if entries.contains(where: { !$0.tooSmall }) {
+            while entries[current].tooSmall { current = (current + 1) % entries.count }
         }
-        guard failuresInRow % servers.count == 0 else { return .zero }
-        let rounds = min(failuresInRow / servers.count, 16)
+        guard failuresInRow % entries.count == 0 else { return .zero }
+        let rounds = min(failuresInRow / entries.count, 16)
         var wait = settings.backoffMin
         for _ in 1..<rounds where wait < settings.backoffMax { wait = wait * 2 }
         return random.jittered(min(wait, settings.backoffMax), fraction: settings.backoffJitterFraction)
@@ -215,16 +220,14 @@ public struct RelayServers: Sendable {
     /// The current server accepted the connection.
     mutating func succeeded() {
         failuresInRow = 0
-        let key = server.key
-        failures = failures.filter { $0.key != key }
+        entries[current].failures = 0
     }
 
     /// The current server's `max_payload` cannot carry a frame. Returns whether another server may
     /// (then the client should move on).
     mutating func markTooSmall() -> Bool {
-        let key = server.key
-        if !tooSmall.contains(key) { tooSmall.append(key) }
-        return servers.contains { !tooSmall.contains($0.key) }
+        entries[current].tooSmall = true
+        return entries.contains { !$0.tooSmall }
     }
 
     /// What a connected server announced: the servers of its cluster reached the way the current
@@ -247,19 +250,18 @@ public struct RelayServers: Sendable {
         let inUse = model.key
         let announced = urls.compactMap { announcedServer($0, like: model) }
         let announcedKeys = announced.map { $0.key }
-        let before = servers.count
-        servers = servers.filter { $0.isSeed || $0.key == inUse || announcedKeys.contains($0.key) }
-        let dropped = before - servers.count
+        let before = entries.count
+        entries = entries.filter {
+            $0.server.isSeed || $0.server.key == inUse || announcedKeys.contains($0.server.key)
+        }
+        let dropped = before - entries.count
         var added = 0
-        for candidate in announced where servers.count < settings.serversMax {
-            guard !servers.contains(where: { $0.key == candidate.key }) else { continue }
-            servers.append(candidate)
+        for candidate in announced where entries.count < settings.serversMax {
+            guard !entries.contains(where: { $0.server.key == candidate.key }) else { continue }
+            entries.append(Entry(server: candidate))
             added += 1
         }
-        current = servers.firstIndex { $0.key == inUse } ?? 0
-        let known = servers.map { $0.key }
-        failures = failures.filter { known.contains($0.key) }
-        tooSmall = tooSmall.filter { known.contains($0) }
+        current = entries.firstIndex { $0.server.key == inUse } ?? 0
         return (added, dropped)
     }
 
