@@ -151,4 +151,23 @@ import Testing
         #expect(String(position: 596.5) == "596.500")
         #expect(String(position: .infinity) == "inf")
     }
+
+    /// `status` on a live item says how far it plays behind the live edge (the playlist's newest
+    /// date at the player's last reading), in text and JSON; on a film it says nothing of it.
+    @Test func statusOnALiveItem_saysHowFarBehindTheEdge() throws {
+        func report(item: String?, position: Double, edge: Double?) -> StatusReport {
+            StatusReport(
+                member: member, name: "alice", sessionName: "s", state: .joined(since: MonotonicInstant(nanos: 0)),
+                item: item, rate: 1, positionSeconds: position,
+                sampledAt: Timestamp(monotonic: MonotonicInstant(nanos: 1), wall: WallInstant(unixNanos: 1)),
+                isWaiting: false, suspensions: [], peerCount: 1, counters: Counters(), liveEdge: edge)
+        }
+        let text = EventFormatter(json: false, clock: clock)
+        let live = text.lines(for: .status(report(item: "tv", position: 1_795_822_862.5, edge: 1_795_822_874.75)), wire: .init(), atUnixNanos: 0)[0]
+        #expect(live.contains("position=2026-11-27T23:41:02.500Z behind-edge=12.250s "), "\(live)")
+        let film = text.lines(for: .status(report(item: "film", position: 30, edge: nil)), wire: .init(), atUnixNanos: 0)[0]
+        #expect(!film.contains("behind-edge"))
+        let json = try object(.status(report(item: "tv", position: 1_795_822_862.5, edge: 1_795_822_874.75)))
+        #expect(json["liveEdge"] as? Double == 1_795_822_874.75)
+    }
 }

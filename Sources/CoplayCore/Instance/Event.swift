@@ -281,14 +281,18 @@ public struct StatusReport: Hashable, Sendable {
     public var correction: Correction
     /// The interstitial playing here (its id), if any.
     public var interstitial: String?
+    /// A live item's edge: the newest program date its playlist listed at the player's last
+    /// reading (`PlayerReport.liveWindow`); nil for an item that is not live.
+    public var liveEdge: Double?
 
     public init(
         member: Member, name: String, sessionName: String, state: SessionState, item: String?, rate: Double,
         positionSeconds: Double, sampledAt: Timestamp, isWaiting: Bool, suspensions: [String], peerCount: Int,
         counters: Counters, activity: Activity? = nil, playerKind: String = "simulated",
-        correction: Correction = Correction(), interstitial: String? = nil
+        correction: Correction = Correction(), interstitial: String? = nil, liveEdge: Double? = nil
     ) {
         self.interstitial = interstitial
+        self.liveEdge = liveEdge
         self.activity = activity
         self.playerKind = playerKind
         self.correction = correction

@@ -101,6 +101,7 @@ public enum EventRecord {
             json.bool("waiting", report.isWaiting)
             json.raw("suspensions", strings(report.suspensions))
             json.string("interstitial", report.interstitial)
+            json.decimal("liveEdge", report.liveEdge)
             json.int("peers", Int64(report.peerCount))
             json.raw("activity", report.activity.map(activity) ?? "null")
             json.raw("player", player(report, trueUnixNanos: trueUnixNanos))

@@ -53,6 +53,7 @@ extension Instance {
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
             isWaiting: coordination.isWaiting, suspensions: playback.suspensions.announced, peerCount: peers.count,
             counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
-            correction: playback.correction, interstitial: playback.interstitials.playing?.interstitial.id)
+            correction: playback.correction, interstitial: playback.interstitials.playing?.interstitial.id,
+            liveEdge: player.live?.dates.upperBound)
     }
 }

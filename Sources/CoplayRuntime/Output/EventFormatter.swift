@@ -28,6 +28,13 @@ public struct EventFormatter: Sendable {
 
     public static func name(of event: Event) -> String { EventRecord.name(of: event) }
 
+    /// How far a live item plays behind its edge (the playlist's newest date at the player's
+    /// last reading), for `status`: `behind-edge=12.345s `; empty for an item that is not live.
+    static func behindEdgeText(_ report: StatusReport) -> String {
+        guard let edge = report.liveEdge, report.item != nil else { return "" }
+        return "behind-edge=\(String(format3: max(0, edge - report.positionSeconds)))s "
+    }
+
     private static func correctionText(_ report: StatusReport) -> String {
         let correction = report.correction
         var text =
@@ -70,6 +77,7 @@ public struct EventFormatter: Sendable {
             return [
                 "status \(report.name) id=\(report.member.id) session=\(report.sessionName) state=\(report.state.name) "
                     + "item=\(report.item ?? "-") rate=\(Self.rateText(report.rate)) position=\(String(position: report.positionSeconds)) "
+                    + Self.behindEdgeText(report)
                     + "waiting=\(report.isWaiting ? "yes" : "no") suspensions=\(suspensions) "
                     + (report.interstitial.map { "interstitial=\($0) " } ?? "") + "peers=\(report.peerCount) "
                     + "received=\(report.counters.datagramsReceived) sent=\(wire.datagramsSent) dropped=\(report.counters.dropsTotal) "
