@@ -62,8 +62,10 @@ extension CommandLineOptions {
               Print an invitation link on the first line, then the same link as a QR code:
               the page's URL with a fragment that carries the relay's WebSocket address
               (nats-server's websocket listener; wss:// with TLS), the session (default:
-              default) and the group key. A browser never sends a fragment to a server, but
-              whoever holds the link holds the key: send it as you would the key file.
+              default) and the group key. --relay may be given once per server of a cluster
+              (up to 8): the page and `coplay join` try them in turn, and fail over among
+              them. A browser never sends a fragment to a server, but whoever holds the link
+              holds the key: send it as you would the key file.
               Exit status 2 on a bad command line.
             """
         ),
