@@ -443,7 +443,8 @@ public func coplayDatagram(
 
 /// What the page's player reported. `kind`: 1 ready, 2 stalled, 3 stall over, 4 ended (at
 /// `position`); 5 a sample (`position` at wall instant `at`, moving at `rate`); 6 the person
-/// pressed play (`rate`), 7 pause, 8 seeked (to `position`), 9 next, 10 previous; 11 it failed,
+/// pressed play (`rate`), 7 pause, 8 seeked (to `position`), 9 next, 10 previous; 14 the item's
+/// length (in `position`), found once loaded; 11 it failed,
 /// 12 it could not load the item, 13 the interstitial failed (`text` says how; for 12, a first
 /// line naming a `PlaybackProblem`, such as `format`, says which kind of failure: the names the
 /// socket protocol and the group's announcements use). Values out of range are refused as the
@@ -466,6 +467,7 @@ public func coplayPlayerReport(
     case 8: report = .userAction(.seek(position: position))
     case 9: report = .userAction(.next)
     case 10: report = .userAction(.previous)
+    case 14: report = .duration(position)
     case 11, 12, 13:
         let raw = bytes(pointer, min(count, 512))
         switch kind {

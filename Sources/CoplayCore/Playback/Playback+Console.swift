@@ -150,7 +150,8 @@ extension Playback {
     /// (or an item just shared, at 0) is behind the segments the playlist still lists; any other
     /// item's position as it is.
     func startPosition(_ position: Double) -> Double {
-        guard let live = player.live else { return position }
+        // Past a known end: to the end, on every participant alike (the command carries it).
+        guard let live = player.live else { return player.clamp(position) }
         return LiveTimeline.clamp(
             position, window: live.dates, holdback: settings.live.holdbackTargets * live.targetDuration)
     }

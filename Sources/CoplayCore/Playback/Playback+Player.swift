@@ -46,7 +46,7 @@ extension Playback {
             (correction.samplePosition, correction.sampleAt) = (position, at)
             out.append(.count(.playerSamples))
             out += correct(toSample: position, at: at, context)
-        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed:
+        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed, .duration:
             break
         }
         return out

@@ -57,6 +57,10 @@ public enum PlayerReport: Hashable, Sendable {
     case loadFailed(String, problem: PlaybackProblem = .other)
     /// The interstitial could not be played (the second player failed); the text says how.
     case interstitialFailed(String)
+    /// The item's length, as the player found it once loaded (a file's duration): an item shared
+    /// without `duration=` takes it here, so that positions past its end are clamped to it (a
+    /// live item ignores it).
+    case duration(Double)
 
     /// A transport action taken in the player itself.
     public enum UserAction: Hashable, Sendable {

@@ -23,6 +23,8 @@ public struct PlayerModel: Hashable, Sendable {
     /// The current item's live window, as last reported (`PlayerReport.liveWindow`): nil for an
     /// on-demand item.
     public private(set) var live: LiveWindow?
+    /// The item's duration came from the player (`PlayerReport.duration`), not its share.
+    private var durationFromPlayer = false
     /// The player was told to pause and nothing since told it to move: a sample saying it moves
     /// was taken before the pause reached it (a browser tab's crosses the pause on its way).
     private var toldToPause = false
@@ -70,6 +72,7 @@ public struct PlayerModel: Hashable, Sendable {
         case .load(let item, let position):
             self.item = item
             live = nil
+            durationFromPlayer = false
             state = .preparing(position: clamp(position))
         case .prepare(let position):
             guard item != nil else { return }
@@ -86,6 +89,7 @@ public struct PlayerModel: Hashable, Sendable {
         case .unload:
             item = nil
             live = nil
+            durationFromPlayer = false
             state = .empty
         case .simulateStall:
             break  // the player says whether it stalled
@@ -118,6 +122,12 @@ public struct PlayerModel: Hashable, Sendable {
             }
         case .liveWindow(let window):
             live = window
+            // Positions are program dates: a length the player found means nothing here.
+            if durationFromPlayer { item?.durationSeconds = nil }
+        case .duration(let seconds):
+            guard !isLive, item?.durationSeconds == nil else { break }
+            item?.durationSeconds = seconds
+            durationFromPlayer = true
         case .userAction, .failed, .loadFailed, .interstitialFailed:
             break
         }
@@ -128,7 +138,7 @@ public struct PlayerModel: Hashable, Sendable {
 
     /// `position` within the item: not before 0, not past its duration when that is known.
     public func clamp(_ position: Double) -> Double {
-        guard let duration = item?.durationSeconds else { return max(0, position) }
+        guard !isLive, let duration = item?.durationSeconds else { return max(0, position) }
         return min(max(0, position), duration)
     }
 }

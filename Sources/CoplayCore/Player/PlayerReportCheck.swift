@@ -33,6 +33,9 @@ extension PlayerReport {
             return position(value) ? nil : positionText
         case .userAction(.pause), .userAction(.next), .userAction(.previous):
             return nil
+        case .duration(let value):
+            return value.isFinite && value > 0 && value <= WireFormat.positionMax
+                ? nil : "a duration above 0, up to 4.2e9 seconds"
         case .failed(let text), .loadFailed(let text, _), .interstitialFailed(let text):
             return text.utf8.count <= settings.playerErrorBytesMax
                 ? nil : "a text of at most \(settings.playerErrorBytesMax) bytes"

@@ -67,6 +67,9 @@ struct MpvPlayer: PlayerDriver {
 
     private var item: LoadedItem?
     private var fileLoaded = false
+    /// This load's length was reported (`PlayerReport.duration`: mpv says it as the file loads;
+    /// a later change is a live stream's, which the core ignores anyway).
+    private var durationReported = false
     /// A load or prepare waiting to be ready at this position.
     private var preparing: Double?
     /// The seek to make once the file is loaded (mpv refuses a seek before).
@@ -129,7 +132,7 @@ struct MpvPlayer: PlayerDriver {
     private var lastSample: (position: Double, at: WallInstant)?
 
     /// Properties observed, by observation id.
-    private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached"]
+    private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached", "duration"]
     /// mpv's `video-timing-offset` under coplay, in seconds (mpv's own is 0.05): how long before
     /// a frame's time its video output renders it, and then blocks until that time.
     static let videoTimingOffset = 0.01
@@ -196,6 +199,7 @@ struct MpvPlayer: PlayerDriver {
             }
             self.item = item
             fileLoaded = false
+            durationReported = false
             hold = .restart
             snapOnPause = nil
             eofReached = false
@@ -611,6 +615,13 @@ struct MpvPlayer: PlayerDriver {
                 return [.stalled(position: position)]
             }
             return [.stallEnded(position: position)]
+        case "duration":
+            // The file's length, once per load, for an item shared without one.
+            guard let seconds = value.number, seconds.isFinite, seconds > 0, let item, item.durationSeconds == nil,
+                !item.live, !durationReported
+            else { return [] }
+            durationReported = true
+            return [.duration(seconds)]
         case "eof-reached":
             let reached = value.bool ?? false
             defer { eofReached = reached }

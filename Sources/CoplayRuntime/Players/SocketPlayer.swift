@@ -188,6 +188,11 @@ struct SocketPlayer: PlayerDriver {
                 ? .stalled(position: position)
                 : event == "buffered" ? .stallEnded(position: position) : .ended(position: position)
             return checked(report, event)
+        case "duration":
+            guard let seconds = message["duration"]?.number else {
+                return fail("duration needs duration, the item's length in seconds")
+            }
+            return checked(.duration(seconds), "duration")
         case "live-window":
             // A live item: its positions are program dates, and this is the window its playlist
             // lists (starts land inside it).

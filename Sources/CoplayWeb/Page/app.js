@@ -216,6 +216,8 @@ video.addEventListener('loadedmetadata', () => {
   // A server that answers no byte ranges (python3's http.server): the element can seek nowhere
   // (Chromium reports the media seekable from 0 to 0, however much it holds), whatever origin it
   // is on. A start anywhere but at 0 is then impossible: said, rather than sitting at 0:00.
+  // The film's length, for an item shared without one: the group's seeks past it stop at its end.
+  if (Number.isFinite(video.duration) && video.duration > 0) report('duration', { position: video.duration });
   const seekableEnd = video.seekable.length ? video.seekable.end(video.seekable.length - 1) : 0;
   player.ranges = !(Number.isFinite(video.duration) && video.duration > 1 && seekableEnd < 0.5);
   if (player.pendingPosition == null) return;

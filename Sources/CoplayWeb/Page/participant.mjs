@@ -77,7 +77,7 @@ export function playerCommand(r) {
 
 /// What a player reports (coplay_player_report's kinds).
 export const reportKinds = { ready: 1, stalled: 2, stallEnded: 3, ended: 4, sample: 5, play: 6, pause: 7, seek: 8,
-  next: 9, previous: 10, failed: 11, loadFailed: 12, interstitialFailed: 13 };
+  next: 9, previous: 10, failed: 11, loadFailed: 12, interstitialFailed: 13, duration: 14 };
 
 /// The relay's address from an invitation: `ws://TOKEN@HOST:PORT` (wss for TLS). The token is
 /// the server's authorization token, sent in CONNECT; a browser's WebSocket takes no user part.
