@@ -189,7 +189,9 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
         guard parts.count == 4 else { return nil }
         var value: UInt32 = 0
         for part in parts {
-            guard (1...3).contains(part.count), part.allSatisfy({ $0.isASCII }), let octet = UInt8(part) else { return nil }
+            guard (1...3).contains(part.count), part.allSatisfy({ $0.isASCII }), let octet = UInt8(part) else {
+                return nil
+            }
             value = value << 8 | UInt32(octet)
         }
         return value

@@ -314,7 +314,8 @@ public func coplayRelayConnect(
     guard let participant = participant(handle), participant.relay == nil else { return -2 }
     let subjects = participant.instance.relaySubscriptions
     guard !subjects.isEmpty else { return -2 }
-    let lines = text(urls, min(count, 4096)).split(separator: "\n").prefix(participant.instance.settings.relay.serversMax)
+    let lines = text(urls, min(count, 4096)).split(separator: "\n").prefix(
+        participant.instance.settings.relay.serversMax)
     let seeds = lines.compactMap { RelayServer.webSocket(String($0)) }
     guard !seeds.isEmpty else { return -1 }
     participant.relay = NatsClient(

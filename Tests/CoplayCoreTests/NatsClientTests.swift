@@ -61,7 +61,9 @@ import Testing
         // A frame arrives as a frame, and one published goes out as a PUB.
         let arrived = client.received(Array("MSG coplay.s.x 1 3\r\nabc\r\n".utf8), now: at(20))
         #expect(arrived == [.frame(subject: "coplay.s.x", payload: Array("abc".utf8))])
-        #expect(sent(client.publish([1, 2], subject: "coplay.s.x", buffered: 0, now: at(20))) == "PUB coplay.s.x 2\r\n\u{1}\u{2}\r\n")
+        #expect(
+            sent(client.publish([1, 2], subject: "coplay.s.x", buffered: 0, now: at(20)))
+                == "PUB coplay.s.x 2\r\n\u{1}\u{2}\r\n")
         // Behind a full buffer it is dropped, counted.
         #expect(client.publish([1, 2], subject: "coplay.s.x", buffered: 262_140, now: at(20)).isEmpty)
         #expect(client.statistics.framesDropped == 1 && client.statistics.framesPublished == 1)
@@ -73,7 +75,10 @@ import Testing
         var client = webClient(["ws://tok@10.0.0.1:8080"])
         _ = client.start(now: at(0))
         _ = establish(&client, at: at(0))
-        #expect(client.servers.servers.map(\.name) == ["ws://10.0.0.1:8080", "ws://10.0.0.2:8080", "ws://relay-b.example:8080"],
+        #expect(
+            client.servers.servers.map(\.name) == [
+                "ws://10.0.0.1:8080", "ws://10.0.0.2:8080", "ws://relay-b.example:8080",
+            ],
             "a WebSocket client learns ws_connect_urls, names and all")
         var now: Int64 = 0
         var pinged: Int64?
@@ -106,7 +111,10 @@ import Testing
         var client = webClient(["ws://10.0.0.1:8080"])
         _ = client.start(now: at(0))
         let timedOut = client.tick(now: at(1_000))
-        #expect(timedOut.contains { if case .diagnose(let text) = $0 { text.contains("no connection within") } else { false } })
+        #expect(
+            timedOut.contains {
+                if case .diagnose(let text) = $0 { text.contains("no connection within") } else { false }
+            })
         var waits: [Int64] = []
         var now = at(1_000)
         for _ in 0..<10 {
@@ -155,12 +163,17 @@ import Testing
     /// A native shell connects to addresses: an announced host name is not kept.
     @Test func aNativeClientLearnsAddressesOnly() {
         var client = NatsClient(
-            seeds: [RelayServer(endpoint: Endpoint(address: 0x0A00_0001, port: 4222), name: "10.0.0.1:4222", credentials: .init())],
+            seeds: [
+                RelayServer(
+                    endpoint: Endpoint(address: 0x0A00_0001, port: 4222), name: "10.0.0.1:4222", credentials: .init())
+            ],
             subjects: ["s"], clientName: "coplay", settings: Settings(), seed: 1)
         _ = client.start(now: at(0))
         _ = client.opened(now: at(0))
         _ = client.received(
-            Array(#"INFO {"connect_urls":["10.0.0.2:4222","relay-b.example:4222"],"ws_connect_urls":["10.0.0.2:8080"]}"#.utf8) + [13, 10],
+            Array(
+                #"INFO {"connect_urls":["10.0.0.2:4222","relay-b.example:4222"],"ws_connect_urls":["10.0.0.2:8080"]}"#
+                    .utf8) + [13, 10],
             now: at(0))
         _ = client.received(Array("PONG\r\n".utf8), now: at(0))
         #expect(client.servers.servers.map(\.name) == ["10.0.0.1:4222", "10.0.0.2:4222"])

@@ -66,7 +66,10 @@ import Testing
         let formatter = EventFormatter(json: true, clock: AgentClock())
         for (event, _) in events {
             let record = EventRecord.json(event)
-            #expect(formatter.lines(for: event, wire: .init(), atUnixNanos: 42) == [record.dropLast() + #","atUnixNanos":42}"#])
+            #expect(
+                formatter.lines(for: event, wire: .init(), atUnixNanos: 42) == [
+                    record.dropLast() + #","atUnixNanos":42}"#
+                ])
             #expect(record.hasPrefix(#"{"v":1,"event":"#))
         }
     }
@@ -163,9 +166,12 @@ import Testing
                 isWaiting: false, suspensions: [], peerCount: 1, counters: Counters(), liveEdge: edge)
         }
         let text = EventFormatter(json: false, clock: clock)
-        let live = text.lines(for: .status(report(item: "tv", position: 1_795_822_862.5, edge: 1_795_822_874.75)), wire: .init(), atUnixNanos: 0)[0]
+        let live = text.lines(
+            for: .status(report(item: "tv", position: 1_795_822_862.5, edge: 1_795_822_874.75)), wire: .init(),
+            atUnixNanos: 0)[0]
         #expect(live.contains("position=2026-11-27T23:41:02.500Z behind-edge=12.250s "), "\(live)")
-        let film = text.lines(for: .status(report(item: "film", position: 30, edge: nil)), wire: .init(), atUnixNanos: 0)[0]
+        let film = text.lines(
+            for: .status(report(item: "film", position: 30, edge: nil)), wire: .init(), atUnixNanos: 0)[0]
         #expect(!film.contains("behind-edge"))
         let json = try object(.status(report(item: "tv", position: 1_795_822_862.5, edge: 1_795_822_874.75)))
         #expect(json["liveEdge"] as? Double == 1_795_822_874.75)

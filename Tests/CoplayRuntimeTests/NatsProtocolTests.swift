@@ -1,6 +1,6 @@
-@testable import CoplayCore
 import Testing
 
+@testable import CoplayCore
 @testable import CoplayRuntime
 
 /// The NATS client's parser and session against the exchanges of the protocol's documentation

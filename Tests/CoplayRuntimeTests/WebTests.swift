@@ -29,14 +29,24 @@ import Testing
     @Test func anInvitationMayNameSeveralRelays() throws {
         let relays = ["ws://t@127.0.0.1:8443", "ws://t@127.0.0.2:8443"]
         let invitation = try Invitation.make(page: "http://h/", relays: relays, session: "s", key: Self.key).get()
-        #expect(invitation.link.hasPrefix("http://h/#relay=ws%3A%2F%2Ft%40127.0.0.1%3A8443&relay=ws%3A%2F%2Ft%40127.0.0.2%3A8443&session=s&key="))
+        #expect(
+            invitation.link.hasPrefix(
+                "http://h/#relay=ws%3A%2F%2Ft%40127.0.0.1%3A8443&relay=ws%3A%2F%2Ft%40127.0.0.2%3A8443&session=s&key="))
         #expect(try Invitation.parse(invitation.link).get().relays == relays)
-        guard case .success(.runAgent(let configuration)) = CommandLineOptions.parse(["join", invitation.link, "--interface", "lo"])
-        else { Issue.record("join refused a link with two relays"); return }
+        guard
+            case .success(.runAgent(let configuration)) = CommandLineOptions.parse([
+                "join", invitation.link, "--interface", "lo",
+            ])
+        else {
+            Issue.record("join refused a link with two relays")
+            return
+        }
         #expect(configuration.relays.map(\.name) == ["ws://127.0.0.1:8443", "ws://127.0.0.2:8443"])
         let nine = (1...9).map { "ws://127.0.0.\($0):8443" }
         #expect((try? Invitation.make(page: "http://h/", relays: nine, session: "s", key: Self.key).get()) == nil)
-        let tooMany = "http://h/#" + nine.map { "relay=" + $0 + "&" }.joined() + "session=s&key=" + String(repeating: "00", count: 32)
+        let tooMany =
+            "http://h/#" + nine.map { "relay=" + $0 + "&" }.joined() + "session=s&key="
+            + String(repeating: "00", count: 32)
         #expect((try? Invitation.parse(tooMany).get()) == nil)
     }
 

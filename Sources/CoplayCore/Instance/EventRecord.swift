@@ -307,7 +307,9 @@ public enum EventRecord {
 
     private static func counters(_ counters: Counters, wire: Wire) -> String {
         var drops = JSONObject()
-        for reason in DropReason.allCases { if let count = counters.drops[reason] { drops.int(reason.rawValue, Int64(count)) } }
+        for reason in DropReason.allCases {
+            if let count = counters.drops[reason] { drops.int(reason.rawValue, Int64(count)) }
+        }
         var json = JSONObject()
         json.int("datagramsReceived", Int64(counters.datagramsReceived))
         json.int("datagramsSent", Int64(wire.datagramsSent))
@@ -343,7 +345,9 @@ public enum EventRecord {
         json.string("kind", report.playerKind)
         json.decimal("rateNudgePercent", report.correction.nudge * 100)
         json.decimal("samplePosition", report.correction.samplePosition)
-        if let at = report.correction.sampleAt { json.int("sampleAtUnixNanos", trueUnixNanos(at)) } else {
+        if let at = report.correction.sampleAt {
+            json.int("sampleAtUnixNanos", trueUnixNanos(at))
+        } else {
             json.raw("sampleAtUnixNanos", "null")
         }
         json.decimal("sampleErrorMs", report.correction.sampleError.map { $0 * 1000 })

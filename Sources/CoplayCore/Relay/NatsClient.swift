@@ -185,7 +185,8 @@ public struct NatsClient: Sendable {
             return open(now: now)
         case .opening(let since):
             guard now - since >= settings.connectTimeout else { return [] }
-            return fail("no connection within \(settings.connectTimeout.nanoseconds / 1_000_000) ms", refused: false, now: now)
+            return fail(
+                "no connection within \(settings.connectTimeout.nanoseconds / 1_000_000) ms", refused: false, now: now)
         case .open:
             guard var session else { return [] }
             let outputs = session.tick(now: now)

@@ -121,7 +121,9 @@ public struct NatsParser: Sendable {
         case Array("+OK".utf8): return .ok
         case Array("-ERR".utf8):
             var message = rest
-            if message.count >= 2, message.first == 0x27, message.last == 0x27 { message = message.dropFirst().dropLast() }
+            if message.count >= 2, message.first == 0x27, message.last == 0x27 {
+                message = message.dropFirst().dropLast()
+            }
             return .err(String(decoding: message, as: UTF8.self))
         case Array("INFO".utf8):
             return .info(try Self.info(from: Array(rest)))

@@ -115,7 +115,8 @@ struct NatsSession {
             case .ok:
                 continue
             case .err(let text):
-                let lowered = String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+                let lowered = String(
+                    decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
                 let refused = Self.mentions(lowered, "authorization") || Self.mentions(lowered, "authentication")
                 // Every -ERR the server sends after CONNECT closes the connection, but for
                 // permission and subject errors, which a relay's own subjects never draw.
@@ -167,9 +168,12 @@ struct NatsSession {
 
     /// Whether `text` holds `word` (without Foundation's search, which the browser's build lacks).
     static func mentions(_ text: String, _ word: String) -> Bool {
-        let haystack = Array(text.utf8), needle = Array(word.utf8)
+        let haystack = Array(text.utf8)
+        let needle = Array(word.utf8)
         guard needle.count <= haystack.count else { return false }
-        return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
     }
 
     private mutating func fail(_ reason: String, refused: Bool = false) -> [Output] {

@@ -82,4 +82,3 @@ public struct JSONObject: Sendable {
         return text + "]"
     }
 }
-

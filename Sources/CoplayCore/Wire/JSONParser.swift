@@ -142,7 +142,8 @@ public struct JSONParser {
         for digit in digits {
             // Negative values are built downwards, so that Int64.min is read too.
             let (scaled, overflow) = value.multipliedReportingOverflow(by: 10)
-            let (next, overflow2) = scaled.addingReportingOverflow((negative ? -1 : 1) * Int64(digit - UInt8(ascii: "0")))
+            let (next, overflow2) = scaled.addingReportingOverflow(
+                (negative ? -1 : 1) * Int64(digit - UInt8(ascii: "0")))
             guard !overflow, !overflow2 else { return nil }
             value = next
         }

@@ -49,14 +49,20 @@ final class RelayClient {
     var statistics: RelayStatistics { client.statistics }
     var nextWake: MonotonicInstant? { client.nextWake }
 
-    func start(now: MonotonicInstant) -> [Event] { let out = client.start(now: now); return carry(out, now: now) }
+    func start(now: MonotonicInstant) -> [Event] {
+        let out = client.start(now: now)
+        return carry(out, now: now)
+    }
 
     func resubscribe(_ subjects: [String], now: MonotonicInstant) -> [Event] {
         let out = client.resubscribe(subjects, now: now)
         return carry(out, now: now)
     }
 
-    func tick(now: MonotonicInstant) -> [Event] { let out = client.tick(now: now); return carry(out, now: now) }
+    func tick(now: MonotonicInstant) -> [Event] {
+        let out = client.tick(now: now)
+        return carry(out, now: now)
+    }
 
     /// Publishes a sealed frame (the client drops it, counted, unless connected with room).
     func publish(_ frame: [UInt8], on subject: String, now: MonotonicInstant) -> [Event] {
