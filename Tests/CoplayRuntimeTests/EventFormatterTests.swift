@@ -1,7 +1,7 @@
-import CoplayCore
 import Foundation
 import Testing
 
+@testable import CoplayCore
 @testable import CoplayRuntime
 
 @Suite struct EventFormatterTests {
@@ -175,5 +175,16 @@ import Testing
         #expect(!film.contains("behind-edge"))
         let json = try object(.status(report(item: "tv", position: 1_795_822_862.5, edge: 1_795_822_874.75)))
         #expect(json["liveEdge"] as? Double == 1_795_822_874.75)
+        // And the playback events: how far behind the edge the group starts, pauses, jumps.
+        let playing = PlaybackReport(
+            item: "tv", rate: 1, position: 1_795_822_862.5,
+            originator: Originator(member: member, name: "alice", isLocal: true), reason: "start",
+            dot: Dot(origin: member, counter: 3), liveEdge: 1_795_822_871)
+        let line = text.lines(for: .playing(playing), wire: .init(), atUnixNanos: 0)[0]
+        #expect(line.contains("position=2026-11-27T23:41:02.500Z behind-edge=8.500s reason=start"), "\(line)")
+        #expect(try object(.playing(playing))["liveEdge"] as? Double == 1_795_822_871)
+        var notLive = playing
+        notLive.liveEdge = nil
+        #expect(!text.lines(for: .paused(notLive), wire: .init(), atUnixNanos: 0)[0].contains("behind-edge"))
     }
 }

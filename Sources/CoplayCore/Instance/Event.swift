@@ -180,6 +180,9 @@ public struct PlaybackReport: Hashable, Sendable {
     /// The command behind it: play, start, play-now, pause, seek, rate, catch-up.
     public var reason: String
     public var dot: Dot
+    /// A live item's edge (the newest program date its playlist listed at the player's last
+    /// reading), for saying how far behind it the group plays; nil for an item that is not live.
+    public var liveEdge: Double? = nil
 }
 
 public struct IgnoredCommand: Hashable, Sendable {

@@ -197,6 +197,7 @@ public enum EventRecord {
             json.string("reason", report.reason)
             json.raw("originator", originator(report.originator))
             json.string("command", report.dot.description)
+            if let edge = report.liveEdge { json.decimal("liveEdge", edge) }
         case .commandIgnored(let ignored):
             json.string("commandItem", ignored.commandItem)
             json.string("currentItem", ignored.currentItem)

@@ -140,7 +140,7 @@ extension Playback {
         let report = PlaybackReport(
             item: item.id, rate: player.rate, position: player.position(at: now),
             originator: context.originator(context.member), reason: "\(reason) (local: suspended)",
-            dot: Dot(origin: context.member, counter: 0))
+            dot: Dot(origin: context.member, counter: 0), liveEdge: player.live?.dates.upperBound)
         out.append(.emit(player.rate > 0 ? .playing(report) : .paused(report)))
         return true
     }

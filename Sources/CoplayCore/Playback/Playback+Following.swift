@@ -32,7 +32,7 @@ extension Playback {
         func report(_ rate: Double, _ position: Double) -> PlaybackReport {
             PlaybackReport(
                 item: item.id, rate: rate, position: player.clamp(position), originator: who, reason: reason,
-                dot: cause.dot)
+                dot: cause.dot, liveEdge: player.live?.dates.upperBound)
         }
         func jumped(to position: Double) -> Bool {
             abs(player.clamp(position) - before) > settings.timeJumpReportedMin.seconds

@@ -39,8 +39,8 @@ extension Playback {
                     .paused(
                         PlaybackReport(
                             item: item.id, rate: 0, position: position, originator: context.originator(context.member),
-                            reason: "ended", dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0)
-                        ))))
+                            reason: "ended", dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0),
+                            liveEdge: player.live?.dates.upperBound))))
         case .sample(let position, _, let at):
             correction.playerSamples = true
             (correction.samplePosition, correction.sampleAt) = (position, at)

@@ -93,7 +93,8 @@ struct Playback: Sendable {
                             PlaybackReport(
                                 item: item.id, rate: 0, position: position,
                                 originator: context.originator(context.member), reason: "end",
-                                dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0)))))
+                                dot: items[item.id]?.winner.dot ?? Dot(origin: context.member, counter: 0),
+                                liveEdge: player.live?.dates.upperBound))))
             }
             for reason in [Suspension.stallRecovery, Suspension.whatHappened] {
                 if let ended = suspensions.end(reason: reason) {

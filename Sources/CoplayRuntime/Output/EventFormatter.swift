@@ -35,6 +35,12 @@ public struct EventFormatter: Sendable {
         return "behind-edge=\(String(format3: max(0, edge - report.positionSeconds)))s "
     }
 
+    /// The same for a playback event (a start, a pause, a jump on a live item).
+    static func behindEdgeText(_ report: PlaybackReport) -> String {
+        guard let edge = report.liveEdge else { return "" }
+        return "behind-edge=\(String(format3: max(0, edge - report.position)))s "
+    }
+
     private static func correctionText(_ report: StatusReport) -> String {
         let correction = report.correction
         var text =
@@ -154,11 +160,11 @@ public struct EventFormatter: Sendable {
             ]
         case .playing(let report):
             return [
-                "playing \(report.item) rate=\(report.rate) position=\(String(position: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+                "playing \(report.item) rate=\(report.rate) position=\(String(position: report.position)) \(Self.behindEdgeText(report))reason=\(report.reason) by \(Self.who(report.originator))"
             ]
         case .paused(let report):
             return [
-                "paused \(report.item) position=\(String(position: report.position)) reason=\(report.reason) by \(Self.who(report.originator))"
+                "paused \(report.item) position=\(String(position: report.position)) \(Self.behindEdgeText(report))reason=\(report.reason) by \(Self.who(report.originator))"
             ]
         case .rateChanged(let report):
             return [
@@ -166,7 +172,7 @@ public struct EventFormatter: Sendable {
             ]
         case .timeJumped(let report):
             return [
-                "time-jumped \(report.item) to \(String(position: report.position)) by \(Self.who(report.originator))"
+                "time-jumped \(report.item) to \(String(position: report.position)) \(Self.behindEdgeText(report))by \(Self.who(report.originator))"
             ]
         case .commandIgnored(let ignored):
             return [
