@@ -14,6 +14,9 @@ import Testing
         let listener: Int32
         private let connection = Mutex<Int32>(-1)
         let commands = Mutex<[String]>([])
+        /// Whether a seek is answered with its events (mpv answers one it cannot make, in a
+        /// stream without byte ranges, with success alone).
+        let answersSeeks = Mutex(true)
 
         init(path: String) {
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -53,8 +56,12 @@ import Testing
             else { return }
             commands.withLock { $0.append(name) }
             var replies = [#"{"request_id":\#(object["request_id"] as? Int ?? 0),"error":"success","data":1.0}"#]
-            if name == "loadfile" { replies += [#"{"event":"file-loaded"}"#, #"{"event":"playback-restart"}"#] }
-            if name == "seek" { replies += [#"{"event":"seek"}"#, #"{"event":"playback-restart"}"#] }
+            if name == "loadfile" {
+                replies += [#"{"event":"start-file"}"#, #"{"event":"file-loaded"}"#, #"{"event":"playback-restart"}"#]
+            }
+            if name == "seek", answersSeeks.withLock({ $0 }) {
+                replies += [#"{"event":"seek"}"#, #"{"event":"playback-restart"}"#]
+            }
             for reply in replies { send(reply) }
         }
 
@@ -99,6 +106,49 @@ import Testing
         #expect(agent.status()?["suspensions"] as? [String] == [])
         agent.closeInput()
         #expect(agent.waitForExit(timeout: .seconds(5)) == 0, "an attached mpv is left running; the agent exits 0")
+    }
+
+    /// A new item never inherits the last one's stall: on the first item (a server without byte
+    /// ranges) mpv answered a seek it could not make with success and nothing after it, and said
+    /// it was paused for its cache, and never that it was over, before the group moved on. The
+    /// next item loads, is ready, and starts with the group, with no suspension (it stayed in
+    /// `stallRecovery` at rate 0: issue 52, seen with mpv and `python3 -m http.server`).
+    @Test func aNewItem_doesNotInheritTheLastOnesStall() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-stuck-mpv-\(getpid()).sock")
+            .path
+        unlink(path)
+        let mpv = FakeMpv(path: path)
+        defer {
+            close(mpv.listener)
+            unlink(path)
+        }
+        let agent = try AgentProcess(
+            executable: coplay, name: "viewer",
+            arguments: [
+                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(18))", "--session", "stuck-it", "--player",
+                "mpv", "--mpv-attach", "--mpv-socket", path,
+            ])
+        defer { agent.closeInput() }
+        #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
+        agent.send("share http://example.invalid/first.mp4 id=first")
+        agent.send("play-now")
+        #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "playing" } != nil)
+        usleep(300_000)
+        mpv.answersSeeks.withLock { $0 = false }
+        agent.send("seek 60")
+        usleep(300_000)
+        mpv.send(#"{"event":"property-change","id":3,"name":"paused-for-cache","data":true}"#)
+        #expect(agent.waitForEvent(timeout: .seconds(3)) { $0.name == "suspension-began" } != nil)
+        // The group moves on; mpv never says the old file's stall is over.
+        let mark = agent.allEvents.count
+        agent.send("share http://example.invalid/second.mp4 id=second")
+        usleep(300_000)
+        agent.send("play")
+        let playing = agent.waitForEvent(from: mark, timeout: .seconds(2)) {
+            $0.name == "playing" && $0["item"] as? String == "second"
+        }
+        #expect(playing != nil, "the second item starts with the group within 2 s, its player ready")
+        #expect(agent.status()?["suspensions"] as? [String] == [], "no stall carried over")
     }
 
     /// Press-to-playing: after a group pause mpv is held where the group stopped, so the

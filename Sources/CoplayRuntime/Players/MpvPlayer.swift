@@ -200,6 +200,9 @@ struct MpvPlayer: PlayerDriver {
             self.item = item
             fileLoaded = false
             durationReported = false
+            // A stall is the file's: one mpv never said was over (the group moved on first) must
+            // not hold back the next item's readiness.
+            stalled = false
             hold = .restart
             snapOnPause = nil
             eofReached = false
@@ -262,6 +265,7 @@ struct MpvPlayer: PlayerDriver {
             snapOnPause = nil
             item = nil
             fileLoaded = false
+            stalled = false
             preparing = nil
             held = nil
             send(["stop"], as: .other)
@@ -551,6 +555,13 @@ struct MpvPlayer: PlayerDriver {
             }
             if !expectedPause, anchor != nil { nextSampleAt = now.monotonic + Self.firstSampleDelay }
             return reports
+        case "start-file":
+            // A new file: seeks sent to the last one are void. mpv answers a seek it cannot make
+            // (a stream without byte ranges) with success and then nothing, neither `seek` nor
+            // `playback-restart`: counted as pending, they held back every later item's ready.
+            ownSeeks = 0
+            seekSentAt = nil
+            userSeekPending = false
         case "file-loaded":
             fileLoaded = true
             if let position = seekOnLoad {
