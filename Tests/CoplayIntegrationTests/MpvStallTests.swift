@@ -18,7 +18,10 @@ import Testing
         /// stream without byte ranges, with success alone).
         let answersSeeks = Mutex(true)
 
+        let path: String
+
         init(path: String) {
+            self.path = path
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
@@ -65,6 +68,12 @@ import Testing
             for reply in replies { send(reply) }
         }
 
+        /// Stops listening and removes the socket's file.
+        func close() {
+            Glibc.close(listener)
+            unlink(path)
+        }
+
         func send(_ line: String) {
             let client = connection.withLock { $0 }
             _ = Array((line + "\n").utf8).withUnsafeBytes {
@@ -73,21 +82,29 @@ import Testing
         }
     }
 
-    @Test func pausedForCache_becomesAStallRecoverySuspension_thatEndsOnceCaughtUp() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-fake-mpv-\(getpid()).sock")
+    /// A fake mpv on a socket of its own (`TAG` names it) and an agent attached to it.
+    private func attached(_ tag: String, port: Int, session: String) throws -> (FakeMpv, AgentProcess) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-\(tag)-mpv-\(getpid()).sock")
             .path
         unlink(path)
         let mpv = FakeMpv(path: path)
-        defer {
-            close(mpv.listener)
-            unlink(path)
+        do {
+            let agent = try AgentProcess(
+                executable: coplay, name: "viewer",
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.77.1:\(privatePort(port))", "--session", session,
+                    "--player", "mpv", "--mpv-attach", "--mpv-socket", path,
+                ])
+            return (mpv, agent)
+        } catch {
+            mpv.close()
+            throw error
         }
-        let agent = try AgentProcess(
-            executable: coplay, name: "viewer",
-            arguments: [
-                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(16))", "--session", "stall-it", "--player",
-                "mpv", "--mpv-attach", "--mpv-socket", path,
-            ])
+    }
+
+    @Test func pausedForCache_becomesAStallRecoverySuspension_thatEndsOnceCaughtUp() throws {
+        let (mpv, agent) = try attached("fake", port: 16, session: "stall-it")
+        defer { mpv.close() }
         #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
         agent.send("share http://example.invalid/stream.mkv id=stream")
         agent.send("play-now")
@@ -114,20 +131,8 @@ import Testing
     /// next item loads, is ready, and starts with the group, with no suspension (it stayed in
     /// `stallRecovery` at rate 0: issue 52, seen with mpv and `python3 -m http.server`).
     @Test func aNewItem_doesNotInheritTheLastOnesStall() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-stuck-mpv-\(getpid()).sock")
-            .path
-        unlink(path)
-        let mpv = FakeMpv(path: path)
-        defer {
-            close(mpv.listener)
-            unlink(path)
-        }
-        let agent = try AgentProcess(
-            executable: coplay, name: "viewer",
-            arguments: [
-                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(18))", "--session", "stuck-it", "--player",
-                "mpv", "--mpv-attach", "--mpv-socket", path,
-            ])
+        let (mpv, agent) = try attached("stuck", port: 18, session: "stuck-it")
+        defer { mpv.close() }
         defer { agent.closeInput() }
         #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
         agent.send("share http://example.invalid/first.mp4 id=first")
@@ -155,20 +160,8 @@ import Testing
     /// coordinated start that follows prepares it without a seek (a seek to where it already is
     /// cost the start tens of milliseconds).
     @Test func aPlayAfterAPause_startsWithoutSeekingMpvAgain() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-held-mpv-\(getpid()).sock")
-            .path
-        unlink(path)
-        let mpv = FakeMpv(path: path)
-        defer {
-            close(mpv.listener)
-            unlink(path)
-        }
-        let agent = try AgentProcess(
-            executable: coplay, name: "viewer",
-            arguments: [
-                "--interface", "lo", "--group", "239.255.77.1:\(privatePort(17))", "--session", "held-it", "--player",
-                "mpv", "--mpv-attach", "--mpv-socket", path,
-            ])
+        let (mpv, agent) = try attached("held", port: 17, session: "held-it")
+        defer { mpv.close() }
         defer { agent.closeInput() }
         #expect(agent.waitForEvent(timeout: .seconds(5)) { $0.name == "session" } != nil)
         agent.send("share http://example.invalid/stream.mkv id=stream")

@@ -191,9 +191,6 @@ public struct RelayServers: Sendable {
 
     public var server: RelayServer { entries[current].server }
 
-    /// The keys of the servers whose `max_payload` cannot carry a frame.
-    var tooSmall: [String] { entries.filter { $0.tooSmall }.map { $0.server.key } }
-
     /// The current server failed (or its connection ended, or cannot carry frames): moves to the
     /// next one it may use and says how long to wait before trying it.
     mutating func failed(random: inout SplitMix64) -> Duration {

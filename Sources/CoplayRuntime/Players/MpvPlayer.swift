@@ -632,7 +632,8 @@ struct MpvPlayer: PlayerDriver {
                 !item.live, !durationReported
             else { return [] }
             durationReported = true
-            return [.duration(seconds)]
+            // mpv's number is checked like any player's (the core's one check).
+            return PlayerReport.duration(seconds).refusal(settings: settings) == nil ? [.duration(seconds)] : []
         case "eof-reached":
             let reached = value.bool ?? false
             defer { eofReached = reached }
