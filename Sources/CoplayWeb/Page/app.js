@@ -94,7 +94,9 @@ function onWorker(message) {
         relayState.refused = true;
         showProblem('relay', 'The relay refused this link: its token is wrong or out of date. Ask the host for a new link (a new party makes a new one).');
       } else {
-        log(`⚠ ${message.text}`);
+        // The relay's client says when it connects and what the cluster announced: news, not a
+        // warning (the screenshot showed "⚠ relay: connected").
+        log(/^relay: (connected|the cluster announced)/.test(message.text) ? message.text : `⚠ ${message.text}`);
       }
       break;
     case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
