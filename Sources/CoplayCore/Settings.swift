@@ -177,10 +177,6 @@ public struct Settings: Sendable, Equatable {
     /// Errors at least this large are seeked away instead: at `rateNudgeMax` a rate nudge would
     /// take minutes. The player measures its own seek latency and allows for it.
     public var seekCorrectionThreshold: Duration = .seconds(1)
-    /// A `play` that finds an external player already playing within this of the new timeline
-    /// makes it seek no more: the rate nudges close the rest (about 4 s at 0.5%, far less at the
-    /// catch-up rate), rather than an audible jump.
-    public var playerPlayWithoutSeekWithin: Duration = .milliseconds(20)
     /// A speed change made in the player (not by coplay) within this of the group's rate is taken
     /// for a disturbance and corrected; a larger one is the person's choice and becomes a group
     /// command. mpv's own speed keys step by about 10%.
@@ -447,9 +443,16 @@ public struct Settings: Sendable, Equatable {
     /// network) could otherwise start processes faster than they exit. Past it an interstitial is
     /// not shown: it ends at once here, with a `player-error` saying why (`interstitialFailed`).
     public var interstitialPlayersEndingMax = 4
-    /// How often a playing external player is asked for its position: each answer is a sample the
-    /// drift correction steers by (10 per second: a 0.5% nudge moves 0.5 ms between samples).
-    public var playerSampleInterval: Duration = .milliseconds(100)
+    /// mpv's `video-timing-offset` under coplay (mpv's own is 50 ms): how long before a frame's
+    /// time its video output renders it, and then blocks until that time; a `loadfile` or a seek
+    /// waits for it. The first lines of `coplay-bench queue` time a `loadfile` right after a pause,
+    /// p50 22 ms at 50 ms and 6 ms at 10 ms; 10 ms is still ample for a frame's rendering.
+    public var mpvVideoTimingOffset: Duration = .milliseconds(10)
+    /// How often mpv's second players (interstitials) are looked at: has one failed, have the
+    /// ended ones exited.
+    public var mpvProcessCheckInterval: Duration = .milliseconds(100)
+    /// How a player follows the group's timeline: starts, seeks, samples, skips (`PlayerFollower`).
+    public var follower = FollowerSettings()
     /// Diagnostics about dropped datagrams: the first `dropDiagnosticsFirst` of each kind, then
     /// one in `dropDiagnosticEvery` (a flood must not become a flood of lines).
     public var dropDiagnosticsFirst = 3

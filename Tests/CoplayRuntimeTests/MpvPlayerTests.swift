@@ -68,7 +68,7 @@ import Testing
         /// request for audio-pts with `position`. What the driver reported.
         func answersFirstSample(_ position: Double) throws -> [PlayerReport] {
             _ = sent()
-            _ = wait(MpvPlayer.firstSampleDelay)
+            _ = wait(Settings().follower.firstSampleDelay)
             let ask = try #require(sent().first { $0.first as? String == "get_property" })
             let id = try #require(ask.last as? Int)
             return says(#"{"request_id":\#(id),"error":"success","data":\#(position)}"#)
@@ -90,7 +90,7 @@ import Testing
             _ = wait(.seconds(1))  // the unpause
             says(#"{"event":"property-change","name":"pause","data":false}"#)
             // Where the timeline is by the sample, plus the error.
-            let sampledAt = now.wall.unixNanos + MpvPlayer.firstSampleDelay.nanoseconds
+            let sampledAt = now.wall.unixNanos + Settings().follower.firstSampleDelay.nanoseconds
             return try answersFirstSample(10 + Double(sampledAt - anchorAt.unixNanos) / 1e9 + error)
         }
 
@@ -111,8 +111,8 @@ import Testing
             }
             .compactMap { ($0[2] as? NSNumber)?.doubleValue }
         }
-        #expect(timingOffsets(FakeMpv().sent()) == [MpvPlayer.videoTimingOffset])
-        #expect(MpvPlayer.videoTimingOffset < 0.05)
+        #expect(timingOffsets(FakeMpv().sent()) == [Settings().mpvVideoTimingOffset.seconds])
+        #expect(Settings().mpvVideoTimingOffset.seconds < 0.05)
         #expect(timingOffsets(FakeMpv(options: ["vo=null", "video-timing-offset=0.05"]).sent()).isEmpty)
     }
 
@@ -149,7 +149,7 @@ import Testing
     /// mpv reads ahead only so far from where it stands (`cache-secs`). A live seek whose target
     /// lies beyond a cached range that has stopped growing first moves mpv inside that range's
     /// end, so that it reads on, then seeks to the target once the cache holds it: it does not
-    /// wait out `liveSeekWaitMax` and then seek beyond the cache (to the HLS demuxer, which lands
+    /// wait out `Settings.live.mpvSeekWaitMax` and then seek beyond the cache (to the HLS demuxer, which lands
     /// seconds off). What the live stall test caught: 9 s to rejoin, with `cache-secs=2`.
     @Test func aLiveSeekBeyondTheReadAhead_movesMpvInsideTheCachesEnd_thenSeeksExactly() throws {
         let mpv = FakeMpv()
@@ -169,7 +169,7 @@ import Testing
             let id = try #require(ask.last as? Int)
             let ranges = #"[{"start":16.42,"end":\#(end)}]"#
             mpv.says(#"{"request_id":\#(id),"error":"success","data":{"seekable-ranges":\#(ranges)}}"#)
-            _ = mpv.wait(MpvPlayer.liveSeekLookInterval)
+            _ = mpv.wait(Settings().live.mpvSeekLookInterval)
             commands = mpv.sent()
             seeks += commands.filter(FakeMpv.isSeek).compactMap { ($0[1] as? NSNumber)?.doubleValue }
         }
@@ -177,7 +177,7 @@ import Testing
         #expect(seeks.isEmpty, "a cache still growing is waited for")
         for _ in 0..<12 { try cacheEnds(at: 18.38) }  // stopped, for 240 ms
         #expect(seeks.count == 1, "one move, not one every look: \(seeks)")
-        #expect(abs((seeks.first ?? 0) - (18.38 - MpvPlayer.liveSeekStepInside)) < 1e-9, "inside the cache: \(seeks)")
+        #expect(abs((seeks.first ?? 0) - (18.38 - Settings().live.mpvSeekStepInside)) < 1e-9, "inside the cache: \(seeks)")
         try cacheEnds(at: 20.3)
         #expect(seeks.count == 2 && seeks.last == 18.4, "then to the target, in the cache: \(seeks)")
         // The move's restart is not the prepare's: ready only after the seek to the target.
@@ -219,7 +219,7 @@ import Testing
     /// `audioUnavailableMax` times in a row, the item has no audio; the next item is asked again.
     @Test func theAudioClockUnavailableOnce_isStillTheClockSampled() throws {
         func nextAsk(_ mpv: FakeMpv) throws -> (property: String, id: Int) {
-            _ = mpv.wait(Settings().playerSampleInterval)
+            _ = mpv.wait(Settings().follower.sampleInterval)
             let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
             return (try #require(ask[1] as? String), try #require(ask.last as? Int))
         }
@@ -241,7 +241,7 @@ import Testing
         mpv.says(#"{"request_id":\#(ask.id),"error":"success","data":1.0}"#)
         mpv.loadAndPlay()
         _ = mpv.sent()
-        _ = mpv.wait(MpvPlayer.firstSampleDelay)
+        _ = mpv.wait(Settings().follower.firstSampleDelay)
         let first = try #require(mpv.sent().first { $0.first as? String == "get_property" })
         #expect(first[1] as? String == "audio-pts", "a new item's audio is asked for again")
     }
@@ -295,7 +295,7 @@ import Testing
     @Test func aPauseSetInMpv_holdsWhereItStopped_soTheGroupsPauseThereMakesNoSeek() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
-        _ = mpv.wait(MpvPlayer.firstSampleDelay)
+        _ = mpv.wait(Settings().follower.firstSampleDelay)
         let ask = try #require(mpv.sent().first { $0.first as? String == "get_property" })
         let id = try #require(ask.last as? Int)
         mpv.says(#"{"request_id":\#(id),"error":"success","data":0.060}"#)

@@ -19,6 +19,15 @@ public struct LiveSettings: Hashable, Sendable {
     /// A playlist is read again twice a target duration, but not more often than this: the window
     /// moves on as segments are added and deleted, and a start lands behind the edge as last read.
     public var refreshIntervalMin: Duration = .milliseconds(500)
+    /// mpv seeks exactly in a live stream only inside what it has cached, so a seek waits for its
+    /// cache to hold the target: looked at every `mpvSeekLookInterval`, for at most
+    /// `mpvSeekWaitMax`, then it goes anyway. A cached range short of the target that has not
+    /// grown for `mpvSeekStepAfter` has stopped (mpv's read-ahead reached its bound): mpv is moved
+    /// `mpvSeekStepInside` inside its end, so that it lands in what is cached and reads on.
+    public var mpvSeekWaitMax: Duration = .seconds(3)
+    public var mpvSeekLookInterval: Duration = .milliseconds(20)
+    public var mpvSeekStepAfter: Duration = .milliseconds(100)
+    public var mpvSeekStepInside = 0.1
 
     public init() {}
 }

@@ -42,3 +42,8 @@ extension PlayerReport {
         }
     }
 }
+
+extension PlayerReport.UserAction {
+    /// The action, if its values are within what a command may carry (`PlayerReport.refusal`).
+    public var checked: Self? { PlayerReport.userAction(self).refusal() == nil ? self : nil }
+}

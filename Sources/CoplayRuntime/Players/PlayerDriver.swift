@@ -26,12 +26,6 @@ extension PlayerDriver {
     func connected(now: Timestamp) -> [PlayerReport] { [] }
 }
 
-extension PlayerReport.UserAction {
-    /// The action, if its values are within what a command may carry (the core's check,
-    /// `PlayerReport.refusal`).
-    var checked: Self? { PlayerReport.userAction(self).refusal() == nil ? self : nil }
-}
-
 extension SimulatedPlayer: PlayerDriver {
     var kind: String { "simulated" }
     func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { [] }

@@ -117,7 +117,7 @@ struct SocketPlayer: PlayerDriver {
         server.current?.send(
             JSONValue.object([
                 ("hello", "coplay"), ("version", 1),
-                ("sampleIntervalMs", .double(settings.playerSampleInterval.milliseconds)),
+                ("sampleIntervalMs", .double(settings.follower.sampleInterval.milliseconds)),
             ]).serialized)
         if let lastLoad { send(lastLoad) }
         if let lastTransport {

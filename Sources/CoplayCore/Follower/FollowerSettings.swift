@@ -1,0 +1,61 @@
+/// How a player follows the group's timeline (`PlayerFollower`): every timing of the mpv and the
+/// `<video>` adapters lives here, with the reason for it, so that the two follow the same rules.
+public struct FollowerSettings: Hashable, Sendable {
+    /// A player held within this of a position counts as there: a start unpauses it without a
+    /// seek, and a pause snaps it only from further away (a frame is 17-42 ms; mpv's paused
+    /// position reads to the microsecond).
+    public var heldWithin = 0.002
+    /// A `play` that finds the player already playing within this of the new timeline makes it
+    /// seek no more: the rate nudges close the rest (about 4 s at 0.5%, far less at the catch-up
+    /// rate), rather than an audible jump.
+    public var playWithoutSeekWithin: Duration = .milliseconds(20)
+    /// How often a playing player is asked for its position: each answer is a sample the drift
+    /// correction steers by (10 per second: a 0.5% nudge moves 0.5 ms between samples).
+    public var sampleInterval: Duration = .milliseconds(100)
+    /// A position asked for and not answered within this is given up (a sample is asked again):
+    /// a player that drops an answer must not stop the steering.
+    public var sampleAnswerPatience: Duration = .seconds(1)
+    /// How long after an unpause (or a seek done while playing) the player is first read: mpv's
+    /// audio clock jumps in its first tens of milliseconds (the audio output starting, the codec's
+    /// priming skipped), and read inside them, as at 30 ms, the start bias learnt from it differed
+    /// from one player to the next.
+    public var firstSampleDelay: Duration = .milliseconds(60)
+    /// The start bias (how far ahead of its timeline the player's clock is just after an unpause)
+    /// learnt from one start moves by this share of the error found; it stays within
+    /// ±`startBiasMax`, and a first reading further off than that teaches nothing (a disturbance).
+    public var startBiasGain = 0.5
+    public var startBiasMax = 0.25
+    /// A start after a seek in the item found this far ahead by its first reading holds still for
+    /// as long, and one found this far behind plays at the catch-up rate until even: smaller
+    /// errors are the rate nudges' to close (5 ms: where they turn to catching up).
+    public var startCorrectedFrom = 0.005
+    /// A seek's cost (from the command to the player's restart) is learnt as a moving average
+    /// that keeps this share of the last value; it starts at `seekCostInitial`.
+    public var seekCostKeep = 0.8
+    public var seekCostInitial = 0.03
+    /// A seek taking longer than this is not learnt from (a reload, a fetch from far away).
+    public var seekCostLearnedMax = 2.0
+    /// A player whose rate does not steer (some WebKit builds play every rate at 1) steers by
+    /// skips alone: a seek once its error passes `skipBeyond`, then none for `skipQuiet` (a
+    /// seek's own time must not start the next one: no seek loop).
+    public var skipBeyond: Duration = .milliseconds(40)
+    public var skipQuiet: Duration = .seconds(3)
+    /// Whether the rate steers is checked over windows of this length at one asked rate at
+    /// least `rateCheckAskedMin` from 1: the media's own slope must move at least half as far
+    /// from 1 as the rate does. `rateCheckMisses` windows in a row that miss switch to skips.
+    public var rateCheckWindow: Duration = .seconds(1)
+    public var rateCheckAskedMin = 0.01
+    public var rateCheckMisses = 3
+    /// A player that plays rates near 1 as 1 (`PlayerFollower.Capabilities.rateDeadBand`) is
+    /// given a rate inside twice its band by alternating either side of the band, for the same
+    /// mean, over this period.
+    public var rateDitherPeriod: Duration = .milliseconds(200)
+    /// A player the platform paused on its own (a browser pausing a hidden page's video) is asked
+    /// to play again this often while it should be playing and can be seen.
+    public var playRetryInterval: Duration = .seconds(1)
+    /// A seek not done within this is answered by reloading the media at its position (for a
+    /// player that declares it can: a browser's media pipeline, suspended, may never finish one).
+    public var seekPatience: Duration = .seconds(2)
+
+    public init() {}
+}

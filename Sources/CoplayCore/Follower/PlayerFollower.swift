@@ -1,0 +1,684 @@
+/// How a real player follows the group's timeline: the core's `PlayerCommand`s and the player's
+/// primitive observations in, primitive actions for the player and `PlayerReport`s for the core
+/// out. It is the one place where a start is timed, a seek's cost and a start's bias are learnt,
+/// a pause is snapped, a late start is caught up, a rate is applied (dithered around a dead band,
+/// or replaced by skips where the rate cannot steer) and a position is sampled. An adapter (mpv's
+/// IPC, a page's `<video>`) only performs the actions and says what the player did.
+///
+/// Sans-IO like the rest of the core: every input carries the shell's `Timestamp`; the follower
+/// wants to be called again at `nextWake` (`advance`). Modelled on AVPlayer's
+/// `setRate(_:time:atHostTime:)`: the core says where to be and when, the follower makes a player
+/// with only play, pause, seek and rate get there.
+public struct PlayerFollower: Sendable {
+    /// What the player can do, as its adapter declares it.
+    public struct Capabilities: Hashable, Sendable {
+        /// Its rate steers it (mpv's `speed`, most engines' `playbackRate`). When false, or once
+        /// found not to follow its rate (`FollowerSettings.rateCheckMisses`), it is steered by
+        /// skips alone.
+        public var steersByRate: Bool
+        /// Rates within this of 1 it plays as exactly 1 (Chromium's audio renderer): a rate
+        /// inside twice this is made by alternating either side of it (0: none).
+        public var rateDeadBand: Double
+        /// A pause or unpause made in the player is the person's (a player with its own
+        /// controls: mpv), a group command. When false it is the platform's (a browser pausing a
+        /// hidden page's video): a stall of this participant, retried.
+        public var ownPausesArePersons: Bool
+        /// The seek to where the group paused waits for the player's word that it paused (mpv:
+        /// that word is what the other players wait on, and a seek sent with the pause held it).
+        public var snapsAfterPausing: Bool
+        /// A seek not done within `FollowerSettings.seekPatience` reloads the media (`.reload`).
+        public var reloadsStuckSeeks: Bool
+
+        public init(
+            steersByRate: Bool = true, rateDeadBand: Double = 0, ownPausesArePersons: Bool = true,
+            snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false
+        ) {
+            self.steersByRate = steersByRate
+            self.rateDeadBand = rateDeadBand
+            self.ownPausesArePersons = ownPausesArePersons
+            self.snapsAfterPausing = snapsAfterPausing
+            self.reloadsStuckSeeks = reloadsStuckSeeks
+        }
+
+        /// mpv: its own controls are the person's, and its speed steers.
+        public static let mpv = Capabilities()
+        /// A page's `<video>`: no controls of its own (the page's buttons are commands), a pause
+        /// it makes is the browser's, a stuck seek reloads.
+        public static let video = Capabilities(
+            ownPausesArePersons: false, snapsAfterPausing: false, reloadsStuckSeeks: true)
+    }
+
+    /// What the player is asked to do.
+    public enum Action: Hashable, Sendable {
+        /// Open the item, paused; say `.loaded` once it knows the media (seeks may go), and
+        /// `.restarted` once it holds a frame it can play from.
+        case load(LoadedItem)
+        /// Go to the position (exactly); say `.restarted` once every seek asked is done.
+        case seek(Double)
+        case pause
+        case play
+        case setRate(Double)
+        /// Say where it is (`.position`), stamped when it was read.
+        case readPosition
+        /// Load the current item afresh at the position (its pipeline is stuck).
+        case reload(Double)
+        case unload
+        case interstitial(Interstitial)
+        case endInterstitial
+    }
+
+    /// What the player says.
+    public enum Observation: Hashable, Sendable {
+        /// It knows the media of the item loaded: seeks may go.
+        case loaded
+        /// It holds a frame where it was sent: every seek asked is done, and it can play.
+        case restarted
+        /// The answer to `.readPosition`: it was at `position` at wall instant `at`.
+        case position(Double, at: WallInstant)
+        /// It could not say (an audio clock not started yet).
+        case positionUnavailable
+        /// It paused (true) or plays (false), asked or not.
+        case paused(Bool)
+        /// Its rate changed to this, asked or not.
+        case rate(Double)
+        /// A seek not asked for began (the person's), and where it landed.
+        case personSeekBegan
+        case personSeekLanded(Double)
+        /// It ran out of media (true), or has it again (false).
+        case starved(Bool)
+        /// It reached the end of the item.
+        case ended
+        /// It refused the seek asked (a server without byte ranges).
+        case seekRefused
+        /// The item's length, found once loaded.
+        case duration(Double)
+        /// The page it plays in was hidden (true) or shown again (false).
+        case hidden(Bool)
+        /// It refused to play (a browser that wants a gesture).
+        case playRefused
+    }
+
+    /// One step's work: actions for the player, in order, and reports for the core.
+    public struct Output: Hashable, Sendable {
+        public var actions: [Action] = []
+        public var reports: [PlayerReport] = []
+        public init() {}
+    }
+
+    /// The timeline played: at wall instant `at` the media is at `position`, moving at `rate`.
+    struct Anchor: Hashable, Sendable {
+        var rate: Double
+        var position: Double
+        var at: WallInstant
+        func position(at instant: WallInstant) -> Double { position + rate * (instant - at).seconds }
+    }
+
+    /// How the player came to hold the frame a start unpauses from. mpv's audio clock jumps
+    /// differently at the unpause: after a load or a seek it is off by the codec's priming and by
+    /// how long the audio output waits for the first frame; after a pause it goes on from where
+    /// it stopped. One average over both kinds was wrong for each.
+    enum Hold: Hashable, Sendable { case restart, pause }
+
+    public let capabilities: Capabilities
+    let settings: FollowerSettings
+    /// The bounds of a catch-up and of what a command may carry (the core's settings).
+    let catchUpRate: Double
+    let speedDisturbanceMax: Double
+
+    private(set) var item: LoadedItem?
+    private var loaded = false
+    private var durationReported = false
+    /// A load or prepare waiting to be ready at this position; the seek to make once loaded.
+    private var preparing: Double?
+    private var seekOnLoad: Double?
+    /// The position it holds while paused, when known.
+    private var held: Double?
+    /// The seek to the group's pause position, made once the player says it paused.
+    private var snapOnPause: Double?
+    /// A seek asked is not done; since when (its cost is learnt), and where it goes.
+    private(set) var seeking = false
+    private var seekSentAt: MonotonicInstant?
+    private var seekTarget = 0.0
+    private var seekDeadline: MonotonicInstant?
+    private var seekedInItem = false
+    /// What a seek costs, from the command to the restart (seconds, learnt).
+    private(set) var seekCost: Double
+    /// What the follower last asked: paused, and the speed.
+    private var askedPause = true
+    private var askedAnything = false
+    private var askedSpeed = 1.0
+    /// What the player last said: paused or not.
+    private var playerPaused = true
+    /// The group's rate; the rate the core last asked (the group's with its nudge).
+    private var groupRate = 1.0
+    private var wantedRate = 1.0
+    private var catchUpUntil: MonotonicInstant?
+    private var ended = false
+    private var starved = false
+    private var hidden = false
+    private var anchor: Anchor?
+    /// When to unpause for a start (local wall clock), and the kind of hold it unpauses from.
+    private var unpauseAt: WallInstant?
+    private var unpauseHold = Hold.restart
+    private var hold = Hold.restart
+    private(set) var startBias = (restart: 0.0, pause: 0.0)
+    private var measureStartBias = false
+    /// Bumped whenever the timeline changes: a position asked for before is stale.
+    private var generation = 0
+    private var nextSampleAt: MonotonicInstant?
+    private var sampleAsked: (generation: Int, at: MonotonicInstant)?
+    private var lastSample: (position: Double, at: WallInstant)?
+    /// Steering by skips (the rate does not steer): the last skip, and the check of the rate.
+    private(set) var skipsOnly: Bool
+    private(set) var skips = 0
+    private var lastSkipAt: MonotonicInstant?
+    private var rateCheck: (rate: Double, position: Double, at: WallInstant)?
+    private var rateMisses = 0
+    /// A rate inside the dead band, made by alternating: the share of the period above 1, and
+    /// when the side changes next.
+    private var dither: (high: Double, above: Bool, switchAt: MonotonicInstant)?
+    private var retryPlayAt: MonotonicInstant?
+
+    public init(_ capabilities: Capabilities, settings: Settings) {
+        self.capabilities = capabilities
+        self.settings = settings.follower
+        self.catchUpRate = settings.rateCatchUpMax
+        self.speedDisturbanceMax = settings.playerSpeedDisturbanceMax
+        self.seekCost = settings.follower.seekCostInitial
+        self.skipsOnly = !capabilities.steersByRate
+    }
+
+    // MARK: The core's commands
+
+    public mutating func command(_ command: PlayerCommand, now: Timestamp) -> Output {
+        var out = Output()
+        switch command {
+        case .load(let item, let position):
+            self.item = item
+            (loaded, durationReported, seekedInItem, seeking, seekDeadline) = (false, false, false, false, nil)
+            // A stall is the item's: one never said to be over must not hold the next one back.
+            (starved, ended, hold, snapOnPause, held) = (false, false, .restart, nil, nil)
+            stopTimeline()
+            setPause(true, &out)
+            preparing = position
+            seekOnLoad = position > 0.0005 ? position : nil
+            out.actions.append(.load(item))
+        case .prepare(let position):
+            guard item != nil else { break }
+            stopTimeline()
+            setPause(true, &out)
+            // Already held there (the group paused here): ready at once. A seek to where it is
+            // would cost the coordinated start tens of milliseconds for nothing.
+            if loaded, !seeking, seekOnLoad == nil, snapOnPause == nil, !starved, let held,
+                abs(held - position) < settings.heldWithin
+            {
+                preparing = nil
+                out.reports.append(.ready(position: position))
+                break
+            }
+            (snapOnPause, preparing, held) = (nil, position, nil)
+            // Also where a load is going already: the seek, made as the file is loaded, ends with
+            // the load's own restart (three mpvs began an item 5 ms apart without it, 1 ms with).
+            if loaded { seek(to: position, now: now, &out) } else { seekOnLoad = position }
+        case .play(let rate, let position, let at):
+            guard item != nil else { break }
+            play(Anchor(rate: rate, position: position, at: at), now: now, &out)
+        case .adjustRate(let rate, _):
+            guard !askedPause, anchor != nil else { break }
+            wantedRate = rate
+            if catchUpUntil == nil { applyRate(rate, now: now, &out) }
+        case .pause(let position):
+            guard item != nil else { break }
+            let current = estimate(at: now.wall)
+            let wasPlaying = !askedPause
+            if wasPlaying { hold = .pause }
+            stopTimeline()
+            setPause(true, &out)
+            snapOnPause = nil
+            if loaded, abs(current - position) > settings.heldWithin {
+                if wasPlaying, capabilities.snapsAfterPausing {
+                    snapOnPause = position
+                } else {
+                    seek(to: position, now: now, &out)
+                }
+            }
+            held = position
+        case .unload:
+            stopTimeline()
+            setPause(true, &out)
+            (item, loaded, starved, preparing, held, snapOnPause, seeking) = (nil, false, false, nil, nil, nil, false)
+            out.actions.append(.unload)
+        case .simulateStall:
+            break  // a real player stalls for real, or not at all
+        case .interstitial(let interstitial):
+            out.actions.append(.interstitial(interstitial))
+        case .endInterstitial:
+            out.actions.append(.endInterstitial)
+        }
+        return out
+    }
+
+    private mutating func play(_ new: Anchor, now: Timestamp, _ out: inout Output) {
+        (groupRate, wantedRate, catchUpUntil) = (new.rate, new.rate, nil)
+        if !askedPause, anchor != nil || lastSample != nil,
+            abs(estimate(at: now.wall) - new.position(at: now.wall)) < settings.playWithoutSeekWithin.seconds,
+            new.at <= now.wall
+        {
+            // Already playing about there (a re-anchor, a rate change, the person's own unpause):
+            // no seek, no jump; the rate nudges close the rest.
+            anchor = new
+            applyRate(new.rate, now: now, &out)
+            return
+        }
+        stopTimeline()
+        applyRate(new.rate, now: now, &out)
+        anchor = new
+        let lead = Duration.seconds(saturating: seekCost)
+        // A snap not yet made: the player is not where it is thought to hold.
+        let snapPending = snapOnPause != nil
+        snapOnPause = nil
+        // The unpause comes the start bias after the instant: a start that arrives after its
+        // instant but before then is still on time.
+        let unpauseDelay = bias(hold) / max(new.rate, 0.01)
+        if askedPause, let held, preparing == nil, !seeking, !snapPending, abs(held - new.position) < settings.heldWithin,
+            (new.at - now.wall).seconds + unpauseDelay >= 0
+        {
+            unpauseAt = new.at  // prepared where the start is: unpause at the instant
+        } else if new.at > now.wall + lead {
+            setPause(true, &out)
+            seek(to: new.position, now: now, &out)
+            unpauseAt = new.at
+        } else {
+            // Late: seek to where the timeline will be once the seek is done, and play from there.
+            let start = now.wall + lead
+            setPause(true, &out)
+            seek(to: new.position(at: start), now: now, &out)
+            unpauseAt = start
+        }
+        unpauseHold = hold
+    }
+
+    private func bias(_ hold: Hold) -> Double {
+        switch hold {
+        case .restart: startBias.restart
+        case .pause: startBias.pause
+        }
+    }
+
+    /// Forgets the timeline played: stale positions are discarded, no start is pending.
+    private mutating func stopTimeline() {
+        (anchor, unpauseAt, nextSampleAt, lastSample, sampleAsked) = (nil, nil, nil, nil, nil)
+        (measureStartBias, catchUpUntil, dither, retryPlayAt, rateCheck) = (false, nil, nil, nil, nil)
+        generation += 1
+    }
+
+    /// Where the player is at `instant`, as far as it is known without asking.
+    func estimate(at instant: WallInstant) -> Double {
+        if !askedPause, let lastSample { return lastSample.position + askedSpeed * (instant - lastSample.at).seconds }
+        if !askedPause, let anchor, instant >= anchor.at { return anchor.position(at: instant) }
+        return held ?? preparing ?? 0
+    }
+
+    // MARK: The timer
+
+    public func nextWake(now: Timestamp) -> MonotonicInstant? {
+        var due: [MonotonicInstant?] = [catchUpUntil, dither?.switchAt, retryPlayAt, seekDeadline]
+        if let unpauseAt, !seeking {
+            let delay = (unpauseAt - now.wall).seconds + bias(unpauseHold) / max(groupRate, 0.01)
+            due.append(now.monotonic + .seconds(saturating: max(0, delay)))
+        }
+        if let sampleAsked {
+            due.append(sampleAsked.at + settings.sampleAnswerPatience)
+        } else {
+            due.append(nextSampleAt)
+        }
+        return due.compactMap { $0 }.min()
+    }
+
+    public mutating func advance(now: Timestamp) -> Output {
+        var out = Output()
+        runTimers(now: now, &out)
+        return out
+    }
+
+    private mutating func runTimers(now: Timestamp, _ out: inout Output) {
+        if let due = catchUpUntil, due <= now.monotonic {
+            catchUpUntil = nil
+            applyRate(wantedRate, now: now, &out)
+        }
+        if let due = seekDeadline, due <= now.monotonic {
+            seekDeadline = nil
+            if seeking, capabilities.reloadsStuckSeeks {
+                // Playing, it reloads where the group will be once reloaded.
+                let target = anchor.map { $0.position(at: now.wall + .seconds(saturating: seekCost)) } ?? seekTarget
+                seekSentAt = now.monotonic
+                out.actions.append(.reload(max(0, target)))
+            }
+        }
+        if let unpauseAt, !seeking,
+            (now.wall - unpauseAt).seconds >= bias(unpauseHold) / max(groupRate, 0.01) - 0.0002
+        {
+            self.unpauseAt = nil
+            setPause(false, &out)
+            held = nil
+            measureStartBias = true
+            nextSampleAt = now.monotonic + settings.firstSampleDelay
+        }
+        if let asked = sampleAsked, now.monotonic - asked.at >= settings.sampleAnswerPatience {
+            sampleAsked = nil  // the answer never came: ask again
+        }
+        if let due = nextSampleAt, due <= now.monotonic, sampleAsked == nil, !askedPause, anchor != nil {
+            nextSampleAt = now.monotonic + settings.sampleInterval
+            if !seeking, preparing == nil, !starved, !hidden {
+                sampleAsked = (generation, now.monotonic)
+                out.actions.append(.readPosition)
+            }
+        }
+        if let dither, dither.switchAt <= now.monotonic {
+            ditherStep(above: !dither.above, high: dither.high, now: now, &out)
+        }
+        if let due = retryPlayAt, due <= now.monotonic {
+            retryPlayAt = nil
+            if !askedPause, playerPaused, anchor != nil {
+                if !hidden { out.actions.append(.play) }
+                retryPlayAt = now.monotonic + settings.playRetryInterval
+            }
+        }
+    }
+
+    // MARK: What the player says
+
+    public mutating func observe(_ observation: Observation, now: Timestamp) -> Output {
+        var out = Output()
+        switch observation {
+        case .loaded:
+            loaded = true
+            if let position = seekOnLoad {
+                seekOnLoad = nil
+                seek(to: position, now: now, &out)
+            }
+        case .restarted:
+            restarted(now: now, &out)
+        case .position(let position, let at):
+            sampled(position, at: at, now: now, &out)
+        case .positionUnavailable:
+            sampleAsked = nil
+        case .paused(let paused):
+            pausedChanged(paused, now: now, &out)
+        case .rate(let rate):
+            guard rate.isFinite, abs(rate - askedSpeed) > 1e-6 else { break }
+            askedSpeed = rate
+            guard !askedPause, anchor != nil, dither == nil, abs(rate / max(groupRate, 0.01) - 1) > speedDisturbanceMax
+            else { break }
+            if let action = PlayerReport.UserAction.play(rate: rate).checked { out.reports.append(.userAction(action)) }
+        case .personSeekBegan:
+            stopTimeline()
+        case .personSeekLanded(let position):
+            guard position.isFinite else { break }
+            if let action = PlayerReport.UserAction.seek(position: max(0, position)).checked {
+                out.reports.append(.userAction(action))
+            }
+        case .starved(let nowStarved):
+            guard nowStarved != starved, item != nil, !nowStarved || !askedPause else { break }
+            starved = nowStarved
+            let position = estimate(at: now.wall)
+            if nowStarved {
+                stopTimeline()
+                held = position
+                out.reports.append(.stalled(position: position))
+            } else {
+                out.reports.append(.stallEnded(position: position))
+            }
+        case .ended:
+            guard item != nil, loaded, !ended else { break }
+            ended = true
+            let position = item?.durationSeconds ?? estimate(at: now.wall)
+            stopTimeline()
+            // A player at its end may not have paused itself (mpv's keep-open, seen with 0.35:
+            // one player of three did), and one left unpaused would start the next item the
+            // moment it loads: paused here, explicitly.
+            askedPause = false
+            setPause(true, &out)
+            held = position
+            out.reports.append(.ended(position: position))
+        case .seekRefused:
+            (seeking, seekSentAt, seekDeadline) = (false, nil, nil)
+            // A seek beyond what is cached needs a server that takes byte ranges: the player
+            // cannot be prepared where the group is, and says why rather than wait for a restart
+            // that never comes.
+            guard let position = preparing, seekOnLoad == nil else { break }
+            out.reports.append(
+                .failed(
+                    "the player cannot seek to \((position * 1000).rounded() / 1000) s in \(item?.url ?? "the stream"):"
+                        + " it can seek only where it has cached unless the server takes byte ranges (Range requests)"))
+        case .duration(let seconds):
+            // The file's length, once per load, for an item shared without one (the core's one check).
+            guard PlayerReport.duration(seconds).refusal() == nil, let item, item.durationSeconds == nil, !item.live, !durationReported
+            else { break }
+            durationReported = true
+            out.reports.append(.duration(seconds))
+        case .hidden(let nowHidden):
+            guard nowHidden != hidden else { break }
+            hidden = nowHidden
+            rateCheck = nil
+            if nowHidden {
+                // Hidden, a page's timers run once a second, then once a minute: it plays at the
+                // group's rate unsteered (clocks drift apart by parts per million) until shown.
+                dither = nil
+                setRate(groupRate, &out)
+            } else if !askedPause, anchor != nil {
+                if playerPaused, !seeking { out.actions.append(.play) }
+                applyRate(catchUpUntil == nil ? wantedRate : askedSpeed, now: now, &out)
+                nextSampleAt = now.monotonic  // at once: what drifted while hidden is corrected
+            }
+        case .playRefused:
+            guard !askedPause, anchor != nil else { break }
+            if !starved {
+                starved = true
+                out.reports.append(.stalled(position: estimate(at: now.wall)))
+            }
+            retryPlayAt = now.monotonic + settings.playRetryInterval
+        }
+        runTimers(now: now, &out)
+        return out
+    }
+
+    private mutating func restarted(now: Timestamp, _ out: inout Output) {
+        if seeking, let sent = seekSentAt {
+            let cost = (now.monotonic - sent).seconds
+            if cost >= 0, cost < settings.seekCostLearnedMax {
+                seekCost = min(max(settings.seekCostKeep * seekCost + (1 - settings.seekCostKeep) * cost, 0.001), 1)
+            }
+        }
+        (seeking, seekSentAt, seekDeadline) = (false, nil, nil)
+        if let position = preparing, loaded, seekOnLoad == nil {
+            preparing = nil
+            held = position
+            if !starved { out.reports.append(.ready(position: position)) }
+        }
+        if !askedPause, anchor != nil { nextSampleAt = now.monotonic + settings.firstSampleDelay }
+    }
+
+    private mutating func pausedChanged(_ paused: Bool, now: Timestamp, _ out: inout Output) {
+        if paused, askedPause, let position = snapOnPause {
+            snapOnPause = nil
+            seek(to: position, now: now, &out)
+        }
+        let was = playerPaused
+        playerPaused = paused
+        guard paused != askedPause else { return }
+        snapOnPause = nil
+        // Where it stopped, read while it still counts as moving.
+        let position = estimate(at: now.wall)
+        guard capabilities.ownPausesArePersons else {
+            // The platform paused it (a hidden page, another page's audio): this participant
+            // stalls, the group plays on; it is asked to play again until it does.
+            guard paused, was != paused, !ended else { return }
+            if !starved {
+                starved = true
+                out.reports.append(.stalled(position: position))
+            }
+            retryPlayAt = now.monotonic + settings.playRetryInterval
+            return
+        }
+        askedPause = paused
+        if paused {
+            guard !ended else { return }
+            stopTimeline()
+            held = position
+            hold = .pause
+            out.reports.append(.userAction(.pause))
+            return
+        }
+        unpauseAt = nil
+        lastSample = held.map { ($0, now.wall) }
+        out.reports.append(.userAction(.play(rate: groupRate)))
+    }
+
+    private mutating func sampled(_ position: Double, at: WallInstant, now: Timestamp, _ out: inout Output) {
+        guard let asked = sampleAsked else { return }
+        sampleAsked = nil
+        guard asked.generation == generation, (0...WireFormat.positionMax).contains(position), let anchor, !askedPause
+        else { return }
+        lastSample = (position, at)
+        if measureStartBias {
+            measureStartBias = false
+            let error = position - anchor.position(at: at)
+            let limit = settings.startBiasMax
+            if abs(error) < limit {
+                let updated = min(max(bias(unpauseHold) + settings.startBiasGain * error, -limit), limit)
+                switch unpauseHold {
+                case .restart: startBias.restart = updated
+                case .pause: startBias.pause = updated
+                }
+            }
+            let rate = max(groupRate, 0.01)
+            if seekedInItem, error > settings.startCorrectedFrom, error < limit {
+                // It started early: it holds still for as long and is back on the group's
+                // timeline, rather than be steered in at the catch-up rate for a second. (After a
+                // load the first reading is ahead by mpv's priming, and that passes.)
+                setPause(true, &out)
+                held = position
+                unpauseAt = now.wall + .seconds(saturating: error / rate)
+                unpauseHold = .pause
+                lastSample = nil
+                return
+            }
+            if seekedInItem, error < -settings.startCorrectedFrom, error > -limit, !skipsOnly {
+                // It started late: it plays at the catch-up rate for as long as makes the time up
+                // (20 ms at 5%: 0.4 s), and no reading steers it meanwhile. The nudges' controller
+                // would close the gap exponentially, over a second or more.
+                dither = nil
+                setRate(groupRate * (1 + catchUpRate), &out)
+                let until = now.monotonic + .seconds(saturating: -error / (rate * catchUpRate))
+                catchUpUntil = until
+                nextSampleAt = until + settings.sampleInterval
+                lastSample = nil
+                return
+            }
+        }
+        if skipsOnly {
+            steerBySkips(position, at: at, anchor: anchor, now: now, &out)
+            return
+        }
+        checkRateFollows(position, at: at, now: now, &out)
+        let rate = dither != nil ? wantedRate : askedSpeed
+        out.reports.append(.sample(position: position, rate: rate, at: at))
+    }
+
+    /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond`, and then none
+    /// for `skipQuiet`.
+    private mutating func steerBySkips(
+        _ position: Double, at: WallInstant, anchor: Anchor, now: Timestamp, _ out: inout Output
+    ) {
+        let error = position - anchor.position(at: at)
+        guard abs(error) >= settings.skipBeyond.seconds else { return }
+        if let last = lastSkipAt, now.monotonic - last < settings.skipQuiet { return }
+        lastSkipAt = now.monotonic
+        skips += 1
+        seek(to: anchor.position(at: now.wall + .seconds(saturating: seekCost)), now: now, &out)
+    }
+
+    /// Whether the media follows a rate away from 1: over a window at one asked rate, its own
+    /// slope must move at least half as far from 1 as the rate does.
+    private mutating func checkRateFollows(_ position: Double, at: WallInstant, now: Timestamp, _ out: inout Output) {
+        let asked = dither != nil ? wantedRate : askedSpeed
+        guard let check = rateCheck, check.rate == asked else {
+            rateCheck = (asked, position, at)
+            return
+        }
+        guard at - check.at >= settings.rateCheckWindow else { return }
+        let slope = (position - check.position) / (at - check.at).seconds
+        let away = abs(asked - groupRate)
+        if away >= settings.rateCheckAskedMin {
+            rateMisses = abs(slope - groupRate) < away / 2 ? rateMisses + 1 : 0
+            if rateMisses >= settings.rateCheckMisses {
+                skipsOnly = true
+                dither = nil
+                setRate(groupRate, &out)
+            }
+        }
+        rateCheck = (asked, position, at)
+    }
+
+    // MARK: Asking the player
+
+    private mutating func setPause(_ paused: Bool, _ out: inout Output) {
+        guard paused != askedPause || !askedAnything else { return }
+        (askedPause, askedAnything) = (paused, true)
+        if paused { retryPlayAt = nil }
+        out.actions.append(paused ? .pause : .play)
+    }
+
+    private mutating func setRate(_ rate: Double, _ out: inout Output) {
+        guard abs(rate - askedSpeed) > 1e-9 else { return }
+        askedSpeed = rate
+        out.actions.append(.setRate(rate))
+    }
+
+    /// The rate the core wants, as this player can make it: the group's alone where it steers by
+    /// skips or cannot be seen; alternated either side of a dead band inside it.
+    private mutating func applyRate(_ rate: Double, now: Timestamp, _ out: inout Output) {
+        dither = nil
+        if skipsOnly || hidden {
+            setRate(groupRate, &out)
+            return
+        }
+        let edge = 2 * capabilities.rateDeadBand
+        guard edge > 0, abs(rate - 1) < edge, rate != 1 else {
+            setRate(rate, &out)
+            return
+        }
+        ditherStep(above: true, high: (rate - (1 - edge)) / (2 * edge), now: now, &out)
+    }
+
+    private mutating func ditherStep(above: Bool, high: Double, now: Timestamp, _ out: inout Output) {
+        let edge = 2 * capabilities.rateDeadBand
+        let share = above ? high : 1 - high
+        setRate(above ? 1 + edge : 1 - edge, &out)
+        dither = (high, above, now.monotonic + .seconds(saturating: share * settings.rateDitherPeriod.seconds))
+    }
+
+    private mutating func seek(to position: Double, now: Timestamp, _ out: inout Output) {
+        seekedInItem = loaded
+        (hold, lastSample, ended) = (.restart, nil, false)
+        (seeking, seekSentAt, seekTarget) = (true, now.monotonic, max(0, position))
+        seekDeadline = capabilities.reloadsStuckSeeks ? now.monotonic + settings.seekPatience : nil
+        out.actions.append(.seek(max(0, position)))
+    }
+
+    /// A seek the adapter held back (mpv in a live stream waits until its cache holds the
+    /// target) goes now: where to, if the wait made its start late (then to where the timeline
+    /// will be once this seek is done, and the start moves there), else `position` as asked.
+    public mutating func seekGoesNow(_ position: Double, now: Timestamp) -> Double {
+        seekSentAt = now.monotonic
+        let lead = Duration.seconds(saturating: seekCost)
+        guard let anchor, let due = unpauseAt, due < now.wall + lead else { return position }
+        let start = now.wall + lead
+        unpauseAt = start
+        return anchor.position(at: start)
+    }
+
+    /// The group's item is loaded and the player holds it (for a status line).
+    public var isPlaying: Bool { !askedPause && anchor != nil }
+}
