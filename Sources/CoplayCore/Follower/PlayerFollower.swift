@@ -582,6 +582,7 @@ public struct PlayerFollower: Sendable {
             return
         }
         checkRateFollows(position, at: at, now: now, &out)
+        guard !skipsOnly else { return }  // the rate was found not to steer: skips from now on
         let rate = dither != nil ? wantedRate : askedSpeed
         out.reports.append(.sample(position: position, rate: rate, at: at))
     }
