@@ -10,7 +10,9 @@
 // 9 a command for the player (`PlayerRecord`), whose reports come back through
 // `coplay_player_report`; 10 the view (`coplay_view`, JSON); 11 open the relay's WebSocket to
 // this URL (closing any other); 12 bytes to send on it; 13 close it; 14 the relay's state
-// (JSON: connected, server, reason).
+// (JSON: connected, server, reason); 15 an action for the player, for a participant whose
+// player follows through the core (`coplay_follow`: `FollowerRecord`), whose observations come
+// back through `coplay_player_observe`; 16 the follower's cases' result (JSON).
 
 /// One participant of the module: the instance lives in a box, so that each call changes it in
 /// place (a copy of an `Instance` in and out of the table on every call cost time and 20 KB).
@@ -27,6 +29,10 @@ final class Participant {
     var backlog = 0
     /// A turn of reading datagrams, between `coplay_receive_turn_begin` and `_end`.
     var turn: ReceiveTurn?
+    /// The player's follower (`coplay_follow`): the core's player commands become primitive
+    /// actions for the page's `<video>` (record 15), and what the element does comes back as
+    /// observations.
+    var follower: PlayerFollower?
     init(_ instance: Instance) { self.instance = instance }
 }
 
@@ -98,16 +104,11 @@ func begin() { output.removeAll(keepingCapacity: true) }
 
 /// Ends an entry point's outputs with the one timer (the earlier of the instance's wake and the
 /// relay's) and returns their length.
-func finish(_ participant: Participant) -> Int32 {
-    let relayWake = participant.relay?.nextWake
-    let wake: MonotonicInstant? =
-        switch (participant.instanceWake, relayWake) {
-        case (let a?, let b?): a < b ? a : b
-        case (let a?, nil): a
-        case (nil, let b?): b
-        case (nil, nil): nil
-        }
-    if let wake { append(6, littleEndian(UInt64(bitPattern: wake.nanos), bytes: 8)) }
+func finish(_ participant: Participant, _ now: Timestamp) -> Int32 {
+    let wakes = [participant.instanceWake, participant.relay?.nextWake, participant.follower?.nextWake(now: now)]
+    if let wake = wakes.compactMap({ $0 }).min() {
+        append(6, littleEndian(UInt64(bitPattern: wake.nanos), bytes: 8))
+    }
     return Int32(output.count)
 }
 
@@ -116,7 +117,7 @@ func carry(_ directives: [Directive], _ handle: Int32, _ now: Timestamp) -> Int3
     begin()
     guard let participant = participant(handle) else { return 0 }
     carryInto(directives, participant, now)
-    return finish(participant)
+    return finish(participant, now)
 }
 
 /// Appends what `directives` say to the outputs: frames to publish go to the participant's relay
@@ -139,13 +140,52 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
                 let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
                 carryRelay(outputs ?? [], participant, now)
             }
-        case .player(let command): append(9, PlayerRecord.encode(command))
+        case .player(let command):
+            if participant.follower != nil {
+                carryFollower(participant.follower!.command(command, now: now), participant, now)
+            } else {
+                append(9, PlayerRecord.encode(command))
+            }
         case .emit(let event): append(4, Array(EventRecord.json(event).utf8))
         case .diagnose(let line): append(5, Array(line.utf8))
         case .wake(let at): participant.instanceWake = at
         case .exit:
             carryRelay(participant.relay?.close() ?? [], participant, now)
             append(7, [])
+        }
+    }
+}
+
+/// Appends the follower's actions (record 15) and hands its reports to the instance.
+func carryFollower(_ output: PlayerFollower.Output, _ participant: Participant, _ now: Timestamp) {
+    for action in output.actions { append(15, FollowerRecord.encode(action)) }
+    for report in output.reports {
+        carryInto(participant.instance.onPlayerReport(report, now: now), participant, now)
+    }
+}
+
+/// A follower's action as bytes: its code, then its fields (f64 LE). 1 load: id length u16, id,
+/// url. 2 seek: position. 3 pause. 4 play. 5 set the rate: rate. 6 read the position. 7 reload
+/// at: position. 8 unload. 9 interstitial: duration, id length u16, id, url. 10 end it.
+enum FollowerRecord {
+    static func encode(_ action: PlayerFollower.Action) -> [UInt8] {
+        func double(_ value: Double) -> [UInt8] { littleEndian(value.bitPattern, bytes: 8) }
+        func string(_ text: String) -> [UInt8] {
+            let bytes = Array(text.utf8)
+            return littleEndian(UInt64(bytes.count), bytes: 2) + bytes
+        }
+        switch action {
+        case .load(let item): return [1] + string(item.id) + Array(item.url.utf8)
+        case .seek(let position): return [2] + double(position)
+        case .pause: return [3]
+        case .play: return [4]
+        case .setRate(let rate): return [5] + double(rate)
+        case .readPosition: return [6]
+        case .reload(let position): return [7] + double(position)
+        case .unload: return [8]
+        case .interstitial(let interstitial):
+            return [9] + double(interstitial.durationSeconds) + string(interstitial.id) + Array(interstitial.url.utf8)
+        case .endInterstitial: return [10]
         }
     }
 }
@@ -294,7 +334,8 @@ public func coplayRelayFrame(
     guard let participant = participant(handle) else { return 0 }
     carryRelay(participant.relay?.tick(now: now.monotonic) ?? [], participant, now)
     if participant.started { carryInto(participant.instance.onTick(now: now), participant, now) }
-    return finish(participant)
+    if participant.follower != nil { carryFollower(participant.follower!.advance(now: now), participant, now) }
+    return finish(participant, now)
 }
 
 // MARK: The relay's WebSocket
@@ -322,7 +363,7 @@ public func coplayRelayConnect(
         seeds: seeds, subjects: subjects, clientName: "coplay-web", settings: participant.instance.settings, seed: seed,
         resolve: nil)
     carryRelay(participant.relay?.start(now: now.monotonic) ?? [], participant, now)
-    return finish(participant)
+    return finish(participant, now)
 }
 
 /// Applies `body` to the participant's relay client and carries out what it says.
@@ -333,7 +374,7 @@ func withRelay(
     guard let participant = participant(handle), participant.relay != nil else { return 0 }
     let outputs = body(&participant.relay!)
     carryRelay(outputs, participant, now)
-    return finish(participant)
+    return finish(participant, now)
 }
 
 /// The WebSocket record 11 asked for is open.
@@ -487,6 +528,73 @@ public func coplayPlayerReport(
     guard report.refusal() == nil else { return -1 }
     guard let directives = participant(handle)?.instance.onPlayerReport(report, now: now) else { return 0 }
     return carry(directives, handle, now)
+}
+
+// MARK: The page's player, following through the core
+
+/// The page's `<video>` follows through the core from now on (`PlayerFollower`, with a video
+/// element's capabilities): player commands become actions (record 15). `steersByRate` 0 forces
+/// skip-only steering; `deadBand` is the band of rates around 1 the engine plays as 1 (0: none,
+/// at most 0.01). Returns -1 for a dead band out of range.
+@_cdecl("coplay_follow")
+public func coplayFollow(_ handle: Int32, _ steersByRate: Int32, _ deadBand: Double) -> Int32 {
+    guard let participant = participant(handle) else { return 0 }
+    guard deadBand.isFinite, (0...0.01).contains(deadBand) else { return -1 }
+    var capabilities = PlayerFollower.Capabilities.video
+    capabilities.steersByRate = steersByRate != 0
+    capabilities.rateDeadBand = deadBand
+    participant.follower = PlayerFollower(capabilities, settings: participant.instance.settings)
+    return 0
+}
+
+/// What the page's `<video>` did. `kind`: 1 it knows the media (metadata), 2 it holds a frame
+/// where it was sent (every seek done, it can play), 3 its position `value` read at wall instant
+/// `at` (the answer to a read), 4 it could not say, 5 it paused, 6 it plays, 7 it ran out of
+/// media, 8 it has media again, 9 it reached the end, 10 it refused a seek, 11 the item's length
+/// `value`, 12 the page was hidden, 13 shown, 14 it refused to play. Returns -1 for a kind or a
+/// value out of range (nothing changes), 0 for a participant that does not follow.
+@_cdecl("coplay_player_observe")
+public func coplayPlayerObserve(
+    _ handle: Int32, _ kind: Int32, _ value: Double, _ at: Int64, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    begin()
+    guard let participant = participant(handle), participant.follower != nil else { return 0 }
+    let observation: PlayerFollower.Observation
+    switch kind {
+    case 1: observation = .loaded
+    case 2: observation = .restarted
+    case 3:
+        guard value.isFinite, WireFormat.wallNanosRange.contains(at) else { return -1 }
+        observation = .position(value, at: WallInstant(unixNanos: at))
+    case 4: observation = .positionUnavailable
+    case 5, 6: observation = .paused(kind == 5)
+    case 7, 8: observation = .starved(kind == 7)
+    case 9: observation = .ended
+    case 10: observation = .seekRefused
+    case 11:
+        guard PlayerReport.duration(value).refusal() == nil else { return -1 }
+        observation = .duration(value)
+    case 12, 13: observation = .hidden(kind == 12)
+    case 14: observation = .playRefused
+    default: return -1
+    }
+    carryFollower(participant.follower!.observe(observation, now: now), participant, now)
+    return finish(participant, now)
+}
+
+/// Runs the follower's cases (`Tests/Vectors/follower-cases.json`, `FollowerScript`) inside the
+/// module: one record 16, `{"cases":N,"steps":N,"failures":[…]}`.
+@_cdecl("coplay_follower_cases")
+public func coplayFollowerCases(_ pointer: UnsafePointer<UInt8>?, _ count: Int32) -> Int32 {
+    begin()
+    let result = FollowerScript.run(bytes(pointer, min(count, 1 << 20)))
+    var json = JSONObject()
+    json.int("cases", Int64(result.cases))
+    json.int("steps", Int64(result.steps))
+    json.raw("failures", JSONObject.array(result.failures.map(JSONObject.quoted)))
+    append(16, Array(json.closed.utf8))
+    return Int32(output.count)
 }
 
 @_cdecl("coplay_peer_count") public func coplayPeerCount(_ handle: Int32) -> Int32 {

@@ -57,9 +57,10 @@ public enum FollowerScript {
                     output = follower.advance(now: now)
                 }
                 let lines = output.actions.map(line) + output.reports.map(line)
-                if let expected = step["expect"]?.array?.compactMap(\.string), expected != lines {
+                if let expected = step["expect"]?.array?.compactMap({ $0.string }), expected != lines {
+                    let (want, got) = (expected.map(JSONObject.quoted), lines.map(JSONObject.quoted))
                     result.failures.append(
-                        "\(name), step \(index + 1): expected \(expected), got \(lines)")
+                        "\(name), step \(index + 1): expected \(JSONObject.array(want)), got \(JSONObject.array(got))")
                 }
                 if let wake = step["wake"] {
                     let got = follower.nextWake(now: now).map { milliseconds($0 - origin.monotonic) }
