@@ -12,7 +12,7 @@
 // this URL (closing any other); 12 bytes to send on it; 13 close it; 14 the relay's state
 // (JSON: connected, server, reason); 15 an action for the player, for a participant whose
 // player follows through the core (`coplay_follow`: `FollowerRecord`), whose observations come
-// back through `coplay_player_observe`; 16 the follower's cases' result (JSON).
+// back through `coplay_player_observe`.
 
 /// One participant of the module: the instance lives in a box, so that each call changes it in
 /// place (a copy of an `Instance` in and out of the table on every call cost time and 20 KB).
@@ -581,20 +581,6 @@ public func coplayPlayerObserve(
     }
     carryFollower(participant.follower!.observe(observation, now: now), participant, now)
     return finish(participant, now)
-}
-
-/// Runs the follower's cases (`Tests/Vectors/follower-cases.json`, `FollowerScript`) inside the
-/// module: one record 16, `{"cases":N,"steps":N,"failures":[…]}`.
-@_cdecl("coplay_follower_cases")
-public func coplayFollowerCases(_ pointer: UnsafePointer<UInt8>?, _ count: Int32) -> Int32 {
-    begin()
-    let result = FollowerScript.run(bytes(pointer, min(count, 1 << 20)))
-    var json = JSONObject()
-    json.int("cases", Int64(result.cases))
-    json.int("steps", Int64(result.steps))
-    json.raw("failures", JSONObject.array(result.failures.map(JSONObject.quoted)))
-    append(16, Array(json.closed.utf8))
-    return Int32(output.count)
 }
 
 @_cdecl("coplay_peer_count") public func coplayPeerCount(_ handle: Int32) -> Int32 {

@@ -27,6 +27,15 @@
     json.number("nudgePercent", status.correction.nudge * 100, decimals: 3)
     json.number("errorMs", status.correction.sampleError.map { $0 * 1000 })
     json.raw("peers", JSONObject.array(participant.instance.peerInfos(now: now.monotonic).map(EventRecord.peer)))
+    if let follower = participant.follower {
+        // How the page's player is steered: by its rate, or by skips (the rate found not to steer,
+        // or forced), and how many skips it has made.
+        var steering = JSONObject()
+        steering.string("mode", follower.steersBySkips ? "skip" : "rate")
+        steering.int("skips", Int64(follower.skipCount))
+        steering.number("seekCostMs", follower.learnedSeekCost * 1000, decimals: 1)
+        json.raw("steering", steering.closed)
+    }
     let current = participant.instance.queueCurrent
     json.raw(
         "queue",

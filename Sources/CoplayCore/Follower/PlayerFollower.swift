@@ -273,7 +273,7 @@ public struct PlayerFollower: Sendable {
         stopTimeline()
         applyRate(new.rate, now: now, &out)
         anchor = new
-        let lead = Duration.seconds(saturating: seekCost)
+        let lead = restartLead(rate: new.rate)
         // A snap not yet made: the player is not where it is thought to hold.
         let snapPending = snapOnPause != nil
         snapOnPause = nil
@@ -296,6 +296,14 @@ public struct PlayerFollower: Sendable {
             unpauseAt = start
         }
         unpauseHold = hold
+    }
+
+    /// How long after a seek is asked the player plays on from its target: the seek's cost, and
+    /// how late its clock starts after a restart where that is learnt (a browser's audio output
+    /// starts some 50 ms after the frame is shown; mpv's clock is ahead instead, which a start
+    /// waits out at the unpause).
+    private func restartLead(rate: Double) -> Duration {
+        .seconds(saturating: seekCost + max(0, -startBias.restart) / max(rate, 0.01))
     }
 
     private func bias(_ hold: Hold) -> Double {
@@ -597,7 +605,10 @@ public struct PlayerFollower: Sendable {
         if let last = lastSkipAt, now.monotonic - last < settings.skipQuiet { return }
         lastSkipAt = now.monotonic
         skips += 1
-        seek(to: anchor.position(at: now.wall + .seconds(saturating: seekCost)), now: now, &out)
+        // It plays on through the seek: it lands where the timeline will be once it plays again,
+        // and the first reading after teaches how late that was (a restart's bias).
+        seek(to: anchor.position(at: now.wall + restartLead(rate: anchor.rate)), now: now, &out)
+        (measureStartBias, unpauseHold) = (true, .restart)
     }
 
     /// Whether the media follows a rate away from 1: over a window at one asked rate, its own
@@ -673,13 +684,15 @@ public struct PlayerFollower: Sendable {
     /// will be once this seek is done, and the start moves there), else `position` as asked.
     public mutating func seekGoesNow(_ position: Double, now: Timestamp) -> Double {
         seekSentAt = now.monotonic
-        let lead = Duration.seconds(saturating: seekCost)
+        let lead = restartLead(rate: anchor?.rate ?? 1)
         guard let anchor, let due = unpauseAt, due < now.wall + lead else { return position }
         let start = now.wall + lead
         unpauseAt = start
         return anchor.position(at: start)
     }
 
-    /// The group's item is loaded and the player holds it (for a status line).
-    public var isPlaying: Bool { !askedPause && anchor != nil }
+    /// How it steers (for a display): by skips, how many it made, and the seek cost learnt.
+    public var steersBySkips: Bool { skipsOnly }
+    public var skipCount: Int { skips }
+    public var learnedSeekCost: Double { seekCost }
 }

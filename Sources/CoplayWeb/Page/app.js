@@ -3,17 +3,16 @@
 // commands on the one <video> element, which plays every item and is never replaced, so that
 // the Join click's permission to play holds for every later start.
 //
-// The adapter follows PLAYERS.md's boundary: `load`/`prepare` are answered with `ready` once the
-// element can play at the position; `play` starts at an instant (early by the start lag it has
-// learned); `rate` nudges `playbackRate`; samples go out every 100 ms while it plays. A pause the
-// browser imposes (a hidden tab's video, a locked phone, another page's audio) is this
-// participant's own stall, never a group pause: only the person's clicks here are commands.
+// The player is an adapter: the core's follower (PlayerFollower, the same as mpv's) decides when
+// the element seeks, plays, pauses, at what rate, and when its position is read; this performs
+// those actions and says what the element did. A pause the browser imposes (a hidden tab's
+// video, a locked phone, another page's audio) is this participant's own stall, never a group
+// pause: only the person's clicks here are commands.
 'use strict';
 const $ = (id) => document.getElementById(id);
 const video = $('video');
 const wallMs = () => performance.timeOrigin + performance.now();
 const wallNanos = () => BigInt(Math.round(wallMs() * 1e6));
-const sampleIntervalMs = 100;
 let worker, view = null, name = '';
 
 // MARK: Joining
@@ -45,8 +44,11 @@ function join() {
   $('room').hidden = false;
   worker = new Worker('worker.js', { type: 'module' });
   worker.onmessage = ({ data }) => onWorker(data);
-  worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm' });
-  setInterval(sample, sampleIntervalMs);
+  // The element's capabilities, for the core's follower: Chromium plays rates within 0.1% of 1 as
+  // 1 (its audio renderer passes them through; PLAYERS.md), so rates near 1 are alternated either
+  // side of that band; `?steer=skip` forces skip-only steering (the tests).
+  const player = { steersByRate: new URLSearchParams(location.search).get('steer') !== 'skip', deadBand: 0.001 };
+  worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm', player });
   watchRelay();
 }
 
@@ -79,8 +81,8 @@ function report(kind, fields = {}) { send({ type: 'report', kind, ...fields }); 
 function onWorker(message) {
   switch (message.type) {
     case 'event': onEvent(message.event); break;
-    case 'player': perform(message.command); break;
-    case 'view': view = message.view; draw(); break;
+    case 'player': perform(message.action); break;
+    case 'view': view = message.view; if (view.steering) player.steering = view.steering; draw(); break;
     case 'connection':
       $('connection').textContent = message.up ? 'connected' : relayState.everUp ? 'relay lost: reconnecting…' : 'connecting…';
       $('connection').className = message.up ? 'up' : 'down';
@@ -104,111 +106,106 @@ function onWorker(message) {
   }
 }
 
-// MARK: The player
+// MARK: The player: an adapter
+//
+// How the element follows the group (when a start plays, what a seek costs, the pause snap, the
+// rate, skips where the rate cannot steer, what a hidden page does) is the core's PlayerFollower,
+// the same as mpv's. This performs its actions on the one element and says what the element did:
+// loaded (it knows the media), restarted (it holds a frame where it was sent and can play),
+// a position when asked, paused when the browser paused it, playing, starved, ended.
 
 const player = {
   item: null, url: null,
-  intended: 'paused',          // what the group wants of the element
-  lastPlay: null,              // the last play command: {rate, position, atMs}
-  awaitingReady: false,        // a load or prepare waits to be answered
-  startAfterSeek: false,       // a start waits for the element's seek
-  startTimer: 0,
-  seeking: false, seekStartedMs: 0, seekMs: 80,   // a seek of ours is on; their learned duration
-  pendingPosition: null,       // where to seek once the element knows the media (metadata)
-  ownPause: false,
-  startLagMs: 30,              // how late play() starts the media, learned from the first sample
-  calledPlayAtMs: 0, learnLag: false,
-  gated: true,                 // no samples until the element plays after a seek or start
-  stalled: false,              // reported stalled (ran out of media, or the browser paused it)
+  intended: 'paused',          // what the follower last asked: 'playing' or 'paused'
+  awaitingReady: false,        // a load not yet settled (the tests read it)
+  loading: false,              // a load waits for the element to know the media
+  settling: false,             // a load or seek waits for the element to hold a frame
+  pendingPosition: null,       // where to seek once the element knows the media (a reload)
+  seekTarget: 0, ranges: null, // the last seek's target; whether the server takes byte ranges
+  ownPause: false,             // the next 'pause' event is ours
+  steering: { mode: 'rate', skips: 0 },  // from the core's view
 };
 window.coplayPlayer = player;  // the tests read it through DevTools
-// The element's last events with their wall instants (ms), for the tests and the benchmark.
+// The element's last events and the follower's actions with their wall instants (ms), for the
+// tests and the benchmark.
 player.trace = [];
-for (const type of ['pause', 'playing', 'seeked', 'waiting']) {
-  video.addEventListener(type, () => {
-    player.trace.push({ type, atMs: wallMs(), position: video.currentTime });
-    if (player.trace.length > 100) player.trace.shift();
-  });
+function trace(entry) {
+  player.trace.push({ atMs: wallMs(), position: video.currentTime, ...entry });
+  if (player.trace.length > 100) player.trace.shift();
 }
+for (const type of ['pause', 'playing', 'seeked', 'waiting']) video.addEventListener(type, () => trace({ type }));
 
-// The rate. Chromium plays rates within 0.1% of 1 as 1 (its audio renderer passes them through
-// untouched), and each switch from that pass-through to time-stretching moves currentTime back
-// by about 25 ms, while changes between stretched rates move it by a few ms (Tools/web/rate-probe;
-// PLAYERS.md). The core's nudges are mostly inside that band, so a nudge would do nothing, then
-// cost 25 ms. The element therefore stays stretched while it plays: a rate inside
-// ±0.2% of 1 is made by alternating 1 − 0.2% and 1 + 0.2% within each 200 ms, for the same mean.
-const rateEdge = 0.002, ratePeriodMs = 200;
-const rate = { wanted: 1, timer: 0 };
-// Where playbackRate does not steer (some WebKit builds play every rate at 1), the page steers by
-// skips alone: a seek when the error passes 40 ms, then none for 3 s (the hysteresis that keeps
-// a seek's own time from starting another). It switches when three rate checks in a row find
-// the media not following its rate; `?steer=skip` forces it (the tests).
-const steering = { mode: new URLSearchParams(location.search).get('steer') === 'skip' ? 'skip' : 'rate',
-  misses: 0, check: null, lastSkipMs: 0, skips: 0 };
-player.steering = steering;
-function applyRate(wanted) {
-  rate.wanted = wanted;
-  clearTimeout(rate.timer);
-  // Hidden, the page's timers run once a second, then once a minute: a nudge would last a minute
-  // and samples would steer by stale errors. The element plays at the group's rate unsteered
-  // (its clock and the group's drift apart by parts per million) and sends no samples until
-  // it is shown, when the first sample brings it back.
-  if (steering.mode === 'skip' || document.visibilityState === 'hidden') {
-    video.playbackRate = player.lastPlay?.rate ?? 1;
-    return;
+function observe(kind, fields = {}) { send({ type: 'observe', kind, ...fields }); }
+
+function perform(action) {
+  trace({ type: action.op, command: JSON.stringify(action) });
+  switch (action.op) {
+    case 'load': {
+      player.item = action.item; player.awaitingReady = true;
+      $('item').textContent = action.item;
+      clearProblem('media');
+      const refusal = refusalBeforeLoad(action.url);
+      if (refusal) {
+        player.url = null;
+        video.removeAttribute('src'); video.load();
+        return cannotPlay(refusal);
+      }
+      player.loading = true; player.settling = true;
+      if (player.url !== action.url) {
+        player.url = action.url;
+        player.pendingPosition = null;
+        player.ranges = null;  // known once the element has the media's metadata
+        video.src = action.url;
+      } else {
+        video.currentTime = 0;  // the same media again: from its start, as a load is
+      }
+      break;
+    }
+    case 'seek': seekTo(action.position); break;
+    case 'reload':
+      // A seek the element never finished: a pipeline the browser suspended starts afresh, unless
+      // the server takes no byte ranges (then a reload could not get there either).
+      if (player.ranges === false) cannotSeek(player.seekTarget); else reloadMedia(action.position);
+      break;
+    case 'pause': player.intended = 'paused'; pauseElement(); break;
+    case 'play': player.intended = 'playing'; startElement(); break;
+    case 'rate': video.playbackRate = action.rate; break;
+    case 'read':
+      if (video.paused || video.seeking || video.readyState < 3) observe('unavailable');
+      else observe('position', { position: video.currentTime, at: wallNanos() });
+      break;
+    case 'unload':
+      player.item = null; player.url = null; player.loading = false; player.settling = false;
+      video.removeAttribute('src'); video.load();
+      $('item').textContent = 'nothing';
+      break;
+    case 'interstitial':
+      $('interstitial').hidden = false;
+      $('interstitial').textContent = `interstitial: ${action.url} (${action.duration.toFixed(1)} s)`;
+      break;
+    case 'interstitial-end': $('interstitial').hidden = true; break;
   }
-  if (Math.abs(wanted - 1) >= rateEdge) { video.playbackRate = wanted; return; }
-  const high = (wanted - (1 - rateEdge)) / (2 * rateEdge);  // the share of the period above 1
-  const cycle = () => {
-    video.playbackRate = 1 + rateEdge;
-    rate.timer = setTimeout(() => {
-      video.playbackRate = 1 - rateEdge;
-      rate.timer = setTimeout(cycle, (1 - high) * ratePeriodMs);
-    }, high * ratePeriodMs);
-  };
-  cycle();
 }
 
-function expectedPosition(atMs) {
-  const p = player.lastPlay;
-  return p ? p.position + p.rate * (atMs - p.atMs) / 1000 : video.currentTime;
-}
-
-// A seek of ours. Before the element has the media's metadata it cannot seek: the position
-// waits for it. Several seeks in a row end with one 'seeked': ours are done when the element
-// no longer seeks and nothing waits.
+// A seek of the follower's. A server without byte ranges lets the element seek nowhere: said,
+// rather than sitting at 0:00.
 function seekTo(position) {
   player.seekTarget = Math.max(0, position);
-  player.seeking = true;
-  player.seekStartedMs = wallMs();
-  player.gated = true;
-  if (video.readyState < 1) { player.pendingPosition = Math.max(0, position); return; }
-  video.currentTime = Math.max(0, position);
-  // A page's media pipeline suspended by the browser (a page frozen, then resumed) may never
-  // finish a seek (Chromium: readyState stays 1 with the whole file buffered). A seek not done
-  // in 2 s reloads the media at its position.
-  clearTimeout(player.seekWatchdog);
-  const target = Math.max(0, position);
-  player.seekWatchdog = setTimeout(() => {
-    if (!player.seeking || !video.seeking) return;
-    // Without byte ranges the element cannot fetch the position: a reload would not either.
-    if (player.ranges === false) cannotSeek(target); else reloadMedia(target);
-  }, 2000);
+  player.settling = true;
+  if (player.ranges === false && player.seekTarget > 0.5) return cannotSeek(player.seekTarget);
+  if (video.readyState < 1) { player.pendingPosition = player.seekTarget; return; }
+  video.currentTime = player.seekTarget;
 }
 
-/// The media loaded anew, at `position` when paused, or where the group will be once it has
-/// loaded when playing: a pipeline the browser suspended starts afresh.
+/// The media loaded anew at `position` (its pipeline, suspended by the browser, starts afresh).
 function reloadMedia(position) {
   if (!player.url) return;
   player.reloads = (player.reloads ?? 0) + 1;
-  player.seeking = true;
-  player.gated = true;
-  player.startAfterSeek = player.intended === 'playing';
-  player.pendingPosition = player.intended === 'playing' && player.lastPlay
-    ? expectedPosition(wallMs()) + (player.seekMs + player.startLagMs) / 1000 * player.lastPlay.rate
-    : position;
+  player.settling = true;
+  player.pendingPosition = Math.max(0, position);
   video.src = player.url;
 }
+
 video.addEventListener('loadedmetadata', () => {
   // A film whose picture this browser does not decode plays as sound alone, with no error
   // (Chromium and HEVC): a black box is not watching.
@@ -216,217 +213,62 @@ video.addEventListener('loadedmetadata', () => {
     return cannotPlay({ problem: 'format', text: formatText(player.url, true) });
   }
   // A server that answers no byte ranges (python3's http.server): the element can seek nowhere
-  // (Chromium reports the media seekable from 0 to 0, however much it holds), whatever origin it
-  // is on. A start anywhere but at 0 is then impossible: said, rather than sitting at 0:00.
-  // The film's length, for an item shared without one: the group's seeks past it stop at its end.
-  if (Number.isFinite(video.duration) && video.duration > 0) report('duration', { position: video.duration });
+  // (Chromium reports the media seekable from 0 to 0, however much it holds).
   const seekableEnd = video.seekable.length ? video.seekable.end(video.seekable.length - 1) : 0;
   player.ranges = !(Number.isFinite(video.duration) && video.duration > 1 && seekableEnd < 0.5);
-  if (player.pendingPosition == null) return;
-  if (!player.ranges && player.pendingPosition > 0.5) return cannotSeek(player.pendingPosition);
-  const position = player.pendingPosition;
-  player.pendingPosition = null;
-  video.currentTime = position;
+  // The film's length, for an item shared without one: the group's seeks past it stop at its end.
+  if (Number.isFinite(video.duration) && video.duration > 0) observe('duration', { position: video.duration });
+  if (player.pendingPosition != null) {
+    const position = player.pendingPosition;
+    player.pendingPosition = null;
+    seekTo(position);
+  }
+  if (player.loading) { player.loading = false; observe('loaded'); }
 });
 
-function perform(command) {
-  player.trace.push({ type: command.op, atMs: wallMs(), position: video.currentTime, command: JSON.stringify(command, (k, v) => typeof v === 'bigint' ? Number(v) / 1e6 : v) });
-  if (player.trace.length > 100) player.trace.shift();
-  switch (command.op) {
-    case 'load': {
-      player.item = command.item; player.intended = 'paused'; player.lastPlay = null; player.awaitingReady = true;
-      player.stalled = false;
-      clearTimeout(player.startTimer); player.startAfterSeek = false;
-      $('item').textContent = command.item;
-      clearProblem('media');
-      pauseElement();
-      const refusal = refusalBeforeLoad(command.url);
-      if (refusal) {
-        player.url = null;
-        video.removeAttribute('src'); video.load();
-        return cannotPlay(refusal);
-      }
-      if (player.url !== command.url) {
-        player.url = command.url;
-        player.pendingPosition = null;
-        player.ranges = null;  // known once the element has the media's metadata
-        video.src = command.url;
-      }
-      seekTo(command.position);
-      break;
-    }
-    case 'prepare':
-      player.intended = 'paused'; player.awaitingReady = true;
-      clearTimeout(player.startTimer); player.startAfterSeek = false;
-      pauseElement();
-      seekTo(command.position);
-      break;
-    case 'play': {
-      const atMs = Number(command.at) / 1e6;
-      player.intended = 'playing';
-      player.lastPlay = { rate: command.rate, position: command.position, atMs };
-      applyRate(command.rate);
-      clearTimeout(player.startTimer);
-      const now = wallMs();
-      if (atMs > now) {
-        // A coordinated start: be at the position, then start early by the learned lag.
-        if (Math.abs(video.currentTime - command.position) > 0.010) seekTo(command.position);
-        player.startTimer = setTimeout(startElement, Math.max(0, atMs - now - player.startLagMs));
-      } else if (!video.paused && !video.seeking && Math.abs(video.currentTime - expectedPosition(now)) < 0.020) {
-        // Already playing with the group: the rate nudges close the rest.
-      } else {
-        // Continue from where the group is by now: seek ahead by what the seek and start cost.
-        const ahead = (player.seekMs + player.startLagMs) / 1000 * command.rate;
-        player.startAfterSeek = true;
-        pauseElement();
-        seekTo(expectedPosition(now) + ahead);
-      }
-      break;
-    }
-    case 'rate': applyRate(command.rate); break;
-    case 'pause':
-      player.intended = 'paused';
-      clearTimeout(player.startTimer); player.startAfterSeek = false;
-      pauseElement();
-      if (Math.abs(video.currentTime - command.position) > 0.002) seekTo(command.position);
-      break;
-    case 'unload':
-      player.item = null; player.url = null; player.intended = 'paused'; player.lastPlay = null;
-      clearTimeout(player.startTimer);
-      pauseElement();
-      video.removeAttribute('src'); video.load();
-      $('item').textContent = 'nothing';
-      break;
-    case 'interstitial':
-      $('interstitial').hidden = false;
-      $('interstitial').textContent = `interstitial: ${command.url} (${command.duration.toFixed(1)} s)`;
-      break;
-    case 'interstitial-end': $('interstitial').hidden = true; break;
-  }
+/// The element holds a frame where it was sent and can play: the follower's seek or load is done.
+function restarted() {
+  if (!player.settling || video.seeking || player.pendingPosition != null || video.readyState < 3) return;
+  if (player.loading) { player.loading = false; observe('loaded'); }
+  player.settling = false;
+  player.awaitingReady = false;
+  observe('restarted');
 }
+video.addEventListener('seeked', () => {
+  // A server without byte ranges: the element lands where it has data, not where it was sent.
+  if (player.ranges === false && player.settling && Math.abs(video.currentTime - player.seekTarget) > 1) {
+    return cannotSeek(player.seekTarget);
+  }
+  restarted();
+});
+video.addEventListener('canplay', restarted);
+video.addEventListener('playing', () => { observe('playing'); observe('fed'); });
+// Out of media while playing (a seek's own wait is the seek's).
+video.addEventListener('waiting', () => { if (!video.seeking && !player.settling) observe('starved'); });
+video.addEventListener('pause', () => {
+  if (player.ownPause) { player.ownPause = false; return; }
+  // Not the follower's and not the person's (they click the page's buttons): the browser paused it
+  // (a frozen or hidden page, another page's audio). The follower counts it a stall and asks again.
+  if (!video.ended) observe('paused');
+});
+video.addEventListener('ended', () => observe('ended'));
 
 function pauseElement() {
-  clearTimeout(rate.timer);
   if (!video.paused) { player.ownPause = true; video.pause(); }
 }
 
 function startElement() {
-  if (player.intended !== 'playing') return;
   // At the media's end play() would start it again from 0: the group is past this item's end.
   if (video.ended || (Number.isFinite(video.duration) && video.currentTime >= video.duration - 0.01)) return;
-  player.calledPlayAtMs = wallMs();
-  player.learnLag = true;
   video.play().catch((error) => {
     if (error.name !== 'NotAllowedError') return;
     // The browser wants a gesture for sound: play muted, and offer the sound back.
     video.muted = true;
     $('unmute').hidden = false;
-    video.play().catch(() => report('stalled', { position: video.currentTime }));
+    video.play().catch(() => observe('playRefused'));
   });
 }
 
-function checkReady() {
-  if (!player.awaitingReady || video.seeking || player.seeking || video.readyState < 3) return;
-  player.awaitingReady = false;
-  report('ready', { position: video.currentTime });
-}
-
-function sample() {
-  if (player.intended !== 'playing' || video.paused || video.seeking || player.gated || video.readyState < 3) return;
-  if (document.visibilityState === 'hidden') return;
-  const at = wallMs(), position = video.currentTime;
-  if (player.learnLag && at - player.calledPlayAtMs > 60 && player.lastPlay) {
-    // How much later than asked the media started: the next start calls play() that much earlier.
-    player.learnLag = false;
-    const lateMs = (expectedPosition(at) - position) / player.lastPlay.rate * 1000;
-    if (Math.abs(lateMs) < 500) player.startLagMs = Math.min(300, Math.max(0, player.startLagMs + 0.5 * lateMs));
-  }
-  if (steering.mode === 'skip') return steerBySkips(at, position);
-  checkRateFollows(at, position);
-  report('sample', { position, rate: rate.wanted, at: BigInt(Math.round(at * 1e6)) });
-}
-
-/// Whether the media follows a rate away from 1: over a second at one wanted rate, the media's
-/// own slope must move at least half as far from 1 as the rate does.
-function checkRateFollows(at, position) {
-  const c = steering.check;
-  if (!c || c.wanted !== rate.wanted) { steering.check = { wanted: rate.wanted, at, position }; return; }
-  if (at - c.at < 1000) return;
-  const slope = (position - c.position) / ((at - c.at) / 1000), asked = Math.abs(rate.wanted - 1);
-  if (asked >= 0.01) {
-    steering.misses = Math.abs(slope - 1) < asked / 2 ? steering.misses + 1 : 0;
-    if (steering.misses >= 3) { steering.mode = 'skip'; applyRate(rate.wanted); }
-  }
-  steering.check = { wanted: rate.wanted, at, position };
-}
-
-function steerBySkips(at, position) {
-  if (!player.lastPlay) return;
-  const error = position - expectedPosition(at);
-  if (Math.abs(error) < 0.040 || at - steering.lastSkipMs < 3000) return;
-  steering.lastSkipMs = at;
-  steering.skips++;
-  seekTo(expectedPosition(wallMs()) + player.seekMs / 1000 * player.lastPlay.rate);
-}
-
-video.addEventListener('seeked', () => {
-  if (video.seeking || player.pendingPosition != null) return;  // another seek follows
-  // A server without byte ranges: the element lands where it has data, not where it was sent.
-  if (player.ranges === false && player.seeking && Math.abs(video.currentTime - player.seekTarget) > 1) {
-    return cannotSeek(player.seekTarget);
-  }
-  if (player.seeking) {
-    player.seeking = false;
-    const took = wallMs() - player.seekStartedMs;
-    if (took > 0 && took < 2000) player.seekMs = 0.7 * player.seekMs + 0.3 * took;
-  }
-  // A seek while playing may end without a 'playing' event: samples resume a little later.
-  if (!video.paused) setTimeout(() => { if (!video.seeking && !player.seeking) player.gated = false; }, sampleIntervalMs);
-  if (player.startAfterSeek && player.intended === 'playing') {
-    // A seek that took longer than learned (a reload, a fetch) lands behind the group: once more,
-    // within what is now buffered, before starting.
-    const behind = expectedPosition(wallMs()) - video.currentTime;
-    if (Math.abs(behind) > 0.030 && !player.reseeked && player.lastPlay) {
-      player.reseeked = true;
-      seekTo(expectedPosition(wallMs()) + (player.seekMs + player.startLagMs) / 1000 * player.lastPlay.rate);
-      return;
-    }
-    player.reseeked = false;
-    player.startAfterSeek = false;
-    startElement();
-  }
-  checkReady();
-});
-video.addEventListener('canplay', checkReady);
-video.addEventListener('playing', () => {
-  // Seeks and starts are done: samples may steer again, from the next one on.
-  setTimeout(() => { if (!video.seeking) player.gated = false; }, sampleIntervalMs);
-  if (player.stalled) { player.stalled = false; report('stallEnded', { position: video.currentTime }); }
-});
-video.addEventListener('waiting', () => {
-  if (player.intended !== 'playing' || player.seeking || player.startAfterSeek || player.stalled) return;
-  player.stalled = true;
-  report('stalled', { position: video.currentTime });
-});
-video.addEventListener('pause', () => {
-  if (player.ownPause) { player.ownPause = false; return; }
-  if (player.intended !== 'playing' || video.ended) return;
-  // Not ours and not the person's (they click the page's buttons): the browser paused it (a
-  // frozen or hidden page, another page's audio). This participant stalls; the group plays on.
-  // It tries to play again while the page is shown; once it plays, the core brings it back to
-  // the group's time.
-  if (!player.stalled) { player.stalled = true; report('stalled', { position: video.currentTime }); }
-  retryPlay();
-});
-function retryPlay() {
-  clearTimeout(player.retryTimer);
-  player.retryTimer = setTimeout(() => {
-    if (player.intended !== 'playing' || !video.paused) return;
-    if (document.visibilityState === 'visible') startElement();
-    retryPlay();
-  }, 1000);
-}
-video.addEventListener('ended', () => report('ended', { position: video.currentTime }));
 video.addEventListener('error', async () => {
   const url = player.url;
   if (!url || !video.error) return;
@@ -499,9 +341,8 @@ function formatText(url, soundOnly) {
 function cannotPlay({ problem, text, detail }) {
   showProblem('media', text);
   log(`⚠ ${text}${detail ? ` (${detail})` : ''}`);
-  clearTimeout(player.startTimer); player.startAfterSeek = false; player.intended = 'paused';
+  player.settling = false; player.awaitingReady = false;
   report('loadFailed', { problem, text: `${player.url ?? ''}: ${text}` });
-  player.awaitingReady = false;
 }
 
 // The banner: one sentence per topic (the media, the relay), newest first.
@@ -521,18 +362,19 @@ function reasonWords(reason) {
     noRanges: "can't seek in it", localPath: "can't read a path", live: "can't play live streams" }[problem] || "can't play it";
 }
 
-// The page comes back: a hidden video the browser paused plays again (it is still stalled for
-// the core until the element plays); a frozen or restored page reconnects at once.
-function playIfPaused() { if (player.intended === 'playing' && video.paused && !player.startAfterSeek) startElement(); }
-document.addEventListener('visibilitychange', () => {
-  steering.check = null;
-  if (document.visibilityState === 'hidden') return applyRate(player.lastPlay?.rate ?? 1);
-  playIfPaused();
-  sample();  // at once: the core corrects what drifted while hidden
+// The page hidden and shown: the follower stops steering a hidden page (its timers are throttled)
+// and, shown, plays a video the browser paused and corrects what drifted. A frozen or restored
+// page reconnects at once.
+document.addEventListener('visibilitychange', () => observe(document.visibilityState === 'hidden' ? 'hidden' : 'shown'));
+// A frozen page's media pipeline does not come back whole (seeks never finish): it is reloaded
+// where it was, and the follower, told it stopped, plays it again and brings it back in sync.
+document.addEventListener('resume', () => {
+  send({ type: 'resume' });
+  if (!player.item) return;
+  reloadMedia(video.currentTime);
+  observe('paused');
 });
-// A frozen page's media pipeline does not come back whole (seeks never finish): it is reloaded.
-document.addEventListener('resume', () => { send({ type: 'resume' }); if (player.item) reloadMedia(video.currentTime); });
-window.addEventListener('pageshow', (e) => { if (e.persisted) { send({ type: 'resume' }); playIfPaused(); } });
+window.addEventListener('pageshow', (e) => { if (e.persisted) { send({ type: 'resume' }); observe('shown'); } });
 window.addEventListener('pagehide', (e) => { if (!e.persisted) send({ type: 'leave' }); });
 
 // MARK: The person's controls: each is a group command

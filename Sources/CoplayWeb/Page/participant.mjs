@@ -11,6 +11,7 @@
 //   const p = new Participant(core, { relay: ['ws://TOKEN@HOST:PORT', …], session, key, name,
 //     onEvent, onPlayer, onDiagnostic, onConnection, onExit });
 //   p.connect(); p.console('pause'); p.report('ready', { position: 12.5 });
+//   // or, for a real player that follows through the core: p.follow(); p.observe('restarted');
 
 const enc = new TextEncoder(), dec = new TextDecoder();
 
@@ -74,6 +75,35 @@ export function playerCommand(r) {
     default: return { op: 'none' };
   }
 }
+
+/// A follower's action record (kind 15) as an object; see FollowerRecord in Exports.swift.
+export function playerAction(r) {
+  const v = new DataView(r.buffer, r.byteOffset, r.byteLength);
+  const f = (at) => v.getFloat64(at, true);
+  switch (r[0]) {
+    case 1: {
+      const n = v.getUint16(1, true);
+      return { op: 'load', item: dec.decode(r.slice(3, 3 + n)), url: dec.decode(r.slice(3 + n)) };
+    }
+    case 2: return { op: 'seek', position: f(1) };
+    case 3: return { op: 'pause' };
+    case 4: return { op: 'play' };
+    case 5: return { op: 'rate', rate: f(1) };
+    case 6: return { op: 'read' };
+    case 7: return { op: 'reload', position: f(1) };
+    case 8: return { op: 'unload' };
+    case 9: {
+      const n = v.getUint16(9, true);
+      return { op: 'interstitial', duration: f(1), id: dec.decode(r.slice(11, 11 + n)), url: dec.decode(r.slice(11 + n)) };
+    }
+    case 10: return { op: 'interstitial-end' };
+    default: return { op: 'none' };
+  }
+}
+
+/// What a following player observes (coplay_player_observe's kinds).
+export const observationKinds = { loaded: 1, restarted: 2, position: 3, unavailable: 4, paused: 5, playing: 6,
+  starved: 7, fed: 8, ended: 9, seekRefused: 10, duration: 11, hidden: 12, shown: 13, playRefused: 14 };
 
 /// What a player reports (coplay_player_report's kinds).
 export const reportKinds = { ready: 1, stalled: 2, stallEnded: 3, ended: 4, sample: 5, play: 6, pause: 7, seek: 8,
@@ -140,6 +170,24 @@ export class Participant {
     });
     return !refused;
   }
+  /// The player follows through the core from now on (PlayerFollower): `onPlayer` gets actions
+  /// (load, seek, pause, play, rate, read, reload, unload) instead of commands, and the player
+  /// says what it did with `observe`. `steersByRate` false forces skip-only steering;
+  /// `deadBand` is the band of rates around 1 the engine plays as 1.
+  follow({ steersByRate = true, deadBand = 0 } = {}) {
+    if (this.core.x.coplay_follow(this.handle, steersByRate ? 1 : 0, deadBand) < 0) throw new Error('the core refused the player\'s capabilities');
+  }
+  /// What the following player did: `kind` one of observationKinds' names; a position is read at
+  /// wall instant `at` (ns). Returns false when the core refused a value as out of range.
+  observe(kind, { position = 0, at = 0n } = {}) {
+    let refused = false;
+    this.enter((x, h) => {
+      const length = x.coplay_player_observe(h, observationKinds[kind] ?? 0, position, BigInt(at), monoNanos(), wallNanos());
+      refused = length < 0;
+      return Math.max(length, 0);
+    });
+    return !refused;
+  }
   view() {
     const [record] = this.core.records(this.core.x.coplay_view(this.handle, monoNanos(), wallNanos()));
     return record ? JSON.parse(dec.decode(record.data)) : null;
@@ -169,6 +217,7 @@ export class Participant {
         }
         case 7: this.closed = true; clearTimeout(this.wakeTimer); this.on.exit(); break;
         case 9: this.on.player(playerCommand(r.data)); break;
+        case 15: this.on.player(playerAction(r.data)); break;
         case 11: this.open(dec.decode(r.data)); break;
         case 12: try { this.socket?.send(r.data); } catch { /* closing: the core hears of it */ } break;
         case 13: this.drop(); break;

@@ -3,9 +3,10 @@
 // a live member (heartbeats, clock probes, repairs). The page sends what the person and the
 // video element do; this sends back the core's events, the player's commands and the view.
 //
-// Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL)}, {type:'console', line},
-//               {type:'report', kind, position, rate, at, text}, {type:'resume'}, {type:'leave'}
-// Messages out: {type:'event', event}, {type:'player', command}, {type:'view', view},
+// Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steersByRate,
+//               deadBand}}, {type:'console', line}, {type:'report', kind, position, rate, text},
+//               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}
+// Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
 //               {type:'connection', up}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
 import { Core, Participant, parseKey } from './participant.mjs';
 
@@ -19,12 +20,13 @@ async function start() {
   participant = new Participant(core, {
     relay: joined.relay, session: joined.session, key: parseKey(joined.key), name: joined.name,
     onEvent: (event) => post({ type: 'event', event }),
-    onPlayer: (command) => post({ type: 'player', command }),
+    onPlayer: (action) => post({ type: 'player', action }),
     onDiagnostic: (text) => post({ type: 'diagnostic', text }),
     onConnection: (up) => post({ type: 'connection', up }),
     onExit: () => { clearInterval(viewTimer); post({ type: 'left' }); },
   });
-  guarded(() => participant.connect());
+  // The page's <video> follows through the core: the page only performs actions and observes.
+  guarded(() => { participant.follow(joined.player); participant.connect(); });
   clearInterval(viewTimer);
   viewTimer = setInterval(() => guarded(() => post({ type: 'view', view: participant.view() })), 250);
 }
@@ -62,6 +64,11 @@ onmessage = async ({ data }) => {
     case 'report':
       guarded(() => {
         if (participant && !participant.report(data.kind, data)) post({ type: 'diagnostic', text: `the core refused a ${data.kind} report` });
+      });
+      break;
+    case 'observe':
+      guarded(() => {
+        if (participant && !participant.observe(data.kind, data)) post({ type: 'diagnostic', text: `the core refused a ${data.kind} observation` });
       });
       break;
     case 'resume': guarded(() => participant?.reconnectNow()); break;
