@@ -448,6 +448,9 @@ public struct Settings: Sendable, Equatable {
     /// waits for it. The first lines of `coplay-bench queue` time a `loadfile` right after a pause,
     /// p50 22 ms at 50 ms and 6 ms at 10 ms; 10 ms is still ample for a frame's rendering.
     public var mpvVideoTimingOffset: Duration = .milliseconds(10)
+    /// How long an exiting agent waits for the mpv it started (and the interstitials' mpvs) to
+    /// quit: mpv writes its watch-later state and closes its window within this.
+    public var mpvQuitPatience: Duration = .seconds(2)
     /// How often mpv's second players (interstitials) are looked at: has one failed, have the
     /// ended ones exited.
     public var mpvProcessCheckInterval: Duration = .milliseconds(100)

@@ -18,7 +18,8 @@ import Testing
     @Test func aCaseThatExpectsOtherwise_fails() {
         // The runner itself: a wrong expectation is a failure, so the suite cannot pass by
         // checking nothing.
-        let json = #"{"cases":[{"name":"wrong","player":"mpv","steps":[{"at":0,"command":"load /a 0","expect":["play"]}]}]}"#
+        let json =
+            #"{"cases":[{"name":"wrong","player":"mpv","steps":[{"at":0,"command":"load /a 0","expect":["play"]}]}]}"#
         let result = FollowerScript.run(Array(json.utf8))
         #expect(result.failures.count == 1)
         #expect(FollowerScript.run(Array("[]".utf8)).failures.count == 1)

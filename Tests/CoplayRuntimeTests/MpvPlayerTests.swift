@@ -177,7 +177,8 @@ import Testing
         #expect(seeks.isEmpty, "a cache still growing is waited for")
         for _ in 0..<12 { try cacheEnds(at: 18.38) }  // stopped, for 240 ms
         #expect(seeks.count == 1, "one move, not one every look: \(seeks)")
-        #expect(abs((seeks.first ?? 0) - (18.38 - Settings().live.mpvSeekStepInside)) < 1e-9, "inside the cache: \(seeks)")
+        #expect(
+            abs((seeks.first ?? 0) - (18.38 - Settings().live.mpvSeekStepInside)) < 1e-9, "inside the cache: \(seeks)")
         try cacheEnds(at: 20.3)
         #expect(seeks.count == 2 && seeks.last == 18.4, "then to the target, in the cache: \(seeks)")
         // The move's restart is not the prepare's: ready only after the seek to the target.

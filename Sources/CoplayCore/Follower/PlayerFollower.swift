@@ -280,7 +280,8 @@ public struct PlayerFollower: Sendable {
         // The unpause comes the start bias after the instant: a start that arrives after its
         // instant but before then is still on time.
         let unpauseDelay = bias(hold) / max(new.rate, 0.01)
-        if askedPause, let held, preparing == nil, !seeking, !snapPending, abs(held - new.position) < settings.heldWithin,
+        if askedPause, let held, preparing == nil, !seeking, !snapPending,
+            abs(held - new.position) < settings.heldWithin,
             (new.at - now.wall).seconds + unpauseDelay >= 0
         {
             unpauseAt = new.at  // prepared where the start is: unpause at the instant
@@ -461,7 +462,8 @@ public struct PlayerFollower: Sendable {
                         + " it can seek only where it has cached unless the server takes byte ranges (Range requests)"))
         case .duration(let seconds):
             // The file's length, once per load, for an item shared without one (the core's one check).
-            guard PlayerReport.duration(seconds).refusal() == nil, let item, item.durationSeconds == nil, !item.live, !durationReported
+            guard PlayerReport.duration(seconds).refusal() == nil, let item, item.durationSeconds == nil, !item.live,
+                !durationReported
             else { break }
             durationReported = true
             out.reports.append(.duration(seconds))

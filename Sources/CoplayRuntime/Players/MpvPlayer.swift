@@ -1,10 +1,9 @@
 import CoplayCore
 import Glibc
 
-/// mpv, driven over its JSON IPC (`--input-ipc-server`): one JSON object per line each way,
-/// commands carrying a `request_id` that the reply repeats, and events (`seek`,
-/// `playback-restart`, `file-loaded`, `end-file`, and `property-change` for the properties it
-/// observes).
+/// mpv, driven over its JSON IPC: one JSON object per line each way, commands carrying a
+/// `request_id` that the reply repeats, and events (`seek`, `playback-restart`, `file-loaded`,
+/// `end-file`, and `property-change` for the properties it observes).
 ///
 /// An adapter only: how mpv follows the group's timeline (when a start unpauses, what a seek
 /// costs, a start's bias, the pause snap, catching up, sampling) is the core's `PlayerFollower`.
@@ -12,9 +11,8 @@ import Glibc
 ///
 /// - `playback-restart` once no seek of coplay's is pending is `.restarted`; a `seek` event
 ///   coplay did not ask for is the person's.
-/// - A position is read from `audio-pts` (µs-smooth; `time-pos` steps by frames), or the frames'
-///   clock for an item found to have no audio, and stamped at the middle of the request's round
-///   trip.
+/// - A position is read from `audio-pts` (µs-smooth; `time-pos` steps by frames; the frames' clock
+///   for an item with no audio), stamped at the middle of the request's round trip.
 /// - `pause` and `speed` changes go to the follower, which knows which ones it asked for: the
 ///   others are the person in front of mpv (group commands).
 /// - `paused-for-cache` is a stall; `eof-reached` the end; a failed load is reported as a failure.
@@ -39,13 +37,10 @@ struct MpvPlayer: PlayerDriver {
     private var endingProcesses: [ChildProcess] = []
     private var processCheckAt: MonotonicInstant?
 
+    /// What a request asked, for its answer (`cacheRanges`: before a seek in a live stream).
     private enum Request {
         case sample(sentAt: Timestamp)
-        case seek
-        /// `demuxer-cache-state`, asked before a seek in a live stream.
-        case cacheRanges
-        case personSeekPosition
-        case other
+        case seek, cacheRanges, personSeekPosition, other
     }
 
     private var nextRequestID: Int64 = 1
@@ -71,8 +66,7 @@ struct MpvPlayer: PlayerDriver {
 
     /// Properties observed, by observation id.
     private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached", "duration"]
-    /// Answers in a row that an item's `audio-pts` is unavailable before its frames' clock is
-    /// read instead.
+    /// Answers in a row that `audio-pts` is unavailable before the frames' clock is read instead.
     static let audioUnavailableMax = 3
 
     init(
@@ -95,10 +89,8 @@ struct MpvPlayer: PlayerDriver {
         // mpv's gapless audio buys nothing and costs a transition: with it, a file loaded after the
         // previous one ended waited some 40 ms for the old audio output (4–9 ms without).
         send(["set_property", "gapless-audio", "no"], as: .other)
-        // mpv's video output renders each frame `video-timing-offset` (50 ms) before its time and
-        // then blocks until that time; a `loadfile` or a seek waits for it. A `next` while playing
-        // paid for it before mpv even opened the file (`Settings.mpvVideoTimingOffset`); a value
-        // given with --mpv-option wins.
+        // A shorter wait of the video output before each frame (`Settings.mpvVideoTimingOffset`),
+        // unless --mpv-option gives one.
         if !options.contains(where: { $0.hasPrefix("video-timing-offset=") }) {
             send(["set_property", "video-timing-offset", .double(settings.mpvVideoTimingOffset.seconds)], as: .other)
         }
@@ -150,24 +142,16 @@ struct MpvPlayer: PlayerDriver {
             send(["loadfile", .string(item.url), "replace"] + options.map { .string($0) }, as: .other)
         case .seek(let position):
             seek(to: position, now: now)
-        case .reload(let position):
-            seek(to: position, now: now)  // mpv's pipeline does not get stuck: a seek again
-        case .pause:
-            send(["set_property", "pause", true], as: .other)
-        case .play:
-            send(["set_property", "pause", false], as: .other)
-        case .setRate(let rate):
-            send(["set_property", "speed", .double(rate)], as: .other)
-        case .readPosition:
-            let id = send(["get_property", .string(positionProperty)], as: .sample(sentAt: now))
-            sampleRequest = id
+        case .reload(let position): seek(to: position, now: now)  // mpv's pipeline does not get stuck
+        case .pause: send(["set_property", "pause", true], as: .other)
+        case .play: send(["set_property", "pause", false], as: .other)
+        case .setRate(let rate): send(["set_property", "speed", .double(rate)], as: .other)
+        case .readPosition: sampleRequest = send(["get_property", .string(positionProperty)], as: .sample(sentAt: now))
         case .unload:
             (item, fileLoaded) = (nil, false)
             send(["stop"], as: .other)
-        case .interstitial(let interstitial):
-            return showInterstitial(interstitial, now: now)
-        case .endInterstitial:
-            stopInterstitial()
+        case .interstitial(let interstitial): return showInterstitial(interstitial, now: now)
+        case .endInterstitial: stopInterstitial()
         }
         return []
     }
@@ -376,16 +360,14 @@ struct MpvPlayer: PlayerDriver {
         return perform(.load(item, position: 0), now: now)
     }
 
-    /// A seek in a live stream waiting for mpv's cache to hold its target.
+    /// A seek in a live stream waiting for mpv's cache to hold its target: when to look at the
+    /// cache next, and to give up; the end of the cached range short of the target and since when
+    /// it has not grown; the end mpv was last moved inside (once per end, not at every look).
     private struct LiveSeek {
         var position: Double
-        /// The next time to look at the cache; the time after which the seek goes anyway.
         var lookAt: MonotonicInstant?
         var giveUpAt: MonotonicInstant
-        /// The end of the cached range that stops short of the target, and since when it has
-        /// not grown (`liveSeekCache`).
         var shortEnd: (position: Double, since: MonotonicInstant)?
-        /// The end mpv was last moved inside: it is moved once per end, not at every look.
         var steppedTo: Double?
     }
 
@@ -451,16 +433,16 @@ struct MpvPlayer: PlayerDriver {
 
     // MARK: Ending
 
-    /// mpv closed its connection: the person closed its window (or it quit with the agent). Not
-    /// an error: the agent leaves and exits, and says why (`AgentShell`).
+    /// mpv closed its connection: the person closed its window (or it quit with the agent). The
+    /// agent leaves and exits, and says why (`AgentShell`).
     func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], true) }
 
     mutating func close() {
         stopInterstitial()
-        for ending in endingProcesses { ending.waitForExit(patience: .seconds(1)) }
+        for ending in endingProcesses { ending.waitForExit(patience: settings.mpvQuitPatience) }
         if let process {
             socket.send(JSONValue.object([("command", .array(["quit"]))]).serialized)
-            process.waitForExit(patience: .seconds(2))
+            process.waitForExit(patience: settings.mpvQuitPatience)
         }
         socket.close()
         if let ownedSocketPath { unlink(ownedSocketPath) }

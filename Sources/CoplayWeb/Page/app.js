@@ -47,7 +47,9 @@ function join() {
   // The element's capabilities, for the core's follower: Chromium plays rates within 0.1% of 1 as
   // 1 (its audio renderer passes them through; PLAYERS.md), so rates near 1 are alternated either
   // side of that band; `?steer=skip` forces skip-only steering (the tests).
-  const player = { steersByRate: new URLSearchParams(location.search).get('steer') !== 'skip', deadBand: 0.001 };
+  // Firefox and WebKit stretch every rate (a dead band would only alternate their rates).
+  const chromium = /Chrom(e|ium)\//.test(navigator.userAgent);  // HeadlessChrome/ too
+  const player = { steersByRate: new URLSearchParams(location.search).get('steer') !== 'skip', deadBand: chromium ? 0.001 : 0 };
   worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm', player });
   watchRelay();
 }
@@ -171,7 +173,7 @@ function perform(action) {
     case 'play': player.intended = 'playing'; startElement(); break;
     case 'rate': video.playbackRate = action.rate; break;
     case 'read':
-      if (video.paused || video.seeking || video.readyState < 3) observe('unavailable');
+      if (video.paused || video.seeking || video.readyState < 2) observe('unavailable');
       else observe('position', { position: video.currentTime, at: wallNanos() });
       break;
     case 'unload':
@@ -226,9 +228,23 @@ video.addEventListener('loadedmetadata', () => {
   if (player.loading) { player.loading = false; observe('loaded'); }
 });
 
+/// Whether the element holds media from where it stands on (`seconds` of it, or to the end).
+/// WebKit's GStreamer pipeline leaves readyState at 2 (HAVE_CURRENT_DATA) after a seek and fires
+/// 'waiting' at a play() while it plays on, never 'canplay' or 'playing' after: what it has
+/// buffered says whether it can play, in every engine.
+function holdsAhead(seconds) {
+  const t = video.currentTime, b = video.buffered;
+  for (let i = 0; i < b.length; i++) {
+    if (b.start(i) <= t + 0.001 && (b.end(i) >= t + seconds || b.end(i) >= video.duration - 0.05)) return true;
+  }
+  return false;
+}
+const aheadToPlay = 0.3;  // seconds of media held ahead for the element to count as able to play
+
 /// The element holds a frame where it was sent and can play: the follower's seek or load is done.
 function restarted() {
-  if (!player.settling || video.seeking || player.pendingPosition != null || video.readyState < 3) return;
+  if (!player.settling || video.seeking || player.pendingPosition != null) return;
+  if (video.readyState < 3 && !(video.readyState >= 2 && holdsAhead(aheadToPlay))) return;
   if (player.loading) { player.loading = false; observe('loaded'); }
   player.settling = false;
   player.awaitingReady = false;
@@ -242,9 +258,25 @@ video.addEventListener('seeked', () => {
   restarted();
 });
 video.addEventListener('canplay', restarted);
-video.addEventListener('playing', () => { observe('playing'); observe('fed'); });
-// Out of media while playing (a seek's own wait is the seek's).
-video.addEventListener('waiting', () => { if (!video.seeking && !player.settling) observe('starved'); });
+video.addEventListener('progress', restarted);
+// Playing again ends any stall, the browser's pause as well as a starved element's.
+video.addEventListener('playing', () => { player.starvedAt = null; observe('playing'); observe('fed'); });
+// Out of media while playing: a 'waiting' with nothing held ahead (a seek's own wait is the
+// seek's; WebKit's 'waiting' at a play() that plays on is not one). Fed again when the element
+// plays ('playing'), or its time moves on (WebKit fires no 'playing' after its 'waiting').
+video.addEventListener('waiting', () => {
+  if (video.seeking || player.settling || holdsAhead(aheadToPlay)) return;
+  player.starvedAt = video.currentTime;
+  observe('starved');
+});
+function fed() {
+  if (player.starvedAt == null) return;
+  player.starvedAt = null;
+  observe('fed');
+}
+video.addEventListener('timeupdate', () => {
+  if (player.starvedAt != null && !video.paused && video.currentTime > player.starvedAt + 0.05) fed();
+});
 video.addEventListener('pause', () => {
   if (player.ownPause) { player.ownPause = false; return; }
   // Not the follower's and not the person's (they click the page's buttons): the browser paused it
