@@ -2,12 +2,14 @@ import Foundation
 
 extension Benchmarks {
     /// `coplay-bench browser`: the browser participant, measured. Runs Tools/web/browser-check
-    /// `runs` times (headless Chromium in a namespace of its own with two native agents, one
+    /// `runs` times (the engine's browser, headless Chromium by default, in a namespace of its own with two native agents, one
     /// driving mpv, through nats-server's WebSocket listener) and pools what each run measured;
     /// then Tools/web/crowd.mjs (`crowd` participants of the page's shell in one node with two
     /// agents); then the module's size. The first run's tab is hidden behind another for
     /// `hiddenSeconds` (it must stay a member and make no group pause). Prints each figure beside its target.
-    public static func browser(coplay: String, runs: Int, crowd: Int, hiddenSeconds: Int) throws {
+    public static func browser(
+        coplay: String, runs: Int, crowd: Int, hiddenSeconds: Int, engine: String = "chromium"
+    ) throws {
         let root = try checkoutRoot(containing: "Tools/web/browser-check")
         let web = root + "/.build/wasm/web"
         if !FileManager.default.fileExists(atPath: web + "/coplay.wasm") {
@@ -20,7 +22,7 @@ extension Benchmarks {
             // The first run keeps its tab hidden `hiddenSeconds`, the others 20 s.
             let (status, output) = try Locations.run(
                 root + "/Tools/web/browser-check", [coplay, web, root + "/.build/artifacts"],
-                environment: ["BROWSER_HIDDEN_SECONDS": "\(run == 1 ? hiddenSeconds : 20)"])
+                environment: ["BROWSER_HIDDEN_SECONDS": "\(run == 1 ? hiddenSeconds : 20)", "BROWSER_ENGINE": engine])
             guard let summary = output.split(separator: "\n").last(where: { $0.hasPrefix("{\"figures\"") }),
                 let object = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any]
             else {
@@ -115,7 +117,9 @@ extension Benchmarks {
                 "coplay.wasm", "≤ 1 MB, ≤ 350 KB gzip",
                 "\(wasm.count) bytes, \(gzipped.trimmingCharacters(in: .whitespacesAndNewlines)) gzipped"
             ))
-        print("\nbrowser: \(runs) run(s) of Tools/web/browser-check, loopback inside a namespace, through nats-server")
+        print(
+            "\nbrowser (\(engine)): \(runs) run(s) of Tools/web/browser-check, loopback inside a namespace, through nats-server"
+        )
         let width = rows.map { $0.0.count }.max() ?? 40
         for (label, target, figure) in rows {
             print(

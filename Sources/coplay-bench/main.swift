@@ -22,7 +22,8 @@ let usage = """
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
-           coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--coplay PATH]
+           coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--engine chromium|firefox|webkit]
+                            [--coplay PATH]
            coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--live] [--coplay PATH]
            coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
            coplay-bench party [--runs N] [--coplay PATH]
@@ -266,6 +267,7 @@ if kind == "browser" {
     var runs = 3
     var crowd = 100
     var hidden = 300
+    var engine = "chromium"
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
@@ -273,11 +275,16 @@ if kind == "browser" {
         case "--crowd": crowd = numbers(value, in: 0...400, "--crowd takes a count", "100")[0]
         case "--hidden-seconds": hidden = numbers(value, in: 1...3600, "--hidden-seconds takes a duration", "300")[0]
         case "--coplay": coplay = value
-        default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --hidden-seconds, --coplay)")
+        case "--engine":
+            guard ["chromium", "firefox", "webkit"].contains(value) else {
+                fail("--engine takes chromium, firefox or webkit, not '\(value)'")
+            }
+            engine = value
+        default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --hidden-seconds, --engine, --coplay)")
         }
     }
     measure {
-        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden)
+        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden, engine: engine)
     }
 }
 if kind == "party" {
