@@ -45,7 +45,7 @@ class ChromiumBrowser {
     const browser = new ChromiumBrowser();
     browser.cdp = await CDPBrowser.launch(['--headless=new', '--no-sandbox', `--user-data-dir=${work}/profile-chromium`,
       '--mute-audio', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--window-size=1200,1000'],
-    { log, prefix });
+    { prefix });  // its own output is not kept (a stream for `log` must be open before the spawn)
     return browser;
   }
   async newPage(url) {

@@ -40,9 +40,9 @@ public struct FollowerSettings: Hashable, Sendable {
     /// seek's own time must not start the next one: no seek loop).
     public var skipBeyond: Duration = .milliseconds(40)
     public var skipQuiet: Duration = .seconds(3)
-    /// Whether the rate steers is checked over windows of this length at one asked rate at
-    /// least `rateCheckAskedMin` from 1: the media's own slope must move at least half as far
-    /// from 1 as the rate does. `rateCheckMisses` windows in a row that miss switch to skips.
+    /// Whether the rate steers is checked over windows of this length in which the rates asked
+    /// were on average at least `rateCheckAskedMin` from the group's: the media's own slope must
+    /// move at least half as far. `rateCheckMisses` windows in a row that miss switch to skips.
     public var rateCheckWindow: Duration = .seconds(1)
     public var rateCheckAskedMin = 0.01
     public var rateCheckMisses = 3

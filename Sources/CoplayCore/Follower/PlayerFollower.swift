@@ -172,12 +172,17 @@ public struct PlayerFollower: Sendable {
     private(set) var skipsOnly: Bool
     private(set) var skips = 0
     private var lastSkipAt: MonotonicInstant?
-    private var rateCheck: (rate: Double, position: Double, at: WallInstant)?
+    /// The rate check's window: where and when it began, the last reading and the rate asked
+    /// since, and how far from the group's rate the asked rates took the media (rate × seconds).
+    private var rateCheck: (position: Double, at: WallInstant, last: WallInstant, asked: Double, away: Double)?
     private var rateMisses = 0
     /// A rate inside the dead band, made by alternating: the share of the period above 1, and
     /// when the side changes next.
     private var dither: (high: Double, above: Bool, switchAt: MonotonicInstant)?
     private var retryPlayAt: MonotonicInstant?
+    /// Where the platform paused the player (a browser pausing a hidden page's video), until it
+    /// plays again: it stands there meanwhile.
+    private var platformPausedAt: Double?
 
     public init(_ capabilities: Capabilities, settings: Settings) {
         self.capabilities = capabilities
@@ -318,11 +323,13 @@ public struct PlayerFollower: Sendable {
     private mutating func stopTimeline() {
         (anchor, unpauseAt, nextSampleAt, lastSample, sampleAsked) = (nil, nil, nil, nil, nil)
         (measureStartBias, catchUpUntil, dither, retryPlayAt, rateCheck) = (false, nil, nil, nil, nil)
+        platformPausedAt = nil
         generation += 1
     }
 
     /// Where the player is at `instant`, as far as it is known without asking.
     func estimate(at instant: WallInstant) -> Double {
+        if let platformPausedAt { return platformPausedAt }
         if !askedPause, let lastSample { return lastSample.position + askedSpeed * (instant - lastSample.at).seconds }
         if !askedPause, let anchor, instant >= anchor.at { return anchor.position(at: instant) }
         return held ?? preparing ?? 0
@@ -429,7 +436,7 @@ public struct PlayerFollower: Sendable {
             }
         case .starved(let nowStarved):
             guard nowStarved != starved, item != nil, !nowStarved || !askedPause else { break }
-            starved = nowStarved
+            (starved, rateCheck) = (nowStarved, nil)
             let position = estimate(at: now.wall)
             if nowStarved {
                 stopTimeline()
@@ -516,6 +523,10 @@ public struct PlayerFollower: Sendable {
         }
         let was = playerPaused
         playerPaused = paused
+        if !paused, let stopped = platformPausedAt {
+            // Playing again after the platform's pause: on from where it stopped.
+            (platformPausedAt, lastSample) = (nil, (stopped, now.wall))
+        }
         guard paused != askedPause else { return }
         snapOnPause = nil
         // Where it stopped, read while it still counts as moving.
@@ -524,6 +535,7 @@ public struct PlayerFollower: Sendable {
             // The platform paused it (a hidden page, another page's audio): this participant
             // stalls, the group plays on; it is asked to play again until it does.
             guard paused, was != paused, !ended else { return }
+            (platformPausedAt, rateCheck) = (position, nil)
             if !starved {
                 starved = true
                 out.reports.append(.stalled(position: position))
@@ -568,7 +580,7 @@ public struct PlayerFollower: Sendable {
                 // timeline, rather than be steered in at the catch-up rate for a second. (After a
                 // load the first reading is ahead by mpv's priming, and that passes.)
                 setPause(true, &out)
-                held = position
+                (held, rateCheck) = (position, nil)
                 unpauseAt = now.wall + .seconds(saturating: error / rate)
                 unpauseHold = .pause
                 lastSample = nil
@@ -578,7 +590,7 @@ public struct PlayerFollower: Sendable {
                 // It started late: it plays at the catch-up rate for as long as makes the time up
                 // (20 ms at 5%: 0.4 s), and no reading steers it meanwhile. The nudges' controller
                 // would close the gap exponentially, over a second or more.
-                dither = nil
+                (dither, rateCheck) = (nil, nil)
                 setRate(groupRate * (1 + catchUpRate), &out)
                 let until = now.monotonic + .seconds(saturating: -error / (rate * catchUpRate))
                 catchUpUntil = until
@@ -613,26 +625,33 @@ public struct PlayerFollower: Sendable {
         (measureStartBias, unpauseHold) = (true, .restart)
     }
 
-    /// Whether the media follows a rate away from 1: over a window at one asked rate, its own
-    /// slope must move at least half as far from 1 as the rate does.
+    /// Whether the media follows the rates asked: over a window, the media's own slope must move
+    /// at least half as far from the group's rate as the rates asked did on average (they change
+    /// with every nudge; WebKit's GStreamer pipeline played a rate changed every 100 ms at 1).
     private mutating func checkRateFollows(_ position: Double, at: WallInstant, now: Timestamp, _ out: inout Output) {
         let asked = dither != nil ? wantedRate : askedSpeed
-        guard let check = rateCheck, check.rate == asked else {
-            rateCheck = (asked, position, at)
+        // A window is readings in a row: a gap (a hold, a stall, the platform's pause, a seek)
+        // begins a new one, or the time the media stood still would count as a rate not followed.
+        guard var check = rateCheck, at - check.last <= settings.rateCheckWindow else {
+            rateCheck = (position, at, at, asked, 0)
             return
         }
-        guard at - check.at >= settings.rateCheckWindow else { return }
-        let slope = (position - check.position) / (at - check.at).seconds
-        let away = abs(asked - groupRate)
-        if away >= settings.rateCheckAskedMin {
-            rateMisses = abs(slope - groupRate) < away / 2 ? rateMisses + 1 : 0
+        check.away += (check.asked - groupRate) * (at - check.last).seconds
+        (check.last, check.asked) = (at, asked)
+        rateCheck = check
+        let elapsed = (at - check.at).seconds
+        guard elapsed >= settings.rateCheckWindow.seconds else { return }
+        let away = check.away / elapsed
+        if abs(away) >= settings.rateCheckAskedMin {
+            let moved = ((position - check.position) / elapsed - groupRate) * (away < 0 ? -1 : 1)
+            rateMisses = moved < abs(away) / 2 ? rateMisses + 1 : 0
             if rateMisses >= settings.rateCheckMisses {
                 skipsOnly = true
                 dither = nil
                 setRate(groupRate, &out)
             }
         }
-        rateCheck = (asked, position, at)
+        rateCheck = (position, at, at, asked, 0)
     }
 
     // MARK: Asking the player

@@ -136,6 +136,7 @@ function trace(entry) {
   if (player.trace.length > 100) player.trace.shift();
 }
 for (const type of ['pause', 'playing', 'seeked', 'waiting']) video.addEventListener(type, () => trace({ type }));
+video.addEventListener('play', () => trace({ type: 'unpaused' }));  // WebKit may fire no 'playing' after
 
 function observe(kind, fields = {}) { send({ type: 'observe', kind, ...fields }); }
 
@@ -171,7 +172,7 @@ function perform(action) {
       break;
     case 'pause': player.intended = 'paused'; pauseElement(); break;
     case 'play': player.intended = 'playing'; startElement(); break;
-    case 'rate': video.playbackRate = action.rate; break;
+    case 'rate': player.rate = action.rate; video.playbackRate = action.rate; break;
     case 'read':
       if (video.paused || video.seeking || video.readyState < 2) observe('unavailable');
       else observe('position', { position: video.currentTime, at: wallNanos() });
@@ -208,7 +209,10 @@ function reloadMedia(position) {
   video.src = player.url;
 }
 
+// A new src (a load, a reload) puts playbackRate back to 1: the rate the follower asked holds on.
+video.addEventListener('loadstart', () => { if (player.rate != null) video.playbackRate = player.rate; });
 video.addEventListener('loadedmetadata', () => {
+  if (player.rate != null && video.playbackRate !== player.rate) video.playbackRate = player.rate;
   // A film whose picture this browser does not decode plays as sound alone, with no error
   // (Chromium and HEVC): a black box is not watching.
   if (video.videoWidth === 0 && /\.(mp4|m4v|mov|mkv|webm|avi|ts)(\?|#|$)/i.test(player.url ?? '')) {
