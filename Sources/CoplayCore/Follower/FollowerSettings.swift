@@ -42,9 +42,12 @@ public struct FollowerSettings: Hashable, Sendable {
     public var skipQuiet: Duration = .seconds(3)
     /// Whether the rate steers is checked over windows of this length in which the rates asked
     /// were on average at least `rateCheckAskedMin` from the group's: the media's own slope must
-    /// move at least half as far. `rateCheckMisses` windows in a row that miss switch to skips.
+    /// move half as far, or `rateCheckMovedMin`, whichever is less (a player that does not steer
+    /// moves not at all; one that steers badly still steers). `rateCheckMisses` windows in a row
+    /// that miss switch to skips.
     public var rateCheckWindow: Duration = .seconds(1)
     public var rateCheckAskedMin = 0.01
+    public var rateCheckMovedMin = 0.005
     public var rateCheckMisses = 3
     /// A player that plays rates near 1 as 1 (`PlayerFollower.Capabilities.rateDeadBand`) is
     /// given a rate inside twice its band by alternating either side of the band, for the same

@@ -626,8 +626,10 @@ public struct PlayerFollower: Sendable {
     }
 
     /// Whether the media follows the rates asked: over a window, the media's own slope must move
-    /// at least half as far from the group's rate as the rates asked did on average (they change
-    /// with every nudge; WebKit's GStreamer pipeline played a rate changed every 100 ms at 1).
+    /// from the group's rate toward the rates asked (on average: they change with every nudge;
+    /// WebKit's GStreamer pipeline played a rate changed every 100 ms at 1), by half as far or by
+    /// `rateCheckMovedMin`, whichever is less (Chromium, catching up at 5%, moves less than half
+    /// as far: each change of its rate sets its clock back a few milliseconds).
     private mutating func checkRateFollows(_ position: Double, at: WallInstant, now: Timestamp, _ out: inout Output) {
         let asked = dither != nil ? wantedRate : askedSpeed
         // A window is readings in a row: a gap (a hold, a stall, the platform's pause, a seek)
@@ -644,7 +646,7 @@ public struct PlayerFollower: Sendable {
         let away = check.away / elapsed
         if abs(away) >= settings.rateCheckAskedMin {
             let moved = ((position - check.position) / elapsed - groupRate) * (away < 0 ? -1 : 1)
-            rateMisses = moved < abs(away) / 2 ? rateMisses + 1 : 0
+            rateMisses = moved < min(abs(away) / 2, settings.rateCheckMovedMin) ? rateMisses + 1 : 0
             if rateMisses >= settings.rateCheckMisses {
                 skipsOnly = true
                 dither = nil
