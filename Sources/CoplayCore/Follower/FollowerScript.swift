@@ -3,7 +3,8 @@
 /// the case expects. The same runner is compiled into the agent's tests and into the `.wasm`
 /// (`coplay_follower_cases`), so that one suite proves the follower behaves alike in both.
 ///
-/// A case: `{"name", "player": "mpv"|"video", "skipsOnly"?, "deadBand"?, "steps": [...]}`; a
+/// A case: `{"name", "player": "mpv"|"video", "skipsOnly"?, "checksRate"?, "deadBand"?,
+/// "steps": [...]}`; a
 /// step: `{"at": ms, "command"|"observe": "words", "expect"?: [lines], "wake"?: ms}` or
 /// `{"at": ms, "advance": true, ...}`. Commands: `load URL POS`, `prepare POS`,
 /// `play RATE POS AT-MS`, `rate RATE`, `pause POS`, `unload`. Observations: `loaded`,
@@ -35,6 +36,7 @@ public enum FollowerScript {
             let name = entry["name"]?.string ?? "case \(result.cases)"
             var capabilities: PlayerFollower.Capabilities = entry["player"]?.string == "video" ? .video : .mpv
             if entry["skipsOnly"]?.bool == true { capabilities.steersByRate = false }
+            if entry["checksRate"]?.bool == true { capabilities.checksRate = true }
             capabilities.rateDeadBand = entry["deadBand"]?.number ?? capabilities.rateDeadBand
             var follower = PlayerFollower(capabilities, settings: Settings())
             for (index, step) in (entry["steps"]?.array ?? []).enumerated() {

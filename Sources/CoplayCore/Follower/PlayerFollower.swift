@@ -13,9 +13,13 @@ public struct PlayerFollower: Sendable {
     /// What the player can do, as its adapter declares it.
     public struct Capabilities: Hashable, Sendable {
         /// Its rate steers it (mpv's `speed`, most engines' `playbackRate`). When false, or once
-        /// found not to follow its rate (`FollowerSettings.rateCheckMisses`), it is steered by
-        /// skips alone.
+        /// found not to follow its rate (where `checksRate`), it is steered by skips alone.
         public var steersByRate: Bool
+        /// Whether its rate steers is not known: the follower checks that the media follows the
+        /// rates asked (`FollowerSettings.rateCheckMisses`). A player known to steer is not
+        /// checked: a check that misfires (Chromium's clock set back at each rate change, a
+        /// freeze) costs the precision of rate steering for good.
+        public var checksRate: Bool
         /// Rates within this of 1 it plays as exactly 1 (Chromium's audio renderer): a rate
         /// inside twice this is made by alternating either side of it (0: none).
         public var rateDeadBand: Double
@@ -30,10 +34,11 @@ public struct PlayerFollower: Sendable {
         public var reloadsStuckSeeks: Bool
 
         public init(
-            steersByRate: Bool = true, rateDeadBand: Double = 0, ownPausesArePersons: Bool = true,
-            snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false
+            steersByRate: Bool = true, checksRate: Bool = false, rateDeadBand: Double = 0,
+            ownPausesArePersons: Bool = true, snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false
         ) {
             self.steersByRate = steersByRate
+            self.checksRate = checksRate
             self.rateDeadBand = rateDeadBand
             self.ownPausesArePersons = ownPausesArePersons
             self.snapsAfterPausing = snapsAfterPausing
@@ -603,8 +608,10 @@ public struct PlayerFollower: Sendable {
             steerBySkips(position, at: at, anchor: anchor, now: now, &out)
             return
         }
-        checkRateFollows(position, at: at, now: now, &out)
-        guard !skipsOnly else { return }  // the rate was found not to steer: skips from now on
+        if capabilities.checksRate {
+            checkRateFollows(position, at: at, now: now, &out)
+            guard !skipsOnly else { return }  // the rate was found not to steer: skips from now on
+        }  // the rate was found not to steer: skips from now on
         let rate = dither != nil ? wantedRate : askedSpeed
         out.reports.append(.sample(position: position, rate: rate, at: at))
     }

@@ -48,8 +48,16 @@ function join() {
   // 1 (its audio renderer passes them through; PLAYERS.md), so rates near 1 are alternated either
   // side of that band; `?steer=skip` forces skip-only steering (the tests).
   // Firefox and WebKit stretch every rate (a dead band would only alternate their rates).
-  const chromium = /Chrom(e|ium)\//.test(navigator.userAgent);  // HeadlessChrome/ too
-  const player = { steersByRate: new URLSearchParams(location.search).get('steer') !== 'skip', deadBand: chromium ? 0.001 : 0 };
+  // Chromium's and Firefox's rates were measured to steer. WebKit on Linux (WebKitGTK, WPE: a
+  // GStreamer pipeline) plays a rate changed with every nudge at 1: it steers by skips. Another
+  // engine (Safari's AVFoundation) steers by rate until the follower finds it does not.
+  const ua = navigator.userAgent;
+  const chromium = /Chrom(e|ium)\//.test(ua);  // HeadlessChrome/ too
+  const firefox = /Firefox\//.test(ua);
+  const gstreamerWebKit = !chromium && !firefox && /AppleWebKit\//.test(ua) && /\b(X11|Linux)\b/.test(ua) && !/Android/.test(ua);
+  const forced = new URLSearchParams(location.search).get('steer') === 'skip';
+  const steering = forced || gstreamerWebKit ? 'skip' : chromium || firefox ? 'rate' : 'check';
+  const player = { steering, deadBand: chromium ? 0.001 : 0 };
   worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm', player });
   watchRelay();
 }

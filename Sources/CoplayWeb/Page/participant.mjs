@@ -172,10 +172,12 @@ export class Participant {
   }
   /// The player follows through the core from now on (PlayerFollower): `onPlayer` gets actions
   /// (load, seek, pause, play, rate, read, reload, unload) instead of commands, and the player
-  /// says what it did with `observe`. `steersByRate` false forces skip-only steering;
-  /// `deadBand` is the band of rates around 1 the engine plays as 1.
-  follow({ steersByRate = true, deadBand = 0 } = {}) {
-    if (this.core.x.coplay_follow(this.handle, steersByRate ? 1 : 0, deadBand) < 0) throw new Error('the core refused the player\'s capabilities');
+  /// says what it did with `observe`. `steering`: 'rate' (an engine known to steer), 'skip'
+  /// (skip-only), or 'check' (by rate until found not to follow it); `deadBand` is the band of
+  /// rates around 1 the engine plays as 1.
+  follow({ steering = 'check', deadBand = 0 } = {}) {
+    const code = { skip: 0, rate: 1, check: 2 }[steering];
+    if (code === undefined || this.core.x.coplay_follow(this.handle, code, deadBand) < 0) throw new Error('the core refused the player\'s capabilities');
   }
   /// What the following player did: `kind` one of observationKinds' names; a position is read at
   /// wall instant `at` (ns). Returns false when the core refused a value as out of range.

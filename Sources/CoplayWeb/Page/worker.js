@@ -3,7 +3,7 @@
 // a live member (heartbeats, clock probes, repairs). The page sends what the person and the
 // video element do; this sends back the core's events, the player's commands and the view.
 //
-// Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steersByRate,
+// Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steering,
 //               deadBand}}, {type:'console', line}, {type:'report', kind, position, rate, text},
 //               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
