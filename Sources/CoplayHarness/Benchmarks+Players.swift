@@ -218,6 +218,7 @@ extension Benchmarks {
         var propagation: [Double] = []
         var starts: [Double] = []
         for round in 0..<rounds {
+            observer.drainPending()
             let pressed = MpvClient.unixNanos()
             mpvA.set("pause", true)
             if let paused = observer.waitForChange(of: "pause", to: true, timeout: .seconds(3)) {
@@ -225,6 +226,7 @@ extension Benchmarks {
             }
             usleep(700_000)
             // Unpause set in mpv A the same way → mpv B playing: a coordinated start for coplay.
+            observer.drainPending()
             let unpressed = MpvClient.unixNanos()
             mpvA.set("pause", false)
             if let playing = observer.waitForChange(of: "pause", to: false, timeout: .seconds(3)) {

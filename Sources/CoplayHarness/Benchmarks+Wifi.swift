@@ -85,6 +85,7 @@ extension Benchmarks {
         print("    offset |1-k|:   \(figures.offsets.summary(unit: "ms"))")
         print("      (each reading timed to within: \(figures.offsetUncertainties.summary(unit: "ms")))")
         print("    pause → others: \(figures.pause.summary(unit: "ms"))")
+        print("      tail: \(figures.pause.tail(above: 20, unit: "ms"))")
         print("    unpause → others playing: \(figures.unpause.summary(unit: "ms"))")
         let departures = figures.falseDepartures.map { ", false departures \($0)" } ?? ""
         print("    commands lost (a player that never followed): \(figures.lost) of \(figures.trials)\(departures)")
@@ -217,6 +218,7 @@ extension Benchmarks {
     /// Offsets for `seconds`, then `trials` pauses and unpauses set in the first player.
     static func measureAir(_ players: [MpvClient], seconds: Int, trials: Int) throws -> AirFigures {
         var figures = AirFigures(system: "", link: "", hosts: players.count)
+        let debug = ProcessInfo.processInfo.environment["COPLAY_BENCH_DEBUG"] != nil
         let first = players[0]
         var offsets: [Double] = []
         var uncertainties: [Double] = []
@@ -247,6 +249,10 @@ extension Benchmarks {
                 // last).
                 let stamps = Stamps()
                 let waiting = DispatchGroup()
+                for (index, observer) in observers.enumerated() {
+                    let stale = observer.drainPending()
+                    if debug, !stale.isEmpty { print("    observer \(index + 2) had before the press: \(stale)") }
+                }
                 for (index, observer) in observers.enumerated() {
                     waiting.enter()
                     Thread {

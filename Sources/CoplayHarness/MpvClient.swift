@@ -87,6 +87,28 @@ public final class MpvClient: @unchecked Sendable {
         return nil
     }
 
+    /// Reads and returns the lines mpv has already sent (events left from before), without
+    /// waiting: a benchmark drains them before it presses, so that a change it waits for is the
+    /// press's, not one that came earlier (a follower's pause and play around a seek).
+    @discardableResult
+    public func drainPending() -> [String] {
+        var lines: [String] = []
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            guard count > 0 else {
+                if count == 0 { closed = true }
+                break
+            }
+            buffer += chunk[..<count]
+        }
+        while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+            lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+            buffer.removeSubrange(...newline)
+        }
+        return lines
+    }
+
     /// The next event mpv sends (a `property-change` after `observe_property`, …) with the true
     /// Unix time in nanoseconds it arrived at; nil after 5 s without one, or when mpv is gone.
     public func nextEvent() -> (event: [String: Any], atUnixNanos: Int64)? {

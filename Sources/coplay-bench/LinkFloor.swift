@@ -43,7 +43,9 @@ enum LinkFloor {
         for name in links {
             guard let link = LinkKind(rawValue: name) else { continue }
             for count in hosts {
-                print("  \(name), \(count) hosts: \(pause(link: link, hosts: count, dtim: dtim).summary(unit: "ms"))")
+                let floor = pause(link: link, hosts: count, dtim: dtim)
+                print("  \(name), \(count) hosts: \(floor.summary(unit: "ms"))")
+                print("    tail: \(floor.tail(above: 20, unit: "ms"))")
             }
         }
     }
