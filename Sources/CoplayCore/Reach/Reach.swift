@@ -135,7 +135,7 @@ struct Reach: Sendable {
         return [nextPeerListAt, named.values.min()].compactMap { $0 }.min()
     }
 
-    /// Each group datagram of `directives`, followed by its unicast copies: for the members
+    /// Each group datagram of `directives`, preceded by its unicast copies: for the members
     /// multicast does not reach (`farewell`'s once this agent has left), and, of a time-critical
     /// datagram (a command, a ready, an end), for the members whose multicast is slow or lossy
     /// (`unicastWanted`, announced by them: `MulticastPath`; at most `unicastFanOutMax`, and none
@@ -164,7 +164,11 @@ struct Reach: Sendable {
         return directives.flatMap { directive -> [Directive] in
             guard case .multicast(let datagram) = directive else { return [directive] }
             let copies = datagram.payload.isTimeCritical ? destinations + prompt : destinations
-            return [directive] + copies.map { .unicast(datagram, to: $0) }
+            // The copies go first: a station's uplink is one queue, and a frame held there by
+            // retries holds every frame behind it. The multicast frame waits for the next DTIM
+            // beacon at the access point anyway, so queued last it loses nothing, and queued
+            // first it would be one more frame the copies could wait behind.
+            return copies.map { .unicast(datagram, to: $0) } + [directive]
         }
     }
 }
