@@ -158,19 +158,40 @@ try {
   figure('play-to-tab-playing', wallMs() - pressed);
   await sleep(3000);  // the rate nudges settle the start
 
-  // The media clocks: the tab's currentTime at its wall instant, mpv's audio-pts at the middle
-  // of its request's round trip; both clocks are this machine's.
-  async function offsets(target, count) {
+  // The media clocks: the tab's position at its wall instant, mpv's audio-pts at the middle of
+  // its request's round trip; both clocks are this machine's. The tab's position is the highest of
+  // its currentTime readings over 60 ms, each carried forward to the last one's instant at the
+  // element's rate: Firefox's currentTime moves in steps of some 20 ms, so one reading alone is
+  // where the media was up to a step before (in Chromium the readings agree and this is the last).
+  const freshPosition = `new Promise((done) => {
+    const v = document.getElementById('video'), readings = [], began = performance.now();
+    const read = () => {
+      readings.push([v.currentTime, performance.now()]);
+      if (performance.now() - began < 60) { setTimeout(read, 1); return; }
+      const [, last] = readings[readings.length - 1];
+      const p = Math.max(...readings.map(([p, t]) => p + (last - t) / 1000 * v.playbackRate));
+      done({ p, at: performance.timeOrigin + last, r: v.playbackRate, paused: v.paused, single: readings[readings.length - 1][0] });
+    };
+    read();
+  })`;
+  // `singles`, when given, gets the offsets by the last reading alone.
+  async function offsets(target, count, singles) {
     const values = [];
     for (let i = 0; i < count; i++) {
-      const tab = await target.evaluate('(() => { const v = document.getElementById("video"); return { p: v.currentTime, at: performance.timeOrigin + performance.now(), r: v.playbackRate, paused: v.paused }; })()');
+      const tab = await target.evaluate(freshPosition);
       const m = await mpvCommand('get_property', 'audio-pts');
-      if (!tab.paused && typeof m.data === 'number') values.push((tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+      if (!tab.paused && typeof m.data === 'number') {
+        values.push((tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+        singles?.push((tab.single + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+      }
       await sleep(100);
     }
     return values;
   }
-  const media = await offsets(page, 50);
+  const singles = [];
+  const media = await offsets(page, 50, singles);
+  figure('media-offset-tab-mpv-one-reading-p50', quantile(singles.map(Math.abs), 0.5));
+  figure('media-offset-tab-mpv-one-reading-p99', quantile(singles.map(Math.abs), 0.99));
   // The frames shown: each frame's media time at the instant it is due on the display
   // (requestVideoFrameCallback), against mpv's audio-pts at that instant.
   const frames = [];

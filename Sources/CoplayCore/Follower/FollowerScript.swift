@@ -3,7 +3,7 @@
 /// the case expects. The same runner is compiled into the agent's tests and into the `.wasm`
 /// (`coplay_follower_cases`), so that one suite proves the follower behaves alike in both.
 ///
-/// A case: `{"name", "player": "mpv"|"video", "skipsOnly"?, "checksRate"?, "deadBand"?,
+/// A case: `{"name", "player": "mpv"|"video", "skipsOnly"?, "checksRate"?, "readsInSteps"?, "deadBand"?,
 /// "steps": [...]}`; a
 /// step: `{"at": ms, "command"|"observe": "words", "expect"?: [lines], "wake"?: ms}` or
 /// `{"at": ms, "advance": true, ...}`. Commands: `load URL POS`, `prepare POS`,
@@ -37,6 +37,7 @@ public enum FollowerScript {
             var capabilities: PlayerFollower.Capabilities = entry["player"]?.string == "video" ? .video : .mpv
             if entry["skipsOnly"]?.bool == true { capabilities.steersByRate = false }
             if entry["checksRate"]?.bool == true { capabilities.checksRate = true }
+            if entry["readsInSteps"]?.bool == true { capabilities.readsInSteps = true }
             capabilities.rateDeadBand = entry["deadBand"]?.number ?? capabilities.rateDeadBand
             var follower = PlayerFollower(capabilities, settings: Settings())
             for (index, step) in (entry["steps"]?.array ?? []).enumerated() {

@@ -60,5 +60,15 @@ public struct FollowerSettings: Hashable, Sendable {
     /// player that declares it can: a browser's media pipeline, suspended, may never finish one).
     public var seekPatience: Duration = .seconds(2)
 
+    /// A player whose readings move in steps (`PlayerFollower.Capabilities.readsInSteps`:
+    /// Firefox's `currentTime` moves some 20 ms at a time, read every 100 ms) is taken to be where
+    /// the highest of its readings of the last `steppedReadingsSpan`, each carried forward at the
+    /// rate asked, puts it: each reading is where it was up to a step before it was read, and
+    /// over 300 ms the readings' phases against the steps spread enough for one to be fresh. A
+    /// reading more than `readingStepMax` below that is no stale reading but the media falling
+    /// behind (a hiccup): the readings begin again from it.
+    public var steppedReadingsSpan: Duration = .milliseconds(350)
+    public var readingStepMax = 0.05
+
     public init() {}
 }

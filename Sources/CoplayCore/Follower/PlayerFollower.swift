@@ -32,10 +32,15 @@ public struct PlayerFollower: Sendable {
         public var snapsAfterPausing: Bool
         /// A seek not done within `FollowerSettings.seekPatience` reloads the media (`.reload`).
         public var reloadsStuckSeeks: Bool
+        /// Its position readings move in steps (Firefox's `currentTime`, some 20 ms at a time):
+        /// each is where it was up to a step before, and it is steered by the highest of its
+        /// recent readings carried forward (`FollowerSettings.steppedReadingsSpan`).
+        public var readsInSteps: Bool
 
         public init(
             steersByRate: Bool = true, checksRate: Bool = false, rateDeadBand: Double = 0,
-            ownPausesArePersons: Bool = true, snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false
+            ownPausesArePersons: Bool = true, snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false,
+            readsInSteps: Bool = false
         ) {
             self.steersByRate = steersByRate
             self.checksRate = checksRate
@@ -43,6 +48,7 @@ public struct PlayerFollower: Sendable {
             self.ownPausesArePersons = ownPausesArePersons
             self.snapsAfterPausing = snapsAfterPausing
             self.reloadsStuckSeeks = reloadsStuckSeeks
+            self.readsInSteps = readsInSteps
         }
 
         /// mpv: its own controls are the person's, and its speed steers.
@@ -179,7 +185,12 @@ public struct PlayerFollower: Sendable {
     private var lastSkipAt: MonotonicInstant?
     /// The rate check's window: where and when it began, the last reading and the rate asked
     /// since, and how far from the group's rate the asked rates took the media (rate × seconds).
-    private var rateCheck: (position: Double, at: WallInstant, last: WallInstant, asked: Double, away: Double)?
+    private var rateCheck: (position: Double, at: WallInstant, last: WallInstant, asked: Double, away: Double)? {
+        didSet { if rateCheck == nil { steppedReadings.removeAll() } }  // a gap in the readings
+    }
+    /// The readings in a row of a player that reads in steps, oldest first, within
+    /// `steppedReadingsSpan` (a handful).
+    private var steppedReadings: [(position: Double, at: WallInstant)] = []
     private var rateMisses = 0
     /// A rate inside the dead band, made by alternating: the share of the period above 1, and
     /// when the side changes next.
@@ -604,6 +615,7 @@ public struct PlayerFollower: Sendable {
                 return
             }
         }
+        let position = capabilities.readsInSteps ? fresh(position, at: at) : position
         if skipsOnly {
             steerBySkips(position, at: at, anchor: anchor, now: now, &out)
             return
@@ -614,6 +626,17 @@ public struct PlayerFollower: Sendable {
         }  // the rate was found not to steer: skips from now on
         let rate = dither != nil ? wantedRate : askedSpeed
         out.reports.append(.sample(position: position, rate: rate, at: at))
+    }
+
+    /// Where a player that reads in steps is: the highest of its recent readings, each carried
+    /// forward at the rate asked (a reading far below them begins the readings again).
+    private mutating func fresh(_ position: Double, at: WallInstant) -> Double {
+        let rate = dither != nil ? wantedRate : askedSpeed
+        steppedReadings.removeAll { at - $0.at > settings.steppedReadingsSpan || $0.at > at }
+        let best = steppedReadings.map { $0.position + (at - $0.at).seconds * rate }.max() ?? position
+        if best - position > settings.readingStepMax { steppedReadings.removeAll() }
+        steppedReadings.append((position, at))
+        return best - position > settings.readingStepMax ? position : max(best, position)
     }
 
     /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond`, and then none
@@ -668,6 +691,7 @@ public struct PlayerFollower: Sendable {
     private mutating func setPause(_ paused: Bool, _ out: inout Output) {
         guard paused != askedPause || !askedAnything else { return }
         (askedPause, askedAnything) = (paused, true)
+        steppedReadings.removeAll()
         if paused { retryPlayAt = nil }
         out.actions.append(paused ? .pause : .play)
     }
@@ -703,6 +727,7 @@ public struct PlayerFollower: Sendable {
 
     private mutating func seek(to position: Double, now: Timestamp, _ out: inout Output) {
         seekedInItem = loaded
+        steppedReadings.removeAll()
         (hold, lastSample, ended) = (.restart, nil, false)
         (seeking, seekSentAt, seekTarget) = (true, now.monotonic, max(0, position))
         seekDeadline = capabilities.reloadsStuckSeeks ? now.monotonic + settings.seekPatience : nil

@@ -57,8 +57,12 @@ function join() {
   const gstreamerWebKit = !chromium && !firefox && /AppleWebKit\//.test(ua) && /\b(X11|Linux)\b/.test(ua) && !/Android/.test(ua);
   const forced = new URLSearchParams(location.search).get('steer') === 'skip';
   const steering = forced || gstreamerWebKit ? 'skip' : chromium || firefox ? 'rate' : 'check';
-  const player = { steering, deadBand: chromium ? 0.001 : 0 };
-  worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm', player });
+  // Firefox's currentTime moves in steps of some 20 ms, each reading up to a step old (measured:
+  // read every 100 ms at rate 1, it lagged a straight line by 1 to 20 ms, alternately).
+  const steps = new URLSearchParams(location.search).get('steps');
+  const capabilities = { steering, deadBand: chromium ? 0.001 : 0, readsInSteps: steps ? steps === 'on' : firefox };
+  player.readsInSteps = capabilities.readsInSteps;
+  worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm', player: capabilities });
   watchRelay();
 }
 
@@ -134,6 +138,7 @@ const player = {
   seekTarget: 0, ranges: null, // the last seek's target; whether the server takes byte ranges
   ownPause: false,             // the next 'pause' event is ours
   steering: { mode: 'rate', skips: 0 },  // from the core's view
+  readsInSteps: false,         // currentTime moves in steps: read at a frame's callback
 };
 window.coplayPlayer = player;  // the tests read it through DevTools
 // The element's last events and the follower's actions with their wall instants (ms), for the
@@ -183,6 +188,7 @@ function perform(action) {
     case 'rate': player.rate = action.rate; video.playbackRate = action.rate; break;
     case 'read':
       if (video.paused || video.seeking || video.readyState < 2) observe('unavailable');
+      else if (player.readsInSteps && video.requestVideoFrameCallback && !document.hidden) readAtFrame();
       else observe('position', { position: video.currentTime, at: wallNanos() });
       break;
     case 'unload':
@@ -196,6 +202,23 @@ function perform(action) {
       break;
     case 'interstitial-end': $('interstitial').hidden = true; break;
   }
+}
+
+// Firefox's currentTime moves every 40 ms or so, and read at any moment it is up to that old;
+// read at a frame's callback, it has just moved (within a millisecond of the instant read, in
+// Tools/web/clock-probe). The frame comes within 33 ms at 30 frames a second; without one (no
+// video track, a frame held) the element is read as it is after 50 ms, and the core's follower
+// takes stale readings for what they are (readsInSteps).
+function readAtFrame() {
+  let answered = false;
+  const answer = () => {
+    if (answered) return;
+    answered = true;
+    if (video.paused || video.seeking) observe('unavailable');
+    else observe('position', { position: video.currentTime, at: wallNanos() });
+  };
+  const frame = video.requestVideoFrameCallback(answer);
+  setTimeout(() => { if (!answered) video.cancelVideoFrameCallback(frame); answer(); }, 50);
 }
 
 // A seek of the follower's. A server without byte ranges lets the element seek nowhere: said,

@@ -174,9 +174,11 @@ export class Participant {
   /// (load, seek, pause, play, rate, read, reload, unload) instead of commands, and the player
   /// says what it did with `observe`. `steering`: 'rate' (an engine known to steer), 'skip'
   /// (skip-only), or 'check' (by rate until found not to follow it); `deadBand` is the band of
-  /// rates around 1 the engine plays as 1.
-  follow({ steering = 'check', deadBand = 0 } = {}) {
-    const code = { skip: 0, rate: 1, check: 2 }[steering];
+  /// rates around 1 the engine plays as 1; `readsInSteps`: the element's position readings move
+  /// in steps (Firefox's currentTime), each up to a step old.
+  follow({ steering = 'check', deadBand = 0, readsInSteps = false } = {}) {
+    const mode = { skip: 0, rate: 1, check: 2 }[steering];
+    const code = mode === undefined ? undefined : mode | (readsInSteps ? 4 : 0);
     if (code === undefined || this.core.x.coplay_follow(this.handle, code, deadBand) < 0) throw new Error('the core refused the player\'s capabilities');
   }
   /// What the following player did: `kind` one of observationKinds' names; a position is read at

@@ -4,7 +4,7 @@
 // video element do; this sends back the core's events, the player's commands and the view.
 //
 // Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steering,
-//               deadBand}}, {type:'console', line}, {type:'report', kind, position, rate, text},
+//               deadBand, readsInSteps}}, {type:'console', line}, {type:'report', kind, position, rate, text},
 //               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
 //               {type:'connection', up}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
