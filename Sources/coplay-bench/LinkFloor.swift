@@ -1,5 +1,7 @@
+import CoplayCore
 import CoplayHarness
 import CoplaySimulation
+import Foundation
 
 /// What the link model itself allows a pause: an ideal protocol whose agents take no time sends,
 /// at the press, one unicast frame from the pressing host to each other host (on `wifi` and
@@ -38,6 +40,61 @@ enum LinkFloor {
         return Distribution(delays)
     }
 
+    /// The same press made by a protocol that also sends routine frames (on `wifi`): each host
+    /// sends `routinePerSecond` unicast frames to the others in turn and `groupPerSecond` group
+    /// frames, at random instants over the 300 ms before the press (a frame held by retries
+    /// waits 120 ms at most); the pressing host then sends its pause's unicast copies, with the
+    /// group copy before them when `groupFirst`. What the routine traffic and the order cost
+    /// above the floor.
+    static func pauseWithRoutine(
+        hosts: Int, dtim: Int, routinePerSecond: Double, groupPerSecond: Double, groupFirst: Bool,
+        trials: Int = 20_000
+    ) -> Distribution {
+        var delays: [Double] = []
+        delays.reserveCapacity(trials * (hosts - 1))
+        let receivers = Array(1..<hosts)
+        let pressed: Int64 = 1_000_000_000
+        let span: Int64 = 300_000_000
+        for trial in 0..<trials {
+            var model = LinkModel(.wifi, hosts: hosts, dtimPeriod: dtim, seed: 0xF200_0000 &+ UInt64(trial))
+            var random = SplitMix64(seed: 0xF300_0000 &+ UInt64(trial))
+            // Every host's routine frames, in the order they were sent.
+            var frames: [(at: Int64, from: Int, to: Int?)] = []
+            for host in 0..<hosts {
+                for (rate, isGroup) in [(routinePerSecond, false), (groupPerSecond, true)] where rate > 0 {
+                    var at = pressed - span
+                    while true {
+                        at += Int64(-log(1 - random.nextUnit()) / rate * 1e9)
+                        guard at < pressed else { break }
+                        let others = (0..<hosts).filter { $0 != host }
+                        frames.append((at, host, isGroup ? nil : others[Int(random.next() % UInt64(others.count))]))
+                    }
+                }
+            }
+            for frame in frames.sorted(by: { $0.at < $1.at }) {
+                let to = frame.to.map { [$0] } ?? Array(0..<hosts).filter { $0 != frame.from }
+                _ = model.deliver(from: frame.from, to: to, isGroup: frame.to == nil, at: frame.at)
+            }
+            var first: [Int: Int64] = [:]
+            func group() {
+                for (host, at) in model.deliver(from: 0, to: receivers, isGroup: true, at: pressed) {
+                    first[host] = min(first[host] ?? .max, at)
+                }
+            }
+            if groupFirst { group() }
+            for receiver in receivers {
+                for (host, at) in model.deliver(from: 0, to: [receiver], isGroup: false, at: pressed) {
+                    first[host] = min(first[host] ?? .max, at)
+                }
+            }
+            if !groupFirst { group() }
+            for receiver in receivers {
+                delays.append(Double((first[receiver] ?? pressed + 1_000_000_000) - pressed) / 1e6)
+            }
+        }
+        return Distribution(delays)
+    }
+
     static func report(links: [String], hosts: [Int], dtim: Int) {
         print("the link model's floor for a pause (an ideal protocol, agents and players taking no time):")
         for name in links {
@@ -46,6 +103,16 @@ enum LinkFloor {
                 let floor = pause(link: link, hosts: count, dtim: dtim)
                 print("  \(name), \(count) hosts: \(floor.summary(unit: "ms"))")
                 print("    tail: \(floor.tail(above: 20, unit: "ms"))")
+                guard link == .wifi else { continue }
+                // coplay's routine traffic on the air among 3 hosts: 2 probes and 2 probe replies
+                // a second (a probe a second each way to each peer), 2 heartbeats.
+                for groupFirst in [true, false] {
+                    let routine = pauseWithRoutine(
+                        hosts: count, dtim: dtim, routinePerSecond: 4, groupPerSecond: 2, groupFirst: groupFirst)
+                    let order = groupFirst ? "group copy first" : "unicast copies first"
+                    print("    with 4 unicast and 2 group routine frames a second from each host, \(order): "
+                        + routine.tail(above: 20, unit: "ms"))
+                }
             }
         }
     }
