@@ -110,8 +110,9 @@ enum LinkFloor {
                     let routine = pauseWithRoutine(
                         hosts: count, dtim: dtim, routinePerSecond: 4, groupPerSecond: 2, groupFirst: groupFirst)
                     let order = groupFirst ? "group copy first" : "unicast copies first"
-                    print("    with 4 unicast and 2 group routine frames a second from each host, \(order): "
-                        + routine.tail(above: 20, unit: "ms"))
+                    print(
+                        "    with 4 unicast and 2 group routine frames a second from each host, \(order): "
+                            + routine.tail(above: 20, unit: "ms"))
                 }
             }
         }
