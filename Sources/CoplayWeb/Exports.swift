@@ -10,9 +10,10 @@
 // 9 a command for the player (`PlayerRecord`), whose reports come back through
 // `coplay_player_report`; 10 the view (`coplay_view`, JSON); 11 open the relay's WebSocket to
 // this URL (closing any other); 12 bytes to send on it; 13 close it; 14 the relay's state
-// (JSON: connected, server, reason); 15 an action for the player, for a participant whose
-// player follows through the core (`coplay_follow`: `FollowerRecord`), whose observations come
-// back through `coplay_player_observe`.
+// (JSON: connected, server, reason; refused: true when the server refused the credentials); 15
+// an action for the player, for a participant whose player follows through the core
+// (`coplay_follow`: `FollowerRecord`), whose observations come back through
+// `coplay_player_observe`.
 
 /// One participant of the module: the instance lives in a box, so that each call changes it in
 /// place (a copy of an `Instance` in and out of the table on every call cost time and 20 KB).
@@ -212,16 +213,19 @@ func carryRelay(_ outputs: [NatsClient.Output], _ participant: Participant, _ no
             }
         case .lost(let reason):
             append(14, Array(relayState(connected: false, server: participant.relay?.server.name, reason: reason).utf8))
+        case .refused(let server):
+            append(14, Array(relayState(connected: false, server: server, reason: nil, refused: true).utf8))
         case .diagnose(let text): append(5, Array(text.utf8))
         }
     }
 }
 
-func relayState(connected: Bool, server: String?, reason: String?) -> String {
+func relayState(connected: Bool, server: String?, reason: String?, refused: Bool = false) -> String {
     var json = JSONObject()
     json.bool("connected", connected)
     json.string("server", server)
     json.string("reason", reason)
+    if refused { json.bool("refused", true) }
     return json.closed
 }
 

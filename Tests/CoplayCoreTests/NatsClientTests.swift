@@ -69,6 +69,26 @@ import Testing
         #expect(client.statistics.framesDropped == 1 && client.statistics.framesPublished == 1)
     }
 
+    /// A server that refuses the credentials (a stale link's token) is said to have refused
+    /// them, as a state a display shows; a server that drops the connection is not.
+    @Test func aRefusalOfTheCredentials_isSaid_andAClosedConnectionIsNot() {
+        var client = webClient(["ws://stale@10.0.0.1:8080"])
+        _ = client.start(now: at(0))
+        _ = client.opened(now: at(1))
+        let out = client.received(Array((info + "-ERR 'Authorization Violation'\r\n").utf8), now: at(2))
+        #expect(out.contains(.refused(server: "ws://10.0.0.1:8080")))
+        #expect(
+            out.contains {
+                if case .diagnose(let text) = $0 { text.contains("Authorization Violation") } else { false }
+            })
+        var other = webClient(["ws://tok@10.0.0.1:8080"])
+        _ = other.start(now: at(0))
+        _ = establish(&other, at: at(1))
+        let closed = other.closed("the connection was reset", now: at(5))
+        #expect(!closed.contains { if case .refused = $0 { true } else { false } })
+        #expect(closed.contains { if case .lost = $0 { true } else { false } })
+    }
+
     /// The tab whose server froze: a PING after `pingInterval` of silence, the server given up
     /// at `deadAfter` (said as lost), and the next server the cluster announced tried at once.
     @Test func aSilentServer_isGivenUpWithinASecond_forOneTheClusterAnnounced() {

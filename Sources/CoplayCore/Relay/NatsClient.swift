@@ -46,6 +46,9 @@ public struct NatsClient: Sendable {
         /// The connection that was up is gone (for a display: "relay lost"); a new one is being
         /// made.
         case lost(String)
+        /// The server refused the credentials (a wrong or stale token): said once per refusal, so
+        /// that a display can say the link is out of date rather than "connecting…".
+        case refused(server: String)
         /// Something for the log.
         case diagnose(String)
     }
@@ -305,6 +308,7 @@ public struct NatsClient: Sendable {
             statistics.connected = false
             out.append(.lost(text))
         }
+        if refused { out.append(.refused(server: name)) }
         let wait = servers.failed(random: &random)
         reconnectAt = now + wait
         // Each failure is said once until a connection succeeds: a server that keeps refusing

@@ -153,7 +153,7 @@ final class RelayClient {
                 events.append(.frame(subject: subject, payload: payload))
             case .connected:
                 events.append(.connected)
-            case .lost:
+            case .lost, .refused:
                 continue  // said by the diagnostic that follows it
             case .diagnose(let text):
                 events.append(.diagnose(text))

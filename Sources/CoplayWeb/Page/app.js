@@ -101,19 +101,16 @@ function onWorker(message) {
       $('connection').textContent = message.up ? 'connected' : relayState.everUp ? 'relay lost: reconnecting…' : 'connecting…';
       $('connection').className = message.up ? 'up' : 'down';
       relayState.up = message.up;
-      if (message.up) { relayState.everUp = true; clearProblem('relay'); } else watchRelay();
-      break;
-    case 'diagnostic':
-      if (/Authorization Violation/i.test(message.text)) {
-        // Said once, not at every retry.
-        if (!relayState.refused) log(`⚠ ${message.text}`);
+      if (message.refused) {
+        // The core's word that the server refused the credentials (its diagnostic says how).
         relayState.refused = true;
         showProblem('relay', 'The relay refused this link: its token is wrong or out of date. Ask the host for a new link (a new party makes a new one).');
-      } else {
-        // The relay's client says when it connects and what the cluster announced: news, not a
-        // warning (the screenshot showed "⚠ relay: connected").
-        log(/^relay: (connected|the cluster announced)/.test(message.text) ? message.text : `⚠ ${message.text}`);
-      }
+      } else if (message.up) { relayState.everUp = true; clearProblem('relay'); } else watchRelay();
+      break;
+    case 'diagnostic':
+      // The relay's client says when it connects and what the cluster announced: news, not a
+      // warning (the screenshot showed "⚠ relay: connected").
+      log(/^relay: (connected|the cluster announced)/.test(message.text) ? message.text : `⚠ ${message.text}`);
       break;
     case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
     case 'left': log('left the group'); break;

@@ -227,7 +227,8 @@ export class Participant {
         case 13: this.drop(); break;
         case 14: {
           const state = JSON.parse(dec.decode(r.data));
-          if (state.connected !== this.connected) { this.connected = state.connected; this.on.connection(state.connected, state); }
+          // A refusal of the credentials is said each time (the page says the link is out of date).
+          if (state.connected !== this.connected || state.refused) { this.connected = state.connected; this.on.connection(state.connected, state); }
           break;
         }
       }
