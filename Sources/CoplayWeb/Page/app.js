@@ -443,7 +443,11 @@ window.addEventListener('pagehide', (e) => { if (!e.persisted) send({ type: 'lea
 
 // MARK: The person's controls: each is a group command
 
-$('play').onclick = () => report(player.intended === 'playing' ? 'pause' : 'play', { rate: 1 });
+$('play').onclick = () => {
+  const asked = player.intended === 'playing' ? 'pause' : 'play';
+  trace({ type: 'pressed', asked });  // when the page had the click (the tests measure from it)
+  report(asked, { rate: 1 });
+};
 $('back').onclick = () => report('seek', { position: Math.max(0, video.currentTime - 10) });
 $('forward').onclick = () => report('seek', { position: video.currentTime + 10 });
 $('next').onclick = () => report('next');
