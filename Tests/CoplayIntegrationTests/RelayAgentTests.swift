@@ -249,8 +249,9 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-leaf-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        // The shipped ports, moved to ones of this process.
-        let base = 30_000 + Int(getpid() % 2_000) * 8
+        // The shipped ports, moved to ones of this process, below Linux's ephemeral range
+        // (32768-60999), where any connection's local end may hold a port.
+        let base = 25_000 + Int(getpid() % 800) * 8
         let moves = [("4224", base), ("7422", base + 1), ("4225", base + 2)]
         var servers: [Process] = []
         defer {
@@ -419,7 +420,9 @@ final class NatsCluster: @unchecked Sendable {
         guard Self.serverPath != nil else { throw LANError(description: "nats-server is not installed") }
         self.token = token
         self.maxPayloads = maxPayloads
-        let base = 20_000 + Int(getpid() % 2_000) * 8 + salt * 4
+        // Below Linux's ephemeral range (32768-60999), where any connection's local end may hold
+        // a port (a CI run's nats-server once found its port taken so).
+        let base = 20_000 + Int(getpid() % 500) * 8 + salt * 4
         ports = (0..<servers).map { base + $0 }
         processes = Array(repeating: nil, count: servers)
         for index in 0..<servers {

@@ -15,7 +15,9 @@ import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
 const [coplay, wasm, work, countText = '100', threadsText = '2'] = process.argv.slice(2);
 const count = Number(countText), threads = Math.max(1, Number(threadsText));
-const base = 45000 + (process.pid % 2000) * 2;
+// The relay's listening ports below Linux's ephemeral range (32768-60999), where any
+// connection's local end may hold a port.
+const base = 23000 + (process.pid % 2000) * 2;
 const nats = base, websocket = base + 1, group = base + 6000, token = 'crowd';
 const wallMs = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

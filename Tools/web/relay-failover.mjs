@@ -19,12 +19,15 @@ import { Core, Participant, parseKey } from '../../Sources/CoplayWeb/Page/partic
 
 const [coplay, wasm] = process.argv.slice(2);
 const work = mkdtempSync(join(tmpdir(), 'coplay-failover-'));
-const base = 47000 + (process.pid % 900) * 8;
+// Listening ports below Linux's ephemeral range (32768-60999): there a port can be held by any
+// connection's local end (a CI run's nats-server found 127.0.0.1:51052 taken).
+const base = 21000 + (process.pid % 1300) * 8;
 const port = { aClient: base, aWeb: base + 1, aRoute: base + 2, bClient: base + 3, bWeb: base + 4, bRoute: base + 5, group: base + 6 };
 const token = 'failover';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
 const children = [];
+const agentLines = [], tabLog = [];  // what the agent and the tab said, for a failure's report
 let failed = false;
 function cleanup() {
   for (const child of children) { try { child.kill('SIGCONT'); child.kill('SIGKILL'); } catch { /* gone */ } }
@@ -69,7 +72,6 @@ await until('the servers start', () => logged(a, /Server is ready/) && logged(b,
 await until('the servers form a cluster', () => logged(a, /Route connection created/) && logged(b, /Route connection created/), 5000);
 
 writeFileSync(join(work, 'group.key'), execFileSync(coplay, ['keygen']));
-const agentLines = [];
 const agent = spawn(coplay, ['--name', 'native', '--interface', 'lo', '--group', `239.255.77.3:${port.group}`, '--session', 'failover',
   '--key-file', join(work, 'group.key'), '--relay', `nats://${token}@127.0.0.1:${port.aClient}`], { stdio: ['pipe', 'pipe', 'pipe'] });
 children.push(agent);
@@ -82,7 +84,7 @@ const type = (line) => agent.stdin.write(line + '\n');
 // The tab: no page, no element; it answers a load or a prepare as a ready player would.
 const core = await Core.load(readFileSync(wasm));
 const keyHex = readFileSync(join(work, 'group.key'), 'utf8').split('\n').map((l) => l.trim()).find((l) => l && !l.startsWith('#'));
-const tabLog = [], events = [], connection = [];
+const events = [], connection = [];
 const tab = new Participant(core, {
   relay: `ws://${token}@127.0.0.1:${port.bWeb}`, session: 'failover', key: parseKey(keyHex), name: 'tab',
   onEvent: (e) => { events.push({ at: now(), e }); tabLog.push(`${Math.round(now())} ${JSON.stringify(e)}`); },
