@@ -2,13 +2,14 @@ import Foundation
 
 extension Benchmarks {
     /// `coplay-bench browser`: the browser participant, measured. Runs Tools/web/browser-check
-    /// `runs` times (the engine's browser, headless Chromium by default, in a namespace of its own with two native agents, one
+    /// `runs` times in each of `engines`, one engine after the other (printed side by side; the
+    /// engine's browser in a namespace of its own with two native agents, one
     /// driving mpv, through nats-server's WebSocket listener) and pools what each run measured;
     /// then Tools/web/crowd.mjs (`crowd` participants of the page's shell in one node with two
     /// agents); then the module's size. The first run's tab is hidden behind another for
     /// `hiddenSeconds` (it must stay a member and make no group pause). Prints each figure beside its target.
     public static func browser(
-        coplay: String, runs: Int, crowd: Int, hiddenSeconds: Int, engine: String = "chromium"
+        coplay: String, runs: Int, crowd: Int, hiddenSeconds: Int, engines: [String] = ["chromium"]
     ) throws {
         let root = try checkoutRoot(containing: "Tools/web/browser-check")
         let web = root + "/.build/wasm/web"
@@ -16,6 +17,71 @@ extension Benchmarks {
             let (status, output) = try Locations.run(root + "/Tools/wasm-core", ["--build-only"])
             guard status == 0 else { throw BenchError(description: "Tools/wasm-core failed: \(output)") }
         }
+        // Each engine's rows (label, target, figure), in one order.
+        var columns: [[(String, String, String)]] = []
+        for engine in engines {
+            columns.append(
+                try browserRows(
+                    root: root, web: web, coplay: coplay, runs: runs, hiddenSeconds: hiddenSeconds, engine: engine))
+        }
+        var rows: [(String, String, [String])] = (columns.first ?? []).indices.map { index in
+            (columns[0][index].0, columns[0][index].1, columns.map { $0[index].2 })
+        }
+        func ms(_ value: Double) -> String { String(format: "%.1f ms", value) }
+        func shared(_ label: String, _ target: String, _ figure: String) {
+            rows.append((label, target, [figure] + Array(repeating: "", count: max(0, engines.count - 1))))
+        }
+        if crowd > 0 {
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-crowd-\(getpid())").path
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            let node = Locations.onPath("node") ?? "/usr/bin/node"
+            let (status, output) = try Locations.run(
+                node,
+                [
+                    "--experimental-websocket", "--no-warnings", root + "/Tools/web/crowd.mjs", coplay,
+                    web + "/coplay.wasm", work, "\(crowd)",
+                ])
+            guard status == 0, let summary = output.split(separator: "\n").last,
+                let object = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any],
+                let figures = object["figures"] as? [String: Double]
+            else { throw BenchError(description: "crowd.mjs failed: \(output.suffix(2000))") }
+            shared(
+                "the crowd (\(crowd)): pause typed on an agent → every participant paused", "p99 ≤ 100 ms; 0 lost",
+                "p50 \(ms(figures["pause-to-all-p50"] ?? .nan)), p99 \(ms(figures["pause-to-all-p99"] ?? .nan)); 0 lost"
+            )
+            shared(
+                "the crowd: seek → every participant", "-",
+                "p50 \(ms(figures["seek-to-all-p50"] ?? .nan)), p99 \(ms(figures["seek-to-all-p99"] ?? .nan))")
+            shared("the crowd: a late participant playing", "≤ 1 s", ms(figures["late-joiner-to-playing"] ?? .nan))
+            shared("the crowd: formed (all list all)", "-", ms(figures["crowd-formed"] ?? .nan))
+        }
+        let wasm = try Data(contentsOf: URL(fileURLWithPath: web + "/coplay.wasm"))
+        let (_, gzipped) = try Locations.run("/bin/sh", ["-c", "gzip -9 -c '\(web)/coplay.wasm' | wc -c"])
+        shared(
+            "coplay.wasm", "≤ 1 MB, ≤ 350 KB gzip",
+            "\(wasm.count) bytes, \(gzipped.trimmingCharacters(in: .whitespacesAndNewlines)) gzipped")
+        print(
+            "\nbrowser (\(engines.joined(separator: ", "))): \(runs) run(s) of Tools/web/browser-check each, loopback"
+                + " inside a namespace, through nats-server")
+        // One column per engine, side by side.
+        let width = rows.map { $0.0.count }.max() ?? 40
+        let columnWidths = engines.indices.map { column in
+            max(engines[column].count, rows.map { $0.2[column].count }.max() ?? 0)
+        }
+        func line(_ label: String, _ cells: [String], _ target: String) -> String {
+            label.padding(toLength: width, withPad: " ", startingAt: 0)
+                + zip(cells, columnWidths).map { "  " + $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined()
+                + (target == "-" ? "" : "  [target \(target)]")
+        }
+        if engines.count > 1 { print(line("", engines, "-")) }
+        for (label, target, cells) in rows { print(line(label, cells, target)) }
+    }
+
+    /// One engine's `runs` of the browser check, pooled: its rows (label, target, figure).
+    static func browserRows(
+        root: String, web: String, coplay: String, runs: Int, hiddenSeconds: Int, engine: String
+    ) throws -> [(String, String, String)] {
         var pooled: [String: [Double]] = [:]
         var single: [String: [Double]] = [:]
         for run in 1...runs {
@@ -48,8 +114,7 @@ extension Benchmarks {
         let frames = (pooled["frames"] ?? []).map(abs)
         var rows: [(String, String, String)] = [
             (
-                "media clock: the tab's position (the highest of 60 ms of currentTime readings) against mpv's audio-pts",
-                "p50 ≤ 3 ms, p99 ≤ 10 ms",
+                "media clock: the tab's position (60 ms of readings) against mpv's", "p50 ≤ 3 ms, p99 ≤ 10 ms",
                 "p50 \(ms(q(media, 0.5))), p99 \(ms(q(media, 0.99))) (\(media.count) samples)"
             ),
             (
@@ -85,51 +150,7 @@ extension Benchmarks {
             let unit: (Double) -> String = name.hasPrefix("skip") ? { String(format: "%.2f", $0) } : ms
             rows.append((label, target, "median \(unit(q(values, 0.5))), max \(unit(values.max() ?? .nan))"))
         }
-        if crowd > 0 {
-            let work = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-crowd-\(getpid())").path
-            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: work) }
-            let node = Locations.onPath("node") ?? "/usr/bin/node"
-            let (status, output) = try Locations.run(
-                node,
-                [
-                    "--experimental-websocket", "--no-warnings", root + "/Tools/web/crowd.mjs", coplay,
-                    web + "/coplay.wasm", work, "\(crowd)",
-                ])
-            guard status == 0, let summary = output.split(separator: "\n").last,
-                let object = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any],
-                let figures = object["figures"] as? [String: Double]
-            else { throw BenchError(description: "crowd.mjs failed: \(output.suffix(2000))") }
-            rows.append(
-                (
-                    "the crowd (\(crowd)): pause typed on an agent → every participant paused", "p99 ≤ 100 ms; 0 lost",
-                    "p50 \(ms(figures["pause-to-all-p50"] ?? .nan)), p99 \(ms(figures["pause-to-all-p99"] ?? .nan)); 0 lost"
-                ))
-            rows.append(
-                (
-                    "the crowd: seek → every participant", "-",
-                    "p50 \(ms(figures["seek-to-all-p50"] ?? .nan)), p99 \(ms(figures["seek-to-all-p99"] ?? .nan))"
-                ))
-            rows.append(
-                ("the crowd: a late participant playing", "≤ 1 s", ms(figures["late-joiner-to-playing"] ?? .nan)))
-            rows.append(("the crowd: formed (all list all)", "-", ms(figures["crowd-formed"] ?? .nan)))
-        }
-        let wasm = try Data(contentsOf: URL(fileURLWithPath: web + "/coplay.wasm"))
-        let (_, gzipped) = try Locations.run("/bin/sh", ["-c", "gzip -9 -c '\(web)/coplay.wasm' | wc -c"])
-        rows.append(
-            (
-                "coplay.wasm", "≤ 1 MB, ≤ 350 KB gzip",
-                "\(wasm.count) bytes, \(gzipped.trimmingCharacters(in: .whitespacesAndNewlines)) gzipped"
-            ))
-        print(
-            "\nbrowser (\(engine)): \(runs) run(s) of Tools/web/browser-check, loopback inside a namespace, through nats-server"
-        )
-        let width = rows.map { $0.0.count }.max() ?? 40
-        for (label, target, figure) in rows {
-            print(
-                label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + figure
-                    + (target == "-" ? "" : "  [target \(target)]"))
-        }
+        return rows
     }
 
     /// The checkout this program was built in: up from its build folder to where `path` is.

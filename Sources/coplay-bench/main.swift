@@ -22,7 +22,7 @@ let usage = """
            coplay-bench hub --ports P1,P2,… --link wired|wifi|wan [--dtim 1-3] [--seed N] [--seconds S]
            coplay-bench cost [--agents N]
            coplay-bench startloss [--seeds N] [--loss PERCENT]
-           coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--engine chromium|firefox|webkit]
+           coplay-bench browser [--runs N] [--crowd N] [--hidden-seconds S] [--engine chromium|firefox|webkit|all|LIST]
                             [--coplay PATH]
            coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--live] [--coplay PATH]
            coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
@@ -81,8 +81,9 @@ let usage = """
                   (default 3) runs of Tools/web/browser-check, a headless Chromium tab with two agents, one
                   driving mpv: the tab's media clock and frames against mpv, pause and play both ways, Join to
                   playing, a tab frozen 8 s, the first run's tab hidden --hidden-seconds S (default 300) behind
-                  another; then --crowd N (default 100; 0: none) participants of the page's shell in one node
-                  with two agents (Tools/web/crowd.mjs): pause and seek to all, a late joiner; and the module's size
+                  another; in each --engine (chromium, firefox, webkit, a comma list or all: side by side);
+                  then --crowd N (default 100; 0: none) participants of the page's shell in one node with two
+                  agents (Tools/web/crowd.mjs): pause and seek to all, a late joiner; and the module's size
       stall       a participant starved by a real network (root; needs mpv, ffmpeg, nft): 3 hosts of a test LAN, host
                   1 serving a 470 kbit/s file over HTTP (coplay web), hosts 2 and 3 playing it in headless mpv under
                   coplay; host 3's download limited to 16 kB/s by nft until --starved-seconds S (default 4) after its
@@ -267,7 +268,7 @@ if kind == "browser" {
     var runs = 3
     var crowd = 100
     var hidden = 300
-    var engine = "chromium"
+    var engines = ["chromium"]
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
         switch flag {
@@ -276,15 +277,18 @@ if kind == "browser" {
         case "--hidden-seconds": hidden = numbers(value, in: 1...3600, "--hidden-seconds takes a duration", "300")[0]
         case "--coplay": coplay = value
         case "--engine":
-            guard ["chromium", "firefox", "webkit"].contains(value) else {
-                fail("--engine takes chromium, firefox or webkit, not '\(value)'")
+            let known = ["chromium", "firefox", "webkit"]
+            let named = value == "all" ? known : value.split(separator: ",").map(String.init)
+            guard !named.isEmpty, named.allSatisfy(known.contains), Set(named).count == named.count else {
+                fail(
+                    "--engine takes chromium, firefox, webkit, a list of them (chromium,webkit) or all, not '\(value)'")
             }
-            engine = value
+            engines = named
         default: fail("unknown option '\(flag)' for browser (--runs, --crowd, --hidden-seconds, --engine, --coplay)")
         }
     }
     measure {
-        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden, engine: engine)
+        try Benchmarks.browser(coplay: coplay, runs: runs, crowd: crowd, hiddenSeconds: hidden, engines: engines)
     }
 }
 if kind == "party" {
