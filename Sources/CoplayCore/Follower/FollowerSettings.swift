@@ -61,14 +61,17 @@ public struct FollowerSettings: Hashable, Sendable {
     public var seekPatience: Duration = .seconds(2)
 
     /// A player whose readings move in steps (`PlayerFollower.Capabilities.readsInSteps`:
-    /// Firefox's `currentTime` moves some 20 ms at a time, read every 100 ms) is taken to be where
+    /// Firefox's `currentTime` moves every 40 ms or so, read every 100 ms) is taken to be where
     /// the highest of its readings of the last `steppedReadingsSpan`, each carried forward at the
     /// rate asked, puts it: each reading is where it was up to a step before it was read, and
     /// over 300 ms the readings' phases against the steps spread enough for one to be fresh. A
     /// reading more than `readingStepMax` below that is no stale reading but the media falling
-    /// behind (a hiccup): the readings begin again from it.
+    /// behind (a hiccup): the readings begin again from it, as they do once `steppedReadingsMax`
+    /// are kept (the span holds 4 at one reading every 100 ms; a player whose readings all carry
+    /// one instant must not grow the table).
     public var steppedReadingsSpan: Duration = .milliseconds(350)
     public var readingStepMax = 0.05
+    public var steppedReadingsMax = 8
 
     public init() {}
 }

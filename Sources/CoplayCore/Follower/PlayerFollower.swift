@@ -32,7 +32,7 @@ public struct PlayerFollower: Sendable {
         public var snapsAfterPausing: Bool
         /// A seek not done within `FollowerSettings.seekPatience` reloads the media (`.reload`).
         public var reloadsStuckSeeks: Bool
-        /// Its position readings move in steps (Firefox's `currentTime`, some 20 ms at a time):
+        /// Its position readings move in steps (Firefox's `currentTime`, every 40 ms or so):
         /// each is where it was up to a step before, and it is steered by the highest of its
         /// recent readings carried forward (`FollowerSettings.steppedReadingsSpan`).
         public var readsInSteps: Bool
@@ -189,7 +189,7 @@ public struct PlayerFollower: Sendable {
         didSet { if rateCheck == nil { steppedReadings.removeAll() } }  // a gap in the readings
     }
     /// The readings in a row of a player that reads in steps, oldest first, within
-    /// `steppedReadingsSpan` (a handful).
+    /// `steppedReadingsSpan` (fewer than `steppedReadingsMax`).
     private var steppedReadings: [(position: Double, at: WallInstant)] = []
     private var rateMisses = 0
     /// A rate inside the dead band, made by alternating: the share of the period above 1, and
@@ -623,7 +623,7 @@ public struct PlayerFollower: Sendable {
         if capabilities.checksRate {
             checkRateFollows(position, at: at, now: now, &out)
             guard !skipsOnly else { return }  // the rate was found not to steer: skips from now on
-        }  // the rate was found not to steer: skips from now on
+        }
         let rate = dither != nil ? wantedRate : askedSpeed
         out.reports.append(.sample(position: position, rate: rate, at: at))
     }
@@ -634,9 +634,12 @@ public struct PlayerFollower: Sendable {
         let rate = dither != nil ? wantedRate : askedSpeed
         steppedReadings.removeAll { at - $0.at > settings.steppedReadingsSpan || $0.at > at }
         let best = steppedReadings.map { $0.position + (at - $0.at).seconds * rate }.max() ?? position
-        if best - position > settings.readingStepMax { steppedReadings.removeAll() }
+        let fallenBehind = best - position > settings.readingStepMax
+        // Fallen behind, the readings begin again; so they do when full (readings that all
+        // carry one instant never leave the span).
+        if fallenBehind || steppedReadings.count >= settings.steppedReadingsMax { steppedReadings.removeAll() }
         steppedReadings.append((position, at))
-        return best - position > settings.readingStepMax ? position : max(best, position)
+        return fallenBehind ? position : max(best, position)
     }
 
     /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond`, and then none
