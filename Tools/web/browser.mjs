@@ -161,7 +161,7 @@ try {
   // The media clocks: the tab's position at its wall instant, mpv's audio-pts at the middle of
   // its request's round trip; both clocks are this machine's. The tab's position is the highest of
   // its currentTime readings over 60 ms, each carried forward to the last one's instant at the
-  // element's rate: Firefox's currentTime moves in steps of some 20 ms, so one reading alone is
+  // element's rate: Firefox's currentTime moves every 40 ms or so, so one reading alone is
   // where the media was up to a step before (in Chromium the readings agree and this is the last).
   const freshPosition = `new Promise((done) => {
     const v = document.getElementById('video'), readings = [], began = performance.now();

@@ -57,8 +57,8 @@ function join() {
   const gstreamerWebKit = !chromium && !firefox && /AppleWebKit\//.test(ua) && /\b(X11|Linux)\b/.test(ua) && !/Android/.test(ua);
   const forced = new URLSearchParams(location.search).get('steer') === 'skip';
   const steering = forced || gstreamerWebKit ? 'skip' : chromium || firefox ? 'rate' : 'check';
-  // Firefox's currentTime moves in steps of some 20 ms, each reading up to a step old (measured:
-  // read every 100 ms at rate 1, it lagged a straight line by 1 to 20 ms, alternately).
+  // Firefox's currentTime moves every 40 ms or so, each reading up to that old
+  // (Tools/web/clock-probe); `?steps=on|off` overrides the engine's declaration (measurements).
   const steps = new URLSearchParams(location.search).get('steps');
   const capabilities = { steering, deadBand: chromium ? 0.001 : 0, readsInSteps: steps ? steps === 'on' : firefox };
   player.readsInSteps = capabilities.readsInSteps;
