@@ -1,3 +1,5 @@
+import CoplayCore
+
 /// Runs the follower's cases (`Tests/Vectors/follower-cases.json`): scripted commands and
 /// observations at given milliseconds, each step's actions and reports checked against the lines
 /// the case expects. The same runner is compiled into the agent's tests and into the `.wasm`

@@ -1,4 +1,4 @@
-import CoplayCore
+import CoplaySimulation
 import Foundation
 import Testing
 
