@@ -10,7 +10,9 @@
 // 9 a command for the player (`PlayerRecord`), whose reports come back through
 // `coplay_player_report`; 10 the view (`coplay_view`, JSON); 11 open the relay's WebSocket to
 // this URL (closing any other); 12 bytes to send on it; 13 close it; 14 the relay's state
-// (JSON: connected, server, reason; refused: true when the server refused the credentials); 15
+// (JSON: connected, server, reason; refused: true when the server refused the credentials;
+// unreachable: "never" or "lost" when no server was reached for `Settings.Relay.unreachableNotice`
+// since joining or since the connection was lost); 15
 // an action for the player, for a participant whose player follows through the core
 // (`coplay_follow`: `FollowerRecord`), whose observations come back through
 // `coplay_player_observe`.
@@ -215,17 +217,27 @@ func carryRelay(_ outputs: [NatsClient.Output], _ participant: Participant, _ no
             append(14, Array(relayState(connected: false, server: participant.relay?.server.name, reason: reason).utf8))
         case .refused(let server):
             append(14, Array(relayState(connected: false, server: server, reason: nil, refused: true).utf8))
+        case .unreachable(let server, let everConnected):
+            append(
+                14,
+                Array(
+                    relayState(connected: false, server: server, reason: nil, unreachable: everConnected ? 2 : 1).utf8))
         case .diagnose(let text): append(5, Array(text.utf8))
         }
     }
 }
 
-func relayState(connected: Bool, server: String?, reason: String?, refused: Bool = false) -> String {
+/// `unreachable`: 0, or 1 when no server was reached since joining and 2 since the connection
+/// was lost, for `Settings.Relay.unreachableNotice` (written "never" and "lost").
+func relayState(connected: Bool, server: String?, reason: String?, refused: Bool = false, unreachable: Int = 0)
+    -> String
+{
     var json = JSONObject()
     json.bool("connected", connected)
     json.string("server", server)
     json.string("reason", reason)
     if refused { json.bool("refused", true) }
+    if unreachable > 0 { json.string("unreachable", unreachable == 1 ? "never" : "lost") }
     return json.closed
 }
 

@@ -12,10 +12,10 @@ import Testing
 
     private func at(_ millis: Int64) -> MonotonicInstant { MonotonicInstant(nanos: millis * 1_000_000) }
 
-    private func webClient(_ seeds: [String]) -> NatsClient {
+    private func webClient(_ seeds: [String], settings: Settings = Settings()) -> NatsClient {
         NatsClient(
             seeds: seeds.compactMap(RelayServer.webSocket), subjects: ["coplay.s.x"], clientName: "coplay-web",
-            settings: Settings(), seed: 7, resolve: nil)
+            settings: settings, seed: 7, resolve: nil)
     }
 
     private func sent(_ outputs: [NatsClient.Output]) -> String {
@@ -89,6 +89,57 @@ import Testing
         #expect(closed.contains { if case .lost = $0 { true } else { false } })
     }
 
+    /// No server reached for `unreachableNotice` is said once, by the client (the page has no timer
+    /// of its own for it): at 5 s after the start while every attempt fails, and again 5 s after
+    /// a connection that was up is lost; a connection made before then says nothing.
+    @Test func noServerReachedForFiveSeconds_isSaidOnce_andAFailoverIsNot() {
+        func unreachable(_ outputs: [NatsClient.Output]) -> [Bool] {
+            outputs.compactMap { if case .unreachable(_, let ever) = $0 { ever } else { nil } }
+        }
+        /// Runs the client's timer to `until` ms, each attempt failing as the transport closes;
+        /// the instants (ms) at which it said unreachable, and whether it had been connected.
+        func run(_ client: inout NatsClient, from: Int64, until: Int64) -> [(Int64, Bool)] {
+            var said: [(Int64, Bool)] = []
+            var now = from
+            while now < until {
+                guard let wake = client.nextWake?.nanos else { break }
+                now = max(now, (wake + 999_999) / 1_000_000)  // the next whole ms at or after it
+                let out = client.tick(now: at(now))
+                said += unreachable(out).map { (now, $0) }
+                // A server that answers nothing: the transport closes at once.
+                if out.contains(where: { if case .open = $0 { true } else { false } }) {
+                    said += unreachable(client.closed("refused", now: at(now))).map { (now, $0) }
+                }
+            }
+            return said
+        }
+        var client = webClient(["ws://tok@10.0.0.1:8080"])
+        #expect(unreachable(client.start(now: at(0))).isEmpty)
+        _ = client.closed("connection refused", now: at(0))
+        let never = run(&client, from: 0, until: 12_000)
+        #expect(never.map(\.0) == [5_000] && never.map(\.1) == [false], "once, at 5 s: \(never)")
+
+        var other = webClient(["ws://tok@10.0.0.1:8080"])
+        _ = other.start(now: at(0))
+        _ = establish(&other, at: at(1))
+        _ = other.closed("the connection was reset", now: at(3_000))
+        let lost = run(&other, from: 3_000, until: 20_000)
+        #expect(lost.map(\.0) == [8_000] && lost.map(\.1) == [true], "5 s after the loss: \(lost)")
+
+        var quick = webClient(["ws://tok@10.0.0.1:8080"])
+        _ = quick.start(now: at(0))
+        _ = quick.closed("connection refused", now: at(0))
+        _ = run(&quick, from: 0, until: 4_000)
+        _ = quick.reconnectNow(now: at(4_000))
+        _ = establish(&quick, at: at(4_100))
+        var quiet: [Bool] = []
+        for now in stride(from: Int64(4_200), through: 12_000, by: 100) {
+            quiet += unreachable(quick.received(Array("PONG\r\n".utf8), now: at(now)))  // a live server
+            quiet += unreachable(quick.tick(now: at(now)))
+        }
+        #expect(quick.isEstablished && quiet.isEmpty, "reached within the notice: nothing said")
+    }
+
     /// The tab whose server froze: a PING after `pingInterval` of silence, the server given up
     /// at `deadAfter` (said as lost), and the next server the cluster announced tried at once.
     @Test func aSilentServer_isGivenUpWithinASecond_forOneTheClusterAnnounced() {
@@ -128,7 +179,9 @@ import Testing
     /// A whole round of servers failed: the wait doubles from 100 ms to 5 s, jittered by a
     /// quarter, and a connection that never opens is given up at `connectTimeout`.
     @Test func aRoundOfFailures_backsOffWithJitter_andANeverOpenedConnectionTimesOut() {
-        var client = webClient(["ws://10.0.0.1:8080"])
+        var settings = Settings()
+        settings.relay.unreachableNotice = .seconds(3_600)  // its wake is not an attempt's
+        var client = webClient(["ws://10.0.0.1:8080"], settings: settings)
         _ = client.start(now: at(0))
         let timedOut = client.tick(now: at(1_000))
         #expect(

@@ -49,6 +49,10 @@ public struct NatsClient: Sendable {
         /// The server refused the credentials (a wrong or stale token): said once per refusal, so
         /// that a display can say the link is out of date rather than "connecting…".
         case refused(server: String)
+        /// No server has been reached for `Settings.Relay.unreachableNotice` (since the start,
+        /// or since the connection was lost; `everConnected` tells which): said once, for a
+        /// display to say why nothing moves. The client keeps trying; `.connected` ends it.
+        case unreachable(server: String, everConnected: Bool)
         /// Something for the log.
         case diagnose(String)
     }
@@ -77,6 +81,9 @@ public struct NatsClient: Sendable {
     private var everEstablished = false
     /// The last failure's text, so that a server refusing again and again is said once.
     private var lastFailure: String?
+    /// Since when no server has been reached (the start, or the loss of the connection), while
+    /// `.unreachable` is not said yet.
+    private var unreachableSince: MonotonicInstant?
     /// A frame over the server's `max_payload` was said, on this connection.
     private var oversizeSaid = false
     public private(set) var statistics = RelayStatistics()
@@ -98,10 +105,14 @@ public struct NatsClient: Sendable {
     }
 
     public var isEstablished: Bool { session?.phase == .established }
+    public var unreachableNotice: Duration { settings.unreachableNotice }
     public var server: RelayServer { servers.server }
 
     /// Opens the first connection.
-    public mutating func start(now: MonotonicInstant) -> [Output] { open(now: now) }
+    public mutating func start(now: MonotonicInstant) -> [Output] {
+        unreachableSince = now
+        return open(now: now)
+    }
 
     /// The transport to the server said by the last `.open` is up.
     public mutating func opened(now: MonotonicInstant) -> [Output] {
@@ -139,7 +150,10 @@ public struct NatsClient: Sendable {
         var out: [Output] = phase == .idle ? [] : [.close]
         session = nil
         statistics.connected = false
-        if was { out.append(.lost("the connection was made again")) }
+        if was {
+            out.append(.lost("the connection was made again"))
+            unreachableSince = now
+        }
         return out + open(now: now)
     }
 
@@ -154,6 +168,7 @@ public struct NatsClient: Sendable {
         case .opening, .open: break
         }
         session = nil
+        if statistics.connected { unreachableSince = now }
         statistics.connected = false
         return [.close, .diagnose("relay: the keys changed; subscribing again under them")] + open(now: now)
     }
@@ -165,36 +180,47 @@ public struct NatsClient: Sendable {
         phase = .closed
         session = nil
         reconnectAt = nil
+        unreachableSince = nil
         statistics.connected = false
         return wasOpen ? [.close] : []
     }
 
     /// When `tick` next has something to do.
     public var nextWake: MonotonicInstant? {
-        switch phase {
-        case .idle: reconnectAt
-        case .opening(let since): since + settings.connectTimeout
-        case .open: session?.nextWake
-        case .closed: nil
-        }
+        let due: MonotonicInstant? =
+            switch phase {
+            case .idle: reconnectAt
+            case .opening(let since): since + settings.connectTimeout
+            case .open: session?.nextWake
+            case .closed: nil
+            }
+        guard let notice = unreachableSince.map({ $0 + settings.unreachableNotice }) else { return due }
+        return due.map { min($0, notice) } ?? notice
     }
 
     public mutating func tick(now: MonotonicInstant) -> [Output] {
+        var out: [Output] = []
+        if let since = unreachableSince, now - since >= settings.unreachableNotice {
+            unreachableSince = nil
+            out.append(.unreachable(server: servers.server.name, everConnected: everEstablished))
+        }
         switch phase {
-        case .closed: return []
+        case .closed: return out
         case .idle:
-            guard let due = reconnectAt, now >= due else { return [] }
+            guard let due = reconnectAt, now >= due else { return out }
             reconnectAt = nil
-            return open(now: now)
+            return out + open(now: now)
         case .opening(let since):
-            guard now - since >= settings.connectTimeout else { return [] }
-            return fail(
-                "no connection within \(settings.connectTimeout.nanoseconds / 1_000_000) ms", refused: false, now: now)
+            guard now - since >= settings.connectTimeout else { return out }
+            return out
+                + fail(
+                    "no connection within \(settings.connectTimeout.nanoseconds / 1_000_000) ms", refused: false,
+                    now: now)
         case .open:
-            guard var session else { return [] }
+            guard var session else { return out }
             let outputs = session.tick(now: now)
             self.session = session
-            return handle(outputs, now: now)
+            return out + handle(outputs, now: now)
         }
     }
 
@@ -277,6 +303,7 @@ public struct NatsClient: Sendable {
                 everEstablished = true
                 servers.succeeded()
                 lastFailure = nil
+                unreachableSince = nil
                 out.append(
                     .diagnose(
                         "relay: connected to \(servers.server.name) (nats-server \(info.version), \(servers.servers.count) server(s) known)"
@@ -307,6 +334,7 @@ public struct NatsClient: Sendable {
         if statistics.connected {
             statistics.connected = false
             out.append(.lost(text))
+            unreachableSince = now
         }
         if refused { out.append(.refused(server: name)) }
         let wait = servers.failed(random: &random)

@@ -18,6 +18,12 @@ extension Settings {
         public var deadAfter: Duration = .milliseconds(700)
         /// A TCP connection and the NATS handshake (INFO, CONNECT, PONG) must end within this long.
         public var connectTimeout: Duration = .seconds(1)
+        /// No server reached for this long (since joining, or since the connection was lost) is
+        /// said once (`NatsClient.Output.unreachable`): the page puts it at the top, since a
+        /// person waiting on a phone with mobile data on sees nothing else move. Five tries of a
+        /// server that does not answer (`connectTimeout`), or some dozen of one that refuses at
+        /// once; a failover within a cluster (under 2 s) is not said.
+        public var unreachableNotice: Duration = .seconds(5)
         /// After a failed attempt the next server is tried at once; after a whole round of them
         /// failed, the client waits this long, doubled each round up to `backoffMax`, each
         /// wait jittered by ±`backoffJitterFraction` (a cluster restarting is not hit by all

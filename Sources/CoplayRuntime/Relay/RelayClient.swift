@@ -155,6 +155,11 @@ final class RelayClient {
                 events.append(.connected)
             case .lost, .refused:
                 continue  // said by the diagnostic that follows it
+            case .unreachable(let server, let everConnected):
+                let since = everConnected ? "since the connection was lost" : "since the start"
+                let notice = client.unreachableNotice.nanoseconds / 1_000_000_000
+                events.append(
+                    .diagnose("relay: no server reached for \(notice) s \(since) (now trying \(server)); still trying"))
             case .diagnose(let text):
                 events.append(.diagnose(text))
             }

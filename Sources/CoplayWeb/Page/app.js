@@ -63,7 +63,6 @@ function join() {
   const capabilities = { steering, deadBand: chromium ? 0.001 : 0, readsInSteps: steps ? steps === 'on' : firefox };
   player.readsInSteps = capabilities.readsInSteps;
   worker.postMessage({ type: 'join', ...invite, name, wasm: 'coplay.wasm', player: capabilities });
-  watchRelay();
 }
 
 /// The longest start of `text` within `bytes` bytes of UTF-8 (the core takes names of 64).
@@ -77,16 +76,11 @@ function utf8Prefix(text, bytes) {
   return out;
 }
 
-// The relay: not reached within a few seconds (of joining, or of losing it) is said at the top.
-const relayState = { up: false, everUp: false, refused: false, timer: 0 };
-function watchRelay() {
-  clearTimeout(relayState.timer);
-  relayState.timer = setTimeout(() => {
-    if (relayState.up || relayState.refused) return;
-    const relay = [].concat(invitation().relay || '')[0];
-    const host = (() => { try { return new URL(relay).host; } catch { return relay; } })();
-    showProblem('relay', `${relayState.everUp ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
-  }, 5000);
+// The relay, as the core's client says: connected, lost, refused, or not reached for a while
+// (the core decides when that is worth saying: Settings.Relay.unreachableNotice).
+const relayState = { up: false, everUp: false, refused: false };
+function relayUnreachable(server, lost) {
+  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${server}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
 }
 
 function send(message) { worker?.postMessage(message); }
@@ -105,7 +99,8 @@ function onWorker(message) {
         // The core's word that the server refused the credentials (its diagnostic says how).
         relayState.refused = true;
         showProblem('relay', 'The relay refused this link: its token is wrong or out of date. Ask the host for a new link (a new party makes a new one).');
-      } else if (message.up) { relayState.everUp = true; clearProblem('relay'); } else watchRelay();
+      } else if (message.up) { relayState.everUp = true; clearProblem('relay'); }
+      else if (message.unreachable && !relayState.refused) relayUnreachable(message.server, message.unreachable === 'lost');
       break;
     case 'diagnostic':
       // The relay's client says when it connects and what the cluster announced: news, not a

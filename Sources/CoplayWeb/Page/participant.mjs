@@ -227,8 +227,9 @@ export class Participant {
         case 13: this.drop(); break;
         case 14: {
           const state = JSON.parse(dec.decode(r.data));
-          // A refusal of the credentials is said each time (the page says the link is out of date).
-          if (state.connected !== this.connected || state.refused) { this.connected = state.connected; this.on.connection(state.connected, state); }
+          // A refusal of the credentials is said each time (the page says the link is out of date),
+          // and so is the core's word that no server was reached for a while.
+          if (state.connected !== this.connected || state.refused || state.unreachable) { this.connected = state.connected; this.on.connection(state.connected, state); }
           break;
         }
       }

@@ -7,7 +7,7 @@
 //               deadBand, readsInSteps}}, {type:'console', line}, {type:'report', kind, position, rate, text},
 //               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
-//               {type:'connection', up, refused}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
+//               {type:'connection', up, refused, unreachable, server}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
 import { Core, Participant, parseKey } from './participant.mjs';
 
 let core, participant, joined, bytes, viewTimer, traps = 0, lastTrapAt = 0;
@@ -22,7 +22,7 @@ async function start() {
     onEvent: (event) => post({ type: 'event', event }),
     onPlayer: (action) => post({ type: 'player', action }),
     onDiagnostic: (text) => post({ type: 'diagnostic', text }),
-    onConnection: (up, state) => post({ type: 'connection', up, refused: !!state?.refused }),
+    onConnection: (up, state) => post({ type: 'connection', up, refused: !!state?.refused, unreachable: state?.unreachable, server: state?.server }),
     onExit: () => { clearInterval(viewTimer); post({ type: 'left' }); },
   });
   // The page's <video> follows through the core: the page only performs actions and observes.
