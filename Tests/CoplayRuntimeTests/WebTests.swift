@@ -197,6 +197,10 @@ import Testing
         #expect(page.status == "HTTP/1.1 200 OK")
         #expect(page.headers.contains("Content-Type: text/html; charset=utf-8"))
         #expect(page.body == Array("<!doctype html>".utf8))
+        // Cross-origin isolated (a fine clock in the page and its Worker), without refusing a film
+        // from another server: `credentialless`.
+        #expect(page.headers.contains("Cross-Origin-Opener-Policy: same-origin"))
+        #expect(page.headers.contains("Cross-Origin-Embedder-Policy: credentialless"))
         let module = answer("GET /coplay.wasm?v=2 HTTP/1.1\r\nrange: bytes=10-19\r\n\r\n")
         #expect(module.status == "HTTP/1.1 206 Partial Content")
         #expect(module.headers.contains("Content-Range: bytes 10-19/100"))

@@ -139,6 +139,11 @@ try {
     await refused.close();
   }
   page = await browser.newPage(link);
+  // Served cross-origin isolated (WebServer.isolation): a fine clock where the engine knows
+  // COEP credentialless (Chromium, Firefox; WebKit does not, and is served as before).
+  const isolated = await page.evaluate('self.crossOriginIsolated === true');
+  console.log(`cross-origin isolated: ${isolated}`);
+  if (engine !== 'webkit') check(isolated, `the page is cross-origin isolated in ${engine} (COOP, COEP credentialless)`);
   await page.type('#name', 'tab');
   const clicked = await page.click('#join');
   const together = await until(() => page.evaluate('view && view.peers.filter(p => p.clockSynced).length'), 8000);

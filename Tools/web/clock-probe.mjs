@@ -6,11 +6,16 @@
 //     next frame's callback, and that frame's media time at its display instant, each as
 //     position less time (ms). Where they agree, one reading is as good as any; Firefox's single
 //     reading lagged the others by 20-28 ms (2026-11-28), its frame-callback reading agreed with
-//     the 60 ms envelope within 1-4 ms and varied by ±0.9 ms.
+//     the 60 ms envelope within 1-4 ms and varied by ±0.9 ms;
+//   - the same page served cross-origin isolated (COOP same-origin, COEP require-corp) beside it
+//     served plainly: whether the engine isolates it, the page clock's smallest step, and how
+//     much the frame-callback reading varies (does isolation give a finer clock, and does it
+//     matter to what the follower reads).
 //
 //   node Tools/web/clock-probe.mjs COPLAY WORKDIR ENGINE
 import { execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { launch } from './drivers.mjs';
 
 const [coplay, work, engine] = process.argv.slice(2);
@@ -52,6 +57,41 @@ try {
     })`);
     console.log('  ' + r.join(' | '));
   }
+  // Isolated or not: node serves the same two files, with and without the headers.
+  const clip = readFileSync(`${work}/probe.webm`);
+  const isolated = (request, response, headers) => {
+    if (request.url.startsWith('/probe.webm')) {
+      const [, from, to] = /bytes=(\d+)-(\d*)/.exec(request.headers.range || '') || [];
+      const start = from ? +from : 0, end = to ? +to : clip.length - 1;
+      response.writeHead(from ? 206 : 200, { ...headers, 'Content-Type': 'video/webm', 'Accept-Ranges': 'bytes', 'Content-Length': end - start + 1,
+        ...(from ? { 'Content-Range': `bytes ${start}-${end}/${clip.length}` } : {}) });
+      response.end(clip.subarray(start, end + 1));
+    } else {
+      response.writeHead(200, { ...headers, 'Content-Type': 'text/html' });
+      response.end(readFileSync(`${work}/index.html`));
+    }
+  };
+  const coi = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+  const plainServer = createServer((q, r) => isolated(q, r, {})).listen(18183, '127.0.0.1');
+  const coiServer = createServer((q, r) => isolated(q, r, coi)).listen(18184, '127.0.0.1');
+  console.log('served plainly | cross-origin isolated: crossOriginIsolated, the clock\'s smallest step (ms), the frame-callback reading\'s spread over 8 frames (ms, max less min)');
+  const row = [];
+  for (const port of [18183, 18184]) {
+    const tab = await browser.newPage(`http://127.0.0.1:${port}/`);
+    await tab.click('#b');
+    await new Promise((r) => setTimeout(r, 1500));
+    row.push(await tab.evaluate(`new Promise(async (done) => {
+      let step = Infinity, last = performance.now();
+      for (let i = 0; i < 200000; i++) { const t = performance.now(); if (t !== last) { step = Math.min(step, t - last); last = t; } }
+      const v = document.getElementById('v'), at = [];
+      for (let k = 0; k < 8; k++) at.push(await new Promise((r) => v.requestVideoFrameCallback(() => r(v.currentTime * 1000 - performance.now()))));
+      done([self.crossOriginIsolated === true, +step.toFixed(4), +(Math.max(...at) - Math.min(...at)).toFixed(2)]);
+    })`));
+    await tab.close?.();
+  }
+  console.log(`  ${row.map((r) => r.join(', ')).join(' | ')}`);
+  plainServer.close();
+  coiServer.close();
 } finally {
   browser.close();
   server.kill();
