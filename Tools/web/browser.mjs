@@ -51,7 +51,7 @@ const figures = {};
 const rounds = Number(process.env.BROWSER_ROUNDS ?? 3);
 const hiddenSeconds = Number(process.env.BROWSER_HIDDEN_SECONDS ?? 20);
 // Every latency measured, for the benchmark to pool across runs.
-const samples = { pauseMpvToTab: [], playMpvToTab: [], pauseTabToMpv: [], playTabToMpv: [], media: [], frames: [] };
+const samples = { pauseMpvToTab: [], playMpvToTab: [], pauseTabToMpv: [], playTabToMpv: [], media: [], frames: [], late: [] };
 function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${typeof value === 'number' ? value.toFixed(2) : value} ${unit}`); }
 
 // MARK: The material and the servers
@@ -310,6 +310,8 @@ try {
     const skipsNow = () => late.evaluate('({ mode: coplayPlayer.steering.mode, skips: coplayPlayer.steering.skips })');
     const before = await skipsNow(), measuredFrom = wallMs();
     const lateOffsets = await offsets(late, 40);
+    samples.late = lateOffsets;  // signed: which way a skip lands
+    if (process.env.COPLAY_BROWSER_DEBUG) console.log(JSON.stringify(await late.evaluate('coplayPlayer.trace.slice(-40)')));
     figure('late-tab-offset-p50', quantile(lateOffsets.map(Math.abs), 0.5));
     figure('late-tab-offset-p99', quantile(lateOffsets.map(Math.abs), 0.99));
     check(lateOffsets.length > 20 && quantile(lateOffsets.map(Math.abs), 0.5) < 60, 'the late tab starts in place (p50 within 60 ms of mpv)');

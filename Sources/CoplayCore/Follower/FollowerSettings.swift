@@ -40,6 +40,12 @@ public struct FollowerSettings: Hashable, Sendable {
     /// seek's own time must not start the next one: no seek loop).
     public var skipBeyond: Duration = .milliseconds(40)
     public var skipQuiet: Duration = .seconds(3)
+    /// A start (a skip, a join) that lands later than this on a player steered by skips is
+    /// skipped again at once, once (the rate cannot make it up, and a landing inside
+    /// `skipBeyond` would stay), aimed `reskipAimEarly` (seconds) early so that holding still
+    /// trims what is left. 15 ms: less is not worth a seek's glitch.
+    public var reskipFrom = 0.015
+    public var reskipAimEarly = 0.010
     /// Whether the rate steers is checked over windows of this length in which the rates asked
     /// were on average at least `rateCheckAskedMin` from the group's: the media's own slope must
     /// move half as far, or `rateCheckMovedMin`, whichever is less (a player that does not steer

@@ -183,6 +183,9 @@ public struct PlayerFollower: Sendable {
     private(set) var skipsOnly: Bool
     private(set) var skips = 0
     private var lastSkipAt: MonotonicInstant?
+    /// The start being measured was a skip made again at once (it landed late): not again until
+    /// the next skip or the next timeline.
+    private var reskipped = false
     /// The rate check's window: where and when it began, the last reading and the rate asked
     /// since, and how far from the group's rate the asked rates took the media (rate × seconds).
     private var rateCheck: (position: Double, at: WallInstant, last: WallInstant, asked: Double, away: Double)? {
@@ -339,7 +342,7 @@ public struct PlayerFollower: Sendable {
     private mutating func stopTimeline() {
         (anchor, unpauseAt, nextSampleAt, lastSample, sampleAsked) = (nil, nil, nil, nil, nil)
         (measureStartBias, catchUpUntil, dither, retryPlayAt, rateCheck) = (false, nil, nil, nil, nil)
-        platformPausedAt = nil
+        (platformPausedAt, reskipped) = (nil, false)
         generation += 1
     }
 
@@ -602,6 +605,21 @@ public struct PlayerFollower: Sendable {
                 lastSample = nil
                 return
             }
+            if seekedInItem, skipsOnly, !reskipped, error < -settings.reskipFrom, error > -limit {
+                // A player steered by skips cannot make a late start up by rate, and a landing
+                // inside `skipBeyond` would stay that late (Chromium forced to skips: 36 ms behind
+                // for good). It skips again at once, once, aimed early by the lateness the bias
+                // did not learn and a margin: it lands a little early, and holding still (above)
+                // trims that.
+                reskipped = true
+                skips += 1
+                lastSkipAt = now.monotonic
+                let early = -error * (1 - settings.startBiasGain) + settings.reskipAimEarly
+                let lead = restartLead(rate: anchor.rate) + .seconds(saturating: early / rate)
+                seek(to: anchor.position(at: now.wall + lead), now: now, &out)
+                (measureStartBias, unpauseHold) = (true, .restart)
+                return
+            }
             if seekedInItem, error < -settings.startCorrectedFrom, error > -limit, !skipsOnly {
                 // It started late: it plays at the catch-up rate for as long as makes the time up
                 // (20 ms at 5%: 0.4 s), and no reading steers it meanwhile. The nudges' controller
@@ -652,6 +670,7 @@ public struct PlayerFollower: Sendable {
         if let last = lastSkipAt, now.monotonic - last < settings.skipQuiet { return }
         lastSkipAt = now.monotonic
         skips += 1
+        reskipped = false
         // It plays on through the seek: it lands where the timeline will be once it plays again,
         // and the first reading after teaches how late that was (a restart's bias).
         seek(to: anchor.position(at: now.wall + restartLead(rate: anchor.rate)), now: now, &out)
