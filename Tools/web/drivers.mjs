@@ -13,7 +13,7 @@
 // A page's `evaluate` returns the expression's value as JSON carries it (awaited when it is a
 // promise). `click` is a real click (a user gesture: the page may start sound) and returns the
 // wall instant (ms) just before its release. `hide` puts another tab in front (the page's
-// visibilityState should become 'hidden'); `freeze`/`resume` exist only where the engine can
+// visibilityState should become 'hidden'; WebKit's minimizes the window); `freeze`/`resume` exist only where the engine can
 // freeze a page (Chromium: `page.canFreeze`).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -276,19 +276,11 @@ class WebDriverPage {
     await this.call('POST', `/element/${id}/value`, { text });
   }
   async screenshot() { return Buffer.from(await this.call('GET', '/screenshot'), 'base64'); }
-  async hide() {
-    this.blank = (await this.browser.http('POST', this.browser.s('/window/new'), { type: 'tab' })).handle;
-    await this.browser.switchTo(this.blank);
-  }
-  async show() {
-    if (this.blank) {
-      await this.browser.switchTo(this.blank);
-      await this.browser.http('DELETE', this.browser.s('/window')).catch(() => {});
-      this.browser.current = null;
-      this.blank = null;
-    }
-    await this.browser.switchTo(this.handle);
-  }
+  /// MiniBrowser keeps a tab behind another one visible (a new tab is a new window there), but a
+  /// minimized window's page is hidden, as a phone's in the background: hide minimizes it, show
+  /// maximizes it again (W3C WebDriver's window commands).
+  async hide() { await this.call('POST', '/window/minimize', {}); }
+  async show() { await this.call('POST', '/window/maximize', {}); }
   async close() {
     await this.navigate('about:blank').catch(() => {});
     this.browser.spare.push(this.handle);

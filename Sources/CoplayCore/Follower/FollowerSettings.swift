@@ -46,6 +46,10 @@ public struct FollowerSettings: Hashable, Sendable {
     /// trims what is left. 15 ms: less is not worth a seek's glitch.
     public var reskipFrom = 0.015
     public var reskipAimEarly = 0.010
+    /// An error past `reskipFrom` that every reading has kept, on one side, for this long is
+    /// skipped too (still no more often than `skipQuiet`): Chromium forced to skips settled 31 ms
+    /// behind a second after a start whose first reading was on time, and stayed there.
+    public var skipSettled: Duration = .seconds(1)
     /// Whether the rate steers is checked over windows of this length in which the rates asked
     /// were on average at least `rateCheckAskedMin` from the group's: the media's own slope must
     /// move half as far, or `rateCheckMovedMin`, whichever is less (a player that does not steer

@@ -186,6 +186,9 @@ public struct PlayerFollower: Sendable {
     /// The start being measured was a skip made again at once (it landed late): not again until
     /// the next skip or the next timeline.
     private var reskipped = false
+    /// Since when every reading of a player steered by skips has been more than `reskipFrom` off,
+    /// and on which side.
+    private var offSince: (at: WallInstant, ahead: Bool)?
     /// The rate check's window: where and when it began, the last reading and the rate asked
     /// since, and how far from the group's rate the asked rates took the media (rate × seconds).
     private var rateCheck: (position: Double, at: WallInstant, last: WallInstant, asked: Double, away: Double)? {
@@ -342,7 +345,7 @@ public struct PlayerFollower: Sendable {
     private mutating func stopTimeline() {
         (anchor, unpauseAt, nextSampleAt, lastSample, sampleAsked) = (nil, nil, nil, nil, nil)
         (measureStartBias, catchUpUntil, dither, retryPlayAt, rateCheck) = (false, nil, nil, nil, nil)
-        (platformPausedAt, reskipped) = (nil, false)
+        (platformPausedAt, reskipped, offSince) = (nil, false, nil)
         generation += 1
     }
 
@@ -660,17 +663,23 @@ public struct PlayerFollower: Sendable {
         return fallenBehind ? position : max(best, position)
     }
 
-    /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond`, and then none
-    /// for `skipQuiet`.
+    /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond` (or has stayed
+    /// past `reskipFrom` for `skipSettled`), and then none for `skipQuiet`.
     private mutating func steerBySkips(
         _ position: Double, at: WallInstant, anchor: Anchor, now: Timestamp, _ out: inout Output
     ) {
         let error = position - anchor.position(at: at)
-        guard abs(error) >= settings.skipBeyond.seconds else { return }
+        // An error past `reskipFrom` that every reading for `skipSettled` has kept, on one side,
+        // is the player's own (a start that settled late, as Chromium's does after its first
+        // reading), not the readings' noise: it is skipped as one past `skipBeyond` is.
+        if abs(error) < settings.reskipFrom || offSince.map({ $0.ahead != (error > 0) }) == true { offSince = nil }
+        if abs(error) >= settings.reskipFrom, offSince == nil { offSince = (at, error > 0) }
+        let settled = offSince.map { at - $0.at >= settings.skipSettled } ?? false
+        guard abs(error) >= settings.skipBeyond.seconds || settled else { return }
         if let last = lastSkipAt, now.monotonic - last < settings.skipQuiet { return }
         lastSkipAt = now.monotonic
         skips += 1
-        reskipped = false
+        (reskipped, offSince) = (false, nil)
         // It plays on through the seek: it lands where the timeline will be once it plays again,
         // and the first reading after teaches how late that was (a restart's bias).
         seek(to: anchor.position(at: now.wall + restartLead(rate: anchor.rate)), now: now, &out)
