@@ -148,6 +148,11 @@ extension Benchmarks {
         ] {
             let values = single[name] ?? []
             let unit: (Double) -> String = name.hasPrefix("skip") ? { String(format: "%.2f", $0) } : ms
+            // A step the engine's driver cannot take (freezing a page, outside Chromium) is said so.
+            guard !values.isEmpty else {
+                rows.append((label, target, "not measured: this engine's driver cannot take the step"))
+                continue
+            }
             rows.append((label, target, "median \(unit(q(values, 0.5))), max \(unit(values.max() ?? .nan))"))
         }
         return rows
