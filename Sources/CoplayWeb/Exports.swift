@@ -218,18 +218,16 @@ func carryRelay(_ outputs: [NatsClient.Output], _ participant: Participant, _ no
         case .refused(let server):
             append(14, Array(relayState(connected: false, server: server, reason: nil, refused: true).utf8))
         case .unreachable(let server, let everConnected):
-            append(
-                14,
-                Array(
-                    relayState(connected: false, server: server, reason: nil, unreachable: everConnected ? 2 : 1).utf8))
+            let since = everConnected ? "lost" : "never"
+            append(14, Array(relayState(connected: false, server: server, reason: nil, unreachable: since).utf8))
         case .diagnose(let text): append(5, Array(text.utf8))
         }
     }
 }
 
-/// `unreachable`: 0, or 1 when no server was reached since joining and 2 since the connection
-/// was lost, for `Settings.Relay.unreachableNotice` (written "never" and "lost").
-func relayState(connected: Bool, server: String?, reason: String?, refused: Bool = false, unreachable: Int = 0)
+/// `unreachable`: "never" when no server was reached since joining, "lost" since the connection
+/// was lost, for `Settings.Relay.unreachableNotice`.
+func relayState(connected: Bool, server: String?, reason: String?, refused: Bool = false, unreachable: String? = nil)
     -> String
 {
     var json = JSONObject()
@@ -237,7 +235,7 @@ func relayState(connected: Bool, server: String?, reason: String?, refused: Bool
     json.string("server", server)
     json.string("reason", reason)
     if refused { json.bool("refused", true) }
-    if unreachable > 0 { json.string("unreachable", unreachable == 1 ? "never" : "lost") }
+    if let unreachable { json.string("unreachable", unreachable) }
     return json.closed
 }
 

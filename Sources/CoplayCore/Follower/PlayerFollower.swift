@@ -187,7 +187,7 @@ public struct PlayerFollower: Sendable {
     /// the next skip or the next timeline.
     private var reskipped = false
     /// Since when every reading of a player steered by skips has been more than `reskipFrom` off,
-    /// and on which side.
+    /// and on which side (forgotten at a seek, and when the page is hidden or shown).
     private var offSince: (at: WallInstant, ahead: Bool)?
     /// The rate check's window: where and when it began, the last reading and the rate asked
     /// since, and how far from the group's rate the asked rates took the media (rate × seconds).
@@ -499,7 +499,7 @@ public struct PlayerFollower: Sendable {
         case .hidden(let nowHidden):
             guard nowHidden != hidden else { break }
             hidden = nowHidden
-            rateCheck = nil
+            (rateCheck, offSince) = (nil, nil)  // a gap in the readings
             if nowHidden {
                 // Hidden, a page's timers run once a second, then once a minute: it plays at the
                 // group's rate unsteered (clocks drift apart by parts per million) until shown.
@@ -759,6 +759,7 @@ public struct PlayerFollower: Sendable {
     private mutating func seek(to position: Double, now: Timestamp, _ out: inout Output) {
         seekedInItem = loaded
         steppedReadings.removeAll()
+        offSince = nil  // the readings before a seek are of another landing
         (hold, lastSample, ended) = (.restart, nil, false)
         (seeking, seekSentAt, seekTarget) = (true, now.monotonic, max(0, position))
         seekDeadline = capabilities.reloadsStuckSeeks ? now.monotonic + settings.seekPatience : nil

@@ -80,7 +80,8 @@ function utf8Prefix(text, bytes) {
 // (the core decides when that is worth saying: Settings.Relay.unreachableNotice).
 const relayState = { up: false, everUp: false, refused: false };
 function relayUnreachable(server, lost) {
-  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${server}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
+  const host = (() => { try { return new URL(server).host; } catch { return server; } })();  // as a person names it
+  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
 }
 
 function send(message) { worker?.postMessage(message); }
