@@ -173,3 +173,28 @@ const char *_swift_stdlib_strtod_clocale(const char *s, double *out) {
     *out = negative ? -value : value;
     return p;
 }
+
+// Unicode's data, answered without its tables. Embedded Swift's standard library asks these
+// when a String holds a scalar past ASCII: for canonical equivalence (comparing, hashing) and for
+// grapheme clusters (Characters). Its tables (libswiftUnicodeDataTables) cost the module 26 KB
+// gzipped, 7% of what a phone downloads, for a distinction the protocol does not draw: an item's
+// identifier, a name or a session travel as UTF-8 bytes and meet the same bytes. So here every
+// scalar is already in normal form with nothing to compose (Strings compare and hash scalar by
+// scalar, as bytes do), and has no grapheme-break property of its own (a Character is one scalar;
+// CR LF, controls, Hangul syllables and regional-indicator pairs are still the standard
+// library's own rules). Native agents keep Unicode's full rules: two spellings of one text that
+// differ in their bytes (é precomposed, e with a combining accent) are one identifier there and
+// two here. Tools/web/smoke.mjs plays a group under such names and ids.
+typedef unsigned short u16;
+typedef unsigned char u8;
+// Bits 3-10 the canonical combining class (0), bits 1-2 "not NFC" (0), bit 0 "not NFD" (0).
+u16 _swift_stdlib_getNormData(u32 scalar) { (void)scalar; return 0; }
+// Asked only of scalars not in NFD (none here): no decomposition.
+u32 _swift_stdlib_getDecompositionEntry(u32 scalar) { (void)scalar; return 0; }
+const u8 *const _swift_stdlib_nfd_decompositions = 0;
+// No primary composite (the standard library's "none" is UINT32_MAX).
+u32 _swift_stdlib_getComposition(u32 first, u32 second) { (void)first; (void)second; return 0xFFFFFFFF; }
+// A value past the table's kinds (0-5) is "any": breaks before and after.
+u8 _swift_stdlib_getGraphemeBreakProperty(u32 scalar) { (void)scalar; return 0xFF; }
+_Bool _swift_stdlib_isInCB_Consonant(u32 scalar) { (void)scalar; return 0; }
+_Bool _swift_stdlib_isExtendedPictographic(u32 scalar) { (void)scalar; return 0; }
