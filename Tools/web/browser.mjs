@@ -12,6 +12,8 @@
 //   - a second tab that joins mid-item starts in place; the queue's next moves the tab too;
 //   - a screenshot of the page is kept.
 // Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
+// COPLAY_BROWSER_DEBUG=1 prints the late tab's last 40 steps (its trace); =raw also each reading of
+// the media clocks (the tab's instant and position, mpv's instant and audio-pts).
 //
 //   node Tools/web/browser.mjs COPLAY WEBDIR WORKDIR [ARTIFACTS]
 import { spawn, execFileSync } from 'node:child_process';
@@ -187,6 +189,7 @@ try {
       const m = await mpvCommand('get_property', 'audio-pts');
       if (!tab.paused && typeof m.data === 'number') {
         values.push((tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+        if (process.env.COPLAY_BROWSER_DEBUG === 'raw') console.log(`raw ${tab.at.toFixed(1)} ${tab.p.toFixed(6)} ${tab.single.toFixed(6)} ${m.mid.toFixed(1)} ${m.data.toFixed(6)}`);
         singles?.push((tab.single + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
       }
       await sleep(100);

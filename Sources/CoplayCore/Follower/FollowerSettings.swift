@@ -50,6 +50,15 @@ public struct FollowerSettings: Hashable, Sendable {
     /// skipped too (still no more often than `skipQuiet`): Chromium forced to skips settled 31 ms
     /// behind a second after a start whose first reading was on time, and stayed there.
     public var skipSettled: Duration = .seconds(1)
+    /// A start on a player steered by skips is judged (a skip again, a hold, the bias learnt) at
+    /// the first reading that has run at the rate since the one before it, within this (within
+    /// `readingStepMax` where readings move in steps), not at the first reading: Chromium's first
+    /// readings after a seek run up to 20 ms ahead of its media and then stand still while it
+    /// catches up, so a skip again or a hold taken on them landed 20-35 ms behind and stayed
+    /// there for `skipQuiet`. At most `startReadingsMax` readings are waited for (a player that
+    /// never runs evenly is judged at the last).
+    public var startSettledWithin = 0.002
+    public var startReadingsMax = 4
     /// Whether the rate steers is checked over windows of this length in which the rates asked
     /// were on average at least `rateCheckAskedMin` from the group's: the media's own slope must
     /// move half as far, or `rateCheckMovedMin`, whichever is less (a player that does not steer

@@ -173,7 +173,10 @@ public struct PlayerFollower: Sendable {
     private var unpauseHold = Hold.restart
     private var hold = Hold.restart
     private(set) var startBias = (restart: 0.0, pause: 0.0)
-    private var measureStartBias = false
+    private var measureStartBias = false { didSet { startReading = nil } }
+    /// Steered by skips: the start's last reading while it waits for one that runs at the rate
+    /// (`FollowerSettings.startSettledWithin`), and how many it has read.
+    private var startReading: (position: Double, at: WallInstant, count: Int)?
     /// Bumped whenever the timeline changes: a position asked for before is stale.
     private var generation = 0
     private var nextSampleAt: MonotonicInstant?
@@ -586,6 +589,7 @@ public struct PlayerFollower: Sendable {
         else { return }
         lastSample = (position, at)
         if measureStartBias {
+            if skipsOnly, !startSettled(position, at: at) { return }
             measureStartBias = false
             let error = position - anchor.position(at: at)
             let limit = settings.startBiasMax
@@ -661,6 +665,19 @@ public struct PlayerFollower: Sendable {
         if fallenBehind || steppedReadings.count >= settings.steppedReadingsMax { steppedReadings.removeAll() }
         steppedReadings.append((position, at))
         return fallenBehind ? position : max(best, position)
+    }
+
+    /// Whether a reading of a start on a player steered by skips is one to judge it by: it has
+    /// run at the rate since the reading before (or is the last one waited for).
+    private mutating func startSettled(_ position: Double, at: WallInstant) -> Bool {
+        let last = startReading
+        let count = (last?.count ?? 0) + 1
+        startReading = (position, at, count)
+        if count >= settings.startReadingsMax { return true }
+        guard let last, at > last.at else { return false }
+        let within = capabilities.readsInSteps ? settings.readingStepMax : settings.startSettledWithin
+        let ran = (position - last.position) - max(groupRate, 0) * (at - last.at).seconds
+        return abs(ran) <= within
     }
 
     /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond` (or has stayed
