@@ -448,15 +448,31 @@ public func coplaySocketClosed(
     return Int32(output.count)
 }
 
-@_cdecl("coplay_console")
-public func coplayConsole(_ handle: Int32, _ line: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64)
-    -> Int32
-{
+/// The page's forms: `queue` 0 shares `url` with the group now, 1 adds it to the queue's end
+/// (`ConsoleCommand.sharing(url:)`, `queueAdding(url:)`: the console's checks, on the URL as the
+/// person gave it). The page has no console: nobody types command lines there, so the shipped
+/// module carries no parser for them (17 KB gzipped); `coplay_console` is the test module's.
+@_cdecl("coplay_share")
+public func coplayShare(
+    _ handle: Int32, _ url: UnsafePointer<UInt8>?, _ count: Int32, _ queue: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
     let now = timestamp(mono, wall)
-    guard let directives = participant(handle)?.instance.onConsoleLine(text(line, count), now: now) else {
-        return 0
+    guard let participant = participant(handle) else { return 0 }
+    let url = text(url, count)
+    do throws(ConsoleCommand.ParseError) {
+        let command = queue != 0 ? try ConsoleCommand.queueAdding(url: url) : try ConsoleCommand.sharing(url: url)
+        return carry(participant.instance.onCommand(command, now: now), handle, now)
+    } catch {
+        return carry(participant.instance.onCommandRefused(error), handle, now)
     }
-    return carry(directives, handle, now)
+}
+
+/// Leave the group and end (the page's Leave, a tab closing): `quit`.
+@_cdecl("coplay_quit")
+public func coplayQuit(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
+    let now = timestamp(mono, wall)
+    guard let participant = participant(handle) else { return 0 }
+    return carry(participant.instance.onCommand(.quit, now: now), handle, now)
 }
 
 /// A turn of reading datagrams begins (`ReceiveTurn`: the stranger quota), as the agent's socket

@@ -151,4 +151,37 @@ import Testing
             #expect(error.usage.hasPrefix("interstitial <url> duration="))
         }
     }
+
+    /// The page's forms build their commands (no console there): the URL stays whole where a line
+    /// would split it, and what the parser refuses, they refuse with its words.
+    @Test func commandsAShellBuilds_keepTheURLWhole_andRefuseAsTheParserDoes() throws {
+        let url = "http://192.168.1.10:8080/media/My Film.mp4?note=a b"
+        guard case .share(let activity, nil, 0) = try ConsoleCommand.sharing(url: url) else {
+            Issue.record("not a share")
+            return
+        }
+        #expect(activity.url == url && activity.itemID == url)
+        #expect(
+            try ConsoleCommand.queueAdding(url: url)
+                == .queue(.add(url: url, id: nil, title: "", durationSeconds: nil, after: .last)))
+        // Typed, the same URL is split at its spaces: the words after it are no key=value.
+        guard case .failure = ConsoleCommand.parse("share \(url)") else {
+            Issue.record("a line kept the spaces of an unquoted URL")
+            return
+        }
+        let long = "http://h/" + String(repeating: "a", count: WireFormat.itemIDBytesMax)
+        let tooLong = "http://h/" + String(repeating: "a", count: WireFormat.urlBytesMax)
+        for (built, line) in [(long, "share \(long)"), (tooLong, "queue add \(tooLong)")] {
+            guard case .failure(let typed) = ConsoleCommand.parse(line) else {
+                Issue.record("parsed: \(line.prefix(40))")
+                continue
+            }
+            #expect(throws: typed) {
+                try line.hasPrefix("share")
+                    ? ConsoleCommand.sharing(url: built) : ConsoleCommand.queueAdding(url: built)
+            }
+        }
+        #expect(throws: ConsoleCommand.ParseError.self) { try ConsoleCommand.sharing(url: "") }
+        #expect(throws: ConsoleCommand.ParseError.self) { try ConsoleCommand.queueAdding(url: "") }
+    }
 }

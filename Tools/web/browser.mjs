@@ -9,7 +9,8 @@
 //     (the tab's currentTime against mpv's audio-pts, each read with its own clock's instant);
 //   - a pause pressed in mpv pauses the tab, a seek and a play in the tab move mpv, a pause in
 //     the tab pauses mpv (each latency from the press to the other's element event);
-//   - a second tab that joins mid-item starts in place; the queue's next moves the tab too;
+//   - a second tab that joins mid-item starts in place; the page's queue form adds an entry; the
+//     queue's next moves the tab too;
 //   - a screenshot of the page is kept.
 // Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
 // COPLAY_BROWSER_DEBUG=1 prints the late tab's last 40 steps (its trace); =raw also each reading of
@@ -383,6 +384,15 @@ try {
   // The queue: an entry added on the sofa; next from the deck moves the tabs to it.
   say(sofa, `queue add http://127.0.0.1:${web}/second.webm id=second title=Second`);
   await sleep(1000);
+  // The page's queue form, after the sofa's entry (so that next still goes to that): a URL with
+  // a space and an '=' of its own (a console line would split it) reaches the queue whole.
+  const typedURL = `http://127.0.0.1:${web}/second.webm?note=from the tab`;
+  await page.type('#queue-url', typedURL);
+  await page.click('#queue-form button');
+  const added = await until(() => deck.lines.find(l => /^queue-changed added \S+ by tab/.test(l)), 5000);
+  say(deck, 'queue');
+  const listed = added && await until(() => deck.lines.find(l => l.includes(`${typedURL} (added by tab)`)), 3000);
+  check(added && listed, `the page's queue form adds its URL whole (${added ?? 'nothing added'})`);
   say(deck, 'next');
   const moved = await until(() => page.evaluate('coplayPlayer.item === "second" && !document.getElementById("video").paused'), 8000);
   check(moved, 'the queue advances the tab too (next from the deck)');

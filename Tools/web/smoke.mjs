@@ -38,7 +38,7 @@ const summary = (e) => `${e.event} ${e.item ?? e.peer?.name ?? e.state ?? ''}`;
 let clock = 5_000_000_000n; const wall0 = 1_780_000_000_000_000_000n;
 // Past ASCII on purpose: the module has no Unicode tables (runtime.c), so its names and item
 // identifiers must still meet as the bytes they are: a combining accent, an emoji, a ZWJ sequence.
-const film = 'ame\u0301lie-\u{1F3AC}-\u{1F469}\u200D\u{1F467}';
+const film = 'https://example.com/ame\u0301lie \u{1F3AC} \u{1F469}\u200D\u{1F467}.mp4';
 const agents = ['alice', 'zoe\u0308'].map((name, i) => {
   const n = enc.encode(name), s = enc.encode('web');
   const h = x.coplay_create(BigInt(0xA0 + i), 7n + BigInt(i), 40000 + i, put(n), n.length, put(s), s.length, clock, wall0 + clock);
@@ -81,8 +81,9 @@ for (let step = 0; step < 400; step++) {
       handle(a, x.coplay_player_report(a.h, 1, a.player.position, 0, 0n, 0, 0, clock, wall0 + clock));
     }
   }
-  if (step === 100) { const l = enc.encode(`share https://example.com/film.mp4 id=${film} duration=60`); handle(agents[0], x.coplay_console(agents[0].h, put(l), l.length, clock, wall0 + clock)); }
-  if (step === 150) { const l = enc.encode('play'); handle(agents[1], x.coplay_console(agents[1].h, put(l), l.length, clock, wall0 + clock)); }
+  // The page's ways: its share form (the URL as typed, spaces its own) and its play button.
+  if (step === 100) { const l = enc.encode(film); handle(agents[0], x.coplay_share(agents[0].h, put(l), l.length, 0, clock, wall0 + clock)); }
+  if (step === 150) handle(agents[1], x.coplay_player_report(agents[1].h, 6, 0, 1, 0n, 0, 0, clock, wall0 + clock));
 }
 const now = wall0 + clock;
 const positions = agents.map(a => positionAt(a.player, now));
@@ -100,6 +101,7 @@ if (!met) { console.error('smoke: the two instances did not form a group, share 
 // (a subject's subscribers get each message, the publisher too) carries the sealed frames; a
 // third instance under another key hears them and joins nobody.
 const key = new Uint8Array(32).map((_, i) => i * 7 + 1), otherKey = new Uint8Array(32).fill(9);
+const sealed = 'https://example.com/sealed.mp4';
 const subscribers = new Map();
 const relayed = [['carol', key], ['dave', key], ['eve', otherKey]].map(([name, k], i) => {
   const n = enc.encode(name), s = enc.encode('web-relay'), entropy = webcrypto.getRandomValues(new Uint8Array(32));
@@ -133,11 +135,11 @@ for (let step = 0; step < 400; step++) {
     }
     carryRelayed(a, x.coplay_tick(a.h, clock, wall0 + clock));
   }
-  if (step === 100) { const l = enc.encode('share https://example.com/sealed.mp4 id=sealed'); carryRelayed(relayed[0], x.coplay_console(relayed[0].h, put(l), l.length, clock, wall0 + clock)); }
+  if (step === 100) { const l = enc.encode(sealed); carryRelayed(relayed[0], x.coplay_share(relayed[0].h, put(l), l.length, 0, clock, wall0 + clock)); }
 }
 const relayResult = { peers: relayed.map(a => x.coplay_peer_count(a.h)), published: relayed.map(a => a.published), events: relayed.map(a => a.events.filter(e => !e.startsWith('event'))) };
 console.log(JSON.stringify(relayResult));
 const relayMet = relayResult.peers[0] === 1 && relayResult.peers[1] === 1 && relayResult.peers[2] === 0
-  && relayResult.events.slice(0, 2).every(list => list.includes('activity sealed') && list.some(e => e.startsWith('clock-synced')))
-  && !relayResult.events[2].includes('activity sealed');
+  && relayResult.events.slice(0, 2).every(list => list.includes(`activity ${sealed}`) && list.some(e => e.startsWith('clock-synced')))
+  && !relayResult.events[2].includes(`activity ${sealed}`);
 if (!relayMet) { console.error('smoke: the relayed instances did not form their group, or another key joined it'); process.exit(1); }

@@ -239,9 +239,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             if let id, id.isEmpty || id.utf8.count > WireFormat.itemIDBytesMax {
                 throw fail("the item id must be 1 to \(WireFormat.itemIDBytesMax) bytes")
             }
-            if id == nil, url.utf8.count > WireFormat.itemIDBytesMax {
-                throw fail("a URL longer than \(WireFormat.itemIDBytesMax) bytes needs a short id=…")
-            }
+            if id == nil { try urlServesAsID(url, fail: fail) }
             for key in ["title", "subtitle", "type"] where (options[key]?.utf8.count ?? 0) > WireFormat.metadataBytesMax
             {
                 throw fail("\(key) is longer than \(WireFormat.metadataBytesMax) bytes")
@@ -336,10 +334,46 @@ public enum ConsoleCommand: Hashable, Sendable {
             raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"")
                 && !raw.dropFirst().dropLast().contains("\"")
             ? first.word : String(raw)
+        try urlFits(url, fail: fail)
+        return url
+    }
+
+    private static func urlFits(_ url: String, fail: (String) -> ParseError) throws(ParseError) {
         guard url.utf8.count <= WireFormat.urlBytesMax else {
             throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
         }
-        return url
+    }
+
+    /// An item shared without an id is named by its URL, which must then fit an id.
+    private static func urlServesAsID(_ url: String, fail: (String) -> ParseError) throws(ParseError) {
+        guard url.utf8.count <= WireFormat.itemIDBytesMax else {
+            throw fail("a URL longer than \(WireFormat.itemIDBytesMax) bytes needs a short id=…")
+        }
+    }
+
+    // MARK: Commands a shell builds itself
+
+    /// `share URL`, built by a shell that offers no console (the page's form, an app's button),
+    /// with the checks the parser makes: the URL as the person gave it, spaces and `=` its own.
+    public static func sharing(url: String) throws(ParseError) -> ConsoleCommand {
+        let usage = usages.first { $0.name == "share" }?.synopsis ?? "share"
+        func fail(_ message: String) -> ParseError { ParseError(message: message, usage: usage) }
+        guard !url.isEmpty else { throw fail("'share' needs the item's URL first") }
+        try urlFits(url, fail: fail)
+        try urlServesAsID(url, fail: fail)
+        let activity = Activity(
+            url: url, itemID: nil, title: "", subtitle: "", type: "", fallbackURL: "", durationSeconds: nil, live: false
+        )
+        return .share(activity, durationSeconds: nil, bufferSeconds: 0)
+    }
+
+    /// `queue add URL` (at the end), built by a shell that offers no console, as `sharing(url:)`.
+    public static func queueAdding(url: String) throws(ParseError) -> ConsoleCommand {
+        let usage = usages.first { $0.name == "queue" }?.synopsis ?? "queue"
+        func fail(_ message: String) -> ParseError { ParseError(message: message, usage: usage) }
+        guard !url.isEmpty else { throw fail("'queue add' needs the item's URL first") }
+        try urlFits(url, fail: fail)
+        return .queue(.add(url: url, id: nil, title: "", durationSeconds: nil, after: .last))
     }
 
     /// `key=value` words, each key `allowed` and given once; `flag`, a word allowed on its own

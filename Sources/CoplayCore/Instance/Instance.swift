@@ -96,14 +96,17 @@ public struct Instance: Sendable {
     /// One line typed on standard input.
     public mutating func onConsoleLine(_ line: String, now: Timestamp) -> [Directive] {
         switch ConsoleCommand.parse(line, lineBytesMax: settings.commandLineBytesMax) {
-        case .success(nil):
-            return []
-        case .success(let command?):
-            return onCommand(command, now: now)
-        case .failure(let error):
-            counters.commandErrors += 1
-            return [.emit(.commandError(error))]
+        case .success(nil): return []
+        case .success(let command?): return onCommand(command, now: now)
+        case .failure(let error): return onCommandRefused(error)
         }
+    }
+
+    /// A command a shell built and found wrong (`ConsoleCommand.sharing(url:)`): said as a line
+    /// typed wrong is.
+    public mutating func onCommandRefused(_ error: ConsoleCommand.ParseError) -> [Directive] {
+        counters.commandErrors += 1
+        return [.emit(.commandError(error))]
     }
 
     /// One parsed console command.

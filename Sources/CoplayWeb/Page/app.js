@@ -458,12 +458,12 @@ $('unmute').onclick = () => { video.muted = false; $('unmute').hidden = true; };
 $('share-form').onsubmit = (e) => {
   e.preventDefault();
   const url = $('share-url').value.trim();
-  if (url) send({ type: 'console', line: `share ${url}` });
+  if (url) send({ type: 'share', url });
 };
 $('queue-form').onsubmit = (e) => {
   e.preventDefault();
   const url = $('queue-url').value.trim();
-  if (url) { send({ type: 'console', line: `queue add ${url}` }); $('queue-url').value = ''; }
+  if (url) { send({ type: 'share', url, queue: true }); $('queue-url').value = ''; }
 };
 $('join').onclick = join;
 

@@ -10,7 +10,7 @@
 //   const core = await Core.load(bytes);
 //   const p = new Participant(core, { relay: ['ws://TOKEN@HOST:PORT', …], session, key, name,
 //     onEvent, onPlayer, onDiagnostic, onConnection, onExit });
-//   p.connect(); p.console('pause'); p.report('ready', { position: 12.5 });
+//   p.connect(); p.share('https://…/film.mp4'); p.report('ready', { position: 12.5 });
 //   // or, for a real player that follows through the core: p.follow(); p.observe('restarted');
 
 const enc = new TextEncoder(), dec = new TextDecoder();
@@ -151,7 +151,17 @@ export class Participant {
     this.core.x.coplay_socket_backlog(this.handle, this.socket?.bufferedAmount ?? 0);
     this.carry(call(this.core.x, this.handle));
   }
+  /// Shares `url` with the group now, or adds it to the queue's end (`queue`): the page's forms.
+  /// The URL goes as given (spaces and '=' are its own); a refusal comes back as a command-error
+  /// event, as a line typed wrong does on an agent.
+  share(url, { queue = false } = {}) {
+    const bytes = enc.encode(url);
+    this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_share(h, p, bytes.length, queue ? 1 : 0, monoNanos(), wallNanos())));
+  }
+  /// A command line, as on an agent's standard input: only the test module has a console
+  /// (Tools/wasm-core's coplay-fuzz.wasm); the page's module has none.
   console(line) {
+    if (!this.core.x.coplay_console) throw new Error('this module has no console (the test module has)');
     const bytes = enc.encode(line);
     this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_console(h, p, bytes.length, monoNanos(), wallNanos())));
   }
@@ -291,7 +301,7 @@ export class Participant {
     this.drop();
   }
   /// Leaves the group as the agent does on quit: the core says goodbye, then exits.
-  leave() { this.console('quit'); }
+  leave() { this.enter((x, h) => x.coplay_quit(h, monoNanos(), wallNanos())); }
 }
 
 export function concat(...parts) {

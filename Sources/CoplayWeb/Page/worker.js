@@ -4,7 +4,7 @@
 // video element do; this sends back the core's events, the player's commands and the view.
 //
 // Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steering,
-//               deadBand, readsInSteps}}, {type:'console', line}, {type:'report', kind, position, rate, text},
+//               deadBand, readsInSteps}}, {type:'share', url, queue}, {type:'report', kind, position, rate, text},
 //               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
 //               {type:'connection', up, refused, unreachable, server}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
@@ -60,7 +60,7 @@ onmessage = async ({ data }) => {
         post({ type: 'diagnostic', text: `cannot start: ${error.message}` });
       }
       break;
-    case 'console': guarded(() => participant?.console(data.line)); break;
+    case 'share': guarded(() => participant?.share(data.url, { queue: data.queue === true })); break;
     case 'report':
       guarded(() => {
         if (participant && !participant.report(data.kind, data)) post({ type: 'diagnostic', text: `the core refused a ${data.kind} report` });
