@@ -1,6 +1,7 @@
 // The core's entry points for a JavaScript shell (the browser page): C-ABI functions over
-// linear memory. Inputs: a new instance, its start, a datagram, a relay frame, a tick, a
-// console line, and the relay's WebSocket (opened, bytes, closed). Each returns the length of
+// linear memory. Inputs: a new relayed instance, its start, a relay frame, a tick, the page's
+// commands (share, quit), the player's reports, and the relay's WebSocket (opened, bytes, closed);
+// the test module adds a console and the LAN's datagrams (Fuzz/). Each returns the length of
 // its outputs, which the shell reads from `coplay_output()`: records of [kind u8][length u32
 // LE][bytes]. Kinds: 1 a datagram to the group; 2 a datagram to an endpoint (16-byte address,
 // port u16 LE, then the bytes); 3 a frame to publish (subject length u16 LE, subject, frame:
@@ -249,23 +250,6 @@ func relayState(connected: Bool, server: String?, reason: String?, refused: Bool
 
 @_cdecl("coplay_dealloc") public func coplayDealloc(_ pointer: UnsafeMutablePointer<UInt8>?) { pointer?.deallocate() }
 
-/// A new instance; returns its handle, -2 for a port outside 1-65535 or a name or session too
-/// long, -3 when the module holds `participantsMax` participants.
-@_cdecl("coplay_create")
-public func coplayCreate(
-    _ id: UInt64, _ seed: UInt64, _ port: Int32, _ name: UnsafePointer<UInt8>?, _ nameCount: Int32,
-    _ session: UnsafePointer<UInt8>?, _ sessionCount: Int32, _ mono: Int64, _ wall: Int64
-) -> Int32 {
-    guard (1...65535).contains(port), let (name, session) = names(name, nameCount, session, sessionCount) else {
-        return -2
-    }
-    guard participants.count < participantsMax else { return -3 }
-    let identity = LocalIdentity(
-        id: PeerID(id), name: name, sessionName: session, unicastPort: UInt16(port), playerKind: "web")
-    participants.append(Participant(Instance(identity: identity, seed: seed, now: timestamp(mono, wall))))
-    return Int32(participants.count - 1)
-}
-
 /// Participants one module holds at most: a page makes one (and one more after each trap), the
 /// crowd test a hundred; the table does not grow past this.
 let participantsMax = 1024
@@ -461,7 +445,7 @@ public func coplayShare(
     let url = text(url, count)
     do throws(ConsoleCommand.ParseError) {
         let command = queue != 0 ? try ConsoleCommand.queueAdding(url: url) : try ConsoleCommand.sharing(url: url)
-        return carry(participant.instance.onCommand(command, now: now), handle, now)
+        return carry(participant.instance.onGroupCommand(command, now: now), handle, now)
     } catch {
         return carry(participant.instance.onCommandRefused(error), handle, now)
     }
@@ -472,45 +456,7 @@ public func coplayShare(
 public func coplayQuit(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
     let now = timestamp(mono, wall)
     guard let participant = participant(handle) else { return 0 }
-    return carry(participant.instance.onCommand(.quit, now: now), handle, now)
-}
-
-/// A turn of reading datagrams begins (`ReceiveTurn`: the stranger quota), as the agent's socket
-/// loop begins one.
-@_cdecl("coplay_receive_turn_begin") public func coplayReceiveTurnBegin(_ handle: Int32) {
-    guard let participant = participant(handle) else { return }
-    participant.turn = participant.instance.beginReceiveTurn()
-}
-
-/// The turn ends; `drained`: every datagram waiting was read (then the hellos set aside are).
-@_cdecl("coplay_receive_turn_end")
-public func coplayReceiveTurnEnd(_ handle: Int32, _ drained: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
-    let now = timestamp(mono, wall)
-    guard let participant = participant(handle), let turn = participant.turn else { return 0 }
-    participant.turn = nil
-    return carry(participant.instance.endReceiveTurn(turn, drained: drained != 0, now: now), handle, now)
-}
-
-/// A datagram from IPv4 `address`:`port`, in the turn begun (or a turn of its own).
-@_cdecl("coplay_datagram")
-public func coplayDatagram(
-    _ handle: Int32, _ pointer: UnsafePointer<UInt8>?, _ count: Int32, _ address: UInt32, _ port: Int32,
-    _ viaGroup: Int32, _ mono: Int64, _ wall: Int64
-) -> Int32 {
-    let now = timestamp(mono, wall)
-    let source = Endpoint(address: address, port: UInt16(truncatingIfNeeded: port))
-    guard let participant = participant(handle) else { return 0 }
-    let data = bytes(pointer, count)
-    let directives: [Directive]
-    if var turn = participant.turn {
-        directives = participant.instance.onDatagram(
-            data[...], from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0, turn: &turn)
-        participant.turn = turn
-    } else {
-        directives = participant.instance.onDatagram(
-            data, from: source, receivedAt: now, now: now, viaGroup: viaGroup != 0)
-    }
-    return carry(directives, handle, now)
+    return carry(participant.instance.onGroupCommand(.quit, now: now), handle, now)
 }
 
 /// What the page's player reported. `kind`: 1 ready, 2 stalled, 3 stall over, 4 ended (at

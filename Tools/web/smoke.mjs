@@ -3,16 +3,21 @@
 // relay (sealed frames on subjects), as browser tabs would through NATS. They must find each
 // other, measure each other's clock and share an item (the first two also play it together on
 // a model of the page's player); one under another key must join nobody.
-//   node Tools/web/smoke.mjs .build/wasm/coplay.wasm
+//   node Tools/web/smoke.mjs .build/wasm/coplay.wasm .build/wasm/coplay-fuzz.wasm
 import { readFileSync } from 'node:fs';
 import { webcrypto } from 'node:crypto';
-const bytes = readFileSync(process.argv[2]);
-let memory;
-const { instance } = await WebAssembly.instantiate(bytes, {
-  env: { coplay_host_random: (ptr, n) => webcrypto.getRandomValues(new Uint8Array(memory.buffer, ptr, n)) },
-});
-const x = instance.exports;
-memory = x.memory;
+// The LAN pair runs in the test module (a browser has no UDP: the shipped module has no LAN
+// entry points); the bounds and the relayed three run in the shipped module, as the page's do.
+async function load(path) {
+  const holder = {};
+  const { instance } = await WebAssembly.instantiate(readFileSync(path), {
+    env: { coplay_host_random: (ptr, n) => webcrypto.getRandomValues(new Uint8Array(holder.memory.buffer, ptr, n)) },
+  });
+  holder.memory = instance.exports.memory;
+  return instance.exports;
+}
+const shipped = await load(process.argv[2]), test = await load(process.argv[3]);
+let x = shipped, memory = shipped.memory;
 const enc = new TextEncoder(), dec = new TextDecoder();
 function put(data) { const p = x.coplay_alloc(data.length); new Uint8Array(memory.buffer, p, data.length).set(data); return p; }
 function records(length) {
@@ -35,6 +40,8 @@ const summary = (e) => `${e.event} ${e.item ?? e.peer?.name ?? e.state ?? ''}`;
     if (expected === 'a handle' ? h < 0 : h !== expected) { console.error(`smoke: a name of ${n.length} bytes gave ${h}`); process.exit(1); }
   }
 }
+// The LAN pair: the test module.
+x = test; memory = test.memory;
 let clock = 5_000_000_000n; const wall0 = 1_780_000_000_000_000_000n;
 // Past ASCII on purpose: the module has no Unicode tables (runtime.c), so its names and item
 // identifiers must still meet as the bytes they are: a combining accent, an emoji, a ZWJ sequence.
@@ -97,6 +104,8 @@ const met = result.peers.every(n => n === 1)
   && positions.every(p => p > 0.5) && Math.abs(positions[0] - positions[1]) < 0.005;
 if (!met) { console.error('smoke: the two instances did not form a group, share the item and play it together'); process.exit(1); }
 
+// Back to the shipped module.
+x = shipped; memory = shipped.memory;
 // The browser's path: keyed instances that share no network, only a relay. An in-memory NATS
 // (a subject's subscribers get each message, the publisher too) carries the sealed frames; a
 // third instance under another key hears them and joins nobody.

@@ -109,6 +109,38 @@ public struct Instance: Sendable {
         return [.emit(.commandError(error))]
     }
 
+    /// A command that moves the group, from a press on the player or a shell's form
+    /// (`ConsoleCommand.sharing(url:)`), or `quit`: the way in for a shell without a console, which
+    /// never asks for the console's own commands (`status`, `help`, `end`…): those are refused
+    /// here (`onCommand` takes them), so that a shell that keeps to this entry links none of their
+    /// handlers (the page's module: 4.9 KB gzipped).
+    public mutating func onGroupCommand(_ command: ConsoleCommand, now: Timestamp) -> [Directive] {
+        self.now = now
+        switch command {
+        case .share, .play, .pause, .seek:
+            routePlayback(playback.onCommand(command, context))
+        case .queue(.add), .next, .previous:
+            routeQueue(
+                queueController.onCommand(
+                    command, context, playback: playback, lamport: ordering.log.lamport, random: &random))
+        case .quit:
+            if let exit = quit() { return exit }
+        default:
+            return onCommandRefused(
+                ConsoleCommand.ParseError(
+                    message: "not a command that moves the group (a shell's console takes it)", usage: ""))
+        }
+        decideStart()
+        return finish()
+    }
+
+    /// Leaves if joined and asks to exit: the directives that end the process, or nil while a
+    /// goodbye is still being said.
+    private mutating func quit() -> [Directive]? {
+        if state.isJoined { leave(with: .leave(.shutdown), reason: .shutdown) }
+        return sessionLifecycle.requestExit() ? drain() + [.exit(status: 0)] : nil
+    }
+
     /// One parsed console command.
     public mutating func onCommand(_ command: ConsoleCommand, now: Timestamp) -> [Directive] {
         self.now = now
@@ -120,8 +152,7 @@ public struct Instance: Sendable {
         case .help(let topic):
             out.append(.emit(.help(ConsoleCommand.usages.filter { topic == nil || $0.name == topic })))
         case .quit:
-            if state.isJoined { leave(with: .leave(.shutdown), reason: .shutdown) }
-            if sessionLifecycle.requestExit() { return drain() + [.exit(status: 0)] }
+            if let exit = quit() { return exit }
         case .leave:
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .leave(.left), reason: .left)
@@ -169,7 +200,7 @@ public struct Instance: Sendable {
     /// What the local player reported (the shell feeds back what the `.player` directives produced).
     public mutating func onPlayerReport(_ report: PlayerReport, now: Timestamp) -> [Directive] {
         // The person in front of the player is a participant: their action is a group command.
-        if case .userAction(let action) = report { return onCommand(action.command, now: now) }
+        if case .userAction(let action) = report { return onGroupCommand(action.command, now: now) }
         self.now = now
         routePlayback(playback.onPlayerReport(report, context))
         if case .ended = report { routeQueue(queueController.onEnded(context, playback: playback)) }
