@@ -12,8 +12,12 @@ import Foundation
 ///   1.5 ms plus exponential jitter of mean 1 ms (contention and the rate's airtime on a busy
 ///   home channel); 2% of frames are held a further 20–120 ms (retries at lower rates, a
 ///   neighbour's burst, a scan), and 0.1% are lost after the retries give up. Each station's
-///   uplink and the AP's downlink to each station is one FIFO queue: a frame held by retries
-///   holds the frames behind it, and frames follow one another at least 0.2 ms apart.
+///   uplink and the AP's downlink to each station is a FIFO queue per access category: a frame
+///   held by retries holds the frames behind it in its category, and frames follow one another
+///   at least 0.2 ms apart. WMM (802.11e's EDCA, which every Wi-Fi CERTIFIED n or later
+///   station and AP runs) keeps four such queues, each contending for the air on its own, so a
+///   frame marked for voice or video (DSCP CS5 and above, RFC 8325) does not wait behind a
+///   best-effort frame's retries; the model keeps two, best effort and expedited.
 /// - A multicast or broadcast frame goes up like a unicast one; the AP then holds it until its
 ///   next DTIM beacon — every 102.4 ms (a beacon interval of 100 TU) times the DTIM period, 1 to
 ///   3 — and sends it once, at the basic rate, unacknowledged: each station misses it on its own
@@ -51,7 +55,8 @@ public struct LinkModel: Sendable {
 
     private var random: SplitMix64
     private let beaconPhase: Int64
-    /// When each station's uplink, and the AP's downlink to each station, is next free (`wifi`).
+    /// When each station's uplink, and the AP's downlink to each station, is next free (`wifi`),
+    /// by access category: the key is station × 2, plus 1 when expedited.
     private var uplinkFree: [Int: Int64] = [:]
     private var downlinkFree: [Int: Int64] = [:]
     /// When the last frame on each path (sender, receiver) arrives: none overtakes it.
@@ -74,10 +79,11 @@ public struct LinkModel: Sendable {
 
     /// When a frame that `sender` puts on the link at `now` (nanoseconds) reaches each of
     /// `receivers`; a receiver that does not get it is left out. `isGroup`: a multicast or
-    /// broadcast frame.
-    public mutating func deliver(from sender: Int, to receivers: [Int], isGroup: Bool, at now: Int64)
-        -> [(receiver: Int, at: Int64)]
-    {
+    /// broadcast frame. `expedited`: marked for a faster access category (`isExpedited(dscp:)`;
+    /// `wifi` only: a switch and the path between sites have one queue).
+    public mutating func deliver(
+        from sender: Int, to receivers: [Int], isGroup: Bool, expedited: Bool = false, at now: Int64
+    ) -> [(receiver: Int, at: Int64)] {
         var arrivals: [(receiver: Int, at: Int64)] = []
         switch kind {
         case .wired:
@@ -95,7 +101,7 @@ public struct LinkModel: Sendable {
             }
         case .wifi:
             // Up to the AP: one FIFO queue per station.
-            guard let atAP = hop(uplink: true, of: sender, at: now) else { return [] }
+            guard let atAP = hop(uplink: true, of: sender, expedited: expedited, at: now) else { return [] }
             if isGroup {
                 // Held for the next DTIM beacon, then sent once; each station may miss it.
                 let sinceFirst = atAP - beaconPhase
@@ -106,7 +112,9 @@ public struct LinkModel: Sendable {
                 }
             } else {
                 for receiver in receivers {
-                    guard let down = hop(uplink: false, of: receiver, at: atAP) else { continue }
+                    guard let down = hop(uplink: false, of: receiver, expedited: expedited, at: atAP) else {
+                        continue
+                    }
                     arrivals.append((receiver, down))
                 }
             }
@@ -115,18 +123,24 @@ public struct LinkModel: Sendable {
     }
 
     /// One air hop through a FIFO queue: when the frame is across, or nil if lost after retries.
-    /// `uplink`: the station's queue to the AP; else the AP's queue to the station.
-    private mutating func hop(uplink: Bool, of station: Int, at now: Int64) -> Int64? {
+    /// `uplink`: the station's queue to the AP; else the AP's queue to the station; in the
+    /// expedited access category's queue or best effort's.
+    private mutating func hop(uplink: Bool, of station: Int, expedited: Bool, at now: Int64) -> Int64? {
         var delay = Self.hopBase + exponential(mean: Self.hopJitterMean)
         if random.nextUnit() < Self.retryProbability {
             let span = UInt64(Self.retryDelay.upperBound - Self.retryDelay.lowerBound)
             delay += Self.retryDelay.lowerBound + Int64(random.next() % span)
         }
-        let free = (uplink ? uplinkFree[station] : downlinkFree[station]) ?? 0
+        let queue = station * 2 + (expedited ? 1 : 0)
+        let free = (uplink ? uplinkFree[queue] : downlinkFree[queue]) ?? 0
         let across = max(now + delay, free + Self.frameSpacing)
-        if uplink { uplinkFree[station] = across } else { downlinkFree[station] = across }
+        if uplink { uplinkFree[queue] = across } else { downlinkFree[queue] = across }
         return random.nextUnit() < Self.lossAfterRetries ? nil : across
     }
+
+    /// Whether a frame with this DSCP goes in an access category above best effort (RFC 8325's
+    /// mapping: CS5 and above, voice and video; CS1 is background, the rest best effort).
+    public static func isExpedited(dscp: UInt8) -> Bool { dscp >= 40 }
 
     private mutating func wiredDelay() -> Int64 { Self.wiredBase + exponential(mean: Self.wiredJitterMean) }
 

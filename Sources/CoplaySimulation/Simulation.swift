@@ -401,18 +401,22 @@ public struct Simulation {
     /// into its log, a wake into the queue.
     private mutating func carry(_ step: PlayerLoop.Step, for index: Int) {
         switch step {
-        case .datagram(let bytes, nil):
+        case .datagram(let bytes, nil, let expedited):
             datagramsSent += 1
-            guard link == nil else { return transmitOnLink(bytes, from: index, isGroup: true) }
+            guard link == nil else {
+                return transmitOnLink(bytes, from: index, isGroup: true, expedited: expedited)
+            }
             for receiver in nodes.indices where receiver != index {
                 transmit(bytes, from: index, to: receiver, viaGroup: true)
             }
-        case .datagram(let bytes, let endpoint?):
+        case .datagram(let bytes, let endpoint?, let expedited):
             datagramsSent += 1
             if let address = endpoint.address.ipv4, let receiver = nodeAt[address],
                 endpoint.port == nodes[receiver].endpoint.port
             {
-                guard link == nil else { return transmitOnLink(bytes, from: index, to: receiver, isGroup: false) }
+                guard link == nil else {
+                    return transmitOnLink(bytes, from: index, to: receiver, isGroup: false, expedited: expedited)
+                }
                 transmit(bytes, from: index, to: receiver, viaGroup: false)
             }
         case .publish:
@@ -455,13 +459,15 @@ public struct Simulation {
     /// A datagram onto the modelled link (`NetworkConditions.link`): to `receiver`, or to every
     /// other node when nil. The link decides when each copy arrives and which are lost; the
     /// conditions' own loss, the test's drops and duplication apply on top.
-    private mutating func transmitOnLink(_ bytes: [UInt8], from sender: Int, to receiver: Int? = nil, isGroup: Bool) {
+    private mutating func transmitOnLink(
+        _ bytes: [UInt8], from sender: Int, to receiver: Int? = nil, isGroup: Bool, expedited: Bool
+    ) {
         guard var model = link else { return }
         let groups = groupOf
         let receivers = (receiver.map { [$0] } ?? nodes.indices.filter { $0 != sender }).filter { other in
             groups.map { $0[sender] == $0[other] } ?? true
         }
-        let arrivals = model.deliver(from: sender, to: receivers, isGroup: isGroup, at: nowNanos)
+        let arrivals = model.deliver(from: sender, to: receivers, isGroup: isGroup, expedited: expedited, at: nowNanos)
         link = model
         for (receiver, at) in arrivals {
             if random.nextUnit() < conditions.lossProbability { continue }

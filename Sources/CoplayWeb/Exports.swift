@@ -130,8 +130,9 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
     let backlog = participant.backlog
     for output in participant.instance.outputs(directives, now: now) {
         switch output {
-        case .datagram(let datagram, nil): append(1, datagram)
-        case .datagram(let datagram, let to?):
+        // A page has no class of service to choose (its datagrams travel in the relay's frames).
+        case .datagram(let datagram, nil, _): append(1, datagram)
+        case .datagram(let datagram, let to?, _):
             append(
                 2,
                 littleEndian(to.address.high, bytes: 8) + littleEndian(to.address.low, bytes: 8)

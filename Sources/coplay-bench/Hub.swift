@@ -49,6 +49,8 @@ import Foundation
         /// Frames waiting for their instant, earliest first, each with the port it goes out of.
         var pending = EventQueue<(frame: [UInt8], port: Int)>()
         var (framesIn, groupFramesIn, delivered, lostByModel, droppedFull, malformed) = (0, 0, 0, 0, 0, 0)
+        /// Frames marked for an access category above best effort (`LinkModel.isExpedited`).
+        var expeditedIn = 0
 
         /// Opens a packet socket on each port (the hub's ends, by interface name).
         init(ports names: [String], model: LinkModel) throws(HubError) {
@@ -104,7 +106,7 @@ import Foundation
             return "hub: \(model.kind.rawValue)"
                 + (model.kind == .wifi ? " (DTIM period \(model.dtimPeriod))" : "")
                 + ", \(ports.count) hosts, \(String(format: "%.1f", elapsed)) s: \(framesIn) frames in"
-                + " (\(groupFramesIn) multicast or broadcast), \(delivered) delivered, \(lostByModel) lost by the"
+                + " (\(groupFramesIn) multicast or broadcast, \(expeditedIn) expedited), \(delivered) delivered, \(lostByModel) lost by the"
                 + " model, \(droppedFull) dropped with the queue full, \(malformed) malformed; in/out by host: \(perPort)"
         }
 
@@ -144,7 +146,10 @@ import Foundation
             if isGroup { groupFramesIn += 1 }
             let known = isGroup ? nil : macs[Self.mac(frame, at: 0)]
             let receivers = known.map { [$0] } ?? ports.indices.filter { $0 != port }
-            let arrivals = model.deliver(from: port, to: receivers, isGroup: isGroup, at: Self.now())
+            let expedited = Self.dscp(frame).map(LinkModel.isExpedited(dscp:)) ?? false
+            if expedited { expeditedIn += 1 }
+            let arrivals = model.deliver(
+                from: port, to: receivers, isGroup: isGroup, expedited: expedited, at: Self.now())
             lostByModel += receivers.count - arrivals.count
             for arrival in arrivals {
                 guard pending.count < Self.pendingMax else {
@@ -179,6 +184,16 @@ import Foundation
         private static func contains(_ set: fd_set, _ fd: Int32) -> Bool {
             withUnsafeBytes(of: set) { bytes in
                 fd >= 0 && Int(fd) < bytes.count * 8 && bytes[Int(fd) / 8] & (UInt8(1) << UInt8(fd % 8)) != 0
+            }
+        }
+
+        /// The DSCP of an IPv4 or IPv6 frame (the traffic class's upper six bits); nil for others.
+        static func dscp(_ frame: [UInt8]) -> UInt8? {
+            guard frame.count >= 16 else { return nil }
+            switch (UInt16(frame[12]) << 8) | UInt16(frame[13]) {
+            case 0x0800: return frame[15] >> 2
+            case 0x86DD: return ((frame[14] & 0x0F) << 4 | frame[15] >> 4) >> 2
+            default: return nil
             }
         }
 

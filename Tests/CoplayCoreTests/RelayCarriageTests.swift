@@ -24,7 +24,7 @@ import Testing
             directives, instance: &instance, player: &player, now: { now },
             carry: { step in
                 switch step {
-                case .datagram(_, let to): result.lan.append(to)
+                case .datagram(_, let to, _): result.lan.append(to)
                 case .publish(let frame, let subject): result.frames.append((frame, subject))
                 default: break
                 }

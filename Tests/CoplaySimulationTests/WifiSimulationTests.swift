@@ -110,4 +110,34 @@ import Testing
         #expect(run.peerLeft == 0, "a live peer was declared gone")
         #expect(median(run.pauseDelays) < 15, "pause delays (ms): \(run.pauseDelays.sorted())")
     }
+
+    /// WMM on the model: a frame held by retries (on the station's uplink or the AP's downlink)
+    /// holds the best-effort frames behind it on its path, and not an expedited one (DSCP EF)
+    /// sent just after it.
+    @Test func anExpeditedFrame_doesNotWaitBehindAHeldBestEffortFrame() throws {
+        var held = 0
+        for seed in UInt64(1)...3_000 {
+            var model = LinkModel(.wifi, hosts: 3, seed: seed)
+            let start: Int64 = 1_000_000_000
+            guard let first = model.deliver(from: 0, to: [1], isGroup: false, at: start).first,
+                first.at - start > 25_000_000
+            else { continue }
+            held += 1
+            // 1 ms later: a best-effort frame waits behind it; an expedited one does not (two hops
+            // of 1.5 ms plus jitter, unless its own draw is held, 2% a hop).
+            var twin = model
+            let behind = try #require(model.deliver(from: 0, to: [1], isGroup: false, at: start + 1_000_000).first)
+            #expect(behind.at > first.at, "best effort keeps the queue's order")
+            if let ahead = twin.deliver(from: 0, to: [1], isGroup: false, expedited: true, at: start + 1_000_000).first
+            {
+                #expect(ahead.at < first.at || ahead.at - start > 20_000_000, "seed \(seed)")
+                if ahead.at < first.at { held += 1_000 }
+            }
+        }
+        #expect(held % 1_000 >= 20, "seeds whose first frame was held: \(held % 1_000)")
+        #expect(held / 1_000 >= (held % 1_000) * 9 / 10, "expedited frames ahead of the held one: \(held / 1_000)")
+
+        #expect(LinkModel.isExpedited(dscp: 46) && LinkModel.isExpedited(dscp: 40), "EF and CS5")
+        #expect(!LinkModel.isExpedited(dscp: 0) && !LinkModel.isExpedited(dscp: 8) && !LinkModel.isExpedited(dscp: 26))
+    }
 }

@@ -141,18 +141,19 @@ public struct Instance: Sendable {
         return sessionLifecycle.requestExit() ? drain() + [.exit(status: 0)] : nil
     }
 
-    /// One parsed console command.
+    /// One parsed console command: what moves the group, and quit, as `onGroupCommand` takes
+    /// them; the console's own here.
     public mutating func onCommand(_ command: ConsoleCommand, now: Timestamp) -> [Directive] {
         self.now = now
         switch command {
+        case .share, .play, .pause, .seek, .queue(.add), .next, .previous, .quit:
+            return onGroupCommand(command, now: now)
         case .status:
             out.append(.emit(.status(statusReport(now: now))))
         case .peers:
             out.append(.emit(.peers(peerInfos(now: now.monotonic))))
         case .help(let topic):
             out.append(.emit(.help(ConsoleCommand.usages.filter { topic == nil || $0.name == topic })))
-        case .quit:
-            if let exit = quit() { return exit }
         case .leave:
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .leave(.left), reason: .left)
@@ -162,12 +163,11 @@ public struct Instance: Sendable {
         case .end(let reason):
             guard state.isJoined else { return [commandError("not joined (state \(state.name))", usage: "join")] }
             leave(with: .end(reason: reason), reason: .ended(by: identity.name, reason: reason))
-        case .load, .share, .play, .playNow, .pause, .seek, .rate, .stall, .suspend, .resume, .whatHappened,
-            .interstitial:
+        case .load, .playNow, .rate, .stall, .suspend, .resume, .whatHappened, .interstitial:
             routePlayback(playback.onCommand(command, context))
         case .message(let to, let unreliable, let text):
             sendMessage(to: to, unreliable: unreliable, text: text)
-        case .queue, .next, .previous:
+        case .queue:
             routeQueue(
                 queueController.onCommand(
                     command, context, playback: playback, lamport: ordering.log.lamport, random: &random))

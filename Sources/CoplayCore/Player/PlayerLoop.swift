@@ -18,8 +18,9 @@ public enum PlayerLoop {
 
     /// A directive for the host to carry out (everything but the player's commands and the exit).
     public enum Step {
-        /// Send these bytes to the session's group (`to` nil) or to an endpoint.
-        case datagram([UInt8], to: Endpoint?)
+        /// Send these bytes to the session's group (`to` nil) or to an endpoint; `expedited`: in
+        /// the faster class of service (`Payload.isTimeCritical`, `Settings.expeditedTrafficClass`).
+        case datagram([UInt8], to: Endpoint?, expedited: Bool)
         /// Publish this frame on the relay's subject (`--relay`; a shell without one gets none).
         case publish([UInt8], subject: String)
         case emit(Event)
@@ -54,7 +55,9 @@ public enum PlayerLoop {
             let at = sentAt ?? now()
             sentAt = at
             let bytes = instance.encode(datagram, at: at)
-            if endpoint?.isRelay != true { carry(.datagram(bytes, to: endpoint)) }
+            if endpoint?.isRelay != true {
+                carry(.datagram(bytes, to: endpoint, expedited: datagram.payload.isTimeCritical))
+            }
             if let (subject, frame) = instance.relayFrame(bytes, to: endpoint) {
                 carry(.publish(frame, subject: subject))
             }
@@ -112,8 +115,9 @@ extension Instance {
     /// One thing for a shell to do, carried out as is: what `PlayerLoop` carries, for a shell that
     /// does not hand its player's reports back at once (a page whose player answers later).
     public enum Output: Sendable {
-        /// Encoded, stamped and signed: send to the group's address (nil) or to the endpoint.
-        case datagram([UInt8], to: Endpoint?)
+        /// Encoded, stamped and signed: send to the group's address (nil) or to the endpoint;
+        /// `expedited` in the faster class of service, where the shell's network has one.
+        case datagram([UInt8], to: Endpoint?, expedited: Bool)
         /// Sealed: publish on the relay's subject.
         case publish([UInt8], subject: String)
         /// For the player; what it reports comes back through `onPlayerReport`.
@@ -143,7 +147,8 @@ extension Instance {
             directives, instance: &self, player: &recorder, now: { now },
             carry: { step in
                 switch step {
-                case .datagram(let bytes, let to): steps.append(.datagram(bytes, to: to))
+                case .datagram(let bytes, let to, let expedited):
+                    steps.append(.datagram(bytes, to: to, expedited: expedited))
                 case .publish(let frame, let subject): steps.append(.publish(frame, subject: subject))
                 case .emit(let event): steps.append(.emit(event))
                 case .diagnose(let text): steps.append(.diagnose(text))

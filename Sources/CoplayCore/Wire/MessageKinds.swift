@@ -37,8 +37,10 @@ extension Payload {
     }
 
     /// Late, it is felt: a command (a pause, a start instant), readiness for a coordinated start,
-    /// the end of the session. A member whose multicast is slow gets these by unicast too.
-    var isTimeCritical: Bool {
+    /// the end of the session. A member whose multicast is slow gets these by unicast too, and a
+    /// shell sends them in the faster class of service where the network has one
+    /// (`Settings.expeditedTrafficClass`); a repair is not (it answers a loss, in bulk).
+    public var isTimeCritical: Bool {
         switch self {
         case .command(_, let isRepair): !isRepair
         case .ready, .end: true

@@ -37,6 +37,8 @@ public actor AgentShell {
     /// `Settings.playerLinesQueuedMax`).
     private let queuedPlayerLines = QueueGauge()
     private let transport: UDPTransport
+    /// What a command's datagrams are marked with (`Settings.expeditedTrafficClass`).
+    private let expeditedTrafficClass: UInt8
     private let clock: AgentClock
     private let inputs: AsyncStream<ShellInput>
     private let feed: AsyncStream<ShellInput>.Continuation
@@ -82,6 +84,7 @@ public actor AgentShell {
             try NetworkInterface.lookup(name)
         }
         transport = try UDPTransport(group: configuration.group, interface: interface, port: configuration.port)
+        expeditedTrafficClass = configuration.settings.expeditedTrafficClass
         let control: ControlServer?
         do {
             (player, playerConnections) = try PlayerConnections.open(
@@ -317,8 +320,10 @@ public actor AgentShell {
     /// One directive, other than the player's commands and the exit (`PlayerLoop`).
     private func carry(_ step: PlayerLoop.Step) {
         switch step {
-        case .datagram(let bytes, let destination):
-            if let (error, errors) = transport.send(bytes, to: destination ?? transport.group),
+        case .datagram(let bytes, let destination, let expedited):
+            let trafficClass = expedited ? expeditedTrafficClass : 0
+            if let (error, errors) = transport.send(
+                bytes, to: destination ?? transport.group, trafficClass: trafficClass),
                 errors <= 3 || errors % 1000 == 0
             {
                 diagnose("\(error) (\(errors) send errors so far)")

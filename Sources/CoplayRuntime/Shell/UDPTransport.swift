@@ -172,9 +172,15 @@ public final class UDPTransport: Sendable {
     }
 
     /// Sends one datagram and counts it; returns the error (and how many sends failed so far)
-    /// instead of throwing, so a lost send never stops the agent.
+    /// instead of throwing, so a lost send never stops the agent. `trafficClass` (the IP header's
+    /// DSCP and ECN byte; 0 leaves it unmarked) marks this datagram only: the socket is marked
+    /// for the send and unmarked after it (one thread sends, the event loop's).
     @discardableResult
-    public func send(_ bytes: [UInt8], to destination: Endpoint) -> (error: SocketError, errors: Int)? {
+    public func send(_ bytes: [UInt8], to destination: Endpoint, trafficClass: UInt8 = 0)
+        -> (error: SocketError, errors: Int)?
+    {
+        if trafficClass != 0 { markTrafficClass(trafficClass) }
+        defer { if trafficClass != 0 { markTrafficClass(0) } }
         guard let error = attempt(bytes, to: destination) else {
             sent.datagrams.value += 1
             sent.bytes.value += bytes.count
@@ -182,6 +188,16 @@ public final class UDPTransport: Sendable {
         }
         sent.errors.value += 1
         return (error, sent.errors.value)
+    }
+
+    /// Marks what the unicast socket sends from now on with `value` (IP_TOS or IPV6_TCLASS). A
+    /// failure leaves the datagram unmarked, which is how it would travel on most paths anyway.
+    private func markTrafficClass(_ value: UInt8) {
+        if group.address.isIPv4 {
+            _ = try? Self.set(unicastSocket, Int32(IPPROTO_IP), IP_TOS, Int32(value), "IP_TOS")
+        } else {
+            _ = try? Self.set(unicastSocket, Int32(IPPROTO_IPV6), IPV6_TCLASS, Int32(value), "IPV6_TCLASS")
+        }
     }
 
     private func attempt(_ bytes: [UInt8], to destination: Endpoint) -> SocketError? {
