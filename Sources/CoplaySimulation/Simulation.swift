@@ -71,6 +71,8 @@ public struct Simulation {
 
     private enum Item {
         case deliver(bytes: [UInt8], from: Endpoint, to: Int, viaGroup: Bool)
+        /// A relay frame for the node's connection to its NATS server (`relay`).
+        case relayFrame(frame: [UInt8], subject: String, to: Int)
         /// A paused or starved node reads the next datagram of its receive buffer.
         case serve(node: Int)
         case resume(node: Int)
@@ -107,6 +109,18 @@ public struct Simulation {
     /// A network that filters multicast: datagrams to the group from `from` never reach `to`
     /// when this returns true (unicast between them still does).
     public var groupDrops: (@Sendable (_ from: Int, _ to: Int) -> Bool)?
+
+    /// The relay (`--relay`): a NATS cluster the nodes also reach each other through, when set
+    /// before they start. Its nodes run keyed (`relayKey`: the relay seals with the group key),
+    /// each connected to `relayServerOfNode[i]` (default: node i to server i mod the servers),
+    /// subscribed to its `relaySubscriptions`. Frames reach a node that is neither crashed nor
+    /// paused (a paused node's connection is not modelled: what comes meanwhile is lost, and
+    /// counted in `relayFramesLost`).
+    public var relay: NatsModel?
+    public var relayServerOfNode: [Int: Int] = [:]
+    public static let relayKey = [UInt8](repeating: 0x5E, count: 32)
+    public private(set) var relayFramesDelivered = 0
+    public private(set) var relayFramesLost = 0
 
     private var queue = EventQueue<Item>()
     private var random: SplitMix64
@@ -166,6 +180,18 @@ public struct Simulation {
                 } else {
                     receive(bytes, from: source, arrivedAt: at, viaGroup: viaGroup, by: index)
                 }
+            case .relayFrame(let frame, let subject, let index):
+                guard nodes[index].instance != nil, nodes[index].pausedUntil == nil else {
+                    relayFramesLost += 1
+                    continue
+                }
+                relayFramesDelivered += 1
+                let now = nodes[index].clock.timestamp(atTrue: at)
+                guard let directives = nodes[index].instance?.onRelayFrame(
+                    frame, subject: subject, receivedAt: now, now: now)
+                else { continue }
+                nodes[index].busyUntil = at + nodes[index].perInputNanos
+                carryOut(directives, for: index)
             case .serve(let index):
                 nodes[index].serving = false
                 serve(index)
@@ -339,10 +365,17 @@ public struct Simulation {
             let now = nodes[index].clock.timestamp(atTrue: nowNanos)
             let identity = LocalIdentity(
                 id: nodes[index].id, name: "node\(index)", sessionName: "sim", unicastPort: nodes[index].endpoint.port)
+            let instanceSeed = seed ^ UInt64(index << 32) ^ UInt64(nodes[index].starts)
+            var entropy = SplitMix64(seed: instanceSeed ^ 0x4E_4154_53)
             var instance = Instance(
-                identity: identity, settings: settingsOfNode[index] ?? settings,
-                seed: seed ^ UInt64(index << 32) ^ UInt64(nodes[index].starts),
-                now: now, seeds: seedsOfNode[index] ?? [])
+                identity: identity, settings: settingsOfNode[index] ?? settings, seed: instanceSeed,
+                now: now, keys: relay == nil ? nil : [Self.relayKey], seeds: seedsOfNode[index] ?? [],
+                relayEntropy: relay == nil ? nil : (0..<32).map { _ in UInt8(truncatingIfNeeded: entropy.next()) })
+            if relay != nil {
+                let servers = relay?.servers ?? 1
+                relay?.connect(node: index, server: relayServerOfNode[index] ?? index % servers)
+                relay?.subscribe(node: index, to: instance.relaySubscriptions)
+            }
             let directives = instance.start(now: now)
             nodes[index].instance = instance
             carryOut(directives, for: index)
@@ -419,8 +452,13 @@ public struct Simulation {
                 }
                 transmit(bytes, from: index, to: receiver, viaGroup: false)
             }
-        case .publish:
-            return  // no relay in the simulation
+        case .publish(let frame, let subject):
+            guard var model = relay else { return }
+            let arrivals = model.publish(from: index, subject: subject, bytes: frame.count, at: nowNanos)
+            relay = model
+            for (receiver, at) in arrivals {
+                queue.push(.relayFrame(frame: frame, subject: subject, to: receiver), at: at)
+            }
         case .emit(let event):
             nodes[index].events.append((nowNanos, event))
             if nodes[index].events.count > eventLogMax { nodes[index].events.removeFirst(eventLogMax / 10) }
@@ -437,6 +475,7 @@ public struct Simulation {
     /// in its receive buffer are gone; a restart begins afresh.
     private mutating func stop(_ index: Int) {
         nodes[index].instance = nil
+        relay?.disconnect(node: index)
         (nodes[index].inbox, nodes[index].inboxHead, nodes[index].wakeAfter) = ([], 0, nil)
         nodes[index].pausedUntil = nil
         nodes[index].player = playerOfNode[index] ?? SimulatedPlayer()
