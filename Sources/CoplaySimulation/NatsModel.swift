@@ -44,7 +44,8 @@ public struct NatsModel: Sendable {
     public private(set) var published = 0
     public private(set) var deliveries = 0
     public private(set) var routeCrossings = 0
-    /// Bytes delivered to subscribers (the frames' own bytes).
+    /// Bytes published by nodes and delivered to subscribers (the frames' own bytes).
+    public private(set) var bytesPublished = 0
     public private(set) var bytesDelivered = 0
 
     /// A cluster of `siteOfServer.count` servers, server `i` at site `siteOfServer[i]`.
@@ -86,6 +87,7 @@ public struct NatsModel: Sendable {
     {
         guard let origin = serverOfNode[node] else { return [] }
         published += 1
+        bytesPublished += bytes
         let atOrigin = inOrder(&toServerFree, node, now + clientDelay())
         var byServer: [Int: [Int]] = [:]
         for subscriber in subscribers[subject] ?? [] where subscriber != node {

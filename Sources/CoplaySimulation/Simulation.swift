@@ -187,8 +187,9 @@ public struct Simulation {
                 }
                 relayFramesDelivered += 1
                 let now = nodes[index].clock.timestamp(atTrue: at)
-                guard let directives = nodes[index].instance?.onRelayFrame(
-                    frame, subject: subject, receivedAt: now, now: now)
+                guard
+                    let directives = nodes[index].instance?.onRelayFrame(
+                        frame, subject: subject, receivedAt: now, now: now)
                 else { continue }
                 nodes[index].busyUntil = at + nodes[index].perInputNanos
                 carryOut(directives, for: index)

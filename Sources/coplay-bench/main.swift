@@ -27,6 +27,7 @@ let usage = """
            coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--live] [--coplay PATH]
            coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
            coplay-bench party [--runs N] [--coplay PATH]
+           coplay-bench party-scale [--sizes N,…] [--sites 1-3] [--seconds S] [--seed N]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
@@ -62,6 +63,10 @@ let usage = """
                   (root; needs mpv, ffmpeg and ethtool). First, the link model's floor for a pause: an ideal
                   protocol's one frame from the pressing host to each other, on the same model (--floor-only: that
                   alone, no root needed). --coplay-only leaves Syncplay out
+      party-scale participants reaching each other only through a NATS cluster (tabs, homes), in the seeded
+                  simulation, for N in --sizes (default 16,64,128; at most 256): time until all see all, the idle
+                  cost (NATS deliveries a second, bytes each participant receives and publishes) over S seconds
+                  (default 10), and a pause from one to all
       relay       two sites of a test LAN on the wan model (20 ms one way; no multicast between them), a
                   nats-server at each, clustered: the other site seen after an agent starts, idle relay traffic per
                   agent, a headless mpv at each site (offsets for S seconds, pause and unpause across, --trials,
@@ -405,6 +410,47 @@ if kind == "bare-receiver" {
         let seconds = Int(arguments[arguments.startIndex + 2]), (1...600).contains(seconds)
     else { fail("bare-receiver takes GROUP PORT SECONDS (an IPv4 multicast address)") }
     BareReceiver.run(group: group, port: port, seconds: seconds)
+}
+if kind == "party-scale" {
+    var sizes = [16, 64, 128]
+    var sites = 3
+    var seconds = 10
+    var seed: UInt64 = 1
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) takes a value") }
+        switch flag {
+        case "--sizes": sizes = numbers(value, in: 2...256, "--sizes takes participant counts", "16,64")
+        case "--sites": sites = numbers(value, in: 1...3, "--sites takes 1, 2 or 3", "3")[0]
+        case "--seconds": seconds = numbers(value, in: 1...600, "--seconds takes a duration", "10")[0]
+        case "--seed":
+            guard let number = UInt64(value) else { fail("--seed takes a whole number") }
+            seed = number
+        default: fail("unknown option '\(flag)' for party-scale")
+        }
+    }
+    print(
+        "party-scale (seeded simulation; today's shape: every participant a peer of every other): participants"
+            + " reaching each other only through a NATS cluster, \(sites) site\(sites == 1 ? "" : "s")"
+            + (sites > 1 ? " 20 ms apart" : "") + ", one server at each; idle \(seconds) s, then a pause")
+    for size in sizes {
+        let figures = PartyScale.run(participants: size, sites: sites, idleSeconds: seconds, seed: seed)
+        let pause = Distribution(figures.pause)
+        let formed = figures.formedSeconds.map { "\($0) s" } ?? "not within 60 s"
+        func rate(_ value: Double) -> String { String(Int(value.rounded())) }
+        print("  \(size) participants: all see all after \(formed)")
+        print(
+            "    idle: \(rate(figures.idleDeliveriesPerSecond)) NATS deliveries/s, the whole group"
+                + " (\(String(format: "%.1f", figures.idleDeliveriesPerSecond / Double(size))) × N); per participant"
+                + " \(rate(figures.idleBytesInPerParticipant)) B/s in, \(rate(figures.idleBytesOutPerParticipant)) B/s out"
+        )
+        print(
+            "    idle datagrams received a second, the whole group: "
+                + figures.idleReceivedByType.map { "\($0.type) \(rate($0.perSecond))" }.joined(separator: ", "))
+        print(
+            "    pause on participant 0 → the others paused: \(pause.summary(unit: "ms")), never: \(figures.pauseLost)"
+                + " (simulated in \(String(format: "%.1f", figures.simulatedIn)) s)")
+    }
+    exit(0)
 }
 if kind == "soak" {
     var seedCount = 2000

@@ -75,4 +75,14 @@ import Testing
         }
         #expect(simulation.relayFramesLost == 0, "no frame was routed to the crashed node's closed connection")
     }
+
+    /// `coplay-bench party-scale`'s scenario, small: ten tabs over three sites form one group,
+    /// idle at a cost that counts heartbeats, and all hear a pause one route away.
+    @Test func partyScale_tenOverThreeSites() throws {
+        let figures = PartyScale.run(participants: 10, sites: 3, idleSeconds: 2, seed: 3)
+        #expect(try #require(figures.formedSeconds) <= 3)
+        #expect(figures.pauseLost == 0 && figures.pause.count == 9)
+        #expect(figures.pause.allSatisfy { $0 < 40 }, "one route (20 ms) and its hops: \(figures.pause)")
+        #expect(figures.idleDeliveriesPerSecond > 0 && figures.idleReceivedByType.first?.type == "heartbeat")
+    }
 }

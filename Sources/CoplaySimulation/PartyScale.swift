@@ -1,0 +1,102 @@
+import CoplayCore
+import Foundation
+
+/// A party whose participants reach each other only through a NATS cluster (browser tabs, or
+/// agents in different homes), in the seeded simulation: what a group of N costs the cluster and
+/// each participant while idle, and how fast a pause reaches everyone. `coplay-bench
+/// party-scale` prints it for several N, so that a change in the group's shape shows as a
+/// ratio in one run.
+public enum PartyScale {
+    public struct Figures: Sendable {
+        public var participants: Int
+        public var sites: Int
+        /// From the first start until every participant sees every other (nil: not within the cap).
+        public var formedSeconds: Double?
+        /// While idle (playing, nobody pressing anything): copies the cluster delivers a second,
+        /// the whole group; and bytes a second each participant receives and publishes, on average.
+        public var idleDeliveriesPerSecond: Double
+        public var idleBytesInPerParticipant: Double
+        public var idleBytesOutPerParticipant: Double
+        /// A pause pressed on participant 0 → each other participant paused, ms; and how many
+        /// never paused within 3 s.
+        public var pause: [Double]
+        public var pauseLost: Int
+        /// While idle: datagrams received a second, the whole group, by type ("heartbeat": 1234).
+        public var idleReceivedByType: [(type: String, perSecond: Double)]
+        /// How long the simulation itself took, seconds of this machine.
+        public var simulatedIn: Double
+    }
+
+    /// `participants` (2 to 256: the group's peer table's bound) at `sites` sites (1 to 3, 20 ms
+    /// apart), one NATS server at each, participant i on server i mod sites; no LAN between any
+    /// two. They start over one second; once all see all (at most `formCap` of simulated
+    /// time), participant 0 shares and plays, and after 5 s of settling the group idles for
+    /// `idleSeconds`, then participant 0 pauses.
+    public static func run(participants: Int, sites: Int, idleSeconds: Int, seed: UInt64, formCap: Int = 60)
+        -> Figures
+    {
+        let started = Date()
+        var random = SplitMix64(seed: seed ^ 0x9A27_5CA1E)
+        let clocks = (0..<participants).map { _ in
+            SimulatedClock(
+                offsetNanos: Int64(random.next() % 100_000_000) - 50_000_000,
+                driftPPM: Double(Int64(random.next() % 41) - 20))
+        }
+        var simulation = Simulation(seed: seed, clocks: clocks)
+        simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
+        simulation.schedule(.partition((0..<participants).map { [$0] }), at: 0)
+        for node in 0..<participants {
+            simulation.schedule(.start(node: node), at: 1_000_000 + Int64(random.next() % 1_000_000_000))
+        }
+        let eventsMax = 50_000_000
+        var formed: Double?
+        for step in 1...(formCap * 4) {
+            simulation.run(until: Int64(step) * 250_000_000, eventsMax: eventsMax)
+            if (0..<participants).allSatisfy({ simulation.view(of: $0).count == participants - 1 }) {
+                formed = Double(step) / 4
+                break
+            }
+        }
+        simulation.schedule(
+            .command(node: 0, .share(Activity(url: "u", itemID: "party"), durationSeconds: 7_200, bufferSeconds: 0)),
+            after: .zero)
+        simulation.run(for: .seconds(1))
+        simulation.schedule(.command(node: 0, .playNow(rate: 1)), after: .zero)
+        simulation.run(until: simulation.nowNanos + 5_000_000_000, eventsMax: eventsMax)
+
+        func received(_ simulation: Simulation) -> [MessageType: Int64] {
+            simulation.nodes.reduce(into: [:]) { total, node in
+                for (type, count) in node.instance?.counters.receivedByType ?? [:] { total[type, default: 0] += count }
+            }
+        }
+        let before = simulation.relay!
+        let receivedBefore = received(simulation)
+        simulation.run(until: simulation.nowNanos + Int64(idleSeconds) * 1_000_000_000, eventsMax: eventsMax)
+        let after = simulation.relay!
+        let receivedAfter = received(simulation)
+        let seconds = Double(idleSeconds)
+        let count = Double(participants)
+
+        let pressed = simulation.nowNanos
+        simulation.schedule(.command(node: 0, .pause), after: .zero)
+        simulation.run(until: pressed + 3_000_000_000, eventsMax: eventsMax)
+        var delays: [Double] = []
+        var lost = 0
+        for node in 1..<participants {
+            let paused = simulation.nodes[node].events.first {
+                if case .paused = $0.event { $0.atNanos >= pressed } else { false }
+            }
+            if let paused { delays.append(Double(paused.atNanos - pressed) / 1e6) } else { lost += 1 }
+        }
+        return Figures(
+            participants: participants, sites: sites, formedSeconds: formed,
+            idleDeliveriesPerSecond: Double(after.deliveries - before.deliveries) / seconds,
+            idleBytesInPerParticipant: Double(after.bytesDelivered - before.bytesDelivered) / seconds / count,
+            idleBytesOutPerParticipant: Double(after.bytesPublished - before.bytesPublished) / seconds / count,
+            pause: delays.sorted(), pauseLost: lost,
+            idleReceivedByType: receivedAfter.map { type, count in
+                (type.description, Double(count - (receivedBefore[type] ?? 0)) / seconds)
+            }.filter { $0.perSecond > 0 }.sorted { $0.perSecond > $1.perSecond },
+            simulatedIn: Date().timeIntervalSince(started))
+    }
+}
