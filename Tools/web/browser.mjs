@@ -17,7 +17,8 @@
 // the media clocks (the tab's instant and position, mpv's instant and audio-pts).
 //
 //   node Tools/web/browser.mjs COPLAY WEBDIR WORKDIR [ARTIFACTS]
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { writeFileSync, mkdirSync, copyFileSync, readdirSync, existsSync, createWriteStream, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { launch } from './drivers.mjs';
@@ -31,7 +32,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const failures = [];
 function check(ok, what) { if (!ok) { failures.push(what); console.log(`FAIL: ${what}`); } else console.log(`ok: ${what}`); }
 function start(command, args, name) {
-  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawnOwned(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   child.lines = []; child.name = name;
   let partial = '';
   child.stdout.on('data', (d) => { partial += d; const parts = partial.split('\n'); partial = parts.pop(); child.lines.push(...parts); });

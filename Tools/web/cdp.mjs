@@ -3,14 +3,14 @@
 //
 //   const browser = await Browser.launch(['--headless=new', …]);
 //   const page = await browser.newPage(url);  await page.evaluate('1 + 1');  browser.close();
-import { spawn } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 
 export class Browser {
   /// `prefix`: a command that runs the browser (`['ip', 'netns', 'exec', NS]`: on another host of a
   /// test LAN); it keeps descriptors 3 and 4.
   static async launch(args, { executable = 'chromium', log, prefix = [] } = {}) {
     const command = [...prefix, executable, '--remote-debugging-pipe', ...args];
-    const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', log ?? 'ignore', 'pipe', 'pipe'] });
+    const child = spawnOwned(command[0], command.slice(1), { stdio: ['ignore', 'ignore', log ?? 'ignore', 'pipe', 'pipe'] });
     const browser = new Browser(child);
     await browser.send('Target.setDiscoverTargets', { discover: true });
     return browser;

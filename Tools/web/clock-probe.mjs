@@ -13,7 +13,8 @@
 //     matter to what the follower reads).
 //
 //   node Tools/web/clock-probe.mjs COPLAY WORKDIR ENGINE
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { launch } from './drivers.mjs';
@@ -22,7 +23,7 @@ const [coplay, work, engine] = process.argv.slice(2);
 execFileSync('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
   '-t', '30', '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-c:a', 'libopus', `${work}/probe.webm`]);
 writeFileSync(`${work}/index.html`, '<video id=v src="probe.webm"></video><button id=b onclick="document.getElementById(\'v\').play()">play</button>');
-const server = spawn(coplay, ['web', '--listen', '127.0.0.1:18182', '--root', work], { stdio: 'ignore' });
+const server = spawnOwned(coplay, ['web', '--listen', '127.0.0.1:18182', '--root', work], { stdio: 'ignore' });
 await new Promise((r) => setTimeout(r, 500));
 const browser = await launch(engine, { work });
 try {

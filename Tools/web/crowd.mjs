@@ -8,7 +8,8 @@
 // Prints the figures and a summary (JSON) last; exits 1 if a participant missed a command.
 //
 //   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS]
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
@@ -36,11 +37,11 @@ writeFileSync(`${work}/nats.conf`, `host: 127.0.0.1\nport: ${nats}\nauthorizatio
   + `max_connections: ${count + 50}\nwebsocket { host: 127.0.0.1, port: ${websocket}, no_tls: true }\n`);
 writeFileSync(`${work}/group.key`, execFileSync(coplay, ['keygen']), { mode: 0o600 });
 const key = parseKey(readFileSync(`${work}/group.key`, 'utf8').split('\n').find((l) => l.trim() && !l.startsWith('#')));
-const server = spawn('nats-server', ['-c', `${work}/nats.conf`], { stdio: 'ignore' });
+const server = spawnOwned('nats-server', ['-c', `${work}/nats.conf`], { stdio: 'ignore' });
 children.push(server);
 await sleep(500);
 function agent(name) {
-  const child = spawn(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
+  const child = spawnOwned(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
     '--key-file', `${work}/group.key`, '--relay', `nats://${token}@127.0.0.1:${nats}`], { stdio: ['pipe', 'pipe', 'ignore'] });
   child.lines = [];
   let partial = '';

@@ -15,7 +15,7 @@
 // wall instant (ms) just before its release. `hide` puts another tab in front (the page's
 // visibilityState should become 'hidden'; WebKit's minimizes the window); `freeze`/`resume` exist only where the engine can
 // freeze a page (Chromium: `page.canFreeze`).
-import { spawn } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Browser as CDPBrowser } from './cdp.mjs';
 
@@ -100,7 +100,7 @@ class FirefoxBrowser {
     ].join('\n') + '\n');
     const command = [...prefix, 'firefox-esr', '--headless', '--no-remote', '--profile', profile,
       '--remote-debugging-port', String(port), '--width', '1200', '--height', '1000', 'about:blank'];
-    const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawnOwned(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     const browser = new FirefoxBrowser(child);
     // Firefox says where WebDriver BiDi listens once it is up.
     const url = await new Promise((resolve, reject) => {
@@ -198,7 +198,7 @@ class BiDiPage {
 class WebKitBrowser {
   static async launch({ log, prefix, port }) {
     const command = [...prefix, 'WebKitWebDriver', `--port=${port}`, '--host=127.0.0.1'];
-    const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawnOwned(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr.on('data', (d) => log?.write?.(d));
     const browser = new WebKitBrowser(child, `http://127.0.0.1:${port}`);
     const ready = Date.now() + 20000;

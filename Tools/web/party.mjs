@@ -19,7 +19,8 @@
 // Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
 //
 //   node Tools/web/party.mjs COPLAY WORKDIR ARTIFACTS PHONE-NAMESPACE
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
 import { Browser } from './cdp.mjs';
@@ -37,7 +38,7 @@ async function until(test, ms, step = 10) {
   for (;;) { const value = await test(); if (value) return value; if (wallMs() > end) return null; await sleep(step); }
 }
 function start(command, args, options = {}) {
-  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...options });
+  const child = spawnOwned(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...options });
   child.events = []; child.errors = '';
   let partial = '';
   child.stdout.on('data', (d) => {

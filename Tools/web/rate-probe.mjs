@@ -4,7 +4,8 @@
 // Tools/web/rate-probe makes. Prints one line per step.
 //
 //   node Tools/web/rate-probe.mjs COPLAY WORKDIR
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { writeFileSync } from 'node:fs';
 import { Browser } from './cdp.mjs';
 
@@ -12,7 +13,7 @@ const [coplay, work] = process.argv.slice(2);
 execFileSync('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
   '-t', '60', '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-c:a', 'libopus', `${work}/probe.webm`]);
 writeFileSync(`${work}/index.html`, '<video id=v src="probe.webm"></video>');
-const server = spawn(coplay, ['web', '--listen', '127.0.0.1:18181', '--root', work], { stdio: 'ignore' });
+const server = spawnOwned(coplay, ['web', '--listen', '127.0.0.1:18181', '--root', work], { stdio: 'ignore' });
 await new Promise((r) => setTimeout(r, 500));
 const browser = await Browser.launch(['--headless=new', '--no-sandbox', `--user-data-dir=${work}/profile`, '--mute-audio', '--autoplay-policy=no-user-gesture-required']);
 try {

@@ -11,7 +11,8 @@
 // 127.0.0.1; the servers and the agent are stopped at the end.
 //
 //   node --experimental-websocket Tools/web/relay-failover.mjs COPLAY WASM
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnOwned } from './owned.mjs';
 import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,7 +56,7 @@ websocket { host: 127.0.0.1, port: ${web}, no_tls: true }
 cluster { name: failover, host: 127.0.0.1, port: ${route}, routes: ["nats-route://127.0.0.1:${other}"] }
 `);
   const out = join(work, `${name}.log`);
-  const child = spawn('nats-server', ['-c', join(work, `${name}.conf`), '-l', out], { stdio: 'ignore' });
+  const child = spawnOwned('nats-server', ['-c', join(work, `${name}.conf`), '-l', out], { stdio: 'ignore' });
   children.push(child);
   return { child, out };
 }
@@ -72,7 +73,7 @@ await until('the servers start', () => logged(a, /Server is ready/) && logged(b,
 await until('the servers form a cluster', () => logged(a, /Route connection created/) && logged(b, /Route connection created/), 5000);
 
 writeFileSync(join(work, 'group.key'), execFileSync(coplay, ['keygen']));
-const agent = spawn(coplay, ['--name', 'native', '--interface', 'lo', '--group', `239.255.77.3:${port.group}`, '--session', 'failover',
+const agent = spawnOwned(coplay, ['--name', 'native', '--interface', 'lo', '--group', `239.255.77.3:${port.group}`, '--session', 'failover',
   '--key-file', join(work, 'group.key'), '--relay', `nats://${token}@127.0.0.1:${port.aClient}`], { stdio: ['pipe', 'pipe', 'pipe'] });
 children.push(agent);
 for (const stream of [agent.stdout, agent.stderr]) {
