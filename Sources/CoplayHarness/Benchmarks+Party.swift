@@ -21,7 +21,7 @@ extension Benchmarks {
         guard
             let handle = FileHandle(forWritingAtPath: film)
                 ?? {
-                    FileManager.default.createFile(atPath: film, contents: nil)
+                    _ = FileManager.default.createFile(atPath: film, contents: nil)
                     return FileHandle(forWritingAtPath: film)
                 }()
         else {

@@ -23,6 +23,9 @@ public enum PartyScale {
         public var pauseLost: Int
         /// While idle: datagrams received a second, the whole group, by type ("heartbeat": 1234).
         public var idleReceivedByType: [(type: String, perSecond: Double)]
+        /// The simulation ran out of its event budget somewhere (a livelock, or a group too large
+        /// for it): the figures are then not to be trusted.
+        public var eventBudgetRanOut: Bool
         /// How long the simulation itself took, seconds of this machine.
         public var simulatedIn: Double
     }
@@ -49,9 +52,13 @@ public enum PartyScale {
             simulation.schedule(.start(node: node), at: 1_000_000 + Int64(random.next() % 1_000_000_000))
         }
         let eventsMax = 50_000_000
+        var ranOut = false
+        func advance(to end: Int64) {
+            if !simulation.run(until: end, eventsMax: eventsMax) { ranOut = true }
+        }
         var formed: Double?
         for step in 1...(formCap * 4) {
-            simulation.run(until: Int64(step) * 250_000_000, eventsMax: eventsMax)
+            advance(to: Int64(step) * 250_000_000)
             if (0..<participants).allSatisfy({ simulation.view(of: $0).count == participants - 1 }) {
                 formed = Double(step) / 4
                 break
@@ -60,9 +67,9 @@ public enum PartyScale {
         simulation.schedule(
             .command(node: 0, .share(Activity(url: "u", itemID: "party"), durationSeconds: 7_200, bufferSeconds: 0)),
             after: .zero)
-        simulation.run(for: .seconds(1))
+        advance(to: simulation.nowNanos + 1_000_000_000)
         simulation.schedule(.command(node: 0, .playNow(rate: 1)), after: .zero)
-        simulation.run(until: simulation.nowNanos + 5_000_000_000, eventsMax: eventsMax)
+        advance(to: simulation.nowNanos + 5_000_000_000)
 
         func received(_ simulation: Simulation) -> [MessageType: Int64] {
             simulation.nodes.reduce(into: [:]) { total, node in
@@ -71,7 +78,7 @@ public enum PartyScale {
         }
         let before = simulation.relay!
         let receivedBefore = received(simulation)
-        simulation.run(until: simulation.nowNanos + Int64(idleSeconds) * 1_000_000_000, eventsMax: eventsMax)
+        advance(to: simulation.nowNanos + Int64(idleSeconds) * 1_000_000_000)
         let after = simulation.relay!
         let receivedAfter = received(simulation)
         let seconds = Double(idleSeconds)
@@ -79,7 +86,7 @@ public enum PartyScale {
 
         let pressed = simulation.nowNanos
         simulation.schedule(.command(node: 0, .pause), after: .zero)
-        simulation.run(until: pressed + 3_000_000_000, eventsMax: eventsMax)
+        advance(to: pressed + 3_000_000_000)
         var delays: [Double] = []
         var lost = 0
         for node in 1..<participants {
@@ -97,6 +104,6 @@ public enum PartyScale {
             idleReceivedByType: receivedAfter.map { type, count in
                 (type.description, Double(count - (receivedBefore[type] ?? 0)) / seconds)
             }.filter { $0.perSecond > 0 }.sorted { $0.perSecond > $1.perSecond },
-            simulatedIn: Date().timeIntervalSince(started))
+            eventBudgetRanOut: ranOut, simulatedIn: Date().timeIntervalSince(started))
     }
 }

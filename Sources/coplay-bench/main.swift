@@ -437,7 +437,9 @@ if kind == "party-scale" {
         let pause = Distribution(figures.pause)
         let formed = figures.formedSeconds.map { "\($0) s" } ?? "not within 60 s"
         func rate(_ value: Double) -> String { String(Int(value.rounded())) }
-        print("  \(size) participants: all see all after \(formed)")
+        print(
+            "  \(size) participants: all see all after \(formed)"
+                + (figures.eventBudgetRanOut ? " (the simulation ran out of its event budget: not to be trusted)" : ""))
         print(
             "    idle: \(rate(figures.idleDeliveriesPerSecond)) NATS deliveries/s, the whole group"
                 + " (\(String(format: "%.1f", figures.idleDeliveriesPerSecond / Double(size))) × N); per participant"
