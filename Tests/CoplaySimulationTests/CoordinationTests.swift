@@ -76,6 +76,32 @@ import Testing
             "started \((started.atNanos - waited.atNanos) / 1_000_000) ms after waiting (the deadline is 3 s)")
     }
 
+    /// The originator of a seek crashes before anyone's `ready` reaches it: it will never issue
+    /// the start, and the others start once it is suspected (0.75 s), by the lowest id among
+    /// them, not at the deadline and its grace (3.5 s). The same holds for an originator that
+    /// suspends itself: a phone that could not load the film it moved the group to.
+    @Test func anOriginatorGoneBeforeItsStart_holdsTheOthersOnlyUntilItIsSuspected() throws {
+        var simulation = agentsSharingAnItem(seed: 5, clockOffsetsNanos: [0, 150_000_000, 70_000_000])
+        runWithoutLivelock(&simulation, for: .seconds(5))
+        let pressed = simulation.nowNanos
+        simulation.schedule(.command(node: 2, .seek(seconds: 30)), after: .zero)
+        simulation.schedule(.crash(node: 2), after: .microseconds(50))
+        runWithoutLivelock(&simulation, for: .seconds(5))
+        for node in 0..<2 {
+            let waited = try #require(
+                events(simulation, node).first {
+                    $0.atNanos >= pressed && { if case .waiting = $0 { true } else { false } }($0.event)
+                })
+            let started = try #require(
+                events(simulation, node).first {
+                    $0.atNanos > waited.atNanos && { if case .playing = $0 { true } else { false } }($0.event)
+                },
+                "node \(node) started again")
+            let after = Double(started.atNanos - pressed) / 1e6
+            #expect(after > 700 && after < 1_000, "node \(node) started \(after) ms after the seek (suspected at 750)")
+        }
+    }
+
     /// Both players ready where the group is paused: a play starts them at one instant, a start's
     /// lead after it, with no round of readies (on a jittery path, the slowest ready of all would
     /// hold everyone).

@@ -143,9 +143,17 @@ extension Playback {
         let isOriginator = start.trigger.origin == context.member
         let allReady = participants.isSubset(of: start.ready) && !holding
         let deadlinePassed = now.wall >= deadline && !holding
+        // The originator decides. One known to take no part (gone, or suspended: a player that
+        // could not load the item it moved the group to) never will: then whoever has the lowest
+        // id decides as soon as everyone is ready, not after the deadline and its grace.
+        let originatorOut =
+            !isOriginator
+            && (context.peers.values.first { $0.member == start.trigger.origin }.map {
+                $0.liveness != .alive || !$0.suspensions.isEmpty
+            } ?? true)
         let fallback =
-            deadlinePassed && now.wall >= deadline + settings.startFallbackGrace
-            && participants.map({ $0.id }).min() == context.member.id
+            participants.map({ $0.id }).min() == context.member.id
+            && ((originatorOut && allReady) || (deadlinePassed && now.wall >= deadline + settings.startFallbackGrace))
         guard (isOriginator && (allReady || deadlinePassed)) || fallback else { return [] }
         coordination = .decided(start)
         let lead = startLead(to: participants, context)
