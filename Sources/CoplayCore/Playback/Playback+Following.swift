@@ -146,11 +146,8 @@ extension Playback {
         // The originator decides. One known to take no part (gone, or suspended: a player that
         // could not load the item it moved the group to) never will: then whoever has the lowest
         // id decides as soon as everyone is ready, not after the deadline and its grace.
-        let originatorOut =
-            !isOriginator
-            && (context.peers.values.first { $0.member == start.trigger.origin }.map {
-                $0.liveness != .alive || !$0.suspensions.isEmpty
-            } ?? true)
+        let origin = context.peers[start.trigger.origin.id]
+        let originatorOut = !isOriginator && (origin?.liveness != .alive || origin?.suspensions.isEmpty == false)
         let fallback =
             participants.map({ $0.id }).min() == context.member.id
             && ((originatorOut && allReady) || (deadlinePassed && now.wall >= deadline + settings.startFallbackGrace))
