@@ -151,8 +151,9 @@ public struct Settings: Sendable, Equatable {
     public var commandCopyOffsets: [Duration] = [
         .milliseconds(20), .milliseconds(60), .milliseconds(150), .milliseconds(300),
     ]
-    /// The IP traffic class (DSCP and ECN byte) a shell marks a command's datagrams with
-    /// (`Payload.isTimeCritical`; every other datagram goes unmarked): DSCP EF (46), which Wi-Fi
+    /// The IP traffic class (DSCP and ECN byte) a shell marks the time-critical datagrams with (a
+    /// command as issued and its copies, a ready, an end: `Payload.isTimeCritical`; every other
+    /// datagram goes unmarked): DSCP EF (46), which Wi-Fi
     /// puts in its voice access category (RFC 8325: user priority 6, as Linux's mac80211 maps
     /// it), so that on the air a pause does not queue behind a routine frame held by retries
     /// (MEASUREMENTS.md, the air pause). 0: unmarked. Wired switches and most home routers

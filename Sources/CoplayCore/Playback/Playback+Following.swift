@@ -143,9 +143,11 @@ extension Playback {
         let isOriginator = start.trigger.origin == context.member
         let allReady = participants.isSubset(of: start.ready) && !holding
         let deadlinePassed = now.wall >= deadline && !holding
-        // The originator decides. One known to take no part (gone, or suspended: a player that
-        // could not load the item it moved the group to) never will: then whoever has the lowest
-        // id decides as soon as everyone is ready, not after the deadline and its grace.
+        // The originator decides. One known to take no part (gone, suspected, or suspended: a
+        // player that could not load the item it moved the group to) never will: then whoever has
+        // the lowest id decides as soon as everyone is ready, not after the deadline and its grace.
+        // (A record by id: an originator restarted under a new incarnation counts as taking part,
+        // and its old start waits for the deadline as before.)
         let origin = context.peers[start.trigger.origin.id]
         let originatorOut = !isOriginator && (origin?.liveness != .alive || origin?.suspensions.isEmpty == false)
         let fallback =
