@@ -5,7 +5,8 @@ import CoplayCore
 /// the case expects. The same runner is compiled into the agent's tests and into the `.wasm`
 /// (`coplay_follower_cases`), so that one suite proves the follower behaves alike in both.
 ///
-/// A case: `{"name", "player": "mpv"|"video", "skipsOnly"?, "checksRate"?, "readsInSteps"?, "deadBand"?,
+/// A case: `{"name", "player": "mpv"|"video", "skipsOnly"?, "checksRate"?, "readsInSteps"?, "standsAfterStart"?,
+/// "startLateness"? (seconds), "deadBand"?,
 /// "steps": [...]}`; a
 /// step: `{"at": ms, "command"|"observe": "words", "expect"?: [lines], "wake"?: ms}` or
 /// `{"at": ms, "advance": true, ...}`. Commands: `load URL POS`, `prepare POS`,
@@ -40,6 +41,8 @@ public enum FollowerScript {
             if entry["skipsOnly"]?.bool == true { capabilities.steersByRate = false }
             if entry["checksRate"]?.bool == true { capabilities.checksRate = true }
             if entry["readsInSteps"]?.bool == true { capabilities.readsInSteps = true }
+            if entry["standsAfterStart"]?.bool == true { capabilities.standsAfterStart = true }
+            capabilities.startLateness = entry["startLateness"]?.number ?? 0
             capabilities.rateDeadBand = entry["deadBand"]?.number ?? capabilities.rateDeadBand
             var follower = PlayerFollower(capabilities, settings: Settings())
             for (index, step) in (entry["steps"]?.array ?? []).enumerated() {

@@ -512,18 +512,24 @@ public func coplayPlayerReport(
 /// The page's `<video>` follows through the core from now on (`PlayerFollower`, with a video
 /// element's capabilities): player commands become actions (record 15). `steering`: 0 skip-only,
 /// 1 by rate (an engine known to steer), 2 by rate until found not to follow it, plus 4 where
-/// the element's position readings move in steps (Firefox's `currentTime`: `readsInSteps`);
-/// `deadBand` is the band of rates around 1 the engine plays as 1 (0: none, at most 0.01).
-/// Returns -1 for a value out of range.
+/// the element's position readings move in steps (Firefox's `currentTime`: `readsInSteps`), plus
+/// 8 where its clock may stand still just after a start (Chromium's: `standsAfterStart`);
+/// `deadBand` is the band of rates around 1 the engine plays as 1 (0: none, at most 0.01);
+/// `startLateness` how late its clock starts after a seek, before any start is learnt from
+/// (seconds, 0 to 0.25). Returns -1 for a value out of range.
 @_cdecl("coplay_follow")
-public func coplayFollow(_ handle: Int32, _ steering: Int32, _ deadBand: Double) -> Int32 {
+public func coplayFollow(_ handle: Int32, _ steering: Int32, _ deadBand: Double, _ startLateness: Double) -> Int32 {
     guard let participant = participant(handle) else { return 0 }
     let mode = steering & 3
-    guard deadBand.isFinite, (0...0.01).contains(deadBand), steering & ~7 == 0, mode <= 2 else { return -1 }
+    guard deadBand.isFinite, (0...0.01).contains(deadBand), steering & ~15 == 0, mode <= 2,
+        startLateness.isFinite, (0...participant.instance.settings.follower.startBiasMax).contains(startLateness)
+    else { return -1 }
     var capabilities = PlayerFollower.Capabilities.video
     capabilities.steersByRate = mode != 0
     capabilities.checksRate = mode == 2
     capabilities.readsInSteps = steering & 4 != 0
+    capabilities.standsAfterStart = steering & 8 != 0
+    capabilities.startLateness = startLateness
     capabilities.rateDeadBand = deadBand
     participant.follower = PlayerFollower(capabilities, settings: participant.instance.settings)
     return 0

@@ -59,6 +59,11 @@ public struct FollowerSettings: Hashable, Sendable {
     /// never runs evenly is judged at the last).
     public var startSettledWithin = 0.002
     public var startReadingsMax = 4
+    /// Until a start is judged, a player whose clock may stand after a start
+    /// (`standsAfterStart`) or that is steered by skips is read this often: at 100 ms the
+    /// judgment of a phone's join waited 300 ms for Chromium's clock to run evenly, at 30 ms it
+    /// waits 90 (four readings span what its clock stood).
+    public var startReadingInterval: Duration = .milliseconds(30)
     /// Whether the rate steers is checked over windows of this length in which the rates asked
     /// were on average at least `rateCheckAskedMin` from the group's: the media's own slope must
     /// move half as far, or `rateCheckMovedMin`, whichever is less (a player that does not steer

@@ -36,11 +36,22 @@ public struct PlayerFollower: Sendable {
         /// each is where it was up to a step before, and it is steered by the highest of its
         /// recent readings carried forward (`FollowerSettings.steppedReadingsSpan`).
         public var readsInSteps: Bool
+        /// Its clock may stand still for a while just after an unpause (Chromium's ran 30 ms, then
+        /// stood 65 ms while its audio output started): a start is judged at the first reading that
+        /// has run at the rate since the one before, read every `FollowerSettings.startReadingInterval`
+        /// until then. A reading taken while it stood found a phone's join 44 ms late when it was
+        /// 75 ms late, and the rest took the nudges 2 s more.
+        public var standsAfterStart: Bool
+        /// How late its clock starts after a load or a seek, as far as is known before any start is
+        /// learnt from (seconds, within ±`FollowerSettings.startBiasMax`): the start bias begins
+        /// here. A joiner's first start is the one a person watches: Chromium's stood 72-98 ms in
+        /// five joins, and a start not told so began 86 ms behind.
+        public var startLateness: Double
 
         public init(
             steersByRate: Bool = true, checksRate: Bool = false, rateDeadBand: Double = 0,
             ownPausesArePersons: Bool = true, snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false,
-            readsInSteps: Bool = false
+            readsInSteps: Bool = false, standsAfterStart: Bool = false, startLateness: Double = 0
         ) {
             self.steersByRate = steersByRate
             self.checksRate = checksRate
@@ -49,6 +60,8 @@ public struct PlayerFollower: Sendable {
             self.snapsAfterPausing = snapsAfterPausing
             self.reloadsStuckSeeks = reloadsStuckSeeks
             self.readsInSteps = readsInSteps
+            self.standsAfterStart = standsAfterStart
+            self.startLateness = startLateness
         }
 
         /// mpv: its own controls are the person's, and its speed steers.
@@ -215,6 +228,8 @@ public struct PlayerFollower: Sendable {
         self.catchUpRate = settings.rateCatchUpMax
         self.speedDisturbanceMax = settings.playerSpeedDisturbanceMax
         self.seekCost = settings.follower.seekCostInitial
+        let lateness = capabilities.startLateness.isFinite ? capabilities.startLateness : 0
+        self.startBias.restart = -min(max(lateness, -settings.follower.startBiasMax), settings.follower.startBiasMax)
         self.skipsOnly = !capabilities.steersByRate
     }
 
@@ -289,7 +304,8 @@ public struct PlayerFollower: Sendable {
     }
 
     private mutating func play(_ new: Anchor, now: Timestamp, _ out: inout Output) {
-        (groupRate, wantedRate, catchUpUntil) = (new.rate, new.rate, nil)
+        let catchingUp = catchUpUntil != nil && new.rate == groupRate
+        (groupRate, wantedRate) = (new.rate, new.rate)
         if !askedPause, anchor != nil || lastSample != nil,
             abs(estimate(at: now.wall) - new.position(at: now.wall)) < settings.playWithoutSeekWithin.seconds,
             new.at <= now.wall
@@ -297,9 +313,17 @@ public struct PlayerFollower: Sendable {
             // Already playing about there (a re-anchor, a rate change, the person's own unpause):
             // no seek, no jump; the rate nudges close the rest.
             anchor = new
+            // A catch-up goes on through a re-anchor at the same rate (a joiner's clock refined):
+            // the player is still as far behind. Ended there, it left a phone's join 80 ms late
+            // and unread for 1.3 s, until the catch-up's own end.
+            if catchingUp { return }
+            catchUpUntil = nil
+            let soon = now.monotonic + settings.sampleInterval
+            nextSampleAt = min(nextSampleAt ?? soon, soon)
             applyRate(new.rate, now: now, &out)
             return
         }
+        catchUpUntil = nil
         stopTimeline()
         applyRate(new.rate, now: now, &out)
         anchor = new
@@ -589,7 +613,11 @@ public struct PlayerFollower: Sendable {
         else { return }
         lastSample = (position, at)
         if measureStartBias {
-            if skipsOnly, !startSettled(position, at: at) { return }
+            if skipsOnly || capabilities.standsAfterStart, !startSettled(position, at: at) {
+                let soon = now.monotonic + settings.startReadingInterval
+                nextSampleAt = min(nextSampleAt ?? soon, soon)
+                return
+            }
             measureStartBias = false
             let error = position - anchor.position(at: at)
             let limit = settings.startBiasMax

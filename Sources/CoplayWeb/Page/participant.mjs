@@ -185,11 +185,13 @@ export class Participant {
   /// says what it did with `observe`. `steering`: 'rate' (an engine known to steer), 'skip'
   /// (skip-only), or 'check' (by rate until found not to follow it); `deadBand` is the band of
   /// rates around 1 the engine plays as 1; `readsInSteps`: the element's position readings move
-  /// in steps (Firefox's currentTime), each up to a step old.
-  follow({ steering = 'check', deadBand = 0, readsInSteps = false } = {}) {
+  /// in steps (Firefox's currentTime), each up to a step old; `standsAfterStart`: its clock may
+  /// stand still just after a start (Chromium's, while its audio output starts); `startLateness`:
+  /// how late (seconds) its clock starts after a seek, before the core has learnt it.
+  follow({ steering = 'check', deadBand = 0, readsInSteps = false, standsAfterStart = false, startLateness = 0 } = {}) {
     const mode = { skip: 0, rate: 1, check: 2 }[steering];
-    const code = mode === undefined ? undefined : mode | (readsInSteps ? 4 : 0);
-    if (code === undefined || this.core.x.coplay_follow(this.handle, code, deadBand) < 0) throw new Error('the core refused the player\'s capabilities');
+    const code = mode === undefined ? undefined : mode | (readsInSteps ? 4 : 0) | (standsAfterStart ? 8 : 0);
+    if (code === undefined || this.core.x.coplay_follow(this.handle, code, deadBand, startLateness) < 0) throw new Error('the core refused the player\'s capabilities');
   }
   /// What the following player did: `kind` one of observationKinds' names; a position is read at
   /// wall instant `at` (ns). Returns false when the core refused a value as out of range.
