@@ -29,6 +29,12 @@ public struct FollowerSettings: Hashable, Sendable {
     /// as long, and one found this far behind plays at the catch-up rate until even: smaller
     /// errors are the rate nudges' to close (5 ms: where they turn to catching up).
     public var startCorrectedFrom = 0.005
+    /// A catch-up ended by its readings (a player with a dead band, whose clock is set back as its
+    /// rate leaves 1) ends at the first reading within this of the timeline (a reading's own
+    /// jitter is about a millisecond), and at the latest twice its time after it began, plus this
+    /// slack (a player that does not follow the rate must not be left catching up).
+    public var catchUpEvenWithin = 0.001
+    public var catchUpSlack: Duration = .milliseconds(500)
     /// A seek's cost (from the command to the player's restart) is learnt as a moving average
     /// that keeps this share of the last value; it starts at `seekCostInitial`.
     public var seekCostKeep = 0.8

@@ -176,7 +176,9 @@ public struct PlayerFollower: Sendable {
     /// The group's rate; the rate the core last asked (the group's with its nudge).
     private var groupRate = 1.0
     private var wantedRate = 1.0
-    private var catchUpUntil: MonotonicInstant?
+    private var catchUpUntil: MonotonicInstant? { didSet { if catchUpUntil == nil { catchUpLatest = nil } } }
+    /// A catch-up ended by its readings (a player with a dead band) ends by this at the latest.
+    private var catchUpLatest: MonotonicInstant?
     private var ended = false
     private var starved = false
     private var hidden = false
@@ -629,10 +631,12 @@ public struct PlayerFollower: Sendable {
                 }
             }
             let rate = max(groupRate, 0.01)
-            if seekedInItem, error > settings.startCorrectedFrom, error < limit {
+            if seekedInItem, error > settings.startCorrectedFrom, error < limit, !capabilities.standsAfterStart {
                 // It started early: it holds still for as long and is back on the group's
                 // timeline, rather than be steered in at the catch-up rate for a second. (After a
-                // load the first reading is ahead by mpv's priming, and that passes.)
+                // load the first reading is ahead by mpv's priming, and that passes.) Not a player
+                // whose clock stands after a start: its unpause would stand again (Chromium's held
+                // 13 ms and stood 90).
                 setPause(true, &out)
                 (held, rateCheck) = (position, nil)
                 unpauseAt = now.wall + .seconds(saturating: error / rate)
@@ -655,18 +659,42 @@ public struct PlayerFollower: Sendable {
                 (measureStartBias, unpauseHold) = (true, .restart)
                 return
             }
-            if seekedInItem, error < -settings.startCorrectedFrom, error > -limit, !skipsOnly {
-                // It started late: it plays at the catch-up rate for as long as makes the time up
+            if seekedInItem, abs(error) > settings.startCorrectedFrom, abs(error) < limit, !skipsOnly {
+                // It started late (or early, where it cannot hold still): it plays at the
+                // catch-up rate (or as far below the group's) for as long as makes the time up
                 // (20 ms at 5%: 0.4 s), and no reading steers it meanwhile. The nudges' controller
                 // would close the gap exponentially, over a second or more.
                 (dither, rateCheck) = (nil, nil)
-                setRate(groupRate * (1 + catchUpRate), &out)
-                let until = now.monotonic + .seconds(saturating: -error / (rate * catchUpRate))
+                setRate(groupRate * (1 + (error < 0 ? catchUpRate : -catchUpRate)), &out)
+                let until = now.monotonic + .seconds(saturating: abs(error) / (rate * catchUpRate))
                 catchUpUntil = until
-                nextSampleAt = until + settings.sampleInterval
                 lastSample = nil
+                guard capabilities.rateDeadBand > 0 else {
+                    nextSampleAt = until + settings.sampleInterval
+                    return
+                }
+                // A player with a dead band (Chromium) sets its clock back as its rate leaves 1
+                // (25 ms; PLAYERS.md): a catch-up timed from the error fell short by as much. It
+                // is read meanwhile, and ends when its readings are even, or at the latest when
+                // twice the time and `catchUpSlack` have passed.
+                catchUpLatest = until + (until - now.monotonic) + settings.catchUpSlack
+                nextSampleAt = now.monotonic + settings.sampleInterval
                 return
             }
+        }
+        if catchUpUntil != nil, let latest = catchUpLatest {
+            // Catching up, read (a player with a dead band): on until the readings are even.
+            let late = anchor.position(at: at) - position
+            let toMakeUp = askedSpeed >= groupRate ? late : -late  // slowing down, it is what is ahead
+            lastSample = nil
+            guard toMakeUp > settings.catchUpEvenWithin else {
+                (catchUpUntil, catchUpLatest) = (nil, nil)
+                applyRate(wantedRate, now: now, &out)
+                return
+            }
+            let left = Duration.seconds(saturating: toMakeUp / (max(groupRate, 0.01) * catchUpRate))
+            catchUpUntil = min(now.monotonic + left, latest)
+            return
         }
         let position = capabilities.readsInSteps ? fresh(position, at: at) : position
         if skipsOnly {
