@@ -631,12 +631,14 @@ public struct PlayerFollower: Sendable {
                 }
             }
             let rate = max(groupRate, 0.01)
-            if seekedInItem, error > settings.startCorrectedFrom, error < limit, !capabilities.standsAfterStart {
+            let slowsInstead = capabilities.standsAfterStart && !skipsOnly
+            if seekedInItem, error > settings.startCorrectedFrom, error < limit, !slowsInstead {
                 // It started early: it holds still for as long and is back on the group's
                 // timeline, rather than be steered in at the catch-up rate for a second. (After a
-                // load the first reading is ahead by mpv's priming, and that passes.) Not a player
-                // whose clock stands after a start: its unpause would stand again (Chromium's held
-                // 13 ms and stood 90).
+                // load the first reading is ahead by mpv's priming, and that passes.) A player
+                // whose clock stands after a start and whose rate steers is slowed instead (below):
+                // its unpause would stand again (Chromium's held 13 ms and stood 90). One steered
+                // by skips has no other way to trim an early landing.
                 setPause(true, &out)
                 (held, rateCheck) = (position, nil)
                 unpauseAt = now.wall + .seconds(saturating: error / rate)
@@ -662,8 +664,8 @@ public struct PlayerFollower: Sendable {
             if seekedInItem, abs(error) > settings.startCorrectedFrom, abs(error) < limit, !skipsOnly {
                 // It started late (or early, where it cannot hold still): it plays at the
                 // catch-up rate (or as far below the group's) for as long as makes the time up
-                // (20 ms at 5%: 0.4 s), and no reading steers it meanwhile. The nudges' controller
-                // would close the gap exponentially, over a second or more.
+                // (20 ms at 5%: 0.4 s), and no reading reaches the nudges' controller meanwhile:
+                // it would close the gap exponentially, over a second or more.
                 (dither, rateCheck) = (nil, nil)
                 setRate(groupRate * (1 + (error < 0 ? catchUpRate : -catchUpRate)), &out)
                 let until = now.monotonic + .seconds(saturating: abs(error) / (rate * catchUpRate))
@@ -688,7 +690,7 @@ public struct PlayerFollower: Sendable {
             let toMakeUp = askedSpeed >= groupRate ? late : -late  // slowing down, it is what is ahead
             lastSample = nil
             guard toMakeUp > settings.catchUpEvenWithin else {
-                (catchUpUntil, catchUpLatest) = (nil, nil)
+                catchUpUntil = nil  // and its latest with it
                 applyRate(wantedRate, now: now, &out)
                 return
             }
