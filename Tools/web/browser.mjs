@@ -14,7 +14,8 @@
 //   - a screenshot of the page is kept.
 // Prints one figure per line and a summary (JSON) last; exits 1 when a check fails.
 // COPLAY_BROWSER_DEBUG=1 prints the late tab's last 40 steps (its trace); =raw also each reading of
-// the media clocks (the tab's instant and position, mpv's instant and audio-pts).
+// the media clocks (the tab's instant and position, mpv's instant and audio-pts); =steady the
+// element's clock every few ms for 3 s once in sync.
 //
 //   node Tools/web/browser.mjs COPLAY WEBDIR WORKDIR [ARTIFACTS]
 import { execFileSync } from 'node:child_process';
@@ -168,40 +169,61 @@ try {
   await sleep(3000);  // the rate nudges settle the start
 
   // The media clocks: the tab's position at its wall instant, mpv's audio-pts at the middle of
-  // its request's round trip; both clocks are this machine's. The tab's position is the highest of
-  // its currentTime readings over 60 ms, each carried forward to the last one's instant at the
-  // element's rate: Firefox's currentTime moves every 40 ms or so, so one reading alone is
-  // where the media was up to a step before (in Chromium the readings agree and this is the last).
+  // its request's round trip; both clocks are this machine's. The tab's position is made of its
+  // currentTime readings over 60 ms, each carried forward to the last one's instant at the
+  // element's rate. Where the readings move in steps (most alike the one before: Firefox's moves
+  // every 40 ms or so), each is where the media was up to a step before, and the highest is taken.
+  // Where they move continuously, their mean is: Chromium's clock here runs a sawtooth of about
+  // 10 ms (its audio output has no device in a namespace; MEASUREMENTS.md), and the highest
+  // reading was its top, a steady +3 ms that was the measure's, not the tab's.
   const freshPosition = `new Promise((done) => {
     const v = document.getElementById('video'), readings = [], began = performance.now();
     const read = () => {
       readings.push([v.currentTime, performance.now()]);
       if (performance.now() - began < 60) { setTimeout(read, 1); return; }
       const [, last] = readings[readings.length - 1];
-      const p = Math.max(...readings.map(([p, t]) => p + (last - t) / 1000 * v.playbackRate));
-      done({ p, at: performance.timeOrigin + last, r: v.playbackRate, paused: v.paused, single: readings[readings.length - 1][0] });
+      const carried = readings.map(([p, t]) => p + (last - t) / 1000 * v.playbackRate);
+      const stepped = readings.filter(([p], i) => i > 0 && p === readings[i - 1][0]).length * 2 > readings.length;
+      const p = stepped ? Math.max(...carried) : carried.reduce((a, b) => a + b, 0) / carried.length;
+      done({ p, at: performance.timeOrigin + last, r: v.playbackRate, paused: v.paused, single: readings[readings.length - 1][0], stepped, top: Math.max(...carried) });
     };
     read();
   })`;
-  // `singles`, when given, gets the offsets by the last reading alone.
-  async function offsets(target, count, singles) {
+  // `singles`, when given, gets the offsets by the last reading alone, and `tops` by the highest
+  // (the measure before it told stepped readings from continuous ones).
+  let steppedCount = 0;
+  async function offsets(target, count, singles, tops) {
     const values = [];
     for (let i = 0; i < count; i++) {
       const tab = await target.evaluate(freshPosition);
       const m = await mpvCommand('get_property', 'audio-pts');
       if (!tab.paused && typeof m.data === 'number') {
         values.push((tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
-        if (process.env.COPLAY_BROWSER_DEBUG === 'raw') console.log(`raw ${tab.at.toFixed(1)} ${tab.p.toFixed(6)} ${tab.single.toFixed(6)} ${m.mid.toFixed(1)} ${m.data.toFixed(6)}`);
+        if (process.env.COPLAY_BROWSER_DEBUG === 'raw') console.log(`raw ${tab.at.toFixed(1)} ${tab.p.toFixed(6)} ${tab.single.toFixed(6)} ${m.mid.toFixed(1)} ${m.data.toFixed(6)} ${tab.stepped ? 'stepped' : 'continuous'} ${tab.top.toFixed(6)}`);
         singles?.push((tab.single + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+        tops?.push((tab.top + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000);
+        steppedCount += tab.stepped ? 1 : 0;
       }
       await sleep(100);
     }
     return values;
   }
-  const singles = [];
-  const media = await offsets(page, 50, singles);
+  const singles = [], tops = [];
+  const media = await offsets(page, 50, singles, tops);
+  // =steady: the element's clock read every few ms for 3 s, each reading's lead over the first
+  // carried at 1 (ms), and the rate: how it moves between the follower's readings.
+  if (process.env.COPLAY_BROWSER_DEBUG === 'steady') {
+    const trace = await page.evaluate(`new Promise((done) => { const v = document.getElementById('video'), s = [], b = performance.now();
+      const h = setInterval(() => { s.push([performance.now(), v.currentTime, v.playbackRate]); if (performance.now() - b > 3000) { clearInterval(h); done(s); } }, 1); })`);
+    const [t0, p0] = trace[0];
+    for (const [t, p, r] of trace) console.log(`steady ${(t - t0).toFixed(1)} ${((p - p0) * 1000 - (t - t0)).toFixed(2)} ${r}`);
+  }
   figure('media-offset-tab-mpv-one-reading-p50', quantile(singles.map(Math.abs), 0.5));
   figure('media-offset-tab-mpv-one-reading-p99', quantile(singles.map(Math.abs), 0.99));
+  const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
+  figure('media-offset-tab-mpv-one-reading-mean-signed', mean(singles));
+  figure('media-offset-tab-mpv-highest-reading-mean-signed', mean(tops));
+  figure('media-readings-stepped', steppedCount, `of ${media.length}`);
   // The frames shown: each frame's media time at the instant it is due on the display
   // (requestVideoFrameCallback), against mpv's audio-pts at that instant.
   const frames = [];
