@@ -240,7 +240,7 @@ import Testing
     func theShippedConfigurationsWork_aHomeLeafNodeJoinsAHub() throws {
         let server = try #require(NatsCluster.serverPath)
         let tools = packageRoot.appendingPathComponent("Tools/nats")
-        let names = ["cluster-a", "cluster-b", "hub", "leaf-home"]
+        let names = ["cluster-a", "cluster-b", "hub", "leaf-home", "party-1", "party-2", "party-3", "web"]
         for name in names {
             let (status, output) = try Locations.run(
                 server, ["-c", tools.appendingPathComponent("\(name).conf").path, "-t"])
@@ -310,6 +310,88 @@ import Testing
         for agent in [away, home] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
     }
 
+    /// Tools/nats's party cluster as shipped (party-1, -2 and -3.conf, ports moved to this test's
+    /// own): three agents, one on each server, form one group through the routes, and a share
+    /// and a pause typed on one reach the other two.
+    @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
+    func theShippedPartyCluster_carriesOneGroupOverItsThreeServers() throws {
+        let server = try #require(NatsCluster.serverPath)
+        let tools = packageRoot.appendingPathComponent("Tools/nats")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-party3-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Below Linux's ephemeral range (32768-60999), and apart from the other tests' ports.
+        let base = 31_500 + Int(getpid() % 100) * 10
+        let shipped = ["4231", "4232", "4233", "8451", "8452", "8453", "6231", "6232", "6233"]
+        var servers: [Process] = []
+        defer {
+            for process in servers {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        for number in 1...3 {
+            var text = try String(
+                contentsOf: tools.appendingPathComponent("party-\(number).conf"), encoding: .utf8)
+            for (index, port) in shipped.enumerated() {
+                text = text.replacingOccurrences(of: ":\(port)", with: ":\(base + index)").replacingOccurrences(
+                    of: "port: \(port)", with: "port: \(base + index)")
+            }
+            let file = directory.appendingPathComponent("party-\(number).conf")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: server)
+            process.arguments = ["-c", file.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            servers.append(process)
+        }
+        let key = directory.appendingPathComponent("group.key").path
+        _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
+        // Each agent on a multicast group of its own: the servers' routes are their only path.
+        let agents = try (0..<3).map { index in
+            try AgentProcess(
+                executable: coplay, name: "p\(index + 1)",
+                arguments: [
+                    "--interface", "lo", "--group", "239.255.79.\(11 + index):\(privatePort(60 + index))", "--session",
+                    "party-3", "--key-file", key, "--relay", "nats://CHANGE-ME-client-token@127.0.0.1:\(base + index)",
+                ])
+        }
+        defer { for agent in agents { agent.signal(SIGKILL) } }
+        let ids = try agents.map { agent in
+            try #require(agent.waitForEvent(timeout: .seconds(10)) { $0.name == "session" }?["peer"] as? String)
+        }
+        for (index, agent) in agents.enumerated() {
+            for (other, id) in ids.enumerated() where other != index {
+                let joined = agent.waitForEvent(timeout: .seconds(10)) {
+                    $0.name == "peer-joined" && $0.peer("id") as? String == id
+                }
+                #expect(
+                    joined?.peer("path") as? String == "relay",
+                    "\(agent.name) lists p\(other + 1): \(agent.diagnostics)")
+            }
+        }
+        agents[0].send("share https://example.com/party.mp4 id=party")
+        for agent in agents[1...] {
+            #expect(
+                agent.waitForEvent(timeout: .seconds(3)) { $0.name == "activity" } != nil,
+                "the share reaches \(agent.name)")
+        }
+        agents[2].send("play")
+        usleep(500_000)
+        agents[2].send("pause")
+        for agent in agents[0..<2] {
+            #expect(
+                waitUntil(seconds: 3) {
+                    (agent.status()?["rate"] as? NSNumber)?.doubleValue == 0
+                        && (agent.status()?["position"] as? NSNumber)?.doubleValue ?? 0 > 0.3
+                }, "p3's play and pause reach \(agent.name)")
+        }
+        for agent in agents { agent.closeInput() }
+        for agent in agents { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }
+    }
+
     /// What the relay carries, captured off loopback with tcpdump: nothing readable (the share's
     /// URL and title are nowhere in the capture's bytes); `coplay dump --key-file` opens every
     /// frame and decodes the datagrams inside; without the key it says they are sealed.
@@ -343,7 +425,7 @@ import Testing
             try AgentProcess(
                 executable: coplay, name: "sealed\(index)",
                 arguments: [
-                    "--interface", "lo", "--group", "239.255.80.\(index):\(privatePort(40 + index))", "--session",
+                    "--interface", "lo", "--group", "239.255.80.\(index):\(privatePort(60 + index))", "--session",
                     "sealed-it", "--key-file", key, "--relay", cluster.url(0),
                 ])
         }
