@@ -1,25 +1,29 @@
 // A watch party: N browser participants (the page's own shell module, participant.mjs, each
 // with its own WebSocket to nats-server) in one Node process, spread over THREADS worker threads
 // (Tools/web/crowd-thread.mjs; default 2, this machine's cores: each browser has a CPU of its
-// own), with two native agents, all through one nats-server on loopback. Each participant drives a model of the page's player (a
+// own), with two native agents, all through one nats-server on loopback, or SERVERS of them
+// clustered (3: as Tools/nats/party-*.conf, participant i and agent i on server i mod SERVERS,
+// each given the others after its own). Each participant drives a model of the page's player (a
 // load or a seek is ready 20 ms later). Measured: the time until every participant has its
 // members, then a pause typed on a native agent until each participant's core reports it
 // paused, the same for a seek, and a late participant from its start until it plays in place.
 // Prints the figures and a summary (JSON) last; exits 1 if a participant missed a command.
 //
-//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS]
+//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS] [SERVERS]
 import { execFileSync } from 'node:child_process';
 import { spawnOwned } from './owned.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const [coplay, wasm, work, countText = '100', threadsText = '2'] = process.argv.slice(2);
+const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1'] = process.argv.slice(2);
 const count = Number(countText), threads = Math.max(1, Number(threadsText));
+const servers = Math.min(3, Math.max(1, Number(serversText) || 1));
 // The relay's listening ports below Linux's ephemeral range (32768-60999), where any
-// connection's local end may hold a port.
-const base = 23000 + (process.pid % 2000) * 2;
-const nats = base, websocket = base + 1, group = base + 6000, token = 'crowd';
+// connection's local end may hold a port: per server its client port, its WebSocket and its route.
+const base = 23000 + (process.pid % 1000) * 9;
+const ports = [0, 1, 2].map((i) => ({ nats: base + 3 * i, websocket: base + 3 * i + 1, route: base + 3 * i + 2 }));
+const group = 22000 + (process.pid % 1000), token = 'crowd';
 const wallMs = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const children = [];
@@ -33,32 +37,41 @@ async function until(test, ms, step = 20) {
   for (;;) { if (test()) return true; if (wallMs() > end) return false; await sleep(step); }
 }
 
-writeFileSync(`${work}/nats.conf`, `host: 127.0.0.1\nport: ${nats}\nauthorization { token: "${token}" }\nmax_payload: 4096\n`
-  + `max_connections: ${count + 50}\nwebsocket { host: 127.0.0.1, port: ${websocket}, no_tls: true }\n`);
+for (let i = 0; i < servers; i++) {
+  const { nats, websocket, route } = ports[i];
+  const routes = ports.slice(0, servers).filter((_, j) => j !== i).map((p) => `"nats-route://127.0.0.1:${p.route}"`);
+  const cluster = servers > 1 ? `cluster { name: crowd, host: 127.0.0.1, port: ${route}, routes: [${routes.join(', ')}] }\n` : '';
+  writeFileSync(`${work}/nats-${i}.conf`, `server_name: crowd-${i}\nhost: 127.0.0.1\nport: ${nats}\nauthorization { token: "${token}" }\nmax_payload: 4096\n`
+    + `max_connections: ${count + 50}\nwebsocket { host: 127.0.0.1, port: ${websocket}, no_tls: true }\n` + cluster);
+  children.push(spawnOwned('nats-server', ['-c', `${work}/nats-${i}.conf`], { stdio: 'ignore' }));
+}
 writeFileSync(`${work}/group.key`, execFileSync(coplay, ['keygen']), { mode: 0o600 });
 const key = parseKey(readFileSync(`${work}/group.key`, 'utf8').split('\n').find((l) => l.trim() && !l.startsWith('#')));
-const server = spawnOwned('nats-server', ['-c', `${work}/nats.conf`], { stdio: 'ignore' });
-children.push(server);
-await sleep(500);
-function agent(name) {
+await sleep(servers > 1 ? 1500 : 500);  // the routes form
+// Server i first, then the others: where a participant connects, and where it fails over to.
+const order = (i) => [0, 1, 2].slice(0, servers).map((k) => (i + k) % servers);
+function agent(name, index) {
+  const relays = order(index).flatMap((k) => ['--relay', `nats://${token}@127.0.0.1:${ports[k].nats}`]);
   const child = spawnOwned(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
-    '--key-file', `${work}/group.key`, '--relay', `nats://${token}@127.0.0.1:${nats}`], { stdio: ['pipe', 'pipe', 'ignore'] });
+    '--key-file', `${work}/group.key`, ...relays], { stdio: ['pipe', 'pipe', 'ignore'] });
   child.lines = [];
   let partial = '';
   child.stdout.on('data', (d) => { partial += d; const p = partial.split('\n'); partial = p.pop(); child.lines.push(...p); });
   children.push(child);
   return child;
 }
-const host = agent('host'), second = agent('second');
+const host = agent('host', 0), second = agent('second', 1);
 
 const crowd = [], byName = new Map(), workers = [];
-const relay = `ws://${token}@127.0.0.1:${websocket}`;
+const relayOf = (i) => order(i).map((k) => `ws://${token}@127.0.0.1:${ports[k].websocket}`);
 function member(name) { const m = { name, events: [], peers: 0 }; crowd.push(m); byName.set(name, m); return m; }
 const started = wallMs();
 for (let t = 0; t < threads; t++) {
   const names = [];
   for (let i = t; i < count; i += threads) names.push(`web${i}`);
-  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relay, key } });
+  const relays = Object.fromEntries(names.map((n) => [n, relayOf(Number(n.slice(3)))]));
+  relays.late = relayOf(count);
+  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key } });
   worker.on('message', (m) => {
     if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
     else byName.get(m.name)?.events.push(m.event);
@@ -113,5 +126,5 @@ await sleep(500);
 const left = host.lines.filter((l) => /^peer-left web\d+ .*reason=shutdown/.test(l)).length;
 check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
 for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
-console.log(JSON.stringify({ count, figures, failures }));
+console.log(JSON.stringify({ count, servers, figures, failures }));
 process.exit(failures.length ? 1 : 0);
