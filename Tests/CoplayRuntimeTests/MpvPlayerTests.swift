@@ -25,29 +25,62 @@ import Testing
 
         deinit { close(descriptor) }
 
-        /// The commands the driver sent since the last call, each as its JSON array.
-        func sent() -> [[Any]] {
+        /// Commands read from the socket and not yet returned by `sent()`.
+        private var unread: [[Any]] = []
+        /// `loadfile` requests not answered yet, and the playlist entry mpv gives the next one.
+        var loadsUnanswered: [Int] = []
+        var nextEntry = 1
+
+        private func read() {
             var chunk = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
                 guard count > 0 else { break }
                 pending += chunk[..<count]
             }
-            var commands: [[Any]] = []
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Data(pending[..<newline])
                 pending.removeSubrange(...newline)
                 if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
                     let command = object["command"] as? [Any]
                 {
-                    commands.append(command + [object["request_id"] ?? 0])
+                    unread.append(command + [object["request_id"] ?? 0])
+                    if command.first as? String == "loadfile", let id = object["request_id"] as? Int {
+                        loadsUnanswered.append(id)
+                    }
                 }
             }
-            return commands
         }
 
+        /// The commands the driver sent since the last call, each as its JSON array.
+        func sent() -> [[Any]] {
+            read()
+            defer { unread.removeAll() }
+            return unread
+        }
+
+        /// mpv's answers to the `loadfile`s sent, as it gives them: success, and the entry it
+        /// made (before any event of that file).
+        func answersLoads() {
+            read()
+            for id in loadsUnanswered {
+                _ = player.receive(
+                    line: Array(
+                        #"{"request_id":\#(id),"error":"success","data":{"playlist_entry_id":\#(nextEntry)}}"#.utf8),
+                    at: now)
+                nextEntry += 1
+            }
+            loadsUnanswered.removeAll()
+        }
+
+        /// A line from mpv; a file's event comes after mpv's answers to the loads sent.
         @discardableResult
-        func says(_ json: String) -> [PlayerReport] { player.receive(line: Array(json.utf8), at: now) }
+        func says(_ json: String) -> [PlayerReport] {
+            if ["start-file", "file-loaded", "end-file"].contains(where: { json.contains("\"\($0)\"") }) {
+                answersLoads()
+            }
+            return player.receive(line: Array(json.utf8), at: now)
+        }
 
         func wait(_ interval: Duration) -> [PlayerReport] {
             now = now.advanced(by: interval)
@@ -270,6 +303,36 @@ import Testing
         _ = mpv.player.perform(.play(rate: 1, position: 0, at: mpv.now.wall + .milliseconds(100)), now: mpv.now)
         let delayed = try #require(mpv.player.nextEvent(now: mpv.now))
         #expect(abs((delayed - mpv.now.monotonic).nanoseconds - 114_500_000) < 1_000)
+    }
+
+    /// Two loads in a row: the first file's `file-loaded` comes after the second `loadfile` was
+    /// sent and before mpv answered it. It is not the second file's: the driver neither seeks
+    /// (mpv would refuse it until the new file is loaded, and a refused seek reads as a server
+    /// with no byte ranges) nor says the item failed when the replaced file ends in an error.
+    /// It seeks once the second file, the entry mpv named, is loaded.
+    @Test func aFileLoadedOfAReplacedFile_isNotTheNewLoads_noSeekUntilItsOwn() throws {
+        let mpv = FakeMpv()
+        _ = mpv.player.perform(.load(LoadedItem(url: "/media/a.mkv"), position: 0), now: mpv.now)
+        mpv.answersLoads()  // entry 1
+        mpv.says(#"{"event":"start-file","playlist_entry_id":1}"#)
+        _ = mpv.sent()
+        _ = mpv.player.perform(.load(LoadedItem(url: "/media/b.mkv"), position: 42), now: mpv.now)
+        // The first file's, before mpv answered the second load.
+        #expect(mpv.player.receive(line: Array(#"{"event":"file-loaded"}"#.utf8), at: mpv.now).isEmpty)
+        #expect(!mpv.sent().contains(where: FakeMpv.isSeek), "no seek on the replaced file's file-loaded")
+        #expect(
+            mpv.player.receive(
+                line: Array(#"{"event":"end-file","reason":"error","playlist_entry_id":1,"file_error":"x"}"#.utf8),
+                at: mpv.now
+            ).isEmpty, "the replaced file's error is not the item's")
+        mpv.answersLoads()  // entry 2
+        // Still the first file's (a late event of entry 1): no seek.
+        mpv.says(#"{"event":"start-file","playlist_entry_id":1}"#)
+        #expect(mpv.player.receive(line: Array(#"{"event":"file-loaded"}"#.utf8), at: mpv.now).isEmpty)
+        #expect(!mpv.sent().contains(where: FakeMpv.isSeek))
+        mpv.says(#"{"event":"start-file","playlist_entry_id":2}"#)
+        mpv.says(#"{"event":"file-loaded"}"#)
+        #expect(mpv.sent().filter(FakeMpv.isSeek).map { $0[1] as? Double } == [42], "the seek goes once b is loaded")
     }
 
     /// A transition loads the next item and at once asks every player to prepare at its start.

@@ -41,6 +41,7 @@ struct MpvPlayer: PlayerDriver {
     private enum Request {
         case sample(sentAt: Timestamp)
         case seek, cacheRanges, personSeekPosition, other
+        case load
     }
 
     private var nextRequestID: Int64 = 1
@@ -51,6 +52,15 @@ struct MpvPlayer: PlayerDriver {
 
     private var item: LoadedItem?
     private var fileLoaded = false
+    /// The file the last `loadfile` plays, as mpv numbers it (its answer's `playlist_entry_id`),
+    /// and the one whose `start-file` came last. A `file-loaded` is the last load's only once
+    /// mpv has answered that load (it answers a command before any event of what it started)
+    /// and the file started is the one it named: a `file-loaded` of the file before, which
+    /// came after the next `loadfile` was sent, must not let the follower seek, since mpv
+    /// refuses a seek until the new file is loaded, and a refused seek reads as a server with
+    /// no byte ranges (a joiner's mpv failed so once under the fast tier's load).
+    private var loadAnswered: (request: Int64, entry: Int64?, answered: Bool)?
+    private var startedEntry: Int64?
     /// Seeks sent whose `seek` event has not come yet (any other `seek` event is the person's).
     private var ownSeeks = 0
     private var personSeekPending = false
@@ -139,7 +149,8 @@ struct MpvPlayer: PlayerDriver {
             // ffmpeg's live_start_index counts), so that its cache holds where it is sent.
             let start = liveStartSegment.map { ",demuxer-lavf-o-append=live_start_index=\($0)" } ?? ""
             let options = item.live ? ["rebase-start-time=no,force-seekable=yes" + start] : []
-            send(["loadfile", .string(item.url), "replace"] + options.map { .string($0) }, as: .other)
+            let request = send(["loadfile", .string(item.url), "replace"] + options.map { .string($0) }, as: .load)
+            loadAnswered = (request, nil, false)
         case .seek(let position):
             seek(to: position, now: now)
         case .reload(let position): seek(to: position, now: now)  // mpv's pipeline does not get stuck
@@ -273,6 +284,11 @@ struct MpvPlayer: PlayerDriver {
         case .personSeekPosition:
             guard succeeded, let position = message["data"]?.number else { return [] }
             return observe(.personSeekLanded(position), now: now)
+        case .load:
+            // An mpv that names no entry (before 0.33) is taken at its next `file-loaded`.
+            guard loadAnswered?.request == id else { return [] }
+            loadAnswered = (id, message["data"]?["playlist_entry_id"]?.integer, true)
+            return []
         case .other:
             return []
         }
@@ -305,7 +321,14 @@ struct MpvPlayer: PlayerDriver {
             // `playback-restart`: counted as pending, they held back every later item's ready.
             ownSeeks = liveSeek == nil ? 0 : 1
             personSeekPending = false
+            startedEntry = message["playlist_entry_id"]?.integer
         case "file-loaded":
+            // Not the last load's file: one it replaced (above).
+            if let load = loadAnswered {
+                guard load.answered, load.entry == nil || startedEntry == nil || load.entry == startedEntry else {
+                    return []
+                }
+            }
             fileLoaded = true
             return observe(.loaded, now: now)
         case "client-message":
@@ -316,6 +339,13 @@ struct MpvPlayer: PlayerDriver {
             }
         case "end-file":
             guard message["reason"]?.string == "error" else { return [] }
+            // A file the last load replaced failed: not the item's failure.
+            if let load = loadAnswered,
+                !load.answered
+                    || (load.entry != nil && message["playlist_entry_id"]?.integer.map { $0 != load.entry } == true)
+            {
+                return []
+            }
             fileLoaded = false
             return [Self.loadFailure(url: item?.url, fileError: message["file_error"]?.string ?? "unknown error")]
         default:
