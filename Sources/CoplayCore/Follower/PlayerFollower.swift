@@ -204,7 +204,7 @@ public struct PlayerFollower: Sendable {
     /// The start being measured was a skip made again at once (it landed late): not again until
     /// the next skip or the next timeline.
     private var reskipped = false
-    /// Since when every reading of a player steered by skips has been more than `reskipFrom` off,
+    /// Since when every reading of a player steered by skips has been more than `skipSettledFrom` off,
     /// and on which side (forgotten at a seek, and when the page is hidden or shown).
     private var offSince: (at: WallInstant, ahead: Bool)?
     /// The rate check's window: where and when it began, the last reading and the rate asked
@@ -739,16 +739,18 @@ public struct PlayerFollower: Sendable {
     }
 
     /// Skip-only steering: a seek ahead of the error once it passes `skipBeyond` (or has stayed
-    /// past `reskipFrom` for `skipSettled`), and then none for `skipQuiet`.
+    /// past `skipSettledFrom` for `skipSettled`), and then none for `skipQuiet`.
     private mutating func steerBySkips(
         _ position: Double, at: WallInstant, anchor: Anchor, now: Timestamp, _ out: inout Output
     ) {
         let error = position - anchor.position(at: at)
-        // An error past `reskipFrom` that every reading for `skipSettled` has kept, on one side,
+        // An error past `skipSettledFrom` that every reading for `skipSettled` has kept, on one side,
         // is the player's own (a start that settled late, as Chromium's does after its first
         // reading), not the readings' noise: it is skipped as one past `skipBeyond` is.
-        if abs(error) < settings.reskipFrom || offSince.map({ $0.ahead != (error > 0) }) == true { offSince = nil }
-        if abs(error) >= settings.reskipFrom, offSince == nil { offSince = (at, error > 0) }
+        if abs(error) < settings.skipSettledFrom || offSince.map({ $0.ahead != (error > 0) }) == true {
+            offSince = nil
+        }
+        if abs(error) >= settings.skipSettledFrom, offSince == nil { offSince = (at, error > 0) }
         let settled = offSince.map { at - $0.at >= settings.skipSettled } ?? false
         guard abs(error) >= settings.skipBeyond.seconds || settled else { return }
         if let last = lastSkipAt, now.monotonic - last < settings.skipQuiet { return }
