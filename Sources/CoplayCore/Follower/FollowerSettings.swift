@@ -49,10 +49,10 @@ public struct FollowerSettings: Hashable, Sendable {
     /// A start (a skip, a join) that lands later than this on a player steered by skips is
     /// skipped again at once, once (the rate cannot make it up, and a landing inside
     /// `skipBeyond` would stay), aimed `reskipAimEarly` (seconds) early so that holding still
-    /// trims what is left. 5 ms, as `startCorrectedFrom` trims an early one: at 15 WebKit's
-    /// landings 8 and 13 ms late stayed for good (media p50 7.9 ms in CI, target 3). The second
-    /// seek comes just after the start's own, where a glitch is least seen, and never a third.
-    public var reskipFrom = 0.005
+    /// trims what is left. 3 ms: at 15 WebKit's landings 8 and 13 ms late stayed for good (media
+    /// p50 7.9 ms in CI, target 3), and at 5 one 5.6 ms late did. The second seek comes just
+    /// after the start's own, where a glitch is least seen, and never a third.
+    public var reskipFrom = 0.003
     public var reskipAimEarly = 0.010
     /// An error past `skipSettledFrom` that every reading has kept, on one side, for this long
     /// is skipped too (still no more often than `skipQuiet`): Chromium forced to skips settled
