@@ -14,13 +14,13 @@ import Testing
         var now = Timestamp(
             monotonic: MonotonicInstant(nanos: 5_000_000_000), wall: WallInstant(unixNanos: 1_780_000_000_000_000_000))
 
-        init(options: [String] = []) {
+        init(options: [String] = [], settings: Settings = Settings()) {
             var pair: [Int32] = [0, 0]
             socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
             descriptor = pair[1]
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
             player = MpvPlayer(
-                socket: LineSocket(descriptor: pair[0]), process: nil, settings: Settings(), options: options)
+                socket: LineSocket(descriptor: pair[0]), process: nil, settings: settings, options: options)
         }
 
         deinit { close(descriptor) }
@@ -333,6 +333,19 @@ import Testing
         mpv.says(#"{"event":"start-file","playlist_entry_id":2}"#)
         mpv.says(#"{"event":"file-loaded"}"#)
         #expect(mpv.sent().filter(FakeMpv.isSeek).map { $0[1] as? Double } == [42], "the seek goes once b is loaded")
+    }
+
+    /// A load whose answer is forgotten (more requests than `playerRequestsMax` went unanswered
+    /// after it) does not hold its `file-loaded` back for ever: the next one is taken.
+    @Test func aLoadForgottenUnanswered_takesTheNextFileLoaded() throws {
+        var settings = Settings()
+        settings.playerRequestsMax = 0  // every request forgotten as it is sent
+        let mpv = FakeMpv(settings: settings)
+        _ = mpv.player.perform(.load(LoadedItem(url: "/media/a.mkv"), position: 42), now: mpv.now)
+        _ = mpv.sent()
+        mpv.loadsUnanswered.removeAll()  // mpv never answered it
+        #expect(mpv.player.receive(line: Array(#"{"event":"file-loaded"}"#.utf8), at: mpv.now).isEmpty)
+        #expect(mpv.sent().filter(FakeMpv.isSeek).map { $0[1] as? Double } == [42])
     }
 
     /// A transition loads the next item and at once asks every player to prepare at its start.

@@ -150,7 +150,7 @@ struct MpvPlayer: PlayerDriver {
             let start = liveStartSegment.map { ",demuxer-lavf-o-append=live_start_index=\($0)" } ?? ""
             let options = item.live ? ["rebase-start-time=no,force-seekable=yes" + start] : []
             let request = send(["loadfile", .string(item.url), "replace"] + options.map { .string($0) }, as: .load)
-            loadAnswered = (request, nil, false)
+            loadAnswered = (request, nil, requests[request] == nil)  // forgotten at once: not waited for
         case .seek(let position):
             seek(to: position, now: now)
         case .reload(let position): seek(to: position, now: now)  // mpv's pipeline does not get stuck
@@ -448,8 +448,13 @@ struct MpvPlayer: PlayerDriver {
         requestOrder.append(id)
         if requestOrder.count > settings.playerRequestsMax {
             // An answer that never came: forget the oldest request (the follower asks a position
-            // again once its patience ends).
-            requests.removeValue(forKey: requestOrder.removeFirst())
+            // again once its patience ends). A load forgotten unanswered no longer holds back its
+            // `file-loaded`: the next one is taken, as from an mpv that names no entry.
+            let forgotten = requestOrder.removeFirst()
+            requests.removeValue(forKey: forgotten)
+            if let load = loadAnswered, load.request == forgotten, !load.answered {
+                loadAnswered = (forgotten, nil, true)
+            }
         }
         socket.send(JSONValue.object([("command", .array(command)), ("request_id", .int(id))]).serialized)
         return id
