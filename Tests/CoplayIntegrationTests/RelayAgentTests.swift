@@ -252,30 +252,10 @@ import Testing
         // The shipped ports, moved to ones of this process, below Linux's ephemeral range
         // (32768-60999), where any connection's local end may hold a port.
         let base = 25_000 + Int(getpid() % 800) * 8
-        let moves = [("4224", base), ("7422", base + 1), ("4225", base + 2)]
-        var servers: [Process] = []
-        defer {
-            for process in servers {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-        for name in ["hub", "leaf-home"] {
-            var text = try String(contentsOf: tools.appendingPathComponent("\(name).conf"), encoding: .utf8)
-            for (from, to) in moves {
-                text = text.replacingOccurrences(of: ":\(from)", with: ":\(to)").replacingOccurrences(
-                    of: "port: \(from)", with: "port: \(to)")
-            }
-            let file = directory.appendingPathComponent("\(name).conf")
-            try text.write(to: file, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: server)
-            process.arguments = ["-c", file.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            servers.append(process)
-        }
+        let servers = try NatsCluster.shipped(
+            ["hub", "leaf-home"], moving: [("4224", base), ("7422", base + 1), ("4225", base + 2)],
+            listening: [base, base + 2], in: directory)
+        defer { NatsCluster.stop(servers) }
         let key = directory.appendingPathComponent("group.key").path
         _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
         func agent(_ name: String, group: Int, relay: String) throws -> AgentProcess {
@@ -315,38 +295,16 @@ import Testing
     /// and a pause typed on one reach the other two.
     @Test(.enabled(if: NatsCluster.serverPath != nil, "needs nats-server (apt-get install nats-server)"))
     func theShippedPartyCluster_carriesOneGroupOverItsThreeServers() throws {
-        let server = try #require(NatsCluster.serverPath)
-        let tools = packageRoot.appendingPathComponent("Tools/nats")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-party3-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         // Below Linux's ephemeral range (32768-60999), and apart from the other tests' ports.
         let base = 31_500 + Int(getpid() % 100) * 10
         let shipped = ["4231", "4232", "4233", "8451", "8452", "8453", "6231", "6232", "6233"]
-        var servers: [Process] = []
-        defer {
-            for process in servers {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-        for number in 1...3 {
-            var text = try String(
-                contentsOf: tools.appendingPathComponent("party-\(number).conf"), encoding: .utf8)
-            for (index, port) in shipped.enumerated() {
-                text = text.replacingOccurrences(of: ":\(port)", with: ":\(base + index)").replacingOccurrences(
-                    of: "port: \(port)", with: "port: \(base + index)")
-            }
-            let file = directory.appendingPathComponent("party-\(number).conf")
-            try text.write(to: file, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: server)
-            process.arguments = ["-c", file.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            servers.append(process)
-        }
+        let servers = try NatsCluster.shipped(
+            ["party-1", "party-2", "party-3"], moving: shipped.enumerated().map { ($1, base + $0) },
+            listening: [base, base + 1, base + 2], in: directory)
+        defer { NatsCluster.stop(servers) }
         let key = directory.appendingPathComponent("group.key").path
         _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
         // Each agent on a multicast group of its own: the servers' routes are their only path.
@@ -543,6 +501,51 @@ final class NatsCluster: @unchecked Sendable {
         processes[index] = process
         guard waitUntil(seconds: 5, { Self.listens(ports[index]) }) else {
             throw LANError(description: "nats-server on port \(ports[index]) did not start")
+        }
+    }
+
+    /// Tools/nats's configurations `names` as shipped, with their ports moved (`moving`: each
+    /// shipped port and this test's own, as `:PORT` and `port: PORT` read), run from `directory`
+    /// until every port of `listening` answers. Stopped by `stop(_:)`, which the test defers; if
+    /// one does not start, those started are stopped before the error is thrown.
+    static func shipped(_ names: [String], moving: [(String, Int)], listening: [Int], in directory: URL) throws
+        -> [Process]
+    {
+        guard let server = serverPath else { throw LANError(description: "nats-server is not installed") }
+        let tools = packageRoot.appendingPathComponent("Tools/nats")
+        var started: [Process] = []
+        do {
+            for name in names {
+                var text = try String(contentsOf: tools.appendingPathComponent("\(name).conf"), encoding: .utf8)
+                for (from, to) in moving {
+                    text = text.replacingOccurrences(of: ":\(from)", with: ":\(to)").replacingOccurrences(
+                        of: "port: \(from)", with: "port: \(to)")
+                }
+                let file = directory.appendingPathComponent("\(name).conf")
+                try text.write(to: file, atomically: true, encoding: .utf8)
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: server)
+                process.arguments = ["-c", file.path]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                started.append(process)
+            }
+            for port in listening where !waitUntil(seconds: 5, { listens(port) }) {
+                throw LANError(description: "nats-server on port \(port) did not start")
+            }
+        } catch {
+            stop(started)
+            throw error
+        }
+        return started
+    }
+
+    /// Ends what `shipped` started.
+    static func stop(_ processes: [Process]) {
+        for process in processes {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
         }
     }
 
