@@ -42,6 +42,7 @@ f.ready_flag = ProtoField.bool("coplay.announce.ready", "Ready", 8, nil, 0x04)
 f.waits_out = ProtoField.bool("coplay.announce.waits_out", "Waits out suspensions", 8, nil, 0x08)
 f.path_flag = ProtoField.bool("coplay.announce.path", "Path stamp", 8, nil, 0x10)
 f.wants_unicast = ProtoField.bool("coplay.announce.wants_unicast", "Wants unicast copies", 8, nil, 0x20)
+f.viewer = ProtoField.bool("coplay.announce.viewer", "Viewer (audience)", 8, nil, 0x40)
 f.announce_number = ProtoField.uint32("coplay.announce.number", "Group announcement number")
 f.sent_at = ProtoField.int64("coplay.announce.sent_at", "Sent at (ns)")
 f.port = ProtoField.uint16("coplay.announce.port", "Unicast port")
@@ -352,7 +353,7 @@ end
 local function payload(kind, r, tree)
     if kind == 0x01 or kind == 0x02 then
         local flags = r.take(1)
-        if bit.band(flags:uint(), 0xC0) ~= 0 then error("reserved announcement flags") end
+        if bit.band(flags:uint(), 0x80) ~= 0 then error("reserved announcement flags") end
         local flags_item = tree:add(f.announce_flags, flags)
         flags_item:add(f.reply, flags)
         flags_item:add(f.waiting, flags)
@@ -360,6 +361,7 @@ local function payload(kind, r, tree)
         flags_item:add(f.waits_out, flags)
         flags_item:add(f.path_flag, flags)
         flags_item:add(f.wants_unicast, flags)
+        flags_item:add(f.viewer, flags)
         local port = r.take(2)
         if port:uint() == 0 then error("unicast port 0") end
         tree:add(f.port, port)

@@ -219,8 +219,17 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
         Endpoint(address: IPAddress(high: Self.relayPrefix, low: peer.rawValue), port: 1)
     }
 
-    /// The peer this endpoint reaches through the relay, or nil for a network endpoint.
-    public var relayPeer: PeerID? { address.high == Self.relayPrefix ? PeerID(address.low) : nil }
+    /// The peer this endpoint reaches through the relay, or nil for a network endpoint (or one
+    /// of the relay's two group subjects).
+    public var relayPeer: PeerID? {
+        address.high == Self.relayPrefix && address.low != 0 ? PeerID(address.low) : nil
+    }
+
+    /// The relay's subjects for more than one peer, as endpoints a datagram is sent to: the
+    /// group's (`.all`: the stage and the audience) and the stage's (`.stage`). Never on the
+    /// LAN; no peer's endpoint (the relay refuses a frame whose sender claims id 0).
+    public static let relayEveryone = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 2)
+    public static let relayStage = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 3)
 
     /// Whether this endpoint is reached through the relay.
     public var isRelay: Bool { address.high == Self.relayPrefix }

@@ -308,6 +308,8 @@ public struct Settings: Sendable, Equatable {
 
     // MARK: Bounds
     public var peersMax = 256
+    /// A party bigger than a group (`--audience`, over the relay): the stage and its audience.
+    public var audience = AudienceSettings()
     /// Unicast reach (`--peer`, Reach): how often a member reached by unicast is told whom this
     /// agent knows (a few datagrams of under 900 bytes per interval; a new member is told of
     /// within `peerListJoinDelay`).

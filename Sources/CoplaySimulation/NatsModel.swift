@@ -47,6 +47,9 @@ public struct NatsModel: Sendable {
     /// Bytes published by nodes and delivered to subscribers (the frames' own bytes).
     public private(set) var bytesPublished = 0
     public private(set) var bytesDelivered = 0
+    /// The same, by node: what each one published, and what was delivered to it.
+    public private(set) var bytesPublishedBy: [Int: Int] = [:]
+    public private(set) var bytesDeliveredTo: [Int: Int] = [:]
 
     /// A cluster of `siteOfServer.count` servers, server `i` at site `siteOfServer[i]`.
     public init(siteOfServer: [Int], parameters: Parameters = Parameters(), seed: UInt64) {
@@ -88,6 +91,7 @@ public struct NatsModel: Sendable {
         guard let origin = serverOfNode[node] else { return [] }
         published += 1
         bytesPublished += bytes
+        bytesPublishedBy[node, default: 0] += bytes
         let atOrigin = inOrder(&toServerFree, node, now + clientDelay())
         var byServer: [Int: [Int]] = [:]
         for subscriber in subscribers[subject] ?? [] where subscriber != node {
@@ -113,6 +117,7 @@ public struct NatsModel: Sendable {
         }
         deliveries += arrivals.count
         bytesDelivered += arrivals.count * bytes
+        for arrival in arrivals { bytesDeliveredTo[arrival.node, default: 0] += bytes }
         return arrivals
     }
 

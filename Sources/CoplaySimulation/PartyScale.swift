@@ -10,17 +10,31 @@ public enum PartyScale {
     public struct Figures: Sendable {
         public var participants: Int
         public var sites: Int
-        /// From the first start until every participant sees every other (nil: not within the cap).
+        /// The stage's size in the new shape (the rest are viewers), nil for today's shape (every
+        /// participant a peer of every other).
+        public var stage: Int?
+        /// From the first start until every participant follows: today's shape, every one sees
+        /// every other; with a stage, every stage member sees the stage and every viewer follows a
+        /// speaker (nil: not within the cap).
         public var formedSeconds: Double?
         /// While idle (playing, nobody pressing anything): copies the cluster delivers a second,
         /// the whole group; and bytes a second each participant receives and publishes, on average.
         public var idleDeliveriesPerSecond: Double
         public var idleBytesInPerParticipant: Double
         public var idleBytesOutPerParticipant: Double
+        /// With a stage: bytes a second each viewer receives and publishes while idle, the mean and
+        /// the most any one viewer did; and each stage member's mean (the speaker's share included).
+        public var viewerBytesIn: (mean: Double, max: Double)?
+        public var viewerBytesOut: (mean: Double, max: Double)?
+        public var stageBytesIn: Double?
+        public var stageBytesOut: Double?
         /// A pause pressed on participant 0 → each other participant paused, ms; and how many
         /// never paused within 3 s.
         public var pause: [Double]
         public var pauseLost: Int
+        /// Just before the pause: each player's position against participant 0's at one true
+        /// instant, ms, absolute (the sync the group holds while idle).
+        public var syncErrors: [Double]
         /// While idle: datagrams received a second, the whole group, by type ("heartbeat": 1234).
         public var idleReceivedByType: [(type: String, perSecond: Double)]
         /// The simulation ran out of its event budget somewhere (a livelock, or a group too large
@@ -30,14 +44,16 @@ public enum PartyScale {
         public var simulatedIn: Double
     }
 
-    /// `participants` (2 to 256: the group's peer table's bound) at `sites` sites (1 to 3, 20 ms
-    /// apart), one NATS server at each, participant i on server i mod sites; no LAN between any
-    /// two. They start over one second; once all see all (at most `formCap` of simulated
-    /// time), participant 0 shares and plays, and after 5 s of settling the group idles for
-    /// `idleSeconds`, then participant 0 pauses.
-    public static func run(participants: Int, sites: Int, idleSeconds: Int, seed: UInt64, formCap: Int = 60)
-        -> Figures
-    {
+    /// `participants` at `sites` sites (1 to 3, 20 ms apart), one NATS server at each,
+    /// participant i on server i mod sites; no LAN between any two. With `stage` nil, all of them
+    /// are peers of each other (2 to 256: the group's peer table's bound); with a stage, the first
+    /// `stage` are the stage and the rest viewers (`AudienceSettings`). They start over one
+    /// second (the stage first, then the audience over the next); once all follow (at most
+    /// `formCap` of simulated time), participant 0 shares and plays, and after 5 s of settling
+    /// the group idles for `idleSeconds`, then participant 0 pauses.
+    public static func run(
+        participants: Int, sites: Int, idleSeconds: Int, seed: UInt64, stage: Int? = nil, formCap: Int = 60
+    ) -> Figures {
         let started = Date()
         var random = SplitMix64(seed: seed ^ 0x9A27_5CA1E)
         let clocks = (0..<participants).map { _ in
@@ -47,19 +63,28 @@ public enum PartyScale {
         }
         var simulation = Simulation(seed: seed, clocks: clocks)
         simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
+        let stageCount = min(stage ?? participants, participants)
+        var viewer = Settings()
+        viewer.audience.isViewer = true
+        for node in stageCount..<participants { simulation.settingsOfNode[node] = viewer }
         simulation.schedule(.partition((0..<participants).map { [$0] }), at: 0)
         for node in 0..<participants {
-            simulation.schedule(.start(node: node), at: 1_000_000 + Int64(random.next() % 1_000_000_000))
+            let second: Int64 = node < stageCount ? 0 : 1_000_000_000
+            simulation.schedule(.start(node: node), at: 1_000_000 + second + Int64(random.next() % 1_000_000_000))
         }
         let eventsMax = 50_000_000
         var ranOut = false
         func advance(to end: Int64) {
             if !simulation.run(until: end, eventsMax: eventsMax) { ranOut = true }
         }
+        func follows(_ node: Int) -> Bool {
+            let view = simulation.view(of: node).count
+            return node < stageCount ? view == stageCount - 1 : view >= 1
+        }
         var formed: Double?
         for step in 1...(formCap * 4) {
             advance(to: Int64(step) * 250_000_000)
-            if (0..<participants).allSatisfy({ simulation.view(of: $0).count == participants - 1 }) {
+            if (0..<participants).allSatisfy(follows) {
                 formed = Double(step) / 4
                 break
             }
@@ -84,6 +109,20 @@ public enum PartyScale {
         let seconds = Double(idleSeconds)
         let count = Double(participants)
 
+        let reference = simulation.nodes[0]
+        let referencePosition = reference.player.position(at: reference.clock.timestamp(atTrue: simulation.nowNanos))
+        let syncErrors = simulation.nodes.dropFirst().map { node in
+            abs(node.player.position(at: node.clock.timestamp(atTrue: simulation.nowNanos)) - referencePosition) * 1000
+        }.sorted()
+
+        func perSecond(_ nodes: Range<Int>, _ table: KeyPath<NatsModel, [Int: Int]>) -> (mean: Double, max: Double)? {
+            guard !nodes.isEmpty else { return nil }
+            let rates = nodes.map {
+                Double((after[keyPath: table][$0] ?? 0) - (before[keyPath: table][$0] ?? 0)) / seconds
+            }
+            return (rates.reduce(0, +) / Double(rates.count), rates.max() ?? 0)
+        }
+        let viewers = stageCount..<participants
         let pressed = simulation.nowNanos
         simulation.schedule(.command(node: 0, .pause), after: .zero)
         advance(to: pressed + 3_000_000_000)
@@ -96,11 +135,15 @@ public enum PartyScale {
             if let paused { delays.append(Double(paused.atNanos - pressed) / 1e6) } else { lost += 1 }
         }
         return Figures(
-            participants: participants, sites: sites, formedSeconds: formed,
+            participants: participants, sites: sites, stage: stage, formedSeconds: formed,
             idleDeliveriesPerSecond: Double(after.deliveries - before.deliveries) / seconds,
             idleBytesInPerParticipant: Double(after.bytesDelivered - before.bytesDelivered) / seconds / count,
             idleBytesOutPerParticipant: Double(after.bytesPublished - before.bytesPublished) / seconds / count,
-            pause: delays.sorted(), pauseLost: lost,
+            viewerBytesIn: perSecond(viewers, \.bytesDeliveredTo),
+            viewerBytesOut: perSecond(viewers, \.bytesPublishedBy),
+            stageBytesIn: stage == nil ? nil : perSecond(0..<stageCount, \.bytesDeliveredTo)?.mean,
+            stageBytesOut: stage == nil ? nil : perSecond(0..<stageCount, \.bytesPublishedBy)?.mean,
+            pause: delays.sorted(), pauseLost: lost, syncErrors: syncErrors,
             idleReceivedByType: receivedAfter.map { type, count in
                 (type.description, Double(count - (receivedBefore[type] ?? 0)) / seconds)
             }.filter { $0.perSecond > 0 }.sorted { $0.perSecond > $1.perSecond },

@@ -416,12 +416,20 @@ if kind == "party-scale" {
     var sites = 3
     var seconds = 10
     var seed: UInt64 = 1
+    var stage = 32
+    var shapes = ["today", "stage"]
     while let flag = arguments.popFirst() {
         guard let value = arguments.popFirst() else { fail("\(flag) takes a value") }
         switch flag {
-        case "--sizes": sizes = numbers(value, in: 2...256, "--sizes takes participant counts", "16,64")
+        case "--sizes": sizes = numbers(value, in: 2...20_000, "--sizes takes participant counts", "16,64")
         case "--sites": sites = numbers(value, in: 1...3, "--sites takes 1, 2 or 3", "3")[0]
         case "--seconds": seconds = numbers(value, in: 1...600, "--seconds takes a duration", "10")[0]
+        case "--stage": stage = numbers(value, in: 2...256, "--stage takes the stage's size", "32")[0]
+        case "--shapes":
+            shapes = value.split(separator: ",").map(String.init)
+            guard !shapes.isEmpty, shapes.allSatisfy({ $0 == "today" || $0 == "stage" }) else {
+                fail("--shapes takes today, stage or both (today,stage)")
+            }
         case "--seed":
             guard let number = UInt64(value) else { fail("--seed takes a whole number") }
             seed = number
@@ -429,28 +437,43 @@ if kind == "party-scale" {
         }
     }
     print(
-        "party-scale (seeded simulation; today's shape: every participant a peer of every other): participants"
-            + " reaching each other only through a NATS cluster, \(sites) site\(sites == 1 ? "" : "s")"
-            + (sites > 1 ? " 20 ms apart" : "") + ", one server at each; idle \(seconds) s, then a pause")
+        "party-scale (seeded simulation): participants reaching each other only through a NATS cluster, \(sites)"
+            + " site\(sites == 1 ? "" : "s")" + (sites > 1 ? " 20 ms apart" : "")
+            + ", one server at each; idle \(seconds) s, then a pause. Today's shape: every participant a peer of"
+            + " every other (at most 256); the stage shape: a stage of \(stage), the rest viewers")
+    func rate(_ value: Double) -> String { String(Int(value.rounded())) }
     for size in sizes {
-        let figures = PartyScale.run(participants: size, sites: sites, idleSeconds: seconds, seed: seed)
-        let pause = Distribution(figures.pause)
-        let formed = figures.formedSeconds.map { "\($0) s" } ?? "not within 60 s"
-        func rate(_ value: Double) -> String { String(Int(value.rounded())) }
-        print(
-            "  \(size) participants: all see all after \(formed)"
-                + (figures.eventBudgetRanOut ? " (the simulation ran out of its event budget: not to be trusted)" : ""))
-        print(
-            "    idle: \(rate(figures.idleDeliveriesPerSecond)) NATS deliveries/s, the whole group"
-                + " (\(String(format: "%.1f", figures.idleDeliveriesPerSecond / Double(size))) × N); per participant"
-                + " \(rate(figures.idleBytesInPerParticipant)) B/s in, \(rate(figures.idleBytesOutPerParticipant)) B/s out"
-        )
-        print(
-            "    idle datagrams received a second, the whole group: "
-                + figures.idleReceivedByType.map { "\($0.type) \(rate($0.perSecond))" }.joined(separator: ", "))
-        print(
-            "    pause on participant 0 → the others paused: \(pause.summary(unit: "ms")), never: \(figures.pauseLost)"
-                + " (simulated in \(String(format: "%.1f", figures.simulatedIn)) s)")
+        for shape in shapes {
+            if shape == "today", size > 256 { continue }
+            let figures = PartyScale.run(
+                participants: size, sites: sites, idleSeconds: seconds, seed: seed,
+                stage: shape == "stage" ? stage : nil)
+            let pause = Distribution(figures.pause)
+            let formed = figures.formedSeconds.map { "\($0) s" } ?? "not within 60 s"
+            print(
+                "  \(size) participants, \(shape == "today" ? "today's shape" : "stage of \(min(stage, size))"):"
+                    + " all following after \(formed)"
+                    + (figures.eventBudgetRanOut
+                        ? " (the simulation ran out of its event budget: not to be trusted)" : ""))
+            print(
+                "    idle: \(rate(figures.idleDeliveriesPerSecond)) NATS deliveries/s, the whole group"
+                    + " (\(String(format: "%.2f", figures.idleDeliveriesPerSecond / Double(size))) × N); per participant"
+                    + " \(rate(figures.idleBytesInPerParticipant)) B/s in, \(rate(figures.idleBytesOutPerParticipant)) B/s out"
+            )
+            if let viewerIn = figures.viewerBytesIn, let viewerOut = figures.viewerBytesOut {
+                print(
+                    "    per viewer: \(rate(viewerIn.mean)) B/s in (most \(rate(viewerIn.max))),"
+                        + " \(rate(viewerOut.mean)) B/s out (most \(rate(viewerOut.max))); per stage member"
+                        + " \(rate(figures.stageBytesIn ?? 0)) B/s in, \(rate(figures.stageBytesOut ?? 0)) B/s out")
+            }
+            print(
+                "    idle datagrams received a second, the whole group: "
+                    + figures.idleReceivedByType.map { "\($0.type) \(rate($0.perSecond))" }.joined(separator: ", "))
+            print("    sync against participant 0 while idle: \(Distribution(figures.syncErrors).summary(unit: "ms"))")
+            print(
+                "    pause on participant 0 → the others paused: \(pause.summary(unit: "ms")), never: \(figures.pauseLost)"
+                    + " (simulated in \(String(format: "%.1f", figures.simulatedIn)) s)")
+        }
     }
     exit(0)
 }

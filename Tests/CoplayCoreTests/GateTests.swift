@@ -16,11 +16,12 @@ import Testing
     /// Alice joined, knowing bob as a member; nothing departed.
     private func standing(
         isJoined: Bool = true, known: Set<Member> = [bob], departed: Set<Member> = [],
-        newest: [PeerID: Incarnation] = [:], own: Set<Incarnation> = [Incarnation(7)]
+        newest: [PeerID: Incarnation] = [:], own: Set<Incarnation> = [Incarnation(7)], viewers: Set<Member> = []
     ) -> Gate.Standing {
         Gate.Standing(
             isJoined: isJoined, isOwn: { own.contains($0) }, hasDeparted: { departed.contains($0) },
-            newestIncarnation: { newest[$0] }, isKnown: { known.contains($0) }, offsetNanos: { _ in 0 })
+            newestIncarnation: { newest[$0] }, isKnown: { known.contains($0) }, isViewer: { viewers.contains($0) },
+            offsetNanos: { _ in 0 })
     }
 
     private func verdict(
@@ -62,6 +63,20 @@ import Testing
         #expect(try reason(verdict(&gate, .end(reason: "bye"), standing: standing(known: []))) == .unknownSender)
         // An announcement from a stranger is membership's to judge: admitted.
         #expect(try verdict(&gate, bobHello, standing: standing(known: [])) == .admitted(provesAlive: false))
+    }
+
+    /// A viewer a stage member counts (`Audience`) may ask for repair and for the state, as a
+    /// member may; it may not send state, point traffic elsewhere, or end the session.
+    @Test func aViewerMayAskForRepairAndState_andNothingElseAMemberMay() throws {
+        var gate = gate()
+        let viewer = standing(known: [], viewers: [bob])
+        let nack = Payload.nack([MissingRange(origin: bob, from: 1, to: 2)])
+        #expect(try verdict(&gate, nack, sequence: 1, standing: viewer) == .admitted(provesAlive: true))
+        #expect(try reason(verdict(&gate, .stateRequest(StateRequest()), sequence: 3, standing: viewer)) == nil)
+        #expect(try reason(verdict(&gate, .end(reason: "bye"), sequence: 4, standing: viewer)) == .unknownSender)
+        #expect(try reason(verdict(&gate, .peerList([]), sequence: 5, standing: viewer)) == .unknownSender)
+        // Not in the table: a stranger's nack is refused as before.
+        #expect(try reason(verdict(&gate, nack, sequence: 6, standing: standing(known: []))) == .unknownSender)
     }
 
     @Test func anEchoOfItsOwnIncarnationIsNoDrop() throws {

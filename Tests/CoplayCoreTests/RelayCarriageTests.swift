@@ -36,15 +36,19 @@ import Testing
         mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] { [] }
     }
 
+    /// The stage's membership goes on the stage's subject; what everyone needs (commands, the
+    /// end) on the group's, which the audience hears too.
     @Test func groupDatagramsGoOnTheLANAndTheGroupSubject_andTheOtherAgentAdmitsThem() {
         var alice = agent(aliceID, "alice", entropy: 1)
         var bob = agent(bobID, "bob", entropy: 2)
-        #expect(alice.relaySubscriptions.count == 2)
-        let group = alice.relaySubscriptions[0]
+        #expect(alice.relaySubscriptions.count == 3)
+        let (group, stage) = (alice.relaySubscriptions[0], alice.relaySubscriptions[2])
+        #expect(group.hasSuffix(".all") && stage.hasSuffix(".stage"))
         #expect(bob.relaySubscriptions.contains(group), "one group subject for the whole group")
+        #expect(bob.relaySubscriptions.contains(stage), "and one for its stage")
         let hello = steps(alice.start(now: at(0)), &alice, now: at(0))
         #expect(hello.lan == [nil], "the hello goes to the LAN's group once")
-        #expect(hello.frames.map(\.subject) == [group])
+        #expect(hello.frames.map(\.subject) == [stage], "a hello is the stage's: the audience does not hear it")
         _ = steps(bob.start(now: at(1)), &bob, now: at(1))
         for frame in hello.frames {
             _ = bob.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
@@ -117,7 +121,7 @@ import Testing
         var newKey = key
         newKey[0] ^= 1
         alice.onKeysChanged([newKey, key])
-        #expect(alice.relaySubscriptions.count == 4)
+        #expect(alice.relaySubscriptions.count == 6)
         #expect(alice.relaySubscriptions.contains(before[0]), "the old key's group subject still heard")
         #expect(alice.relaySubscriptions[0] != before[0], "the new key's first")
         // Sealed now under the new key, on its subject: a holder of the new key alone opens it.
@@ -129,7 +133,7 @@ import Testing
             [.multicast(datagram)], instance: &alice, player: &player, now: { at(1) },
             carry: { if case .publish(let frame, let subject) = $0 { frames.append((frame, subject)) } })
         let newOnly = RelaySeal(keys: [newKey], sessionName: "movie night")
-        #expect(frames.map(\.subject) == [newOnly.groupSubject])
+        #expect(frames.map(\.subject) == [newOnly.stageSubject], "a heartbeat: the stage's subject")
         #expect(frames.first.flatMap { newOnly.open($0.frame, subject: $0.subject) } != nil)
     }
 }

@@ -49,7 +49,8 @@ import Testing
         #expect(
             RelaySeal(keys: [key], sessionName: "movie night 2").peerSubject(peer) != seal.peerSubject(peer),
             "an id kept from one session to the next is not followable")
-        #expect(seal.subscriptions(own: peer) == [seal.groupSubject, seal.peerSubject(peer)])
+        #expect(seal.subscriptions(own: peer) == [seal.groupSubject, seal.peerSubject(peer), seal.stageSubject])
+        #expect(seal.subscriptions(own: peer, onStage: false) == [seal.groupSubject, seal.peerSubject(peer)])
     }
 
     /// During a key rotation an agent with the new key and the old one below it seals with the

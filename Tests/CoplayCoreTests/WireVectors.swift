@@ -349,6 +349,12 @@ enum WireVectors {
                                 rate: 1, position: 42.5, at: WallInstant(unixNanos: 1_780_000_033_000_000_000)))),
                     isRepair: false))
         ),
+        (
+            "hello-viewer",
+            Datagram(
+                session: session, sender: sender, sequence: 2,
+                payload: .hello(Announcement(unicastPort: 40_001, name: "alice", isViewer: true)))
+        ),
     ]
 
     /// The state vector with `mutate` applied to its bytes.
@@ -407,7 +413,7 @@ enum WireVectors {
             ("zero-port", patched(36, 0).enumerated().map { $0.offset == 35 ? 0 : $0.element }, .malformedPayload),
             ("name-overrun", patched(37, 200), .malformedPayload),
             ("invalid-utf8-name", patched(38, 0xFF), .malformedPayload),
-            ("announcement-reserved-flag", patched(34, 0x40), .malformedPayload),
+            ("announcement-reserved-flag", patched(34, 0x80), .malformedPayload),
             (
                 "announcement-number-0",
                 {

@@ -30,6 +30,9 @@ struct Gate: Sendable {
         var hasDeparted: (Member) -> Bool
         var newestIncarnation: (PeerID) -> Incarnation?
         var isKnown: (Member) -> Bool
+        /// Whether a membership is a viewer this stage member counts (`Audience`): it may ask for
+        /// repair and state (`MessageType.viewersMay`), nothing else a member may.
+        var isViewer: (Member) -> Bool
         /// The sender's clock offset, when measured (a keyed group judges send times by it).
         var offsetNanos: (PeerID) -> Int64?
     }
@@ -77,7 +80,7 @@ struct Gate: Sendable {
         if let newer = standing.newestIncarnation(sender.id), sender.incarnation < newer {
             return .refused(.staleIncarnation, detail: "\(sender) after incarnation \(newer.rawValue)")
         }
-        if let what = kind.membersOnly, !standing.isKnown(sender) {
+        if let what = kind.membersOnly, !standing.isKnown(sender), !(kind.viewersMay && standing.isViewer(sender)) {
             return .refused(.unknownSender, detail: "\(what) from \(sender)")
         }
         return .admitted(provesAlive: kind.provesSenderAlive)

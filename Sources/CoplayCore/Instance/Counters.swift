@@ -88,6 +88,10 @@ public struct Counters: Hashable, Sendable {
     /// Relay frames that did not open under the group's keys (another key, or tampering), or
     /// held no datagram (`RelayCarriage`).
     public var relayFramesRefused: Int64 = 0
+    /// A party with an audience (`Audience`): viewers not counted because this stage member's
+    /// table was full, and commands this stage member carried to the audience on its clock.
+    public var viewersRefused: Int64 = 0
+    public var commandsCarried: Int64 = 0
     public var drops: [DropReason: Int64] = [:]
     /// Datagrams decoded, and datagrams built here, by type (a multicast is built once, whoever
     /// receives it): what the traffic is made of, which the totals do not say. At most one key

@@ -10,6 +10,10 @@ extension Instance {
     public var keys: GroupKeys? { gate.authentication.keys }
     /// Whether `id` is a live peer's.
     public func isPeer(_ id: PeerID) -> Bool { membership.peers[id] != nil }
+    /// Whether this agent is a viewer (`AudienceSettings.isViewer`, with a relay), and the viewers
+    /// a stage member counts (those that heartbeat to it: all of them at the speaker).
+    public var isViewer: Bool { audience.isViewer }
+    public var viewersCounted: Int { audience.viewers.count }
     public var log: CausalLog { ordering.log }
     /// Endpoints named in members' peer lists and reached by unicast for now (at most
     /// `Settings.gossipedEndpointsMax`).

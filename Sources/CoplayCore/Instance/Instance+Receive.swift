@@ -36,6 +36,7 @@ extension Instance {
         case .hello(let announcement): onAnnouncement(announcement, isHello: true, from)
         case .heartbeat(let announcement): onAnnouncement(announcement, isHello: false, from)
         case .leave(let reason):
+            audience.left(from.sender)
             routeMembership(
                 membership.onLeave(reason, from: from.sender, at: from.heardAt), at: from.heardAt, source: from.source)
         case .probe(let probe): onProbe(probe, from)
@@ -58,6 +59,7 @@ extension Instance {
         return Gate.Standing(
             isJoined: state.isJoined, isOwn: sessionLifecycle.isOwn, hasDeparted: membership.hasDeparted,
             newestIncarnation: membership.newestIncarnation, isKnown: membership.isKnown,
+            isViewer: audience.isViewer(_:),
             offsetNanos: { clockSync.estimate(of: $0, at: now.monotonic)?.offsetNanos })
     }
 
@@ -74,6 +76,10 @@ extension Instance {
     // MARK: The handlers that are more than one machine's call
 
     private mutating func onAnnouncement(_ announcement: Announcement, isHello: Bool, _ from: Received) {
+        if announcement.isViewer {
+            return onViewerAnnouncement(
+                announcement, isHello: isHello, from: from.sender, at: from.source, heardAt: from.heardAt)
+        }
         routeMembership(
             membership.onAnnouncement(
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
@@ -110,7 +116,7 @@ extension Instance {
     private mutating func onNack(_ ranges: [MissingRange], _ from: Received) {
         let peer = from.sender.id
         routeOrdering(ordering.onNack(ranges, from: peer, framing: framing, now: now.monotonic))
-        let digest = membership.peers[peer]?.digest ?? VectorClock()
+        let digest = membership.peers[peer]?.digest ?? audience.viewer(peer)?.digest ?? VectorClock()
         let agent = self  // read only if the state is sent (a copy: the transfer is being changed)
         let source = { agent.snapshotSource(for: digest) }
         routeTransfer(
@@ -120,7 +126,8 @@ extension Instance {
     }
 
     private mutating func onStateRequest(_ request: StateRequest, _ from: Received) {
-        let source = snapshotSource(for: membership.peers[from.sender.id]?.digest ?? VectorClock())
+        let id = from.sender.id
+        let source = snapshotSource(for: membership.peers[id]?.digest ?? audience.viewer(id)?.digest ?? VectorClock())
         routeTransfer(
             stateTransfer.onStateRequest(
                 request, from: from.sender.id, source: source, framing: framing, budgets: &ordering.repairBudgets,

@@ -38,9 +38,7 @@ extension Instance {
             case .responsive(let record):
                 clockSync.onResponsive(record.member.id, at: heardAt)
                 out.append(.emit(.peerResponsive(clockSync.info(of: record, at: heardAt))))
-            case .announce(let isHello):
-                let announcement = announcement(isReply: false)
-                out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
+            case .announce(let isHello): announce(isHello: isHello)
             case .replyHello(let endpoint):
                 out.append(.unicast(stamp(.hello(announcement(isReply: true))), to: endpoint))
             case .drop(let reason, let detail):
@@ -77,7 +75,7 @@ extension Instance {
     /// A command from `sender`. Times in it are on the sender's clock: they are read once its
     /// offset is known (until then it waits in `Ordering`).
     mutating func onReceivedCommand(_ envelope: CommandEnvelope, from sender: Member) {
-        let offset = clockSync.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
+        let offset = commandOffset(of: sender)
         routeOrdering(ordering.receive(envelope, from: sender, offsetNanos: offset, now: now.monotonic))
     }
 
@@ -94,7 +92,7 @@ extension Instance {
         for output in outputs {
             switch output {
             case .originated(let delivered):
-                out.append(.multicast(stamp(.command(delivered.envelope, isRepair: false))))
+                sendCommand(delivered.envelope)
                 deliver([delivered], isHistory: false)
             case .tooLarge(let command):
                 out.append(commandError(Ordering.tooLargeProblem, usage: command.operation.name))
@@ -128,7 +126,7 @@ extension Instance {
         for output in outputs {
             switch output {
             case .send(let parts, let peer):
-                guard isPeer(peer) else { continue }
+                guard isPeer(peer) || audience.viewer(peer) != nil else { continue }
                 for part in parts { unicast(.state(part), to: peer) }
                 counters.statesSent += 1
             case .request(let request, let peer):
@@ -163,6 +161,7 @@ extension Instance {
     /// Delivered commands, in causal order: message parts to messaging, the rest to playback.
     @inline(never) mutating func deliver(_ batch: [Ordering.Delivered], isHistory: Bool) {
         counters.commandsDelivered += Int64(batch.count)
+        if !isHistory { carryToAudience(batch) }
         var forPlayback: [Ordering.Delivered] = []
         for delivered in batch {
             switch delivered.envelope.command.operation {
@@ -189,7 +188,7 @@ extension Instance {
     @inline(never) mutating func routeQueue(_ outputs: [QueueController.Output]) {
         for output in outputs {
             switch output {
-            case .issue(let command): issue(command)
+            case .issue(let command): if mayIssue { issue(command) }
             case .refuse(let problem, let usage): out.append(commandError(problem, usage: usage))
             case .emit(let event): out.append(.emit(event))
             case .count(let tally): counters.add(tally)
@@ -208,8 +207,8 @@ extension Instance {
             switch output {
             case .player(let command): out.append(.player(command))
             case .emit(let event): out.append(.emit(event))
-            case .issue(let command): issued.append(command)
-            case .ready(let trigger): out.append(.multicast(stamp(.ready(trigger: trigger))))
+            case .issue(let command): if mayIssue { issued.append(command) }
+            case .ready(let trigger): if !audience.isViewer { out.append(.multicast(stamp(.ready(trigger: trigger)))) }
             case .announce: announce = true
             case .count(let tally): counters.add(tally)
             }
@@ -222,6 +221,7 @@ extension Instance {
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
     /// middle of a batch, on stale state).
     @inline(never) mutating func decideStart() {
+        guard !audience.isViewer else { return }
         routePlayback(playback.decideStartIfDue(context))
     }
 
@@ -265,6 +265,11 @@ extension Instance {
         }
     }
 
+    /// Whether a command playback or the queue wants issued goes out: a stage member's always; a
+    /// viewer's only when the person pressed something (a viewer never starts, advances or
+    /// resolves anything on the group's behalf: the stage does, once, for everyone).
+    var mayIssue: Bool { !audience.isViewer || pressed }
+
     // MARK: Wake-ups
 
     /// The input's directives, and the wake-up for the earliest instant at which some machine
@@ -278,7 +283,9 @@ extension Instance {
             sessionLifecycle.nextWake, playback.nextWake(context), messaging.nextWake, queueController.endDue?.due,
         ]
         if state.isJoined {
-            candidates += [membership.nextWake, clockSync.nextWake, reach.nextWake, ordering.nextCopyAt]
+            candidates += [
+                membership.nextWake, clockSync.nextWake, reach.nextWake, ordering.nextCopyAt, audience.nextWake,
+            ]
         }
         guard let wake = candidates.compactMap({ $0 }).min() else { return directives }
         return directives + [.wake(at: max(wake, now.monotonic))]

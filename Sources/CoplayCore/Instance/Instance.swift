@@ -37,10 +37,14 @@ public struct Instance: Sendable {
     var queueController: QueueController
     /// With `--relay`: how datagrams travel through it (`RelayCarriage`).
     var relay: RelayCarriage?
+    /// The stage and its audience (`--audience`, over the relay).
+    var audience: Audience
     /// The input being handled: its time, and the directives it has produced so far (returned,
     /// and emptied, by `finish`), as raft's node gathers its messages for the next `Ready`.
     var now: Timestamp
     var out: [Directive] = []
+    /// The input being handled is a person's command (a viewer issues only those: `mayIssue`).
+    var pressed = false
 
     /// `keys`: the key file's keys (current first), or nil for an open group. `seeds`: peers to
     /// reach by unicast as well as by multicast (`--peer`). `relayEntropy`: with `--relay` (a
@@ -51,6 +55,10 @@ public struct Instance: Sendable {
     ) {
         precondition(
             identity.name.utf8.count <= settings.nameBytesMax, "name longer than \(settings.nameBytesMax) bytes")
+        let hasRelay = keys != nil && relayEntropy != nil
+        audience = Audience(settings: settings.audience, hasRelay: hasRelay)
+        // A viewer's membership and clocks run at its own pace (`AudienceSettings.applied`).
+        let settings = hasRelay ? settings.audience.applied(to: settings) : settings
         self.identity = identity
         self.now = now
         self.sharedSettings = SharedSettings(settings)
@@ -116,6 +124,8 @@ public struct Instance: Sendable {
     /// handlers (the page's module: 4.9 KB gzipped).
     public mutating func onGroupCommand(_ command: ConsoleCommand, now: Timestamp) -> [Directive] {
         self.now = now
+        pressed = true
+        defer { pressed = false }
         switch command {
         case .share, .play, .pause, .seek:
             routePlayback(playback.onCommand(command, context))
@@ -233,8 +243,9 @@ public struct Instance: Sendable {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
             for envelope in ordering.tick(now: now.monotonic, peers: membership.peers, own: member) {
-                out.append(.multicast(stamp(.command(envelope, isRepair: false))))
+                sendCommand(envelope)
             }
+            audienceTick()
             routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil)
         }
         routeMessaging(messaging.tick(now: now.monotonic))
@@ -298,18 +309,21 @@ public struct Instance: Sendable {
             waitsOutSuspensions: playback.waitsOutSuspensions(among: membership.peers),
             suspensions: playback.suspensions.announced,
             digest: ordering.nextDigest(dependsOn: dependsOn),
-            path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast)
+            path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast,
+            isViewer: audience.isViewer)
     }
 
     /// `payload` to a live peer, at the endpoint it announced (to one that left meanwhile: nothing).
+    /// A viewer in this stage member's table (`Audience`) is reached at its own subject.
     @discardableResult @inline(never) mutating func unicast(_ payload: Payload, to peer: PeerID) -> Bool {
-        guard let endpoint = membership.peers[peer]?.endpoint else { return false }
+        guard let endpoint = membership.peers[peer]?.endpoint ?? audience.viewer(peer).map({ _ in .relay(peer) })
+        else { return false }
         out.append(.unicast(stamp(payload), to: endpoint))
         return true
     }
 
     /// A heartbeat now, rather than at its time: what it announces changed.
-    mutating func announceNow() { out.append(.multicast(stamp(.heartbeat(announcement(isReply: false))))) }
+    mutating func announceNow() { announce(isHello: false) }
 
     @inline(never) mutating func reportDrop(_ reason: DropReason, detail: String, from source: Endpoint?) {
         if let text = counters.drop(reason, detail: detail, from: source, settings: settings) {

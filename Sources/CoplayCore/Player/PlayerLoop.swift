@@ -58,7 +58,7 @@ public enum PlayerLoop {
             if endpoint?.isRelay != true {
                 carry(.datagram(bytes, to: endpoint, expedited: datagram.payload.isTimeCritical))
             }
-            if let (subject, frame) = instance.relayFrame(bytes, to: endpoint) {
+            if let (subject, frame) = instance.relayFrame(bytes, to: endpoint, type: datagram.payload.type) {
                 carry(.publish(frame, subject: subject))
             }
         }

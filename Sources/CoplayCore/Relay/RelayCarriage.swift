@@ -23,19 +23,26 @@ public struct RelayCarriage: Sendable {
     /// The key file was read again: seal under its current key, open under all of them.
     mutating func rekey(_ keys: [[UInt8]]) { seal = RelaySeal(keys: keys, sessionName: sessionName) }
 
-    /// The group's subject and this agent's own, under each key in force.
-    func subscriptions(own: PeerID) -> [String] { seal.subscriptions(own: own) }
+    /// The group's subject and this agent's own, under each key in force, and the stage's for a
+    /// stage member.
+    func subscriptions(own: PeerID, onStage: Bool) -> [String] { seal.subscriptions(own: own, onStage: onStage) }
 
     /// The frame for a datagram on the wire (`to` nil: the whole group), and its subject. A
-    /// datagram to a relay endpoint goes only to that peer's subject; one to the group goes to
-    /// the group's subject (and, by the shell, on the LAN too).
-    mutating func frame(_ datagram: [UInt8], to destination: Endpoint?) -> (subject: String, frame: [UInt8])? {
+    /// datagram to a relay endpoint goes only to that peer's subject; one to the group goes (by
+    /// the shell, on the LAN too, and here) to the stage's subject when only the stage needs it
+    /// (`MessageType.isStageOnly`: membership, readiness), else to the group's, which the
+    /// audience hears too; `Endpoint.relayEveryone` and `relayStage` name those two subjects.
+    mutating func frame(_ datagram: [UInt8], to destination: Endpoint?, type: MessageType)
+        -> (subject: String, frame: [UInt8])?
+    {
         let subject: String
-        if let destination {
+        switch destination {
+        case nil: subject = type.isStageOnly ? seal.stageSubject : seal.groupSubject
+        case Endpoint.relayEveryone?: subject = seal.groupSubject
+        case Endpoint.relayStage?: subject = seal.stageSubject
+        case let destination?:
             guard let peer = destination.relayPeer else { return nil }
             subject = seal.peerSubject(peer)
-        } else {
-            subject = seal.groupSubject
         }
         return (subject, seal.seal(datagram, subject: subject, nonce: nonces.next()))
     }
@@ -47,7 +54,7 @@ public struct RelayCarriage: Sendable {
         // No frame is longer than the largest padded datagram sealed: a longer one is not opened
         // (whatever the shell's own bound on the server's messages).
         guard frame.count <= Self.frameBytesMax, let datagram = seal.open(frame, subject: subject),
-            let sender = WireFormat.claimedSender(of: datagram[...])
+            let sender = WireFormat.claimedSender(of: datagram[...]), sender != 0
         else { return nil }
         return (datagram, PeerID(sender), subject.hasSuffix(".all"))
     }
@@ -82,7 +89,9 @@ struct NonceSource: Sendable {
 extension Instance {
     /// The subjects a shell with a relay subscribes to (empty without one): the group's and this
     /// agent's own, under each key in force. They change with the keys (`onKeysChanged`).
-    public var relaySubscriptions: [String] { relay?.subscriptions(own: identity.id) ?? [] }
+    public var relaySubscriptions: [String] {
+        relay?.subscriptions(own: identity.id, onStage: !audience.isViewer) ?? []
+    }
 
     /// One message from the relay, received on `subject`: opened, and handed to the gate as a
     /// datagram from the relay endpoint of the peer its header claims. A frame that does not
@@ -111,7 +120,9 @@ extension Instance {
 
     /// A datagram on the wire as a relay frame, and its subject (`PlayerLoop`): nil without a
     /// relay, or for a destination the relay does not reach (a LAN endpoint).
-    mutating func relayFrame(_ bytes: [UInt8], to destination: Endpoint?) -> (subject: String, frame: [UInt8])? {
-        relay?.frame(bytes, to: destination)
+    mutating func relayFrame(_ bytes: [UInt8], to destination: Endpoint?, type: MessageType)
+        -> (subject: String, frame: [UInt8])?
+    {
+        relay?.frame(bytes, to: destination, type: type)
     }
 }

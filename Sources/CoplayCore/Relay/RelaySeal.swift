@@ -64,9 +64,16 @@ public struct RelaySeal: Sendable {
         Self.peerSubject(peer, prefix: prefixes[0], names: peerNames[0])
     }
 
-    /// What this agent subscribes to: the group's and its own subject under each key in force.
-    public func subscriptions(own: PeerID) -> [String] {
-        zip(prefixes, peerNames).flatMap { [$0.0 + ".all", Self.peerSubject(own, prefix: $0.0, names: $0.1)] }
+    /// The subject of the stage's membership (announcements, readiness, leaves), under the
+    /// current key: stage members subscribe to it, viewers do not (`AudienceSettings`).
+    public var stageSubject: String { prefixes[0] + ".stage" }
+
+    /// What this agent subscribes to, under each key in force: the group's subject and its own,
+    /// and on the stage the stage's.
+    public func subscriptions(own: PeerID, onStage: Bool = true) -> [String] {
+        zip(prefixes, peerNames).flatMap {
+            [$0.0 + ".all", Self.peerSubject(own, prefix: $0.0, names: $0.1)] + (onStage ? [$0.0 + ".stage"] : [])
+        }
     }
 
     private static func peerSubject(_ peer: PeerID, prefix: String, names: HMAC) -> String {

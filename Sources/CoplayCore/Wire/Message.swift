@@ -87,12 +87,16 @@ public struct Announcement: Hashable, Sendable {
     /// Multicast reaches the sender late or incompletely (an access point holding group frames
     /// for its DTIM beacon): it asks for time-critical datagrams by unicast too.
     public var wantsUnicast: Bool
+    /// The sender is a viewer (`AudienceSettings`): a stage member counts it and answers its
+    /// requests, and never takes it into its table of peers.
+    public var isViewer: Bool
 
     public init(
         isReply: Bool = false, unicastPort: UInt16, name: String, item: String? = nil, isWaiting: Bool = false,
         isReady: Bool = false, waitsOutSuspensions: Bool = false, suspensions: [String] = [],
-        digest: VectorClock = VectorClock(), path: PathStamp? = nil, wantsUnicast: Bool = false
+        digest: VectorClock = VectorClock(), path: PathStamp? = nil, wantsUnicast: Bool = false, isViewer: Bool = false
     ) {
+        self.isViewer = isViewer
         self.path = path
         self.wantsUnicast = wantsUnicast
         self.isReply = isReply

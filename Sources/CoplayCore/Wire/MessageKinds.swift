@@ -16,6 +16,20 @@ extension MessageType {
         }
     }
 
+    /// Whether a datagram of this kind, sent to the whole group, goes through the relay to the
+    /// stage alone (`RelayCarriage.frame`): the stage's membership and readiness, which the
+    /// audience does not take part in. Commands and the end go to everyone.
+    var isStageOnly: Bool {
+        switch self {
+        case .hello, .heartbeat, .leave, .ready, .peerList, .probe, .probeReply, .nack, .stateRequest, .state: true
+        case .command, .end, .unreliableMessage: false
+        }
+    }
+
+    /// Whether a viewer in a stage member's table (`Audience`) may send a datagram of this
+    /// members-only kind: it asks for repair and for the state, as a member does.
+    var viewersMay: Bool { self == .nack || self == .stateRequest }
+
     /// Whether a datagram of this kind proves its known sender alive on arrival. Announcements
     /// and leaves are membership's own input; a probe reply proves it only with a sample; an end
     /// ends the session.

@@ -58,8 +58,10 @@ public enum WireFormat {
     private static let helloFlagWaitsOut: UInt8 = 0x08
     private static let helloFlagPath: UInt8 = 0x10
     private static let helloFlagWantsUnicast: UInt8 = 0x20
+    private static let helloFlagViewer: UInt8 = 0x40
     private static let helloFlags: UInt8 =
         helloFlagReply | helloFlagWaiting | helloFlagReady | helloFlagWaitsOut | helloFlagPath | helloFlagWantsUnicast
+        | helloFlagViewer
     static let commandFlagRepair: UInt8 = 0x01
 
     // MARK: Encoding
@@ -97,6 +99,7 @@ public enum WireFormat {
             if announcement.waitsOutSuspensions { flags |= helloFlagWaitsOut }
             if announcement.path != nil { flags |= helloFlagPath }
             if announcement.wantsUnicast { flags |= helloFlagWantsUnicast }
+            if announcement.isViewer { flags |= helloFlagViewer }
             writer.write(flags)
             writer.write(announcement.unicastPort)
             writer.writeShortString(announcement.name)
@@ -255,7 +258,8 @@ public enum WireFormat {
                 isWaiting: flags & helloFlagWaiting != 0, isReady: flags & helloFlagReady != 0,
                 waitsOutSuspensions: flags & helloFlagWaitsOut != 0,
                 suspensions: suspensions,
-                digest: digest, path: path, wantsUnicast: flags & helloFlagWantsUnicast != 0)
+                digest: digest, path: path, wantsUnicast: flags & helloFlagWantsUnicast != 0,
+                isViewer: flags & helloFlagViewer != 0)
             return type == .hello ? .hello(announcement) : .heartbeat(announcement)
         case .leave:
             let raw = try reader.readUInt8()

@@ -1,0 +1,51 @@
+/// The bounds of a party with an audience (`--audience`): who listens to what, how often the
+/// audience and the stage speak to each other, and how many viewers a stage member keeps.
+///
+/// A stage member runs the whole protocol with the other stage members. A viewer follows: it
+/// hears the group's subject (`.all`, where commands go) and its own, and speaks only to the
+/// stage member it follows, its anchor (`Audience`). Its cost to the cluster is then one beacon
+/// and a few clock probes a second, whatever the party's size.
+public struct AudienceSettings: Sendable, Equatable {
+    /// This agent joins as a viewer: it follows the stage and is counted, but takes no part in
+    /// membership, readiness or repair of others. Without a relay it is a stage member anyway
+    /// (the LAN carries no audience).
+    public var isViewer = false
+    /// How often the stage's speaker (its earliest member) puts its heartbeat on the group's
+    /// subject for the audience: its digest (a viewer asks for what it lacks), its item, and that
+    /// it is alive. One frame of 128 to 256 bytes a second to each viewer: within the 300 B/s
+    /// a viewer may cost each way, with its clock probes.
+    public var beaconInterval: Duration = .seconds(1)
+    /// How often a viewer tells its anchor it is still watching (its heartbeat, unicast): one
+    /// frame every 2 s, so that the speaker's table of viewers costs it N/2 frames a second.
+    public var viewerHeartbeatInterval: Duration = .seconds(2)
+    /// A viewer not heard for this long (three heartbeats) leaves the stage member's table.
+    public var viewerExpiry: Duration = .seconds(6)
+    /// A viewer's silences for its anchor, which beacons once a second (not the stage's 500 ms):
+    /// suspected after two beacons missed and a half, gone after three and a half; then the
+    /// viewer follows the next speaker (whose beacon it hears meanwhile).
+    public var anchorSuspectAfter: Duration = .milliseconds(2500)
+    public var anchorDeadAfter: Duration = .milliseconds(3500)
+    /// A viewer's routine clock probes: one exchange every 5 s keeps the offset to its anchor
+    /// within drift's reach (20 ppm is 0.1 ms in 5 s) at 2 frames per 5 s.
+    public var viewerProbeInterval: Duration = .seconds(5)
+    /// Viewers one stage member keeps (a table of some 100 bytes each): a party of 10,000 with
+    /// room; past it a new viewer is dropped and counted (`Counters.viewersRefused`), and it still
+    /// follows (it is only not counted). A flood of invented viewers fills it and no more.
+    public var viewersMax = 16_384
+
+    public init() {}
+
+    /// The settings a viewer runs its membership and clocks with: heartbeats at its own interval
+    /// (to its anchor alone), silences for a beacon a second, and slower routine probes. Stage
+    /// settings are unchanged.
+    func applied(to settings: Settings) -> Settings {
+        guard isViewer else { return settings }
+        var viewer = settings
+        viewer.heartbeatInterval = viewerHeartbeatInterval
+        viewer.suspectAfter = anchorSuspectAfter
+        viewer.deadAfter = anchorDeadAfter
+        viewer.probeInterval = viewerProbeInterval
+        viewer.probeIntervalJittery = viewerProbeInterval
+        return viewer
+    }
+}

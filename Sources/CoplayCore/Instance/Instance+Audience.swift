@@ -1,0 +1,92 @@
+/// The router's part of a party with an audience (`Audience`, `AudienceSettings`): where a
+/// viewer's announcements and commands go, what the stage's speaker owes the audience, and what a
+/// stage member takes from a viewer.
+extension Instance {
+    /// Whether this stage member is the stage's speaker (`Audience.speaker`): it beacons to the
+    /// audience, answers viewers' hellos and carries the stage's commands to them.
+    var isSpeaker: Bool {
+        relay != nil && !audience.isViewer
+            && Audience.speaker(own: member, peers: membership.peers.values.lazy.map { $0.member }) == member
+    }
+
+    /// The stage member a viewer follows: the earliest of the speakers it hears.
+    var anchor: PeerRecord? {
+        guard let anchor = Audience.anchor(among: membership.peers.values.lazy.map { $0.member }) else { return nil }
+        return membership.peers[anchor.id]
+    }
+
+    /// This agent's announcement, made now (`Membership` says when): a stage member's to the group
+    /// (on the relay, the stage's subject); a viewer's to its anchor alone, or, before it has one,
+    /// a hello to the stage, which its speaker answers.
+    @inline(never) mutating func announce(isHello: Bool) {
+        let announcement = announcement(isReply: false)
+        guard audience.isViewer else {
+            return out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
+        }
+        if let anchor, !isHello {
+            out.append(.unicast(stamp(.heartbeat(announcement)), to: anchor.endpoint))
+        } else {
+            out.append(.unicast(stamp(.hello(announcement)), to: .relayStage))
+        }
+    }
+
+    /// A viewer's hello or heartbeat, heard by a stage member: counted in the table of viewers, never
+    /// taken into membership; a hello that answers nothing is answered by the speaker alone (so a
+    /// joining viewer follows one stage member, not all of them). A viewer ignores other viewers.
+    @inline(never) mutating func onViewerAnnouncement(
+        _ announcement: Announcement, isHello: Bool, from sender: Member, at source: Endpoint,
+        heardAt: MonotonicInstant
+    ) {
+        guard !audience.isViewer, source.isRelay, isHello ? isSpeaker : true else { return }
+        guard audience.heard(sender, digest: announcement.digest, at: heardAt) else {
+            counters.viewersRefused += 1
+            return
+        }
+        if isHello, !announcement.isReply {
+            out.append(.unicast(stamp(.hello(self.announcement(isReply: true))), to: .relay(sender.id)))
+        }
+    }
+
+    /// A command this agent issued (and each of its copies): to the group; from a viewer, to its
+    /// anchor alone, with its times on the anchor's clock (a viewer's clock is known to nobody),
+    /// and the anchor carries it on (`carryToAudience`). A viewer that follows nobody yet has no
+    /// one to carry it: it stays here, and the next digest it hears says it is missing.
+    @inline(never) mutating func sendCommand(_ envelope: CommandEnvelope) {
+        guard audience.isViewer else { return out.append(.multicast(stamp(.command(envelope, isRepair: false)))) }
+        guard let anchor,
+            let offset = clockSync.liveEstimate(of: anchor.member.id, at: now.monotonic)?.offsetNanos
+        else { return }
+        var onAnchorClock = envelope
+        onAnchorClock.command.operation = envelope.command.operation.shifted(by: offset)
+        out.append(.unicast(stamp(.command(onAnchorClock, isRepair: false)), to: anchor.endpoint))
+    }
+
+    /// The offset of a command's sender as ordering converts its times: a viewer in this stage
+    /// member's table put them on this agent's clock already (`sendCommand`).
+    func commandOffset(of sender: Member) -> Int64? {
+        if audience.isViewer(sender) { return 0 }
+        return clockSync.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
+    }
+
+    /// Commands delivered here that the audience must hear from this agent, with their times on
+    /// its clock: by the speaker, every other stage member's (a viewer knows the speaker's clock
+    /// alone); by any stage member, a viewer's that it carries. History (a catch-up) is not
+    /// carried: the audience has it or asks for it.
+    @inline(never) mutating func carryToAudience(_ batch: [Ordering.Delivered]) {
+        guard relay != nil, !audience.isViewer else { return }
+        let speaks = isSpeaker
+        for delivered in batch where delivered.envelope.dot.origin != member {
+            guard speaks || audience.isViewer(delivered.envelope.dot.origin) else { continue }
+            counters.commandsCarried += 1
+            out.append(.unicast(stamp(.command(delivered.envelope, isRepair: false)), to: .relayEveryone))
+        }
+    }
+
+    /// The speaker's beacon when due, and the table's expiry.
+    @inline(never) mutating func audienceTick() {
+        audience.tick(now: now.monotonic)
+        if audience.beaconDue(isSpeaker: isSpeaker, now: now.monotonic) {
+            out.append(.unicast(stamp(.heartbeat(announcement(isReply: false))), to: .relayEveryone))
+        }
+    }
+}

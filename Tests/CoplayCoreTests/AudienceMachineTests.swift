@@ -1,0 +1,64 @@
+import Testing
+
+@testable import CoplayCore
+
+/// The stage's table of viewers and who speaks (`Audience`): bounded, expiring, and agreed on.
+@Suite struct AudienceMachineTests {
+    private func instant(_ milliseconds: Int64) -> MonotonicInstant {
+        MonotonicInstant(nanos: milliseconds * 1_000_000)
+    }
+    private func member(_ id: UInt64, _ incarnation: UInt32 = 1) -> Member {
+        Member(id: PeerID(id), incarnation: Incarnation(incarnation))
+    }
+
+    /// A flood of invented viewers fills the table to its bound and no further (each one past it
+    /// counted); the table forgets the silent after `viewerExpiry`, and a known viewer heard again
+    /// stays.
+    @Test func aFloodOfViewersFillsTheTableAndNoMore_andTheSilentExpire() {
+        var settings = AudienceSettings()
+        settings.viewersMax = 100
+        var audience = Audience(settings: settings, hasRelay: true)
+        for id in 1...10_000 { _ = audience.heard(member(UInt64(id)), digest: VectorClock(), at: instant(0)) }
+        #expect(audience.viewers.count == 100)
+        #expect(audience.refused == 9_900)
+        let refreshed = audience.heard(member(1), digest: VectorClock(), at: instant(5_000))
+        let older = audience.heard(member(1, 0), digest: VectorClock(), at: instant(5_000))
+        #expect(refreshed, "a known viewer is refreshed")
+        #expect(!older, "not by an older incarnation")
+        audience.tick(now: instant(6_500))
+        #expect(audience.viewers.count == 1, "the silent expired, the one heard at 5 s stayed")
+        #expect(audience.isViewer(member(1)) && !audience.isViewer(member(2)))
+        audience.left(member(1))
+        #expect(audience.viewers.isEmpty)
+    }
+
+    /// Every stage member works out the same speaker from the same peers: the earliest incarnation,
+    /// then the lowest id. A viewer's anchor is found the same way among the speakers it hears.
+    @Test func theSpeakerIsTheEarliestToJoin_seenAlikeFromEveryMember() {
+        let stage = [member(9, 5), member(3, 7), member(4, 5)]
+        for own in stage {
+            #expect(Audience.speaker(own: own, peers: stage.filter { $0 != own }) == member(4, 5))
+        }
+        #expect(Audience.anchor(among: stage) == member(4, 5))
+        #expect(Audience.anchor(among: [Member]()) == nil)
+    }
+
+    /// Only the speaker beacons, once per `beaconInterval`, and at once when it becomes the speaker.
+    @Test func onlyTheSpeakerBeacons_onItsInterval() {
+        var audience = Audience(settings: AudienceSettings(), hasRelay: true)
+        let notSpeaking = audience.beaconDue(isSpeaker: false, now: instant(0))
+        #expect(!notSpeaking)
+        let (first, early, next) = (
+            audience.beaconDue(isSpeaker: true, now: instant(10)),
+            audience.beaconDue(isSpeaker: true, now: instant(500)),
+            audience.beaconDue(isSpeaker: true, now: instant(1_010))
+        )
+        #expect(first && !early && next)
+        var viewer = AudienceSettings()
+        viewer.isViewer = true
+        var listening = Audience(settings: viewer, hasRelay: true)
+        let viewerBeacons = listening.beaconDue(isSpeaker: true, now: instant(0))
+        #expect(!viewerBeacons, "a viewer never beacons")
+        #expect(!Audience(settings: viewer, hasRelay: false).isViewer, "without a relay there is no audience")
+    }
+}

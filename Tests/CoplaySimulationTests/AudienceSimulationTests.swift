@@ -1,0 +1,92 @@
+import CoplayCore
+import CoplaySimulation
+import Testing
+
+/// A party with an audience (`AudienceSettings`) through the simulated NATS cluster: a small
+/// stage runs the protocol, viewers follow it at a cost that does not grow with the party.
+@Suite struct AudienceSimulationTests {
+    /// A stage of 4 and 40 viewers at 3 sites 20 ms apart: every viewer follows a speaker, the
+    /// stage sees only itself, a pause reaches everyone within two relay hops, and a viewer's
+    /// idle cost stays under 300 B/s each way.
+    @Test func aStageOfFour_andFortyViewers_followAPause_atAViewersCost() {
+        let figures = PartyScale.run(participants: 44, sites: 3, idleSeconds: 3, seed: 7, stage: 4)
+        #expect(!figures.eventBudgetRanOut)
+        #expect(figures.formedSeconds != nil, "every viewer follows a speaker, the stage sees itself whole")
+        #expect(figures.pauseLost == 0 && figures.pause.count == 43)
+        #expect((figures.pause.last ?? .infinity) < 100, "pause → last paused: \(figures.pause.last ?? -1) ms")
+        let viewerIn = figures.viewerBytesIn?.mean ?? .infinity
+        let viewerOut = figures.viewerBytesOut?.mean ?? .infinity
+        #expect(viewerIn < 300 && viewerOut < 300, "a viewer: \(viewerIn) B/s in, \(viewerOut) B/s out")
+        #expect((figures.syncErrors.last ?? .infinity) < 10, "sync: \(figures.syncErrors.last ?? -1) ms")
+    }
+
+    /// Stage 0-2, viewers 3-8, one site. The speaker (the first to join) counts every
+    /// viewer and no viewer is anyone's peer; a viewer's pause is carried to all; no viewer sends
+    /// `ready`; then the speaker crashes, the viewers follow the next one, and a stage member's
+    /// pause still reaches every viewer.
+    @Test func viewersFollowTheSpeaker_driveTheGroup_andOutliveItsCrash() throws {
+        var simulation = Simulation(
+            seed: 11, clocks: (0..<9).map { SimulatedClock(offsetNanos: Int64($0) * 17_000_000, driftPPM: 10) })
+        simulation.relay = NatsModel(siteOfServer: [0], seed: 11)
+        var viewer = Settings()
+        viewer.audience.isViewer = true
+        for node in 3..<9 { simulation.settingsOfNode[node] = viewer }
+        simulation.schedule(.partition((0..<9).map { [$0] }), at: 0)
+        for node in 0..<9 { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 50_000_000) }
+        runWithoutLivelock(&simulation, for: .seconds(4))
+        func view(_ node: Int) -> Set<PeerID> { Set(simulation.view(of: node).map(\.id)) }
+        func ids(_ nodes: [Int]) -> Set<PeerID> { Set(nodes.map { simulation.nodes[$0].id }) }
+        for node in 0..<3 {
+            #expect(view(node) == ids((0..<3).filter { $0 != node }), "stage \(node) sees the stage")
+        }
+        // The speaker: the stage member that joined first (by incarnation, then id).
+        let speaker = try #require((0..<3).first { view(3) == ids([$0]) }, "viewer 3 follows a stage member")
+        for node in 3..<9 {
+            #expect(simulation.nodes[node].instance?.isViewer == true)
+            #expect(view(node) == ids([speaker]), "viewer \(node) follows the speaker alone")
+        }
+        #expect(simulation.nodes[speaker].instance?.viewersCounted == 6)
+
+        simulation.schedule(
+            .command(node: 1, .share(Activity(url: "u", itemID: "film"), durationSeconds: 3_600, bufferSeconds: 0)),
+            after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+        simulation.schedule(.command(node: 1, .play(rate: 1)), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(3))
+        for node in 0..<9 {
+            let playing = simulation.nodes[node].events.contains { if case .playing = $0.event { true } else { false } }
+            #expect(playing, "node \(node) started with the stage")
+        }
+        for node in 3..<9 {
+            #expect(
+                simulation.nodes[node].instance?.counters.builtByType[.ready] == nil, "viewer \(node) sent no ready")
+        }
+
+        func pauses(after pressed: Int64) -> [Int] {
+            (0..<9).filter { node in
+                simulation.nodes[node].events.contains {
+                    if case .paused = $0.event { $0.atNanos >= pressed } else { false }
+                }
+            }
+        }
+        var pressed = simulation.nowNanos
+        simulation.schedule(.command(node: 5, .pause), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+        #expect(pauses(after: pressed) == Array(0..<9), "a viewer's pause reaches the stage and every viewer")
+
+        simulation.schedule(.command(node: 2, .play(rate: 1)), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(2))
+        simulation.schedule(.crash(node: speaker), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(6))
+        let next = try #require((0..<3).first { $0 != speaker && view(3) == ids([$0]) }, "viewer 3 follows another")
+        for node in 3..<9 { #expect(view(node) == ids([next]), "viewer \(node) follows the next speaker") }
+        #expect(simulation.nodes[next].instance?.viewersCounted == 6)
+        let presser = (0..<3).first { $0 != speaker && $0 != next }!
+        pressed = simulation.nowNanos
+        simulation.schedule(.command(node: presser, .pause), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(1))
+        #expect(
+            pauses(after: pressed) == (0..<9).filter { $0 != speaker },
+            "after the crash a pause from a stage member that does not speak still reaches every viewer")
+    }
+}
