@@ -91,6 +91,9 @@ public enum CommandLineOptions {
                                     and its subject derived from the key and the session.
                                     ws://[TOKEN@]HOST:PORT: through the server's websocket
                                     listener, as the browsers reach it
+          --audience                join a large party as a viewer (needs --relay): follow the
+                                    stage (those started without it) through the relay at a
+                                    viewer's cost; a pause or seek typed here still moves all
           --json                    one JSON object per output line, with an "event" field
           --control PATH            also take commands on the Unix socket PATH (coplay ctl);
                                     end of standard input then no longer ends the agent: it
@@ -272,6 +275,8 @@ public enum CommandLineOptions {
                     return .success(.version)
                 case "--json":
                     configuration.json = true
+                case "--audience":
+                    configuration.settings.audience.isViewer = true
                 case "--name":
                     configuration.name = try checkedName(
                         value().get(), flag: "--name", bytesMax: configuration.settings.nameBytesMax)
@@ -416,6 +421,13 @@ public enum CommandLineOptions {
                 UsageError(
                     message:
                         "--relay needs --key-file: across homes the group key seals every datagram on the relay and names the group's subjects (coplay keygen > group.key, then copy the file to every agent)"
+                ))
+        }
+        if configuration.settings.audience.isViewer, configuration.relays.isEmpty {
+            return .failure(
+                UsageError(
+                    message:
+                        "--audience needs --relay: a viewer follows the stage through the relay's cluster (on a LAN alone every participant is on the stage)"
                 ))
         }
         if configuration.mpvOptions.attach, configuration.mpvOptions.socketPath == nil {
