@@ -139,7 +139,8 @@ import Testing
         // A viewer of a large party: only through the relay.
         let viewer = try configuration(["--audience", "--relay", "nats://127.0.0.1:4222", "--key-file", path])
         #expect(viewer.settings.audience.isViewer)
-        #expect(try !configuration(["--relay", "nats://127.0.0.1:4222", "--key-file", path]).settings.audience.isViewer)
+        #expect(
+            try !configuration(["--relay", "nats://127.0.0.1:4222", "--key-file", path]).settings.audience.isViewer)
         #expect(error(["--audience", "--key-file", path])?.contains("--audience needs --relay") == true)
     }
 
