@@ -35,6 +35,12 @@ public enum PartyScale {
         /// Just before the pause: each player's position against participant 0's at one true
         /// instant, ms, absolute (the sync the group holds while idle).
         public var syncErrors: [Double]
+        /// With a stage: its speaker crashed while the group played; ms until each other stage
+        /// member gave it up (infinity: not within 4 s), and each player's position against a
+        /// surviving stage member's 4 s after, ms. The pause above then comes after the crash,
+        /// from participant 0 (or 1, when 0 was the speaker), and reaches the survivors.
+        public var crashNoticed: [Double]
+        public var syncAfterCrash: [Double]
         /// While idle: datagrams received a second, the whole group, by type ("heartbeat": 1234).
         public var idleReceivedByType: [(type: String, perSecond: Double)]
         /// The simulation ran out of its event budget somewhere (a livelock, or a group too large
@@ -123,12 +129,44 @@ public enum PartyScale {
             return (rates.reduce(0, +) / Double(rates.count), rates.max() ?? 0)
         }
         let viewers = stageCount..<participants
+        // With a stage: its speaker crashes while the group plays. How long until each other stage
+        // member gives it up, and where every player is 4 s later (the audience keeps its time).
+        var crashNoticed: [Double] = []
+        var syncAfterCrash: [Double] = []
+        var crashed: Int?
+        if stage != nil,
+            let speaker = (0..<stageCount).first(where: { simulation.nodes[$0].instance?.speaksForStage == true })
+        {
+            crashed = speaker
+            let (crashedID, crashedAt) = (simulation.nodes[speaker].id, simulation.nowNanos)
+            simulation.schedule(.crash(node: speaker), after: .zero)
+            advance(to: crashedAt + 4_000_000_000)
+            for node in 0..<stageCount where node != speaker {
+                let left = simulation.nodes[node].events.first {
+                    if case .peerLeft(let info, _) = $0.event {
+                        info.member.id == crashedID && $0.atNanos >= crashedAt
+                    } else {
+                        false
+                    }
+                }
+                crashNoticed.append(left.map { Double($0.atNanos - crashedAt) / 1e6 } ?? .infinity)
+            }
+            let reference = simulation.nodes[speaker == 0 ? 1 : 0]
+            let position = reference.player.position(at: reference.clock.timestamp(atTrue: simulation.nowNanos))
+            syncAfterCrash = simulation.nodes.indices.filter { $0 != speaker && $0 != reference.index }.map { index in
+                let node = simulation.nodes[index]
+                return abs(node.player.position(at: node.clock.timestamp(atTrue: simulation.nowNanos)) - position)
+                    * 1000
+            }.sorted()
+        }
+        // The pause: on participant 0, or on 1 when 0 was the speaker that crashed.
+        let presser = crashed == 0 ? 1 : 0
         let pressed = simulation.nowNanos
-        simulation.schedule(.command(node: 0, .pause), after: .zero)
+        simulation.schedule(.command(node: presser, .pause), after: .zero)
         advance(to: pressed + 3_000_000_000)
         var delays: [Double] = []
         var lost = 0
-        for node in 1..<participants {
+        for node in 0..<participants where node != presser && node != crashed {
             let paused = simulation.nodes[node].events.first {
                 if case .paused = $0.event { $0.atNanos >= pressed } else { false }
             }
@@ -143,7 +181,8 @@ public enum PartyScale {
             viewerBytesOut: perSecond(viewers, \.bytesPublishedBy),
             stageBytesIn: stage == nil ? nil : perSecond(0..<stageCount, \.bytesDeliveredTo)?.mean,
             stageBytesOut: stage == nil ? nil : perSecond(0..<stageCount, \.bytesPublishedBy)?.mean,
-            pause: delays.sorted(), pauseLost: lost, syncErrors: syncErrors,
+            pause: delays.sorted(), pauseLost: lost, syncErrors: syncErrors, crashNoticed: crashNoticed.sorted(),
+            syncAfterCrash: syncAfterCrash,
             idleReceivedByType: receivedAfter.map { type, count in
                 (type.description, Double(count - (receivedBefore[type] ?? 0)) / seconds)
             }.filter { $0.perSecond > 0 }.sorted { $0.perSecond > $1.perSecond },

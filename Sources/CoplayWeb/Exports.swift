@@ -275,23 +275,26 @@ func names(_ name: UnsafePointer<UInt8>?, _ nameCount: Int32, _ session: UnsafeP
 
 /// A new instance of a keyed group that also travels through a relay (the browser's only path):
 /// `key` the group key's 32 bytes or more, `entropy` 32 bytes from crypto.getRandomValues for the
-/// relay's nonces. Returns its handle; -1 for a key or entropy of the wrong size, -2 for a name or
+/// relay's nonces; `viewer` 1 to join a large party's audience (`AudienceSettings.isViewer`), 0
+/// for its stage. Returns its handle; -1 for a key or entropy of the wrong size, -2 for a name or
 /// session too long, -3 when the module holds `participantsMax` participants.
 @_cdecl("coplay_create_relayed")
 public func coplayCreateRelayed(
     _ id: UInt64, _ seed: UInt64, _ name: UnsafePointer<UInt8>?, _ nameCount: Int32,
     _ session: UnsafePointer<UInt8>?, _ sessionCount: Int32, _ key: UnsafePointer<UInt8>?, _ keyCount: Int32,
-    _ entropy: UnsafePointer<UInt8>?, _ mono: Int64, _ wall: Int64
+    _ entropy: UnsafePointer<UInt8>?, _ mono: Int64, _ wall: Int64, _ viewer: Int32
 ) -> Int32 {
     guard keyCount >= 32, keyCount <= 256, entropy != nil else { return -1 }
     guard let (name, session) = names(name, nameCount, session, sessionCount) else { return -2 }
     guard participants.count < participantsMax else { return -3 }
     let identity = LocalIdentity.browser(id: PeerID(id), name: name, sessionName: session)
+    var settings = Settings()
+    settings.audience.isViewer = viewer == 1
     participants.append(
         Participant(
             Instance(
-                identity: identity, seed: seed, now: timestamp(mono, wall), keys: [bytes(key, keyCount)],
-                relayEntropy: bytes(entropy, 32))))
+                identity: identity, settings: settings, seed: seed, now: timestamp(mono, wall),
+                keys: [bytes(key, keyCount)], relayEntropy: bytes(entropy, 32))))
     return Int32(participants.count - 1)
 }
 

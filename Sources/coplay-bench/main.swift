@@ -470,8 +470,17 @@ if kind == "party-scale" {
                 "    idle datagrams received a second, the whole group: "
                     + figures.idleReceivedByType.map { "\($0.type) \(rate($0.perSecond))" }.joined(separator: ", "))
             print("    sync against participant 0 while idle: \(Distribution(figures.syncErrors).summary(unit: "ms"))")
+            if !figures.crashNoticed.isEmpty {
+                let late = figures.crashNoticed.filter { !$0.isFinite }.count
+                print(
+                    "    the speaker crashes: the stage gives it up after"
+                        + " \(Distribution(figures.crashNoticed.filter(\.isFinite)).summary(unit: "ms"))"
+                        + (late > 0 ? ", \(late) not within 4 s" : "")
+                        + "; 4 s later, sync against the stage: \(Distribution(figures.syncAfterCrash).summary(unit: "ms"))"
+                )
+            }
             print(
-                "    pause on participant 0 → the others paused: \(pause.summary(unit: "ms")), never: \(figures.pauseLost)"
+                "    then a pause on a stage member → the others paused: \(pause.summary(unit: "ms")), never: \(figures.pauseLost)"
                     + " (simulated in \(String(format: "%.1f", figures.simulatedIn)) s)")
         }
     }

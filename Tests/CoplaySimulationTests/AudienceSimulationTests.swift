@@ -6,13 +6,20 @@ import Testing
 /// stage runs the protocol, viewers follow it at a cost that does not grow with the party.
 @Suite struct AudienceSimulationTests {
     /// A stage of 4 and 40 viewers at 3 sites 20 ms apart: every viewer follows a speaker, the
-    /// stage sees only itself, a pause reaches everyone within two relay hops, and a viewer's
-    /// idle cost stays under 300 B/s each way.
+    /// stage sees only itself, a viewer's idle cost stays under 300 B/s each way, the speaker's
+    /// crash is noticed within 2 s and costs nobody their time, and a pause after it reaches
+    /// everyone within two relay hops.
     @Test func aStageOfFour_andFortyViewers_followAPause_atAViewersCost() {
         let figures = PartyScale.run(participants: 44, sites: 3, idleSeconds: 3, seed: 7, stage: 4)
         #expect(!figures.eventBudgetRanOut)
         #expect(figures.formedSeconds != nil, "every viewer follows a speaker, the stage sees itself whole")
-        #expect(figures.pauseLost == 0 && figures.pause.count == 43)
+        // The speaker crashed first: the stage gave it up within 2 s, and the players kept their time.
+        #expect(
+            figures.crashNoticed.count == 3 && figures.crashNoticed.allSatisfy { $0 < 2_000 }, "\(figures.crashNoticed)"
+        )
+        #expect(
+            (figures.syncAfterCrash.last ?? .infinity) < 10, "after the crash: \(figures.syncAfterCrash.last ?? -1) ms")
+        #expect(figures.pauseLost == 0 && figures.pause.count == 42)
         #expect((figures.pause.last ?? .infinity) < 100, "pause → last paused: \(figures.pause.last ?? -1) ms")
         let viewerIn = figures.viewerBytesIn?.mean ?? .infinity
         let viewerOut = figures.viewerBytesOut?.mean ?? .infinity

@@ -6,14 +6,14 @@ import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Core, Participant } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const { wasm, names, relays, key } = workerData;
+const { wasm, names, relays, key, viewers = false } = workerData;
 const core = await Core.load(readFileSync(wasm));
 const participants = new Map();
 const measured = new Set(['activity', 'playing', 'paused', 'time-jumped']);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function join(name) {
   const p = new Participant(core, {
-    relay: relays[name], session: 'crowd', key, name,
+    relay: relays[name], session: 'crowd', key, name, viewer: viewers,
     onEvent: (e) => {
       if (measured.has(e.event)) {
         parentPort.postMessage({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });

@@ -7,16 +7,20 @@
 // load or a seek is ready 20 ms later). Measured: the time until every participant has its
 // members, then a pause typed on a native agent until each participant's core reports it
 // paused, the same for a seek, and a late participant from its start until it plays in place.
-// Prints the figures and a summary (JSON) last; exits 1 if a participant missed a command.
+// With AUDIENCE 1 the participants join as viewers of a large party (PROTOCOL.md, "A party with
+// an audience"): the two agents are the stage, and each participant follows one of them (its
+// members: one) instead of listing everyone. Prints the figures and a summary (JSON) last; exits
+// 1 if a participant missed a command.
 //
-//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS] [SERVERS]
+//   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS] [SERVERS] [AUDIENCE]
 import { execFileSync } from 'node:child_process';
 import { spawnOwned } from './owned.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1'] = process.argv.slice(2);
+const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1', audienceText = '0'] = process.argv.slice(2);
+const viewers = audienceText === '1';
 const count = Number(countText), threads = Math.max(1, Number(threadsText));
 const servers = Math.min(3, Math.max(1, Number(serversText) || 1));
 // The relay's listening ports below Linux's ephemeral range (32768-60999), where any
@@ -71,7 +75,7 @@ for (let t = 0; t < threads; t++) {
   for (let i = t; i < count; i += threads) names.push(`web${i}`);
   const relays = Object.fromEntries(names.map((n) => [n, relayOf(Number(n.slice(3)))]));
   relays.late = relayOf(count);
-  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key } });
+  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers } });
   worker.on('message', (m) => {
     if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
     else byName.get(m.name)?.events.push(m.event);
@@ -79,9 +83,11 @@ for (let t = 0; t < threads; t++) {
   workers.push(worker);
 }
 for (let i = 0; i < count; i++) member(`web${i}`);
-const expected = count + 1;  // the others of the crowd and the two agents, less itself
+// Each lists the others of the crowd and the two agents, less itself; a viewer, the agent it follows.
+const expected = viewers ? 1 : count + 1;
 const formed = await until(() => crowd.every((m) => m.peers >= expected), 60000, 100);
-check(formed, `every one of ${count} participants lists the ${expected} others`);
+check(formed, viewers ? `every one of ${count} viewers follows a stage member`
+  : `every one of ${count} participants lists the ${expected} others`);
 figure('crowd-formed', wallMs() - started);
 
 function after(at, test) { return crowd.map((m) => m.events.find((e) => e.at >= at && test(e))); }
@@ -123,8 +129,11 @@ for (const worker of workers) worker.postMessage({ leave: true });
 await sleep(1000);
 host.stdin.end(); second.stdin.end();
 await sleep(500);
-const left = host.lines.filter((l) => /^peer-left web\d+ .*reason=shutdown/.test(l)).length;
-check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
+// Viewers are no agent's peers: their leaving is seen only in the speaker's count of them.
+if (!viewers) {
+  const left = host.lines.filter((l) => /^peer-left web\d+ .*reason=shutdown/.test(l)).length;
+  check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
+}
 for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
-console.log(JSON.stringify({ count, servers, figures, failures }));
+console.log(JSON.stringify({ count, servers, viewers, figures, failures }));
 process.exit(failures.length ? 1 : 0);

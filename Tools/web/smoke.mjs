@@ -36,7 +36,7 @@ const summary = (e) => `${e.event} ${e.item ?? e.peer?.name ?? e.state ?? ''}`;
   const key = new Uint8Array(32), entropy = new Uint8Array(32), s = enc.encode('web');
   for (const [name, expected] of [['a'.repeat(64), 'a handle'], ['a'.repeat(65), -2], ['é'.repeat(33), -2]]) {
     const n = enc.encode(name);
-    const h = x.coplay_create_relayed(1n, 1n, put(n), n.length, put(s), s.length, put(key), 32, put(entropy), 1n, 1n);
+    const h = x.coplay_create_relayed(1n, 1n, put(n), n.length, put(s), s.length, put(key), 32, put(entropy), 1n, 1n, 0);
     if (expected === 'a handle' ? h < 0 : h !== expected) { console.error(`smoke: a name of ${n.length} bytes gave ${h}`); process.exit(1); }
   }
 }
@@ -114,7 +114,7 @@ const sealed = 'https://example.com/sealed.mp4';
 const subscribers = new Map();
 const relayed = [['carol', key], ['dave', key], ['eve', otherKey]].map(([name, k], i) => {
   const n = enc.encode(name), s = enc.encode('web-relay'), entropy = webcrypto.getRandomValues(new Uint8Array(32));
-  const h = x.coplay_create_relayed(BigInt(0xC0 + i), 11n + BigInt(i), put(n), n.length, put(s), s.length, put(k), k.length, put(entropy), clock, wall0 + clock);
+  const h = x.coplay_create_relayed(BigInt(0xC0 + i), 11n + BigInt(i), put(n), n.length, put(s), s.length, put(k), k.length, put(entropy), clock, wall0 + clock, 0);
   const agent = { name, h, inbox: [], events: [], published: 0 };
   for (const r of records(x.coplay_relay_subjects(h))) {
     const subject = dec.decode(r.data);

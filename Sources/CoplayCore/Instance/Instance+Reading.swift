@@ -14,6 +14,8 @@ extension Instance {
     /// a stage member counts (those that heartbeat to it: all of them at the speaker).
     public var isViewer: Bool { audience.isViewer }
     public var viewersCounted: Int { audience.viewers.count }
+    /// Whether this stage member speaks for the stage to a party's audience (`Audience.speaker`).
+    public var speaksForStage: Bool { isSpeaker }
     public var log: CausalLog { ordering.log }
     /// Endpoints named in members' peer lists and reached by unicast for now (at most
     /// `Settings.gossipedEndpointsMax`).

@@ -102,11 +102,15 @@ extension Instance {
         out.append(.unicast(stamp(.probeReply(reply)), to: from.source))
     }
 
-    /// A reply proves its sender alive only when it made a sample (a reply to no probe proves nothing).
+    /// A reply proves its sender alive only when it made a sample (a reply to no probe proves
+    /// nothing). To a viewer, only its anchor's: a stage member that answered its hello while it
+    /// briefly spoke for the stage, and beacons no more, is let go (its answers would keep it).
     private mutating func onProbeReply(_ reply: ClockProbeReply, _ from: Received) {
         let outputs = clockSync.onProbeReply(
             reply, from: from.sender, receivedAt: from.heardAt, now: now, random: &random)
-        if outputs.contains(.sampled(from.sender.id)) { heard(from.sender, at: from.heardAt) }
+        if outputs.contains(.sampled(from.sender.id)), !audience.isViewer || anchor?.member == from.sender {
+            heard(from.sender, at: from.heardAt)
+        }
         routeClocks(outputs, source: from.source)
     }
 
