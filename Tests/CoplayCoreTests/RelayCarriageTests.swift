@@ -98,6 +98,39 @@ import Testing
         #expect(bob.counters.datagramsReceived == 0, "not decoded")
     }
 
+    /// Viewers (`--audience`) hear the group's subject and their own, not the stage's; their hellos
+    /// go to the stage's subject alone; the speaker answers each one, counts them in a table that a
+    /// flood fills to its bound and no further, and takes none into its membership.
+    @Test func viewersAreAnsweredAndCounted_neverMembers_andAFloodFillsTheTableAndNoMore() {
+        var settings = Settings()
+        settings.audience.viewersMax = 20
+        var alice = Instance(
+            identity: LocalIdentity(id: aliceID, name: "alice", sessionName: "movie night", unicastPort: 50_001),
+            settings: settings, seed: 3, now: at(0), keys: [key], relayEntropy: [UInt8](repeating: 1, count: 32))
+        _ = alice.start(now: at(0))
+        let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        var viewerSettings = Settings()
+        viewerSettings.audience.isViewer = true
+        var answered = 0
+        for index in 0..<50 {
+            let id = PeerID(0x1000 + UInt64(index))
+            var viewer = Instance(
+                identity: LocalIdentity(id: id, name: "v\(index)", sessionName: "movie night", unicastPort: 50_002),
+                settings: viewerSettings, seed: UInt64(index), now: at(1), keys: [key],
+                relayEntropy: [UInt8](repeating: UInt8(10 + index), count: 32))
+            #expect(viewer.isViewer && viewer.relaySubscriptions == seal.subscriptions(own: id, onStage: false))
+            let hello = steps(viewer.start(now: at(1)), &viewer, now: at(1))
+            #expect(hello.lan.isEmpty && hello.frames.map(\.subject) == [seal.stageSubject], "to the stage alone")
+            for frame in hello.frames {
+                let out = alice.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
+                answered += steps(out, &alice, now: at(2)).frames.filter { $0.subject == seal.peerSubject(id) }.count
+            }
+        }
+        #expect(answered == 50, "every viewer's hello is answered, on its own subject")
+        #expect(alice.viewersCounted == 20 && alice.counters.viewersRefused == 30)
+        #expect(alice.peers.isEmpty, "no viewer is a member")
+    }
+
     @Test func nonceSourcesNeverRepeat_andDifferByEntropy() {
         var first = NonceSource(entropy: [UInt8](repeating: 1, count: 32))
         var second = NonceSource(entropy: [UInt8](repeating: 2, count: 32))

@@ -28,9 +28,11 @@ public struct AudienceSettings: Sendable, Equatable {
     /// A viewer's routine clock probes: one exchange every 5 s keeps the offset to its anchor
     /// within drift's reach (20 ppm is 0.1 ms in 5 s) at 2 frames per 5 s.
     public var viewerProbeInterval: Duration = .seconds(5)
-    /// Viewers one stage member keeps (a table of some 100 bytes each): a party of 10,000 with
-    /// room; past it a new viewer is dropped and counted (`Counters.viewersRefused`), and it still
-    /// follows (it is only not counted). A flood of invented viewers fills it and no more.
+    /// Viewers one stage member keeps: a party of 10,000 with room. An entry is some 100 bytes,
+    /// and at most some 800 with the longest digest a heartbeat carries (48 origins): 13 MB for a
+    /// table filled by a flood of such. Past it a new viewer is dropped and counted
+    /// (`Counters.viewersRefused`); it is still answered and follows, uncounted, but may not ask
+    /// this stage member for repair or the state. A flood of invented viewers fills it and no more.
     public var viewersMax = 16_384
 
     public init() {}

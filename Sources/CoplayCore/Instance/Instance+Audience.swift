@@ -37,11 +37,13 @@ extension Instance {
         _ announcement: Announcement, isHello: Bool, from sender: Member, at source: Endpoint,
         heardAt: MonotonicInstant
     ) {
-        guard !audience.isViewer, source.isRelay, isHello ? isSpeaker : true else { return }
-        guard audience.heard(sender, digest: announcement.digest, at: heardAt) else {
-            counters.viewersRefused += 1
+        // A member of the stage is never a viewer too (its commands' times are its own clock's).
+        guard !audience.isViewer, source.isRelay, !membership.isKnown(sender), isHello ? isSpeaker : true else {
             return
         }
+        if !audience.heard(sender, digest: announcement.digest, at: heardAt) { counters.viewersRefused += 1 }
+        // Answered even when the table is full: the viewer then follows, uncounted (and cannot ask
+        // for the state: the gate admits only counted viewers' requests). One answer per hello.
         if isHello, !announcement.isReply {
             out.append(.unicast(stamp(.hello(self.announcement(isReply: true))), to: .relay(sender.id)))
         }
@@ -64,7 +66,7 @@ extension Instance {
     /// The offset of a command's sender as ordering converts its times: a viewer in this stage
     /// member's table put them on this agent's clock already (`sendCommand`).
     func commandOffset(of sender: Member) -> Int64? {
-        if audience.isViewer(sender) { return 0 }
+        if audience.isViewer(sender), !membership.isKnown(sender) { return 0 }
         return clockSync.liveEstimate(of: sender.id, at: now.monotonic)?.offsetNanos
     }
 
