@@ -230,6 +230,10 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// LAN; no peer's endpoint (the relay refuses a frame whose sender claims id 0).
     public static let relayEveryone = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 2)
     public static let relayStage = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 3)
+    /// The LAN's multicast group alone, not the relay: where a command's later copies go (against
+    /// a LAN's losses; the relay is TCP, and a copy there would cost every viewer of a party a
+    /// frame to open and drop).
+    public static let lanGroup = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 4)
 
     /// Whether this endpoint is reached through the relay.
     public var isRelay: Bool { address.high == Self.relayPrefix }

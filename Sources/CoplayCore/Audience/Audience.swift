@@ -20,15 +20,11 @@ struct Audience: Sendable {
     /// Whether this agent is a viewer (with a relay and `AudienceSettings.isViewer`).
     let isViewer: Bool
 
-    struct Viewer: Sendable {
-        var member: Member
-        /// Its last announcement's digest: what a snapshot or a repair for it is measured against.
-        var digest: VectorClock
-        var lastHeard: MonotonicInstant
-    }
-
-    /// The viewers this stage member has heard, by id (at most `AudienceSettings.viewersMax`).
-    private(set) var viewers: [PeerID: Viewer] = [:]
+    /// The viewers this stage member has heard, by id (at most `AudienceSettings.viewersMax`):
+    /// each one's membership, its subject, when it was last heard and its last digest (what a
+    /// snapshot or a repair for it is measured against). Kept as membership's records are (one
+    /// table type in the browser's module, not two: 5 KB of it).
+    private(set) var viewers: [PeerID: PeerRecord] = [:]
     /// Viewers not admitted because the table was full.
     private(set) var refused: Int64 = 0
     /// When the speaker's next beacon is due, and when the table is next looked at for expiry.
@@ -78,7 +74,9 @@ struct Audience: Sendable {
             refused += 1
             return false
         }
-        viewers[member.id] = Viewer(member: member, digest: digest, lastHeard: now)
+        var record = PeerRecord(member: member, name: "", endpoint: .relay(member.id), now: now)
+        record.digest = digest
+        viewers[member.id] = record
         if nextExpiryAt == nil { nextExpiryAt = now + settings.viewerExpiry }
         return true
     }
@@ -92,14 +90,14 @@ struct Audience: Sendable {
     func isViewer(_ member: Member) -> Bool { viewers[member.id]?.member == member }
 
     /// Where a viewer is reached (its own subject), and the digest it last announced.
-    func viewer(_ id: PeerID) -> Viewer? { viewers[id] }
+    func viewer(_ id: PeerID) -> PeerRecord? { viewers[id] }
 
     /// Forgets the viewers not heard for `AudienceSettings.viewerExpiry`: one pass over the table
     /// every half of that (not one per input: the table holds thousands).
     mutating func tick(now: MonotonicInstant) {
         guard let due = nextExpiryAt, due <= now else { return }
         let expiry = settings.viewerExpiry
-        viewers = viewers.filter { now - $0.value.lastHeard < expiry }
+        for (id, record) in viewers where now - record.lastHeard >= expiry { viewers[id] = nil }
         nextExpiryAt = viewers.isEmpty ? nil : now + expiry * 0.5
     }
 

@@ -242,8 +242,12 @@ public struct Instance: Sendable {
             for case .peerList(let entries, let endpoint) in reach.tick(members: membership.peers, now: now.monotonic) {
                 out.append(.unicast(stamp(.peerList(entries)), to: endpoint))
             }
-            for envelope in ordering.tick(now: now.monotonic, peers: membership.peers, own: member) {
-                sendCommand(envelope)
+            // A command's copies are for the LAN's losses: with a relay, on the LAN alone (the relay
+            // is TCP); a viewer, whose one path is the relay, sends none.
+            for envelope in ordering.tick(now: now.monotonic, peers: membership.peers, own: member)
+            where !audience.isViewer {
+                let copy = stamp(.command(envelope, isRepair: false))
+                out.append(relay == nil ? .multicast(copy) : .unicast(copy, to: .lanGroup))
             }
             audienceTick()
             routeTransfer(stateTransfer.tick(now: now.monotonic), source: nil)
@@ -316,7 +320,7 @@ public struct Instance: Sendable {
     /// `payload` to a live peer, at the endpoint it announced (to one that left meanwhile: nothing).
     /// A viewer in this stage member's table (`Audience`) is reached at its own subject.
     @discardableResult @inline(never) mutating func unicast(_ payload: Payload, to peer: PeerID) -> Bool {
-        guard let endpoint = membership.peers[peer]?.endpoint ?? audience.viewer(peer).map({ _ in .relay(peer) })
+        guard let endpoint = membership.peers[peer]?.endpoint ?? audience.viewer(peer)?.endpoint
         else { return false }
         out.append(.unicast(stamp(payload), to: endpoint))
         return true

@@ -55,6 +55,9 @@ public enum PlayerLoop {
             let at = sentAt ?? now()
             sentAt = at
             let bytes = instance.encode(datagram, at: at)
+            if endpoint == .lanGroup {
+                return carry(.datagram(bytes, to: nil, expedited: datagram.payload.isTimeCritical))
+            }
             if endpoint?.isRelay != true {
                 carry(.datagram(bytes, to: endpoint, expedited: datagram.payload.isTimeCritical))
             }

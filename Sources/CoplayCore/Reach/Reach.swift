@@ -146,29 +146,39 @@ struct Reach: Sendable {
         now: MonotonicInstant
     ) -> [Directive] {
         guard isActive || (isJoined && !unicastWanted.isEmpty),
-            directives.contains(where: { if case .multicast = $0 { true } else { false } })
+            directives.contains(where: { $0.toGroup != nil })
         else { return directives }
         let destinations = isActive ? (isJoined ? self.destinations(members: members, now: now) : farewell) : []
         // Looked up only for an input that multicasts something time-critical: most inputs (a
         // heartbeat heard, a probe answered) do not, and this runs for every one.
         let critical =
             isJoined && !unicastWanted.isEmpty
-            && directives.contains {
-                if case .multicast(let datagram) = $0 { datagram.payload.isTimeCritical } else { false }
-            }
+            && directives.contains { $0.toGroup?.payload.isTimeCritical ?? false }
         let prompt =
             critical
             ? unicastWanted.ordered().compactMap { members[$0]?.endpoint }.filter { !$0.isRelay }
                 .prefix(settings.unicastFanOutMax).filter { !destinations.contains($0) } : []
         guard !destinations.isEmpty || !prompt.isEmpty else { return directives }
         return directives.flatMap { directive -> [Directive] in
-            guard case .multicast(let datagram) = directive else { return [directive] }
+            guard let datagram = directive.toGroup else { return [directive] }
             let copies = datagram.payload.isTimeCritical ? destinations + prompt : destinations
             // The copies go first: a station's uplink is one queue, and a frame held there by
             // retries holds every frame behind it. The multicast frame waits for the next DTIM
             // beacon at the access point anyway, so queued last it loses nothing, and queued
             // first it would be one more frame the copies could wait behind.
             return copies.map { .unicast(datagram, to: $0) } + [directive]
+        }
+    }
+}
+
+extension Directive {
+    /// The datagram of a directive for the whole group: a multicast, or a copy for the LAN's
+    /// group alone (`Endpoint.lanGroup`). Both get the unicast copies.
+    var toGroup: Datagram? {
+        switch self {
+        case .multicast(let datagram): datagram
+        case .unicast(let datagram, let endpoint) where endpoint == .lanGroup: datagram
+        default: nil
         }
     }
 }
