@@ -72,6 +72,31 @@ import Testing
         }
     }
 
+    /// `coplay invite --audience`: the link says so (`audience=1`), and whoever joins by it, an
+    /// agent (`coplay join`) or the page, is a viewer; a link without it makes a stage member.
+    @Test func anAudienceInvitation_makesItsJoinersViewers() throws {
+        let path = "/tmp/coplay-invite-\(getpid()).key"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(KeyFile.generate().utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let arguments = ["invite", "--page", "http://h/", "--relay", "ws://t@127.0.0.1:8443", "--key-file", path]
+        guard case .success(.invite(let invitation, _)) = CommandLineOptions.parse(arguments + ["--audience"]),
+            case .success(.invite(let stage, _)) = CommandLineOptions.parse(arguments)
+        else {
+            Issue.record("invite --audience refused")
+            return
+        }
+        #expect(invitation.link.hasSuffix("&audience=1") && !stage.link.contains("audience"))
+        #expect(try Invitation.parse(invitation.link).get().audience)
+        #expect(try !Invitation.parse(stage.link).get().audience)
+        for (link, viewer) in [(invitation.link, true), (stage.link, false)] {
+            guard case .success(.runAgent(let configuration)) = CommandLineOptions.parse(["join", link]) else {
+                Issue.record("join refused \(link)")
+                continue
+            }
+            #expect(configuration.settings.audience.isViewer == viewer)
+        }
+    }
+
     @Test func inviteRefusesWhatABrowserCannotUse() {
         let refusals = [
             ["--relay", "ws://h:1", "--key-file", "/nonexistent"],

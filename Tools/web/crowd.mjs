@@ -64,7 +64,11 @@ function agent(name, index) {
   children.push(child);
   return child;
 }
-const host = agent('host', 0), second = agent('second', 1);
+// The host first: it joined first, so with AUDIENCE it is the stage's speaker (what a viewer hears
+// from it comes in one relay hop; from the second, in two: through the speaker).
+const host = agent('host', 0);
+await sleep(300);
+const second = agent('second', 1);
 
 const crowd = [], byName = new Map(), workers = [];
 const relayOf = (i) => order(i).map((k) => `ws://${token}@127.0.0.1:${ports[k].websocket}`);
@@ -89,6 +93,7 @@ const formed = await until(() => crowd.every((m) => m.peers >= expected), 60000,
 check(formed, viewers ? `every one of ${count} viewers follows a stage member`
   : `every one of ${count} participants lists the ${expected} others`);
 figure('crowd-formed', wallMs() - started);
+for (const worker of workers) worker.postMessage({ formed: true });
 
 function after(at, test) { return crowd.map((m) => m.events.find((e) => e.at >= at && test(e))); }
 const say = (line) => host.stdin.write(line + '\n');
@@ -113,6 +118,20 @@ for (const [command, test, name] of [
   figure(`${name}-to-all-p50`, quantile(delays, 0.5));
   figure(`${name}-to-all-p99`, quantile(delays, 0.99));
   figure(`${name}-to-all-max`, Math.max(...delays));
+  await sleep(1500);
+}
+
+// A pause typed on the second stage member: with AUDIENCE, carried to the viewers by the speaker.
+{
+  await sleep(500);
+  const at = wallMs();
+  second.stdin.write('pause\n');
+  await until(() => after(at, (e) => e.event === 'paused').every(Boolean), 5000);
+  const delays = after(at, (e) => e.event === 'paused').filter(Boolean).map((e) => e.at - at);
+  check(delays.length === count, `pause typed on the second agent reaches all ${count} (${delays.length})`);
+  figure('pause-from-second-to-all-p50', quantile(delays, 0.5));
+  figure('pause-from-second-to-all-p99', quantile(delays, 0.99));
+  say('play');
   await sleep(1500);
 }
 

@@ -28,6 +28,15 @@ public struct AudienceSettings: Sendable, Equatable {
     /// A viewer's routine clock probes: one exchange every 5 s keeps the offset to its anchor
     /// within drift's reach (20 ppm is 0.1 ms in 5 s) at 2 frames per 5 s.
     public var viewerProbeInterval: Duration = .seconds(5)
+    /// A viewer's keep-alive with its relay server: a PING after this long with nothing heard,
+    /// the server given up after `viewerRelayDeadAfter`. A member's are 250 and 700 ms, so that
+    /// its peers never miss it; a viewer hears a beacon a second, and at 250 ms each viewer sent
+    /// some three PINGs a second (and read as many PONGs): among 1,000 tabs in node, their socket
+    /// writes were the largest share of a thread's time. At 1.25 s a viewer pings only when a
+    /// beacon is late, and leaves a dead server within 2.5 s (it is nobody's peer: only its
+    /// own following waits).
+    public var viewerRelayPingInterval: Duration = .milliseconds(1250)
+    public var viewerRelayDeadAfter: Duration = .milliseconds(2500)
     /// Viewers one stage member keeps: a party of 10,000 with room. An entry is some 100 bytes,
     /// and at most some 800 with the longest digest a heartbeat carries (48 origins): 13 MB for a
     /// table filled by a flood of such. Past it a new viewer is dropped and counted
@@ -48,6 +57,8 @@ public struct AudienceSettings: Sendable, Equatable {
         viewer.deadAfter = anchorDeadAfter
         viewer.probeInterval = viewerProbeInterval
         viewer.probeIntervalJittery = viewerProbeInterval
+        viewer.relay.pingInterval = viewerRelayPingInterval
+        viewer.relay.deadAfter = viewerRelayDeadAfter
         return viewer
     }
 }

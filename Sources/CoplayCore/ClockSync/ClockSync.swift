@@ -32,7 +32,7 @@ struct ClockSync: Sendable {
         case drop(DropReason, String)
     }
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     private(set) var peers: [PeerID: PeerClock] = [:]
     /// Estimators of peers that left, by id, restored if they come back. At most

@@ -5,7 +5,7 @@ extension Instance {
     public var incarnation: Incarnation { sessionLifecycle.incarnation }
     public var member: Member { sessionLifecycle.member }
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
-    public var peers: [PeerID: PeerRecord] { membership.peers }
+    @inline(__always) public var peers: [PeerID: PeerRecord] { membership.peers }
     /// The group's keys for this session, when the agent has a key file.
     public var keys: GroupKeys? { gate.authentication.keys }
     /// Whether `id` is a live peer's.

@@ -17,7 +17,7 @@
 /// The router's handlers are `@inline(never)`: each is reached from several inputs, and the
 /// compiler copied it into each (9 KB of the browser's module, gzipped).
 public struct Instance: Sendable {
-    public var settings: Settings { sharedSettings.value }
+    @inline(__always) public var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     public let identity: LocalIdentity
     public let session: SessionID

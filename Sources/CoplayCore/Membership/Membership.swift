@@ -26,7 +26,7 @@ struct Membership: Sendable {
         }
     }
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     private(set) var peers: [PeerID: PeerRecord] = [:]

@@ -48,7 +48,7 @@ struct Messaging: Sendable {
         case count(Counters.Tally)
     }
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     private var nextMessageID: UInt32 = 1
     /// Messages being reassembled, by sender and number. At most `Settings.partialMessagesMax`;

@@ -39,7 +39,7 @@ struct Ordering: Sendable {
 
     static let tooLargeProblem = "the command does not fit in one datagram (shorten the URL, id or metadata)"
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     private(set) var log: CausalLog
     /// Every delivered command, in delivery order, when `Settings.recordsDeliveries` is on.

@@ -83,7 +83,7 @@ struct StateTransfer: Sendable {
         }
     }
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     private var assembly: Assembly?
     /// The last request this agent sent: to whom, and when.

@@ -37,7 +37,7 @@ struct Playback: Sendable {
         case catchingUp(since: MonotonicInstant)
     }
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     /// What the core believes the local player is doing.
     var player = PlayerModel()

@@ -15,7 +15,7 @@ struct QueueController: Sendable {
 
     static let usage = ConsoleCommand.usages.first { $0.name == "queue" }!.synopsis
 
-    private var settings: Settings { sharedSettings.value }
+    @inline(__always) private var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     private(set) var queue: SharedQueue
     /// Adds typed here, for the ids of entries added without one.

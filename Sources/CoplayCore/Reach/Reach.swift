@@ -20,7 +20,7 @@ struct Reach: Sendable {
         case peerList([PeerEntry], to: Endpoint)
     }
 
-    var settings: Settings { sharedSettings.value }
+    @inline(__always) var settings: Settings { sharedSettings.value }
     private let sharedSettings: SharedSettings
     /// `--peer` endpoints, as given.
     let seeds: [Endpoint]

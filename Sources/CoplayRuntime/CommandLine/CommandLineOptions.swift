@@ -51,9 +51,9 @@ public enum CommandLineOptions {
                                             serve the browser page, for devices that join from
                                             a browser, and films from disk
           coplay invite --page URL --relay ws://[TOKEN@]HOST:PORT… [--session NAME]
-                        --key-file PATH [--no-qr]
+                        --key-file PATH [--audience] [--no-qr]
                                             print an invitation link for a browser, and its QR
-                                            code
+                                            code (--audience: to a large party's audience)
           coplay join LINK [options]        run an agent in the group of an invitation link
           coplay ctl PATH COMMAND…          send one command to the agent whose --control socket
                                             is PATH and print its reply (JSON lines); exit 1 if

@@ -11,6 +11,8 @@ public struct Invitation: Equatable, Sendable {
     public var relays: [String]
     public var session: String
     public var key: [UInt8]
+    /// Whoever opens it joins a large party's audience (`audience=1` in the link; `--audience`).
+    public var audience = false
 
     /// The first relay.
     public var relay: String { relays[0] }
@@ -52,7 +54,7 @@ public struct Invitation: Equatable, Sendable {
     public var link: String {
         page + "#" + relays.map { "relay=" + Self.percentEncoded($0) + "&" }.joined() + "session="
             + Self.percentEncoded(session) + "&key="
-            + key.map { Self.hexDigit($0 >> 4) + Self.hexDigit($0 & 15) }.joined()
+            + key.map { Self.hexDigit($0 >> 4) + Self.hexDigit($0 & 15) }.joined() + (audience ? "&audience=1" : "")
     }
 
     /// The invitation a link carries. A link without a key, or a mangled one, is refused with
@@ -91,7 +93,11 @@ public struct Invitation: Equatable, Sendable {
         guard !relays.isEmpty else {
             return .failure(UsageError(message: "this invitation names no relay: ask for a new link"))
         }
-        return make(page: String(parts[0]), relays: relays, session: fields["session"] ?? "default", key: key)
+        return make(page: String(parts[0]), relays: relays, session: fields["session"] ?? "default", key: key).map {
+            var invitation = $0
+            invitation.audience = fields["audience"] == "1"
+            return invitation
+        }
     }
 
     static func hexDigit(_ value: UInt8) -> String { String(UnicodeScalar(value < 10 ? 48 + value : 87 + value)) }

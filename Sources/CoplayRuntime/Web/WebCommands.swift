@@ -147,6 +147,7 @@ extension CommandLineOptions {
         }
         configuration.keys = [invitation.key]
         configuration.keyFile = nil
+        if invitation.audience { configuration.settings.audience.isViewer = true }
         return .success(.runAgent(configuration))
     }
 
@@ -157,9 +158,14 @@ extension CommandLineOptions {
         var keys: [[UInt8]]?
         var session = "default"
         var qr = true
+        var audience = false
         while let word = remaining.popFirst() {
             if word == "--no-qr" {
                 qr = false
+                continue
+            }
+            if word == "--audience" {
+                audience = true
                 continue
             }
             guard let value = remaining.popFirst() else {
@@ -182,7 +188,8 @@ extension CommandLineOptions {
                 return .failure(
                     UsageError(
                         message:
-                            "invite takes --page, --relay, --session, --key-file and --no-qr, not '\(word.prefix(40))'")
+                            "invite takes --page, --relay, --session, --key-file, --audience and --no-qr, not '\(word.prefix(40))'"
+                    )
                 )
             }
         }
@@ -199,7 +206,11 @@ extension CommandLineOptions {
         guard let key = keys?.first else {
             return .failure(UsageError(message: "invite needs --key-file PATH: the group's key travels in the link"))
         }
-        return Invitation.make(page: page, relays: relays, session: session, key: key).map { .invite($0, qr: qr) }
+        return Invitation.make(page: page, relays: relays, session: session, key: key).map {
+            var invitation = $0
+            invitation.audience = audience
+            return .invite(invitation, qr: qr)
+        }
     }
 
     /// Prints the link, then its QR code (with colours on a terminal).

@@ -28,7 +28,8 @@ function invitation() {
   if (new TextEncoder().encode(session).length > 64) return { error: 'This invitation’s session name is longer than 64 bytes. Ask for a new link.' };
   const bad = relays.find((r) => !/^wss?:\/\//.test(r));
   if (bad) return { error: `This invitation’s relay (${bad}) is not a ws:// or wss:// address.` };
-  return { relay, session, key };
+  // audience=1 (coplay invite --audience): this tab joins a large party's audience, as a viewer.
+  return { relay, session, key, viewer: fields.get('audience') === '1' };
 }
 
 function join() {

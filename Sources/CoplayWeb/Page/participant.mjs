@@ -330,5 +330,5 @@ export function parseInvitation(href) {
   if (!session) throw new Error('the invitation names no session');
   if (!key) throw new Error('the invitation carries no group key: ask for a new link (coplay invite)');
   relays.forEach(relayAddress);
-  return { relay: relays.length === 1 ? relays[0] : relays, session, key: parseKey(key) };
+  return { relay: relays.length === 1 ? relays[0] : relays, session, key: parseKey(key), viewer: fields.get('audience') === '1' };
 }

@@ -18,7 +18,7 @@ async function start() {
   // new id), and the group's state again from its members (state transfer).
   core = await Core.load(bytes);
   participant = new Participant(core, {
-    relay: joined.relay, session: joined.session, key: parseKey(joined.key), name: joined.name,
+    relay: joined.relay, session: joined.session, key: parseKey(joined.key), name: joined.name, viewer: !!joined.viewer,
     onEvent: (event) => post({ type: 'event', event }),
     onPlayer: (action) => post({ type: 'player', action }),
     onDiagnostic: (text) => post({ type: 'diagnostic', text }),
