@@ -81,7 +81,34 @@ import Testing
         runWithoutLivelock(&simulation, for: .seconds(1))
         #expect(pauses(after: pressed) == Array(0..<9), "a viewer's pause reaches the stage and every viewer")
 
-        simulation.schedule(.command(node: 2, .play(rate: 1)), after: .zero)
+        // A stage member that does not speak sends its command to the stage alone, and the speaker
+        // carries it on: each viewer opens it once. Nor does a viewer answer commands with
+        // heartbeats (its anchor only counts it): a new item, a seek and a pause in a second cost it
+        // at most the one heartbeat its interval (2 s) brings.
+        let other = (0..<3).first { $0 != speaker }!
+        func count(_ node: Int, _ counter: KeyPath<Counters, Int64>) -> Int64 {
+            simulation.nodes[node].instance?.counters[keyPath: counter] ?? -1
+        }
+        func heartbeats(_ node: Int) -> Int64 { simulation.nodes[node].instance?.counters.builtByType[.heartbeat] ?? 0 }
+        func commands(_ node: Int) -> Int64 { simulation.nodes[node].instance?.counters.receivedByType[.command] ?? 0 }
+        let commandsBefore = (3..<9).map(commands)
+        let heartbeatsBefore = (3..<9).map(heartbeats)
+        let sequel = ConsoleCommand.share(
+            Activity(url: "v", itemID: "sequel"), durationSeconds: 3_600, bufferSeconds: 0)
+        let deliveredBefore = count(speaker, \.commandsDelivered)
+        for command in [sequel, .seek(seconds: 30), .pause] {
+            simulation.schedule(.command(node: other, command), after: .zero)
+            runWithoutLivelock(&simulation, for: .milliseconds(300))
+        }
+        let delivered = count(speaker, \.commandsDelivered) - deliveredBefore
+        #expect(delivered >= 3)
+        #expect(
+            zip((3..<9).map(commands), commandsBefore).map { $0 - $1 } == Array(repeating: delivered, count: 6),
+            "each viewer received each of the \(delivered) commands the speaker delivered once")
+        for (index, node) in (3..<9).enumerated() {
+            #expect(heartbeats(node) - heartbeatsBefore[index] <= 1, "viewer \(node) answered commands with heartbeats")
+        }
+
         runWithoutLivelock(&simulation, for: .seconds(2))
         simulation.schedule(.crash(node: speaker), after: .zero)
         runWithoutLivelock(&simulation, for: .seconds(6))

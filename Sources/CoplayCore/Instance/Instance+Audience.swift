@@ -49,12 +49,22 @@ extension Instance {
         }
     }
 
-    /// A command this agent issued (and each of its copies): to the group; from a viewer, to its
-    /// anchor alone, with its times on the anchor's clock (a viewer's clock is known to nobody),
-    /// and the anchor carries it on (`carryToAudience`). A viewer that follows nobody yet has no
-    /// one to carry it: it stays here, and the next digest it hears says it is missing.
+    /// A command this agent issued: to the group. On the relay, the speaker's goes to the group's
+    /// subject; another stage member's to the stage's alone, and the speaker carries it on to the
+    /// audience on its own clock (`carryToAudience`): a viewer, which knows the speaker's clock
+    /// alone, would only hold the original until the carried copy came, and opening both cost a
+    /// thousand tabs twice the work of one command. From a viewer: to its anchor alone, with its
+    /// times on the anchor's clock (a viewer's clock is known to nobody), and the anchor carries
+    /// it on. A viewer that follows nobody yet has no one to carry it: it stays here, and the next
+    /// digest it hears says it is missing.
     @inline(never) mutating func sendCommand(_ envelope: CommandEnvelope) {
-        guard audience.isViewer else { return out.append(.multicast(stamp(.command(envelope, isRepair: false)))) }
+        guard audience.isViewer else {
+            let datagram = stamp(.command(envelope, isRepair: false))
+            guard relay != nil, !isSpeaker else { return out.append(.multicast(datagram)) }
+            out.append(.unicast(datagram, to: .lanGroup))
+            out.append(.unicast(datagram, to: .relayStage))
+            return
+        }
         guard let anchor,
             let offset = clockSync.liveEstimate(of: anchor.member.id, at: now.monotonic)?.offsetNanos
         else { return }

@@ -216,8 +216,10 @@ extension Instance {
             }
         }
         for command in issued { issue(command) }
-        // One announcement for all the changes of one step, with the state they ended in.
-        if announce, state.isJoined { announceNow() }
+        // One announcement for all the changes of one step, with the state they ended in. Not a
+        // viewer's: its anchor only counts it (its player's part decides nothing), and a thousand
+        // viewers answering each command with a heartbeat would double the work of every command.
+        if announce, state.isJoined, !audience.isViewer { announceNow() }
     }
 
     /// The end of an input's handling: a coordinated start may now be due (never decided in the
