@@ -28,6 +28,18 @@ public struct AudienceSettings: Sendable, Equatable {
     /// A viewer's routine clock probes: one exchange every 5 s keeps the offset to its anchor
     /// within drift's reach (20 ppm is 0.1 ms in 5 s) at 2 frames per 5 s.
     public var viewerProbeInterval: Duration = .seconds(5)
+    /// A viewer's warm-up after its first burst of probes: 4 more, 500 ms apart, not a member's
+    /// 10. Its anchor answers every viewer's warm-up, and among 1,000 tabs joining at once 10
+    /// were 2,000 probes a second at the speaker for 5 s, while a pause was to reach them all.
+    /// Warmed up at the routine 5 s instead, viewers' offsets were twice as far off through the
+    /// simulated cluster's queues (9.4 ms against 4.7 at the worst of 40,
+    /// `AudienceSimulationTests`); with 4, 5.5 ms.
+    public var viewerProbeWarmupCount = 4
+    /// A viewer's ticks may come only every heartbeat (2 s) when nothing else is due, so a gap
+    /// between them is a stall (`Settings.localStallThreshold`, a member's 1 s) only past 2.5 s.
+    /// At 1 s, each such tick read as a stall and forgave the anchor's silence: with nothing else
+    /// to wake them (their warm-up probes tried 5 s apart), viewers never let a crashed anchor go.
+    public var viewerLocalStallThreshold: Duration = .milliseconds(2500)
     /// A viewer's keep-alive with its relay server: a PING after this long with nothing heard,
     /// the server given up after `viewerRelayDeadAfter`. A member's are 250 and 700 ms, so that
     /// its peers never miss it; a viewer hears a beacon a second, and at 250 ms each viewer sent
@@ -57,6 +69,8 @@ public struct AudienceSettings: Sendable, Equatable {
         viewer.deadAfter = anchorDeadAfter
         viewer.probeInterval = viewerProbeInterval
         viewer.probeIntervalJittery = viewerProbeInterval
+        viewer.probeWarmupCount = viewerProbeWarmupCount
+        viewer.localStallThreshold = viewerLocalStallThreshold
         viewer.relay.pingInterval = viewerRelayPingInterval
         viewer.relay.deadAfter = viewerRelayDeadAfter
         return viewer
