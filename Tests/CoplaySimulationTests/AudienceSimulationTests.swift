@@ -123,4 +123,27 @@ import Testing
             pauses(after: pressed) == (0..<9).filter { $0 != speaker },
             "after the crash a pause from a stage member that does not speak still reaches every viewer")
     }
+
+    /// A viewer with nothing to wake it but its own heartbeat (its clock probes rare) ticks only
+    /// every 2 s: those ticks must not read as a stall of its own, or each forgives its anchor's
+    /// silence and a crashed anchor is never let go.
+    @Test func aViewerThatWakesOnlyToHeartbeat_stillLetsACrashedAnchorGo() throws {
+        var simulation = Simulation(
+            seed: 5, clocks: (0..<5).map { SimulatedClock(offsetNanos: Int64($0) * 11_000_000, driftPPM: 10) })
+        simulation.relay = NatsModel(siteOfServer: [0], seed: 5)
+        var viewer = Settings()
+        viewer.audience.isViewer = true
+        viewer.audience.viewerProbeInterval = .seconds(60)
+        viewer.audience.viewerProbeWarmupCount = 0
+        for node in 2..<5 { simulation.settingsOfNode[node] = viewer }
+        simulation.schedule(.partition((0..<5).map { [$0] }), at: 0)
+        for node in 0..<5 { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 50_000_000) }
+        runWithoutLivelock(&simulation, for: .seconds(8))
+        func view(_ node: Int) -> Set<PeerID> { Set(simulation.view(of: node).map(\.id)) }
+        let speaker = try #require((0..<2).first { view(2) == [simulation.nodes[$0].id] }, "viewer 2 follows one")
+        simulation.schedule(.crash(node: speaker), after: .zero)
+        runWithoutLivelock(&simulation, for: .seconds(6))
+        let next = simulation.nodes[1 - speaker].id
+        for node in 2..<5 { #expect(view(node) == [next], "viewer \(node) let the crashed anchor go") }
+    }
 }
