@@ -82,7 +82,7 @@ for (let t = 0; t < threads; t++) {
   const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers } });
   worker.on('message', (m) => {
     if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
-    else byName.get(m.name)?.events.push(m.event);
+    else for (const { name, event } of m.events) byName.get(name)?.events.push(event);
   });
   workers.push(worker);
 }
