@@ -20,13 +20,15 @@ import Testing
         _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
         _ = FileManager.default.createFile(atPath: otherKey, contents: Data(KeyFile.generate().utf8))
         // Each agent on a multicast group of its own: nothing reaches the other but the relay.
-        func agent(_ name: String, group: Int, relays: [String], key: String) throws -> AgentProcess {
+        func agent(_ name: String, group: Int, relays: [String], key: String, extra: [String] = []) throws
+            -> AgentProcess
+        {
             try AgentProcess(
                 executable: coplay, name: name,
                 arguments: [
                     "--interface", "lo", "--group", "239.255.78.\(group):\(privatePort(20 + group))", "--session",
                     "relay-it", "--key-file", key,
-                ] + relays.flatMap { ["--relay", $0] })
+                ] + relays.flatMap { ["--relay", $0] } + extra)
         }
         let alice = try agent("alice", group: 1, relays: [cluster.url(0)], key: key)
         // Bob knows only his own server: the other he learns from the cluster (connect_urls).
@@ -72,6 +74,23 @@ import Testing
         #expect((relay["reconnections"] as? NSNumber)?.intValue == 1)
         #expect(relay["connected"] as? Bool == true)
         #expect(!alice.allEvents.contains { $0.name == "peer-left" }, "the move is no departure")
+
+        // A viewer: its status says so, and the stage's speaker (one of the two) counts it.
+        let carol = try agent("carol", group: 5, relays: [cluster.url(0)], key: key, extra: ["--audience"])
+        defer { carol.signal(SIGKILL) }
+        func audience(_ agent: AgentProcess) -> [String: Any]? {
+            (agent.status()?["relay"] as? [String: Any])?["audience"] as? [String: Any]
+        }
+        var stage: [[String: Any]] = []
+        let counted = waitUntil(seconds: 5) {
+            stage = [alice, bob].compactMap(audience)
+            return stage.count == 2 && stage.contains { ($0["viewers"] as? NSNumber)?.intValue == 1 }
+        }
+        #expect(counted, "the speaker counts the viewer: \(stage)")
+        #expect(stage.allSatisfy { $0["role"] as? String == "stage" })
+        #expect(stage.filter { $0["speaks"] as? Bool == true }.count == 1, "one of the two speaks: \(stage)")
+        #expect(audience(carol)?["role"] as? String == "viewer")
+        #expect(audience(carol)?["speaks"] as? Bool == false)
 
         // A wrong token is refused with a clear error; a wrong key joins nobody.
         let mallory = try agent("mallory", group: 3, relays: [cluster.url(0, token: "guess")], key: key)

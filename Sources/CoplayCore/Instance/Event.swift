@@ -262,6 +262,17 @@ public struct PeerInfo: Hashable, Sendable {
 }
 
 /// The answer to `status`.
+/// This agent's part in a party with an audience (`status` → `relay.audience`): a viewer or a
+/// stage member, whether it speaks for the stage, and the viewers its table counts.
+public struct AudienceStatus: Hashable, Sendable {
+    public var isViewer = false
+    public var speaks = false
+    public var viewers = 0
+    public init(isViewer: Bool = false, speaks: Bool = false, viewers: Int = 0) {
+        (self.isViewer, self.speaks, self.viewers) = (isViewer, speaks, viewers)
+    }
+}
+
 public struct StatusReport: Hashable, Sendable {
     public var member: Member
     public var name: String
@@ -287,6 +298,7 @@ public struct StatusReport: Hashable, Sendable {
     /// A live item's edge: the newest program date its playlist listed at the player's last
     /// reading (`PlayerReport.liveWindow`); nil for an item that is not live.
     public var liveEdge: Double?
+    public var audience = AudienceStatus()
 
     public init(
         member: Member, name: String, sessionName: String, state: SessionState, item: String?, rate: Double,

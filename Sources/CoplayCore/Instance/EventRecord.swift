@@ -106,7 +106,7 @@ public enum EventRecord {
             json.raw("activity", report.activity.map(activity) ?? "null")
             json.raw("player", player(report, trueUnixNanos: trueUnixNanos))
             json.raw("counters", counters(report.counters, wire: wire))
-            json.raw("relay", wire.relay.map { relay($0, refused: report.counters.relayFramesRefused) } ?? "null")
+            json.raw("relay", wire.relay.map { relay($0, report) } ?? "null")
         case .peers(let infos):
             json.raw("peers", JSONObject.array(infos.map(peer)))
         case .help(let usages):
@@ -285,7 +285,7 @@ public enum EventRecord {
 
     /// The relay's connection and counts; `refused` is the core's count of frames that did not
     /// open (`Counters.relayFramesRefused`).
-    static func relay(_ relay: RelayStatistics, refused: Int64) -> String {
+    static func relay(_ relay: RelayStatistics, _ report: StatusReport) -> String {
         var json = JSONObject()
         json.string("server", relay.server)
         json.bool("connected", relay.connected)
@@ -293,9 +293,17 @@ public enum EventRecord {
         json.int("framesPublished", Int64(relay.framesPublished))
         json.int("framesReceived", Int64(relay.framesReceived))
         json.int("framesDropped", Int64(relay.framesDropped))
-        json.int("framesRefused", refused)
+        json.int("framesRefused", report.counters.relayFramesRefused)
         json.int("bytesWritten", Int64(relay.bytesWritten))
         json.int("bytesRead", Int64(relay.bytesRead))
+        // A party with an audience: this agent's role, and at a stage member the viewers it counts.
+        var audience = JSONObject()
+        audience.string("role", report.audience.isViewer ? "viewer" : "stage")
+        audience.bool("speaks", report.audience.speaks)
+        audience.int("viewers", Int64(report.audience.viewers))
+        audience.int("viewersRefused", report.counters.viewersRefused)
+        audience.int("commandsCarried", report.counters.commandsCarried)
+        json.raw("audience", audience.closed)
         return json.closed
     }
 

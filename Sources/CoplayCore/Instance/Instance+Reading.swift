@@ -54,12 +54,14 @@ extension Instance {
     }
 
     @inline(never) public func statusReport(now: Timestamp) -> StatusReport {
-        StatusReport(
+        var report = StatusReport(
             member: member, name: identity.name, sessionName: identity.sessionName, state: state, item: player.item?.id,
             rate: player.rate, positionSeconds: player.position(at: now), sampledAt: now,
             isWaiting: coordination.isWaiting, suspensions: playback.suspensions.announced, peerCount: peers.count,
             counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
             correction: playback.correction, interstitial: playback.interstitials.playing?.interstitial.id,
             liveEdge: player.live?.dates.upperBound)
+        report.audience = AudienceStatus(isViewer: isViewer, speaks: isSpeaker, viewers: viewersCounted)
+        return report
     }
 }
