@@ -131,6 +131,31 @@ import Testing
         #expect(alice.peers.isEmpty, "no viewer is a member")
     }
 
+    /// A member of the stage is never a viewer too: bob, a peer, announcing himself with the viewer
+    /// bit is neither counted nor let go (as a viewer his commands' times would read as alice's).
+    @Test func aStageMemberClaimingToBeAViewer_isIgnored() {
+        var alice = agent(aliceID, "alice", entropy: 1)
+        var bob = agent(bobID, "bob", entropy: 2)
+        _ = alice.start(now: at(0))
+        for frame in steps(bob.start(now: at(1)), &bob, now: at(1)).frames {
+            _ = alice.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
+        }
+        #expect(alice.isPeer(bobID))
+        let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        let claim = Announcement(unicastPort: 50_001, name: "bob", isViewer: true)
+        for (sequence, payload) in [(50, Payload.heartbeat(claim)), (51, .hello(claim))] {
+            let datagram = Datagram(
+                session: bob.session, sender: bob.member, sequence: UInt32(sequence), payload: payload)
+            let frame = seal.seal(
+                bob.encode(datagram, at: at(3)), subject: seal.stageSubject,
+                nonce: [UInt8](repeating: UInt8(sequence), count: 12))
+            _ = alice.onRelayFrame(frame, subject: seal.stageSubject, receivedAt: at(3), now: at(3))
+        }
+        #expect(alice.counters.datagramsReceived >= 3, "the claims were read")
+        #expect(alice.viewersCounted == 0, "a member is not counted as a viewer")
+        #expect(alice.isPeer(bobID), "and stays a member")
+    }
+
     @Test func nonceSourcesNeverRepeat_andDifferByEntropy() {
         var first = NonceSource(entropy: [UInt8](repeating: 1, count: 32))
         var second = NonceSource(entropy: [UInt8](repeating: 2, count: 32))
