@@ -256,12 +256,5 @@ public func fnv1a64(_ bytes: [UInt8]) -> UInt64 {
 }
 
 func hex16(_ value: UInt64) -> String {
-    var digits = [UInt8](repeating: 0, count: 16)
-    for index in 0..<16 { digits[index] = hexDigit(UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 15) }
-    return String(decoding: digits, as: UTF8.self)
-}
-
-/// The lowercase hexadecimal digit of `nibble` (0-15), as UTF-8.
-@inline(__always) func hexDigit(_ nibble: UInt8) -> UInt8 {
-    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+    Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - 8 * $0)) })
 }

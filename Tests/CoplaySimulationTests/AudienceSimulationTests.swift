@@ -32,14 +32,7 @@ import Testing
     /// `ready`; then the speaker crashes, the viewers follow the next one, and a stage member's
     /// pause still reaches every viewer.
     @Test func viewersFollowTheSpeaker_driveTheGroup_andOutliveItsCrash() throws {
-        var simulation = Simulation(
-            seed: 11, clocks: (0..<9).map { SimulatedClock(offsetNanos: Int64($0) * 17_000_000, driftPPM: 10) })
-        simulation.relay = NatsModel(siteOfServer: [0], seed: 11)
-        var viewer = Settings()
-        viewer.audience.isViewer = true
-        for node in 3..<9 { simulation.settingsOfNode[node] = viewer }
-        simulation.schedule(.partition((0..<9).map { [$0] }), at: 0)
-        for node in 0..<9 { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 50_000_000) }
+        var simulation = party(stage: 3, viewers: 6, seed: 11, clockStepNanos: 17_000_000)
         runWithoutLivelock(&simulation, for: .seconds(4))
         func view(_ node: Int) -> Set<PeerID> { Set(simulation.view(of: node).map(\.id)) }
         func ids(_ nodes: [Int]) -> Set<PeerID> { Set(nodes.map { simulation.nodes[$0].id }) }
@@ -128,16 +121,10 @@ import Testing
     /// every 2 s: those ticks must not read as a stall of its own, or each forgives its anchor's
     /// silence and a crashed anchor is never let go.
     @Test func aViewerThatWakesOnlyToHeartbeat_stillLetsACrashedAnchorGo() throws {
-        var simulation = Simulation(
-            seed: 5, clocks: (0..<5).map { SimulatedClock(offsetNanos: Int64($0) * 11_000_000, driftPPM: 10) })
-        simulation.relay = NatsModel(siteOfServer: [0], seed: 5)
-        var viewer = Settings()
-        viewer.audience.isViewer = true
-        viewer.audience.viewerProbeInterval = .seconds(60)
-        viewer.audience.viewerProbeWarmupCount = 0
-        for node in 2..<5 { simulation.settingsOfNode[node] = viewer }
-        simulation.schedule(.partition((0..<5).map { [$0] }), at: 0)
-        for node in 0..<5 { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 50_000_000) }
+        var rarelyProbing = Settings()
+        rarelyProbing.audience.viewerProbeInterval = .seconds(60)
+        rarelyProbing.audience.viewerProbeWarmupCount = 0
+        var simulation = party(stage: 2, viewers: 3, seed: 5, clockStepNanos: 11_000_000, viewer: rarelyProbing)
         runWithoutLivelock(&simulation, for: .seconds(8))
         func view(_ node: Int) -> Set<PeerID> { Set(simulation.view(of: node).map(\.id)) }
         let speaker = try #require((0..<2).first { view(2) == [simulation.nodes[$0].id] }, "viewer 2 follows one")
@@ -145,5 +132,23 @@ import Testing
         runWithoutLivelock(&simulation, for: .seconds(6))
         let next = simulation.nodes[1 - speaker].id
         for node in 2..<5 { #expect(view(node) == [next], "viewer \(node) let the crashed anchor go") }
+    }
+
+    /// Stage members `0..<stage`, then viewers (`viewer`, made a viewer), each alone on its
+    /// network but for one relay server, their clocks `clockStepNanos` apart, started 50 ms apart.
+    private func party(stage: Int, viewers: Int, seed: UInt64, clockStepNanos: Int64, viewer: Settings = Settings())
+        -> Simulation
+    {
+        let count = stage + viewers
+        var simulation = Simulation(
+            seed: seed,
+            clocks: (0..<count).map { SimulatedClock(offsetNanos: Int64($0) * clockStepNanos, driftPPM: 10) })
+        simulation.relay = NatsModel(siteOfServer: [0], seed: seed)
+        var viewer = viewer
+        viewer.audience.isViewer = true
+        for node in stage..<count { simulation.settingsOfNode[node] = viewer }
+        simulation.schedule(.partition((0..<count).map { [$0] }), at: 0)
+        for node in 0..<count { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 50_000_000) }
+        return simulation
     }
 }

@@ -6,7 +6,8 @@
 // each given the others after its own). Each participant drives a model of the page's player (a
 // load or a seek is ready 20 ms later). Measured: the time until every participant has its
 // members, then a pause typed on a native agent until each participant's core reports it
-// paused, the same for a seek, and a late participant from its start until it plays in place.
+// paused, the same for a seek, a pause typed on the other agent, and a late participant from its
+// start until it plays in place.
 // With AUDIENCE 1 the participants join as viewers of a large party (PROTOCOL.md, "A party with
 // an audience"): the two agents are the stage, and each participant follows one of them (its
 // members: one) instead of listing everyone. Prints the figures and a summary (JSON) last; exits

@@ -261,7 +261,6 @@ public struct PeerInfo: Hashable, Sendable {
     }
 }
 
-/// The answer to `status`.
 /// This agent's part in a party with an audience (`status` → `relay.audience`): a viewer or a
 /// stage member, whether it speaks for the stage, and the viewers its table counts.
 public struct AudienceStatus: Hashable, Sendable {
@@ -273,6 +272,7 @@ public struct AudienceStatus: Hashable, Sendable {
     }
 }
 
+/// The answer to `status`.
 public struct StatusReport: Hashable, Sendable {
     public var member: Member
     public var name: String
@@ -298,6 +298,7 @@ public struct StatusReport: Hashable, Sendable {
     /// A live item's edge: the newest program date its playlist listed at the player's last
     /// reading (`PlayerReport.liveWindow`); nil for an item that is not live.
     public var liveEdge: Double?
+    /// Its part in a party with an audience (written under the relay's record: only a relay has one).
     public var audience = AudienceStatus()
 
     public init(

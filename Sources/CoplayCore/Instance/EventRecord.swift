@@ -283,8 +283,8 @@ public enum EventRecord {
         return json.closed
     }
 
-    /// The relay's connection and counts; `refused` is the core's count of frames that did not
-    /// open (`Counters.relayFramesRefused`).
+    /// The relay's connection and counts (with the core's count of frames that did not open,
+    /// `Counters.relayFramesRefused`), and this agent's part in a party with an audience.
     static func relay(_ relay: RelayStatistics, _ report: StatusReport) -> String {
         var json = JSONObject()
         json.string("server", relay.server)

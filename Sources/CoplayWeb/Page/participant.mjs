@@ -171,8 +171,9 @@ export class Participant {
   /// (among a thousand participants in one thread, half the ticks were early ones that found
   /// nothing due and came back at once).
   wake() {
+    if (this.closed) return;
     const early = this.wakeAt === undefined ? 0 : Number(this.wakeAt - monoNanos()) / 1e6;
-    if (early > 0 && !this.closed) { this.wakeTimer = setTimeout(() => this.wake(), early); return; }
+    if (early > 0) { this.wakeTimer = setTimeout(() => this.wake(), early); return; }
     this.wakeAt = undefined;
     this.tick();
   }
