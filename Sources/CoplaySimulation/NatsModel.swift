@@ -6,13 +6,19 @@ import Foundation
 /// a frame waits on its way:
 /// - the connection from the publisher to its server, and from a server to each subscriber:
 ///   `clientHop` plus exponential jitter of mean `clientJitterMean`, in order on each connection
-///   (TCP);
+///   (TCP: nothing leaves before what entered before it);
 /// - the route between two servers, once per message and server with interest (nats-server
 ///   forwards a message over a route once, whatever the number of subscribers behind it):
 ///   `routeSameSite`, or `routeBetweenSites` between sites, in order on each route;
 /// - the server's fan-out: each copy it delivers takes `perDelivery` of its time, one copy after
 ///   another, so a subject with a thousand subscribers holds the last of them a thousand copies
 ///   behind the first.
+///
+/// A server handles messages in the order they reach it, and a connection carries them in the
+/// order they enter it, not in the order they were published: a message published here now is
+/// not held behind one published a moment ago at another site that is still on its 20 ms route.
+/// (Ordering them by publication put every frame at a server behind the route's, and two
+/// clients of one server 20 to 40 ms apart: their clocks' estimates were milliseconds off.)
 ///
 /// No echo: a publisher never receives its own message (the agent's CONNECT says `echo: false`).
 /// Seeded: the same seed gives the same delays.
@@ -33,12 +39,12 @@ public struct NatsModel: Sendable {
     private var serverOfNode: [Int: Int] = [:]
     private var subjectsOfNode: [Int: [String]] = [:]
     private var subscribers: [String: Set<Int>] = [:]
-    /// When each server's fan-out is next free.
-    private var serverFree: [Int64]
-    /// When the last frame on each connection (node, both ways) and route (server pair) arrives.
-    private var toServerFree: [Int: Int64] = [:]
-    private var toNodeFree: [Int: Int64] = [:]
-    private var routeFree: [Int: Int64] = [:]
+    /// When each server's fan-out is busy.
+    private var serverBusy: [BusyTimes]
+    /// What is on each connection (node, both ways) and route (server pair).
+    private var toServer: [Int: Channel] = [:]
+    private var toNode: [Int: Channel] = [:]
+    private var routes: [Int: Channel] = [:]
 
     /// Messages published, copies delivered to subscribers, and messages carried over a route.
     public private(set) var published = 0
@@ -56,7 +62,7 @@ public struct NatsModel: Sendable {
         precondition(!siteOfServer.isEmpty, "a cluster has a server")
         self.siteOfServer = siteOfServer
         self.parameters = parameters
-        serverFree = Array(repeating: 0, count: siteOfServer.count)
+        serverBusy = Array(repeating: BusyTimes(), count: siteOfServer.count)
         random = SplitMix64(seed: seed)
     }
 
@@ -92,7 +98,7 @@ public struct NatsModel: Sendable {
         published += 1
         bytesPublished += bytes
         bytesPublishedBy[node, default: 0] += bytes
-        let atOrigin = inOrder(&toServerFree, node, now + clientDelay())
+        let atOrigin = toServer[node, default: Channel()].pass(entering: now, delay: clientDelay(), now: now)
         var byServer: [Int: [Int]] = [:]
         for subscriber in subscribers[subject] ?? [] where subscriber != node {
             guard let server = serverOfNode[subscriber] else { continue }
@@ -106,14 +112,18 @@ public struct NatsModel: Sendable {
                 let oneWay =
                     siteOfServer[server] == siteOfServer[origin]
                     ? parameters.routeSameSite : parameters.routeBetweenSites
-                atServer = inOrder(&routeFree, origin * 65_536 + server, atOrigin + oneWay)
+                atServer = routes[origin * 65_536 + server, default: Channel()].pass(
+                    entering: atOrigin, delay: oneWay, now: now)
             }
-            var sent = max(atServer, serverFree[server])
-            for subscriber in byServer[server, default: []].sorted() {
+            let receivers = byServer[server, default: []].sorted()
+            var sent = serverBusy[server].start(
+                at: atServer, lasting: parameters.perDelivery * Int64(receivers.count), now: now)
+            for subscriber in receivers {
                 sent += parameters.perDelivery
-                arrivals.append((subscriber, inOrder(&toNodeFree, subscriber, sent + clientDelay())))
+                let delay = clientDelay()
+                let arrival = toNode[subscriber, default: Channel()].pass(entering: sent, delay: delay, now: now)
+                arrivals.append((subscriber, arrival))
             }
-            serverFree[server] = sent
         }
         deliveries += arrivals.count
         bytesDelivered += arrivals.count * bytes
@@ -125,10 +135,46 @@ public struct NatsModel: Sendable {
         parameters.clientHop + Int64(-log(1 - random.nextUnit()) * Double(parameters.clientJitterMean))
     }
 
-    /// `at`, or later: nothing on a connection or route overtakes what went before it.
-    private func inOrder(_ free: inout [Int: Int64], _ key: Int, _ at: Int64) -> Int64 {
-        let arrival = max(at, free[key] ?? 0)
-        free[key] = arrival
-        return arrival
+    /// A connection or a route: in order (TCP). What entered before `now` is folded into the
+    /// latest instant any of it leaves (everything still to enter enters at `now` or later).
+    struct Channel {
+        private var recent: [(entered: Int64, leaves: Int64)] = []
+        private var earlierLeaves: Int64 = 0
+
+        /// When a frame that enters at `entering` (at or after `now`) leaves, `delay` later, or
+        /// after whatever entered before it.
+        mutating func pass(entering: Int64, delay: Int64, now: Int64) -> Int64 {
+            if let kept = recent.firstIndex(where: { $0.entered >= now }), kept > 0 {
+                earlierLeaves = max(earlierLeaves, recent[..<kept].lazy.map(\.leaves).max()!)
+                recent.removeFirst(kept)
+            } else if let last = recent.last, last.entered < now {
+                earlierLeaves = max(earlierLeaves, recent.lazy.map(\.leaves).max()!)
+                recent.removeAll()
+            }
+            var leaves = max(entering + delay, earlierLeaves)
+            let position = recent.firstIndex(where: { $0.entered > entering }) ?? recent.count
+            for before in recent[..<position] { leaves = max(leaves, before.leaves) }
+            recent.insert((entering, leaves), at: position)
+            return leaves
+        }
+    }
+
+    /// When a server's fan-out is busy: a message that reaches it waits for the copies it is
+    /// already sending when it arrives (those of messages that arrived first), and no others.
+    struct BusyTimes {
+        private var spans: [(start: Int64, end: Int64)] = []
+
+        /// The first instant from `at` at which the server is free for `lasting`, now taken.
+        mutating func start(at: Int64, lasting: Int64, now: Int64) -> Int64 {
+            spans.removeAll { $0.end <= now }
+            var start = at
+            var position = 0
+            while position < spans.count, spans[position].start < start + lasting {
+                if spans[position].end > start { start = spans[position].end }
+                position += 1
+            }
+            spans.insert((start, start + lasting), at: position)
+            return start
+        }
     }
 }
