@@ -15,6 +15,14 @@ public struct Settings: Sendable, Equatable {
     public var suspectProbeInterval: Duration = .milliseconds(50)
     /// Silence after which a peer is declared gone (crashed or unreachable).
     public var deadAfter: Duration = .milliseconds(1250)
+    /// In a group larger than `heartbeatFullRateGroupMax` the silences grow with the group, and
+    /// so does the time from a peer's suspicion to its departure. On a LAN it must: among 64 a
+    /// heartbeat comes every 2 s, and one lost to the air must not cost a departure before the
+    /// next one comes. Set, a suspected peer is given up this long after its suspicion instead
+    /// (never sooner than `deadAfter`): where heartbeats are not lost, the probes sent on
+    /// suspicion settle it in a round trip whatever the group's size (a relay stage,
+    /// `AudienceSettings.stageSuspicionGap`).
+    public var suspicionGapUnscaled: Duration? = nil
     /// A membership tick this much later than the previous one (they come at least every
     /// heartbeat, 550 ms at most) means this agent was stalled: the silence of its peers over
     /// the stall is forgiven rather than taken for their death (`Membership.forgiveSilence`).

@@ -58,6 +58,47 @@ private let carolEndpoint = Endpoint(address: 0x7F00_0003, port: 50_003)
         #expect(membership.peers.keys.sorted() == [carol.id], "carol stays")
     }
 
+    /// In a group of 32 (twice the full-rate group) the silences double: a peer is suspected
+    /// after 1.5 s. On a LAN it is given up 2.5 s after it fell silent (a lost heartbeat among
+    /// many must not cost it its place); on a relay's stage (`suspicionGapUnscaled`, where no
+    /// heartbeat is lost and a probe settles a suspicion in a round trip) 400 ms after the
+    /// suspicion, within the 2 s an audience may wait for its next speaker.
+    @Test func inAGroupOf32_aSilentPeerIsGivenUp_atTheScaledSilence_orTheStagesGap() {
+        func givenUp(gap: Duration?) -> Double? {
+            var settings = Settings()
+            settings.suspicionGapUnscaled = gap
+            var membership = Membership(settings: settings)
+            var random = SplitMix64(seed: 2)
+            membership.start(now: at(0).monotonic, random: &random)
+            let members = (1...31).map { Member(id: PeerID(UInt64(0x100 + $0)), incarnation: Incarnation(7)) }
+            let silent = members[0]
+            for millis in stride(from: 100.0, through: 4_000, by: 100) {
+                for member in members where member != silent || millis <= 200 {
+                    _ = membership.onAnnouncement(
+                        announcement("x"), isHello: false, from: member,
+                        source: Endpoint(address: 0x7F00_0001, port: UInt16(truncatingIfNeeded: member.id.rawValue)),
+                        heardAt: at(millis).monotonic)
+                }
+                let out = membership.tick(now: at(millis).monotonic, random: &random)
+                if out.contains(where: {
+                    if case .left(let record, .timeout) = $0 { record.member == silent } else { false }
+                }) {
+                    return millis - 200
+                }
+            }
+            return nil
+        }
+        let lan = givenUp(gap: nil)
+        let stage = givenUp(gap: .milliseconds(400))
+        #expect(lan.map { $0 >= 2_500 && $0 < 2_600 } ?? false, "on a LAN after \(lan ?? -1) ms of silence")
+        #expect(stage.map { $0 >= 1_900 && $0 < 2_000 } ?? false, "on a stage after \(stage ?? -1) ms")
+        var relay = Settings()
+        relay.audience.isViewer = false
+        #expect(relay.audience.applied(to: relay).suspicionGapUnscaled == relay.audience.stageSuspicionGap)
+        relay.audience.isViewer = true
+        #expect(relay.audience.applied(to: relay).suspicionGapUnscaled == nil, "a viewer's peers are one or two")
+    }
+
     @Test func leave_removesAndRemembers_soReorderedDatagramsCannotBringItBack() {
         var membership = Membership(settings: Settings())
         _ = membership.onAnnouncement(

@@ -55,14 +55,28 @@ public struct AudienceSettings: Sendable, Equatable {
     /// (`Counters.viewersRefused`); it is still answered and follows, uncounted, but may not ask
     /// this stage member for repair or the state. A flood of invented viewers fills it and no more.
     public var viewersMax = 16_384
+    /// A stage member on the relay gives a suspected peer up this long after its suspicion,
+    /// however large the stage (`Settings.suspicionGapUnscaled`), not after a gap that grows with
+    /// it: the relay (TCP to a server that drops no frame) loses no heartbeat, and its probes
+    /// settle a suspicion in a round trip (some 50 ms across a cluster; three of them are sent in
+    /// this gap). A stage of 32 heartbeats every second and suspects after 1.5 s; at 500 ms, as
+    /// below 16, the speaker's crash was noticed after p99 2,016 ms (the last heartbeat still in
+    /// flight), at the scaled 1 s after 2,516 ms; the audience must have its next speaker within
+    /// 2 s (`coplay-bench party-scale`).
+    public var stageSuspicionGap: Duration = .milliseconds(400)
 
     public init() {}
 
-    /// The settings a viewer runs its membership and clocks with: heartbeats at its own interval
-    /// (to its anchor alone), silences for a beacon a second, and slower routine probes. Stage
-    /// settings are unchanged.
+    /// The settings an agent on the relay runs its membership and clocks with. A viewer's:
+    /// heartbeats at its own interval (to its anchor alone), silences for a beacon a second, and
+    /// slower routine probes. A stage member's are a member's, but that a suspicion is settled
+    /// within `stageSuspicionGap` whatever the stage's size.
     func applied(to settings: Settings) -> Settings {
-        guard isViewer else { return settings }
+        guard isViewer else {
+            var member = settings
+            member.suspicionGapUnscaled = stageSuspicionGap
+            return member
+        }
         var viewer = settings
         viewer.heartbeatInterval = viewerHeartbeatInterval
         viewer.suspectAfter = anchorSuspectAfter

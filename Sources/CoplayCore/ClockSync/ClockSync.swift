@@ -276,7 +276,8 @@ struct ClockSync: Sendable {
     private var suspectProbeInterval: Duration {
         let scale = max(1, Double(peers.count + 1) / Double(max(1, settings.heartbeatFullRateGroupMax)))
         guard scale > 1 else { return settings.suspectProbeInterval }
-        let threeChances = (settings.deadAfter - settings.suspectAfter) * (scale / 3)
+        let silences = settings.silences(scale: scale)
+        let threeChances = (silences.dead - silences.suspect) / 3
         return max(settings.suspectProbeInterval, min(settings.suspectProbeInterval * (scale * scale), threeChances))
     }
 

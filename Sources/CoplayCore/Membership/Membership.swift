@@ -307,9 +307,7 @@ struct Membership: Sendable {
     private var scaleAtLastTick = 1.0
 
     func silences(scale: Double) -> Silences {
-        return Silences(
-            established: (settings.suspectAfter * scale, settings.deadAfter * scale),
-            heardOnce: (settings.suspectAfter, settings.deadAfter))
+        return Silences(established: settings.silences(scale: scale), heardOnce: settings.silences(scale: 1))
     }
 
     /// The earliest instant at which `tick` has something to do. Worked out without a pass over
@@ -417,5 +415,16 @@ struct Membership: Sendable {
             departed[record.member] = now + settings.departedMemory
         }
         out.append(.left(record, reason))
+    }
+}
+
+extension Settings {
+    /// The silences after which an established peer is suspected and declared gone in a group
+    /// `scale` times as large as `heartbeatFullRateGroupMax` (1 in a small group): both in
+    /// proportion, or the departure a fixed gap after the suspicion (`suspicionGapUnscaled`).
+    func silences(scale: Double) -> (suspect: Duration, dead: Duration) {
+        let suspect = suspectAfter * scale
+        guard let gap = suspicionGapUnscaled else { return (suspect, deadAfter * scale) }
+        return (suspect, max(deadAfter, suspect + gap))
     }
 }
