@@ -59,10 +59,11 @@ public struct AudienceSettings: Sendable, Equatable {
     /// however large the stage (`Settings.suspicionGapUnscaled`), not after a gap that grows with
     /// it: the relay (TCP to a server that drops no frame) loses no heartbeat, and its probes
     /// settle a suspicion in a round trip (some 50 ms across a cluster; three of them are sent in
-    /// this gap). A stage of 32 heartbeats every second and suspects after 1.5 s; at 500 ms, as
-    /// below 16, the speaker's crash was noticed after p99 2,016 ms (the last heartbeat still in
-    /// flight), at the scaled 1 s after 2,516 ms; the audience must have its next speaker within
-    /// 2 s (`coplay-bench party-scale`).
+    /// this gap). A stage of 32 heartbeats every second and suspects after 1.5 s; the speaker's
+    /// crash was noticed among 1,000 after p99 1,844 ms, with 500 ms (as below 16) after 1,944,
+    /// at the scaled 1 s after 2,444 (`coplay-bench party-scale --sizes 1000 --shapes stage`):
+    /// the audience must have its next speaker within 2 s, and a heartbeat still in flight when
+    /// its sender crashed (20 ms between the model's sites, more between real homes) counts.
     public var stageSuspicionGap: Duration = .milliseconds(400)
 
     public init() {}
