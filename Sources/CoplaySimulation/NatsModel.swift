@@ -138,22 +138,36 @@ public struct NatsModel: Sendable {
     /// A connection or a route: in order (TCP). What entered before `now` is folded into the
     /// latest instant any of it leaves (everything still to enter enters at `now` or later).
     struct Channel {
-        private var recent: [(entered: Int64, leaves: Int64)] = []
+        /// What entered at `now` or later, by when it entered, each with the latest instant it or
+        /// anything that entered before it leaves; from `head` on (the rest has been folded).
+        private var recent: [(entered: Int64, leavesBy: Int64)] = []
+        private var head = 0
         private var earlierLeaves: Int64 = 0
 
         /// When a frame that enters at `entering` (at or after `now`) leaves, `delay` later, or
         /// after whatever entered before it.
         mutating func pass(entering: Int64, delay: Int64, now: Int64) -> Int64 {
-            if let kept = recent.firstIndex(where: { $0.entered >= now }), kept > 0 {
-                earlierLeaves = max(earlierLeaves, recent[..<kept].lazy.map(\.leaves).max()!)
-                recent.removeFirst(kept)
-            } else if let last = recent.last, last.entered < now {
-                earlierLeaves = max(earlierLeaves, recent.lazy.map(\.leaves).max()!)
-                recent.removeAll()
+            while head < recent.count, recent[head].entered < now {
+                earlierLeaves = max(earlierLeaves, recent[head].leavesBy)
+                head += 1
             }
-            var leaves = max(entering + delay, earlierLeaves)
-            let position = recent.firstIndex(where: { $0.entered > entering }) ?? recent.count
-            for before in recent[..<position] { leaves = max(leaves, before.leaves) }
+            if head > 64, head * 2 > recent.count {
+                recent.removeFirst(head)
+                head = 0
+            }
+            // Where it goes: usually last (frames enter in order); else after the last that
+            // entered no later (a binary search).
+            var position = recent.count
+            if let last = recent.last, last.entered > entering {
+                var (low, high) = (head, recent.count)
+                while low < high {
+                    let middle = (low + high) / 2
+                    if recent[middle].entered <= entering { low = middle + 1 } else { high = middle }
+                }
+                position = low
+            }
+            let before = position > head ? recent[position - 1].leavesBy : earlierLeaves
+            let leaves = max(entering + delay, before, earlierLeaves)
             recent.insert((entering, leaves), at: position)
             return leaves
         }
@@ -161,19 +175,43 @@ public struct NatsModel: Sendable {
 
     /// When a server's fan-out is busy: a message that reaches it waits for the copies it is
     /// already sending when it arrives (those of messages that arrived first), and no others.
+    /// Spans in order, apart from each other (those that touch are one).
     struct BusyTimes {
         private var spans: [(start: Int64, end: Int64)] = []
+        private var head = 0
 
         /// The first instant from `at` at which the server is free for `lasting`, now taken.
         mutating func start(at: Int64, lasting: Int64, now: Int64) -> Int64 {
-            spans.removeAll { $0.end <= now }
+            while head < spans.count, spans[head].end <= now { head += 1 }
+            if head > 64, head * 2 > spans.count {
+                spans.removeFirst(head)
+                head = 0
+            }
+            // The first span that ends after `at` (ends are in order too).
+            var (low, high) = (head, spans.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if spans[middle].end <= at { low = middle + 1 } else { high = middle }
+            }
             var start = at
-            var position = 0
+            var position = low
             while position < spans.count, spans[position].start < start + lasting {
-                if spans[position].end > start { start = spans[position].end }
+                start = max(start, spans[position].end)
                 position += 1
             }
-            spans.insert((start, start + lasting), at: position)
+            let end = start + lasting
+            // Joined to the span it follows or precedes without a gap.
+            if position > head, spans[position - 1].end == start {
+                spans[position - 1].end = end
+                if position < spans.count, spans[position].start == end {
+                    spans[position - 1].end = spans[position].end
+                    spans.remove(at: position)
+                }
+            } else if position < spans.count, spans[position].start == end {
+                spans[position].start = start
+            } else {
+                spans.insert((start, end), at: position)
+            }
             return start
         }
     }

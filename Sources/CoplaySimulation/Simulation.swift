@@ -454,9 +454,10 @@ public struct Simulation {
                 transmit(bytes, from: index, to: receiver, viaGroup: false)
             }
         case .publish(let frame, let subject):
-            guard var model = relay else { return }
-            let arrivals = model.publish(from: index, subject: subject, bytes: frame.count, at: nowNanos)
-            relay = model
+            // Through the optional in place: a copy of the model (`guard var`) copied each of its
+            // tables on every frame, most of a large party's simulated time.
+            guard let arrivals = relay?.publish(from: index, subject: subject, bytes: frame.count, at: nowNanos)
+            else { return }
             for (receiver, at) in arrivals {
                 queue.push(.relayFrame(frame: frame, subject: subject, to: receiver), at: at)
             }
@@ -502,13 +503,14 @@ public struct Simulation {
     private mutating func transmitOnLink(
         _ bytes: [UInt8], from sender: Int, to receiver: Int? = nil, isGroup: Bool, expedited: Bool
     ) {
-        guard var model = link else { return }
+        guard link != nil else { return }
         let groups = groupOf
         let receivers = (receiver.map { [$0] } ?? nodes.indices.filter { $0 != sender }).filter { other in
             groups.map { $0[sender] == $0[other] } ?? true
         }
-        let arrivals = model.deliver(from: sender, to: receivers, isGroup: isGroup, expedited: expedited, at: nowNanos)
-        link = model
+        // In place, as the relay's model (`.publish`).
+        let arrivals =
+            link?.deliver(from: sender, to: receivers, isGroup: isGroup, expedited: expedited, at: nowNanos) ?? []
         for (receiver, at) in arrivals {
             if random.nextUnit() < conditions.lossProbability { continue }
             if let drops, drops(bytes, sender, receiver) { continue }
