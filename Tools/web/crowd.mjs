@@ -9,18 +9,24 @@
 // paused, the same for a seek, a pause typed on the other agent, and a late participant from its
 // start until it plays in place.
 // With AUDIENCE 1 the participants join as viewers of a large party (PROTOCOL.md, "A party with
-// an audience"): the two agents are the stage, and each participant follows one of them (its
-// members: one) instead of listing everyone. Prints the figures and a summary (JSON) last; exits
-// 1 if a participant missed a command.
+// an audience"): the agents are the stage, and each participant follows one of them (its
+// members: one) instead of listing everyone. STAGE native agents (default 2, at most 8): the
+// first is the host, where the commands are typed. With MEDIA (a local file, 30 s or longer) each
+// agent plays it in a headless mpv of its own (`--player mpv`, `vo=null`, `ao=null`) and must
+// play and pause it as the crowd does; without, the agents have no player. Prints the figures
+// and a summary (JSON) last; exits 1 if a participant missed a command.
 //
 //   node --experimental-websocket Tools/web/crowd.mjs COPLAY WASM WORKDIR [N] [THREADS] [SERVERS] [AUDIENCE]
+//        [STAGE] [MEDIA]
 import { execFileSync } from 'node:child_process';
 import { spawnOwned } from './owned.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1', audienceText = '0'] = process.argv.slice(2);
+const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1', audienceText = '0', stageText = '2', media] =
+  process.argv.slice(2);
+const stageCount = Math.min(8, Math.max(2, Number(stageText) || 2));
 const viewers = audienceText === '1';
 const count = Number(countText), threads = Math.max(1, Number(threadsText));
 const servers = Math.min(3, Math.max(1, Number(serversText) || 1));
@@ -55,10 +61,11 @@ const key = parseKey(readFileSync(`${work}/group.key`, 'utf8').split('\n').find(
 await sleep(servers > 1 ? 1500 : 500);  // the routes form
 // Server i first, then the others: where a participant connects, and where it fails over to.
 const order = (i) => [0, 1, 2].slice(0, servers).map((k) => (i + k) % servers);
+const player = media ? ['--player', 'mpv', '--mpv-option', 'vo=null', '--mpv-option', 'ao=null'] : [];
 function agent(name, index) {
   const relays = order(index).flatMap((k) => ['--relay', `nats://${token}@127.0.0.1:${ports[k].nats}`]);
   const child = spawnOwned(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
-    '--key-file', `${work}/group.key`, ...relays], { stdio: ['pipe', 'pipe', 'ignore'] });
+    '--key-file', `${work}/group.key`, ...relays, ...player], { stdio: ['pipe', 'pipe', 'ignore'] });
   child.lines = [];
   let partial = '';
   child.stdout.on('data', (d) => { partial += d; const p = partial.split('\n'); partial = p.pop(); child.lines.push(...p); });
@@ -70,6 +77,8 @@ function agent(name, index) {
 const host = agent('host', 0);
 await sleep(300);
 const second = agent('second', 1);
+const stage = [host, second];
+for (let i = 2; i < stageCount; i++) stage.push(agent(`stage${i}`, i));
 
 const crowd = [], byName = new Map(), workers = [];
 const relayOf = (i) => order(i).map((k) => `ws://${token}@127.0.0.1:${ports[k].websocket}`);
@@ -88,8 +97,8 @@ for (let t = 0; t < threads; t++) {
   workers.push(worker);
 }
 for (let i = 0; i < count; i++) member(`web${i}`);
-// Each lists the others of the crowd and the two agents, less itself; a viewer, the agent it follows.
-const expected = viewers ? 1 : count + 1;
+// Each lists the others of the crowd and the agents, less itself; a viewer, the agent it follows.
+const expected = viewers ? 1 : count + stageCount - 1;
 const formed = await until(() => crowd.every((m) => m.peers >= expected), 60000, 100);
 check(formed, viewers ? `every one of ${count} viewers follows a stage member`
   : `every one of ${count} participants lists the ${expected} others`);
@@ -98,11 +107,17 @@ for (const worker of workers) worker.postMessage({ formed: true });
 
 function after(at, test) { return crowd.map((m) => m.events.find((e) => e.at >= at && test(e))); }
 const say = (line) => host.stdin.write(line + '\n');
-say('share https://example.com/party.webm id=party');
+// Whether an agent printed an event (`playing`, `paused`) since `from`, an index in its lines.
+const agentSaid = (agent, event, from = 0) => agent.lines.slice(from).some((l) => l.startsWith(`${event} `));
+say(`share ${media ?? 'https://example.com/party.webm'} id=party`);
 await until(() => crowd.every((m) => m.events.some((e) => e.event === 'activity' && e.item === 'party')), 10000);
 say('play');
 await until(() => crowd.every((m) => m.events.some((e) => e.event === 'playing' && e.item === 'party')), 10000);
 check(crowd.every((m) => m.events.some((e) => e.event === 'playing')), 'every participant plays the shared item');
+if (media) {
+  await until(() => stage.every((a) => agentSaid(a, 'playing')), 10000);
+  check(stage.every((a) => agentSaid(a, 'playing')), `each of the ${stageCount} agents' mpv plays it`);
+}
 await sleep(1500);
 
 for (const [command, test, name] of [
@@ -111,9 +126,14 @@ for (const [command, test, name] of [
   ['play', (e) => e.event === 'playing', 'play'],
 ]) {
   const at = wallMs();
+  const said = stage.map((a) => a.lines.length);
   say(command);
   await until(() => after(at, test).every(Boolean), 5000);
   const seen = after(at, test);
+  if (media && command === 'pause') {
+    await until(() => stage.every((a, i) => agentSaid(a, 'paused', said[i])), 3000);
+    check(stage.every((a, i) => agentSaid(a, 'paused', said[i])), `each of the ${stageCount} agents' mpv paused`);
+  }
   const delays = seen.filter(Boolean).map((e) => e.at - at);
   check(delays.length === count, `${command} typed on an agent reaches all ${count} (${delays.length})`);
   figure(`${name}-to-all-p50`, quantile(delays, 0.5));
@@ -147,7 +167,7 @@ if (latePlaying) figure('late-joiner-to-playing', latePlaying.at - lateAt);
 
 for (const worker of workers) worker.postMessage({ leave: true });
 await sleep(1000);
-host.stdin.end(); second.stdin.end();
+for (const a of stage) a.stdin.end();
 await sleep(500);
 // Viewers are no agent's peers: their leaving is seen only in the speaker's count of them.
 if (!viewers) {
@@ -155,5 +175,5 @@ if (!viewers) {
   check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
 }
 for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
-console.log(JSON.stringify({ count, servers, viewers, figures, failures }));
+console.log(JSON.stringify({ count, servers, viewers, stage: stageCount, mpv: Boolean(media), figures, failures }));
 process.exit(failures.length ? 1 : 0);
