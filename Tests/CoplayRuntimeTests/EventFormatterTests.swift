@@ -134,6 +134,8 @@ import Testing
 
     @Test func controlCharactersInStrings_areEscaped() {
         #expect(JSONValue.string("a\u{1}b").serialized == "\"a\\u0001b\"")
+        // The events' own writer: quotes, backslashes, newlines and control characters.
+        #expect(JSONObject.quoted("a\u{1}\"\\\n\u{1F}\u{7F}é") == #""a\u0001\"\\\n\u001f\u007fé""#)
         #expect(
             JSONValue.object([("k", .array([.int(1), .double(1.5), .null, .bool(true)]))]).serialized
                 == "{\"k\":[1,1.5,null,true]}")
