@@ -2,14 +2,11 @@
 /// captures, and later key files).
 public enum Hex {
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        // Digits by arithmetic and the text's room taken once: each event names its originator's
-        // id in hex, and a thousand tabs in one thread write one each per command.
-        func digit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x57 + value }
+        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
-        text.reserveCapacity(2 * bytes.underestimatedCount)
         for byte in bytes {
-            text.append(digit(byte >> 4))
-            text.append(digit(byte & 0x0F))
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
     }

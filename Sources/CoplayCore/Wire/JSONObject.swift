@@ -8,15 +8,11 @@
 public struct JSONObject: Sendable {
     public private(set) var text = "{"
 
-    /// Room for a typical event (some 200 bytes) from the start: among a thousand tabs in one
-    /// thread, growing each event's text as it was written was a share of every command's cost.
-    public init() { text.reserveCapacity(256) }
+    public init() {}
 
     @inline(never) public mutating func key(_ name: String) {
         if text.utf8.count > 1 { text += "," }
-        text += "\""
-        text += name
-        text += "\":"
+        text += "\"" + name + "\":"
     }
     @inline(never) public mutating func string(_ name: String, _ value: String?) {
         key(name)
@@ -67,12 +63,12 @@ public struct JSONObject: Sendable {
 
     public static func quoted(_ value: String) -> String {
         var out: [UInt8] = [0x22]
-        out.reserveCapacity(value.utf8.count + 2)
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
         for byte in value.utf8 {
             switch byte {
             case 0x22, 0x5C: out += [0x5C, byte]
             case 0x0A: out += [0x5C, 0x6E]
-            case 0..<0x20, 0x7F: out += [0x5C, 0x75, 0x30, 0x30] + Array(Hex.encode([byte]).utf8)
+            case 0..<0x20, 0x7F: out += [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]]
             default: out.append(byte)
             }
         }
