@@ -20,7 +20,7 @@ public struct Authentication: Sendable {
     init(keys: [[UInt8]]?, session: SessionID, settings: Settings) {
         self.session = session
         self.keys = keys.map { GroupKeys(keys: $0, session: session) }
-        replayWindows = ReplayWindows(windowsMax: settings.replayWindowsMax)
+        replayWindows = ReplayWindows(windowsMax: settings.replayWindowsMax, width: settings.replayWindowWidth)
         freshness = Freshness(settings: settings)
     }
 
