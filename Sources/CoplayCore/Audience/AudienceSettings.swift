@@ -60,8 +60,8 @@ public struct AudienceSettings: Sendable, Equatable {
     /// it: the relay (TCP to a server that drops no frame) loses no heartbeat, and its probes
     /// settle a suspicion in a round trip (some 50 ms across a cluster; three of them are sent in
     /// this gap). A stage of 32 heartbeats every second and suspects after 1.5 s; the speaker's
-    /// crash was noticed among 1,000 after p99 1,844 ms, with 500 ms (as below 16) after 1,944,
-    /// at the scaled 1 s after 2,444 (`coplay-bench party-scale --sizes 1000 --shapes stage`):
+    /// crash was noticed among 1,000 after p99 1,894 ms, with 500 ms (as below 16) after 1,994,
+    /// at the scaled 1 s after 2,494 (`coplay-bench party-scale --sizes 1000 --shapes stage`):
     /// the audience must have its next speaker within 2 s, and a heartbeat still in flight when
     /// its sender crashed (20 ms between the model's sites, more between real homes) counts.
     public var stageSuspicionGap: Duration = .milliseconds(400)
