@@ -407,7 +407,9 @@ import Testing
 
     /// A stream whose server takes no byte ranges: mpv refuses a seek beyond its cache. A prepare
     /// (a stalled player catching up to the group) waited for a restart that never came, and the
-    /// participant stayed suspended without a word; now the player says why.
+    /// participant stayed suspended without a word; now the player says why. Refused once, the
+    /// seek is asked again 300 ms later (mpv refuses one for a moment, too, while it still opens
+    /// a network stream); refused again, the player fails.
     @Test func aSeekMpvRefuses_whilePreparing_isReportedWithItsReason() throws {
         let mpv = FakeMpv()
         mpv.loadAndPlay()
@@ -416,7 +418,14 @@ import Testing
         _ = mpv.player.perform(.prepare(position: 18.5), now: mpv.now)
         let seek = try #require(mpv.sent().first(where: FakeMpv.isSeek))
         let id = try #require(seek.last as? Int)
-        let reports = mpv.says(#"{"request_id":\#(id),"error":"error running command"}"#)
+        #expect(mpv.says(#"{"request_id":\#(id),"error":"error running command"}"#).isEmpty, "asked again first")
+        #expect(mpv.wait(.milliseconds(200)).isEmpty)
+        #expect(mpv.sent().first(where: FakeMpv.isSeek) == nil, "not before 300 ms")
+        _ = mpv.wait(.milliseconds(150))
+        let again = try #require(mpv.sent().first(where: FakeMpv.isSeek), "the seek asked again")
+        #expect((again[1] as? Double).map { abs($0 - 18.5) < 0.001 } ?? false, "\(again)")
+        let againID = try #require(again.last as? Int)
+        let reports = mpv.says(#"{"request_id":\#(againID),"error":"error running command"}"#)
         #expect(reports.count == 1)
         guard case .failed(let text) = reports.first else {
             Issue.record("no failure reported: \(reports)")

@@ -93,6 +93,12 @@ public struct FollowerSettings: Hashable, Sendable {
     /// A seek not done within this is answered by reloading the media at its position (for a
     /// player that declares it can: a browser's media pipeline, suspended, may never finish one).
     public var seekPatience: Duration = .seconds(2)
+    /// A seek the player refused while preparing is asked once more this much later before the
+    /// player is said to fail: mpv also refuses one for a moment while it is still opening a
+    /// network stream (a joiner's seek to 0.0 s in the film a party serves, whose server takes
+    /// byte ranges, was refused once in some four runs of the fast tier, both cores busy). A
+    /// constant, not a field: a field of these settings cost the browser's module 0.8 KB gzipped.
+    public static let seekRefusalRetry: Duration = .milliseconds(300)
 
     /// A player whose readings move in steps (`PlayerFollower.Capabilities.readsInSteps`:
     /// Firefox's `currentTime` moves every 40 ms or so, read every 100 ms) is taken to be where

@@ -164,6 +164,9 @@ public struct PlayerFollower: Sendable {
     private var seekSentAt: MonotonicInstant?
     private var seekTarget = 0.0
     private var seekDeadline: MonotonicInstant?
+    /// A seek refused while preparing is asked again at `seekDeadline` (after
+    /// `FollowerSettings.seekRefusalRetry`), once per item; refused again, the player fails.
+    private var seekRefusedInItem = false
     private var seekedInItem = false
     /// What a seek costs, from the command to the restart (seconds, learnt).
     private(set) var seekCost: Double
@@ -243,6 +246,7 @@ public struct PlayerFollower: Sendable {
         case .load(let item, let position):
             self.item = item
             (loaded, durationReported, seekedInItem, seeking, seekDeadline) = (false, false, false, false, nil)
+            seekRefusedInItem = false
             // A stall is the item's: one never said to be over must not hold the next one back.
             (starved, ended, hold, snapOnPause, held) = (false, false, .restart, nil, nil)
             stopTimeline()
@@ -415,7 +419,9 @@ public struct PlayerFollower: Sendable {
         }
         if let due = seekDeadline, due <= now.monotonic {
             seekDeadline = nil
-            if seeking, capabilities.reloadsStuckSeeks {
+            if !seeking, let position = preparing, loaded {
+                seek(to: position, now: now, &out)  // refused once (`.seekRefused`): asked again
+            } else if seeking, capabilities.reloadsStuckSeeks {
                 // Playing, it reloads where the group will be once reloaded.
                 let target = anchor.map { $0.position(at: now.wall + .seconds(saturating: seekCost)) } ?? seekTarget
                 seekSentAt = now.monotonic
@@ -514,6 +520,12 @@ public struct PlayerFollower: Sendable {
             // cannot be prepared where the group is, and says why rather than wait for a restart
             // that never comes.
             guard let position = preparing, seekOnLoad == nil else { break }
+            // Once per item it is asked again shortly: mpv refuses a seek for a moment, too, while
+            // it is still opening a network stream.
+            guard seekRefusedInItem else {
+                (seekRefusedInItem, seekDeadline) = (true, now.monotonic + FollowerSettings.seekRefusalRetry)
+                break
+            }
             out.reports.append(
                 .failed(
                     "the player cannot seek to \((position * 1000).rounded() / 1000) s in \(item?.url ?? "the stream"):"
