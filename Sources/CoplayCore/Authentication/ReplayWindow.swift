@@ -43,7 +43,9 @@ struct ReplayWindows: Sendable {
         let mask = blockCount - 1
         let block = Int(sequence >> 6) & mask
         let bit = UInt64(1) << UInt64(sequence & 63)
-        guard var window = windows[sender] else {
+        // Taken out of the table while it changes: a copy left in it would make each change copy
+        // the window's blocks (512 bytes) for every datagram.
+        guard var window = windows.removeValue(forKey: sender) else {
             if windows.count >= windowsMax, let oldest = windows.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                 windows[oldest.key] = nil
             }
