@@ -391,8 +391,12 @@ import Testing
         tcpdump.executableURL = URL(fileURLWithPath: "/usr/bin/tcpdump")
         // Bounded: at most 20,000 packets. It starts with every signal blocked (as the test
         // runner's threads have them), so it is stopped with SIGKILL; -U has written each
-        // packet as it came.
-        tcpdump.arguments = ["-Z", "root", "-c", "20000", "-i", "lo", "-U", "-w", capture, "tcp", "port", port]
+        // packet as it came, and --immediate-mode had each from the kernel as it came (without
+        // it the kernel hands packets over in blocks, and the last second's, where the agents
+        // take their seats and play, were lost with the SIGKILL).
+        tcpdump.arguments = [
+            "-Z", "root", "-c", "20000", "-i", "lo", "--immediate-mode", "-U", "-w", capture, "tcp", "port", port,
+        ]
         tcpdump.standardError = FileHandle.nullDevice
         tcpdump.standardOutput = FileHandle.nullDevice
         try tcpdump.run()
