@@ -43,6 +43,7 @@ f.waits_out = ProtoField.bool("coplay.announce.waits_out", "Waits out suspension
 f.path_flag = ProtoField.bool("coplay.announce.path", "Path stamp", 8, nil, 0x10)
 f.wants_unicast = ProtoField.bool("coplay.announce.wants_unicast", "Wants unicast copies", 8, nil, 0x20)
 f.viewer = ProtoField.bool("coplay.announce.viewer", "Viewer (audience)", 8, nil, 0x40)
+f.seat = ProtoField.bool("coplay.announce.seat", "Seat on the stage (asked by a viewer, granted in a reply)", 8, nil, 0x80)
 f.announce_number = ProtoField.uint32("coplay.announce.number", "Group announcement number")
 f.sent_at = ProtoField.int64("coplay.announce.sent_at", "Sent at (ns)")
 f.port = ProtoField.uint16("coplay.announce.port", "Unicast port")
@@ -353,7 +354,6 @@ end
 local function payload(kind, r, tree)
     if kind == 0x01 or kind == 0x02 then
         local flags = r.take(1)
-        if bit.band(flags:uint(), 0x80) ~= 0 then error("reserved announcement flags") end
         local flags_item = tree:add(f.announce_flags, flags)
         flags_item:add(f.reply, flags)
         flags_item:add(f.waiting, flags)
@@ -362,6 +362,7 @@ local function payload(kind, r, tree)
         flags_item:add(f.path_flag, flags)
         flags_item:add(f.wants_unicast, flags)
         flags_item:add(f.viewer, flags)
+        flags_item:add(f.seat, flags)
         local port = r.take(2)
         if port:uint() == 0 then error("unicast port 0") end
         tree:add(f.port, port)

@@ -70,9 +70,9 @@ public enum PartyScale {
         var simulation = Simulation(seed: seed, clocks: clocks)
         simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
         let stageCount = min(stage ?? participants, participants)
-        var viewer = Settings()
-        viewer.audience.isViewer = true
-        for node in stageCount..<participants { simulation.settingsOfNode[node] = viewer }
+        var (onStage, viewer) = (Settings(), Settings())
+        (onStage.audience.role, viewer.audience.role) = (.stage, .viewer)
+        for node in 0..<participants { simulation.settingsOfNode[node] = node < stageCount ? onStage : viewer }
         simulation.schedule(.partition((0..<participants).map { [$0] }), at: 0)
         for node in 0..<participants {
             let second: Int64 = node < stageCount ? 0 : 1_000_000_000

@@ -424,8 +424,15 @@ public struct Simulation {
         guard var instance = nodes[index].instance else { return }
         nodes[index].instance = nil
         var player = nodes[index].player
-        let outcome = loop(&instance, &player) { carry($0, for: index) }
+        var subscribes = false
+        let outcome = loop(&instance, &player) { step in
+            if case .subscribe = step { subscribes = true }
+            carry(step, for: index)
+        }
         guard outcome.exitStatus == nil else { return stop(index) }
+        // A viewer took a seat: its subjects now, at the instant of the frames it published with
+        // it (the model delivers them later, so none is missed).
+        if subscribes { relay?.subscribe(node: index, to: instance.relaySubscriptions) }
         nodes[index].instance = instance
         nodes[index].player = player
         if outcome.playerTouched { schedulePlayerWake(for: index) }
@@ -461,6 +468,8 @@ public struct Simulation {
             for (receiver, at) in arrivals {
                 queue.push(.relayFrame(frame: frame, subject: subject, to: receiver), at: at)
             }
+        case .subscribe:
+            break  // `runLoop`: the instance it reads is out of the node while its loop runs
         case .emit(let event):
             nodes[index].events.append((nowNanos, event))
             if nodes[index].events.count > eventLogMax { nodes[index].events.removeFirst(eventLogMax / 10) }

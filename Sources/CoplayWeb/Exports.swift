@@ -145,6 +145,7 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
                 let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
                 carryRelay(outputs ?? [], participant, now)
             }
+        case .subscribe: subscribe(participant, now)
         case .player(let command):
             if participant.follower != nil {
                 carryFollower(participant.follower!.command(command, now: now), participant, now)
@@ -159,6 +160,13 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
             append(7, [])
         }
     }
+}
+
+/// A participant took a seat on the stage: its relay subscribes to the stage's subject too.
+@inline(never) func subscribe(_ participant: Participant, _ now: Timestamp) {
+    let (subjects, bounds) = (participant.instance.relaySubscriptions, participant.instance.settings.relay)
+    let outputs = participant.relay?.subscriptionsChanged(to: subjects, relay: bounds, now: now.monotonic)
+    carryRelay(outputs ?? [], participant, now)
 }
 
 /// Appends the follower's actions (record 15) and hands its reports to the instance.
@@ -275,8 +283,9 @@ func names(_ name: UnsafePointer<UInt8>?, _ nameCount: Int32, _ session: UnsafeP
 
 /// A new instance of a keyed group that also travels through a relay (the browser's only path):
 /// `key` the group key's 32 bytes or more, `entropy` 32 bytes from crypto.getRandomValues for the
-/// relay's nonces; `viewer` 1 to join a large party's audience (`AudienceSettings.isViewer`), 0
-/// for its stage. Returns its handle; -1 for a key or entropy of the wrong size, -2 for a name or
+/// relay's nonces; `viewer` 1 to join a large party's audience (`AudienceSettings.Role.viewer`),
+/// 2 for its stage whatever its size (`.stage`), 0 to take a seat on the stage if one is free
+/// (`.firstCome`, the default). Returns its handle; -1 for a key or entropy of the wrong size, -2 for a name or
 /// session too long, -3 when the module holds `participantsMax` participants.
 @_cdecl("coplay_create_relayed")
 public func coplayCreateRelayed(
@@ -289,7 +298,7 @@ public func coplayCreateRelayed(
     guard participants.count < participantsMax else { return -3 }
     let identity = LocalIdentity.browser(id: PeerID(id), name: name, sessionName: session)
     var settings = Settings()
-    settings.audience.isViewer = viewer == 1
+    settings.audience.role = viewer == 1 ? .viewer : viewer == 2 ? .stage : .firstCome
     participants.append(
         Participant(
             Instance(

@@ -55,10 +55,44 @@ import Testing
         )
         #expect(first && !early && next)
         var viewer = AudienceSettings()
-        viewer.isViewer = true
+        viewer.role = .viewer
         var listening = Audience(settings: viewer, hasRelay: true)
         let viewerBeacons = listening.beaconDue(isSpeaker: true, now: instant(0))
         #expect(!viewerBeacons, "a viewer never beacons")
         #expect(!Audience(settings: viewer, hasRelay: false).isViewer, "without a relay there is no audience")
+    }
+
+    /// The speaker's grants: never past the seats (the stage and the grants not yet taken), the
+    /// same viewer granted again (its answer may be lost), a grant not taken in time freed, and a
+    /// grant taken when its holder joins the stage. A flood of requests cannot grow the table.
+    @Test func seatsAreGrantedUpToTheStagesSize_andAGrantNotTakenIsFreed() {
+        var settings = AudienceSettings()
+        settings.stageSeats = 4
+        var speaker = Audience(settings: settings, hasRelay: true)
+        let granted = (10...20).filter { speaker.grantSeat(to: member(UInt64($0)), stageCount: 2, now: instant(0)) }
+        #expect(granted == [10, 11], "two seats free beside a stage of two")
+        let again = speaker.grantSeat(to: member(10), stageCount: 2, now: instant(100))
+        #expect(again, "asked again, granted again")
+        speaker.tookSeat(member(10))
+        let afterTaken = speaker.grantSeat(to: member(12), stageCount: 3, now: instant(200))
+        #expect(!afterTaken, "taken: the stage of three and one grant fill the four seats")
+        let afterExpiry = speaker.grantSeat(to: member(13), stageCount: 3, now: instant(3_100))
+        #expect(afterExpiry && speaker.grants.count == 1, "11's grant expired, 13 has the seat")
+
+        var waiting = AudienceSettings()
+        waiting.role = .firstCome
+        var viewer = Audience(settings: waiting, hasRelay: true)
+        var random = SplitMix64(seed: 1)
+        #expect(viewer.isViewer && viewer.wantsSeat)
+        viewer.listenForStage(now: instant(0), random: &random)
+        let due = viewer.seatAt ?? instant(0)
+        #expect(due >= instant(1_250) && due < instant(2_250), "it seats itself after 1.25 s and its jitter")
+        viewer.heardStage()
+        #expect(viewer.seatAt == nil, "a stage heard: no seat of its own")
+        viewer.seated()
+        #expect(!viewer.isViewer && !viewer.wantsSeat)
+        var named = AudienceSettings()
+        named.role = .viewer
+        #expect(!Audience(settings: named, hasRelay: true).wantsSeat, "a named viewer never asks")
     }
 }

@@ -92,11 +92,12 @@ private let carolEndpoint = Endpoint(address: 0x7F00_0003, port: 50_003)
         let stage = givenUp(gap: .milliseconds(400))
         #expect(lan.map { $0 >= 2_500 && $0 < 2_600 } ?? false, "on a LAN after \(lan ?? -1) ms of silence")
         #expect(stage.map { $0 >= 1_900 && $0 < 2_000 } ?? false, "on a stage after \(stage ?? -1) ms")
-        var relay = Settings()
-        relay.audience.isViewer = false
-        #expect(relay.audience.applied(to: relay).suspicionGapUnscaled == relay.audience.stageSuspicionGap)
-        relay.audience.isViewer = true
-        #expect(relay.audience.applied(to: relay).suspicionGapUnscaled == nil, "a viewer's peers are one or two")
+        let relay = Settings()
+        #expect(
+            relay.audience.applied(to: relay, isViewer: false).suspicionGapUnscaled == relay.audience.stageSuspicionGap)
+        #expect(
+            relay.audience.applied(to: relay, isViewer: true).suspicionGapUnscaled == nil,
+            "a viewer's peers are one or two")
     }
 
     @Test func leave_removesAndRemembers_soReorderedDatagramsCannotBringItBack() {

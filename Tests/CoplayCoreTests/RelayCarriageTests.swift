@@ -110,7 +110,7 @@ import Testing
         _ = alice.start(now: at(0))
         let seal = RelaySeal(keys: [key], sessionName: "movie night")
         var viewerSettings = Settings()
-        viewerSettings.audience.isViewer = true
+        viewerSettings.audience.role = .viewer
         var answered = 0
         for index in 0..<50 {
             let id = PeerID(0x1000 + UInt64(index))

@@ -355,6 +355,19 @@ enum WireVectors {
                 session: session, sender: sender, sequence: 2,
                 payload: .hello(Announcement(unicastPort: 40_001, name: "alice", isViewer: true)))
         ),
+        (
+            // A viewer asking for a seat on the stage; a stage member's reply granting one.
+            "hello-viewer-seat",
+            Datagram(
+                session: session, sender: sender, sequence: 3,
+                payload: .hello(Announcement(unicastPort: 40_001, name: "alice", isViewer: true, seat: true)))
+        ),
+        (
+            "hello-reply-seat",
+            Datagram(
+                session: session, sender: sender, sequence: 4,
+                payload: .hello(Announcement(isReply: true, unicastPort: 40_001, name: "alice", seat: true)))
+        ),
     ]
 
     /// The state vector with `mutate` applied to its bytes.
@@ -413,7 +426,8 @@ enum WireVectors {
             ("zero-port", patched(36, 0).enumerated().map { $0.offset == 35 ? 0 : $0.element }, .malformedPayload),
             ("name-overrun", patched(37, 200), .malformedPayload),
             ("invalid-utf8-name", patched(38, 0xFF), .malformedPayload),
-            ("announcement-reserved-flag", patched(34, 0x80), .malformedPayload),
+            // Every announcement flag bit has a meaning (0x80 is the seat): one field past its bound.
+            ("announcement-suspensions-over-limit", patched(44, 9), .malformedPayload),
             (
                 "announcement-number-0",
                 {

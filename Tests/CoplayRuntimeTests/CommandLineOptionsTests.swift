@@ -138,10 +138,19 @@ import Testing
         #expect(dumpKeys == keys)
         // A viewer of a large party: only through the relay.
         let viewer = try configuration(["--audience", "--relay", "nats://127.0.0.1:4222", "--key-file", path])
-        #expect(viewer.settings.audience.isViewer)
+        #expect(viewer.settings.audience.role == .viewer)
+        // By default a seat on the stage if one is free; --stage names a stage member.
         #expect(
-            try !configuration(["--relay", "nats://127.0.0.1:4222", "--key-file", path]).settings.audience.isViewer)
+            try configuration(["--relay", "nats://127.0.0.1:4222", "--key-file", path]).settings.audience.role
+                == .firstCome)
+        #expect(
+            try configuration(["--stage", "--relay", "nats://127.0.0.1:4222", "--key-file", path]).settings.audience
+                .role == .stage)
         #expect(error(["--audience", "--key-file", path])?.contains("--audience needs --relay") == true)
+        #expect(error(["--stage", "--key-file", path])?.contains("--stage needs --relay") == true)
+        #expect(
+            error(["--stage", "--audience", "--relay", "nats://127.0.0.1:4222", "--key-file", path])?.contains(
+                "exclude each other") == true)
     }
 
     @Test func groupWithoutAPort_usesTheDocumentedDefaultPort() throws {

@@ -1,3 +1,4 @@
+import CoplayCore
 import Foundation
 import Testing
 
@@ -88,12 +89,12 @@ import Testing
         #expect(invitation.link.hasSuffix("&audience=1") && !stage.link.contains("audience"))
         #expect(try Invitation.parse(invitation.link).get().audience)
         #expect(try !Invitation.parse(stage.link).get().audience)
-        for (link, viewer) in [(invitation.link, true), (stage.link, false)] {
+        for (link, role) in [(invitation.link, AudienceSettings.Role.viewer), (stage.link, .firstCome)] {
             guard case .success(.runAgent(let configuration)) = CommandLineOptions.parse(["join", link]) else {
                 Issue.record("join refused \(link)")
                 continue
             }
-            #expect(configuration.settings.audience.isViewer == viewer)
+            #expect(configuration.settings.audience.role == role)
         }
     }
 

@@ -136,6 +136,62 @@ import Testing
 
     /// Stage members `0..<stage`, then viewers (`viewer`, made a viewer), each alone on its
     /// network but for one relay server, their clocks `clockStepNanos` apart, started 50 ms apart.
+    /// By default (`Role.firstCome`) the first to join take the stage's seats and the rest watch.
+    /// Ten join within 300 ms with no stage, where the stage has 5 seats: one seats itself when
+    /// it hears no stage, its grants fill the other seats (never more), and the other five follow
+    /// it as viewers, each asking at every heartbeat. A named viewer never takes a seat; a named
+    /// stage member joins the full stage; and when a seated member leaves, a waiting viewer takes
+    /// its seat.
+    @Test func theFirstToJoin_takeTheSeats_andTheRestWatch() throws {
+        let count = 12
+        var simulation = Simulation(
+            seed: 5, clocks: (0..<count).map { SimulatedClock(offsetNanos: Int64($0) * 3_000_000, driftPPM: 10) })
+        simulation.relay = NatsModel(siteOfServer: [0], seed: 5)
+        var settings = Settings()
+        settings.audience.stageSeats = 5
+        for node in 0..<count {
+            var own = settings
+            own.audience.role = node == 10 ? .viewer : node == 11 ? .stage : .firstCome
+            simulation.settingsOfNode[node] = own
+        }
+        simulation.schedule(.partition((0..<count).map { [$0] }), at: 0)
+        for node in 0..<10 { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 30_000_000) }
+        simulation.schedule(.start(node: 10), at: 1_000_000_000)
+        simulation.schedule(.start(node: 11), at: 6_000_000_000)
+        runWithoutLivelock(&simulation, for: .seconds(9))
+        func view(_ node: Int) -> Set<PeerID> { Set(simulation.view(of: node).map(\.id)) }
+        func id(_ node: Int) -> PeerID { simulation.nodes[node].id }
+        let seated = (0..<10).filter { simulation.nodes[$0].instance?.isViewer == false }
+        #expect(seated.count == 5, "the seats taken: \(seated)")
+        let stage = seated + [11]
+        #expect(simulation.nodes[11].instance?.isViewer == false, "a named stage member joins a full stage")
+        for node in stage {
+            #expect(view(node) == Set(stage.filter { $0 != node }.map(id)), "stage member \(node) sees the stage")
+        }
+        let viewers = (0..<11).filter { !stage.contains($0) }
+        #expect(viewers.count == 6 && viewers.contains(10))
+        let speaker = try #require(stage.first { view(viewers[0]) == [id($0)] }, "a viewer follows a stage member")
+        for node in viewers {
+            #expect(simulation.nodes[node].instance?.isViewer == true)
+            #expect(view(node) == [id(speaker)], "viewer \(node) follows the speaker")
+        }
+        let granted = simulation.nodes[speaker].instance?.counters.seatsGranted ?? 0
+        #expect(granted >= 4, "the speaker granted the seats after its own: \(granted)")
+        #expect(simulation.nodes[speaker].instance?.viewersCounted == 6)
+
+        // Two seated members that do not speak leave: the stage (the named member counts) has one
+        // seat free, and one viewer that asks takes it, no more.
+        let leaving = seated.filter { $0 != speaker }.prefix(2)
+        for node in leaving { simulation.schedule(.command(node: node, .quit), after: .zero) }
+        runWithoutLivelock(&simulation, for: .seconds(6))
+        let nowSeated = (0..<10).filter { !leaving.contains($0) && simulation.nodes[$0].instance?.isViewer == false }
+        #expect(nowSeated.count == 4, "a viewer took the seat that came free: \(nowSeated)")
+        for node in nowSeated + [11] {
+            #expect(view(node).count == 4, "stage member \(node) sees the stage of 5")
+        }
+        #expect(simulation.nodes[10].instance?.isViewer == true, "the named viewer never asks")
+    }
+
     private func party(stage: Int, viewers: Int, seed: UInt64, clockStepNanos: Int64, viewer: Settings = Settings())
         -> Simulation
     {
@@ -145,7 +201,7 @@ import Testing
             clocks: (0..<count).map { SimulatedClock(offsetNanos: Int64($0) * clockStepNanos, driftPPM: 10) })
         simulation.relay = NatsModel(siteOfServer: [0], seed: seed)
         var viewer = viewer
-        viewer.audience.isViewer = true
+        viewer.audience.role = .viewer
         for node in stage..<count { simulation.settingsOfNode[node] = viewer }
         simulation.schedule(.partition((0..<count).map { [$0] }), at: 0)
         for node in 0..<count { simulation.schedule(.start(node: node), at: 1_000_000 + Int64(node) * 50_000_000) }

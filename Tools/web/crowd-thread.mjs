@@ -19,7 +19,7 @@ function report(m) {
 }
 function join(name) {
   const p = new Participant(core, {
-    relay: relays[name], session: 'crowd', key, name, viewer: viewers,
+    relay: relays[name], session: 'crowd', key, name, viewer: viewers, stage: !viewers,
     onEvent: (e) => {
       if (measured.has(e.event)) {
         report({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });

@@ -62,10 +62,14 @@ await sleep(servers > 1 ? 1500 : 500);  // the routes form
 // Server i first, then the others: where a participant connects, and where it fails over to.
 const order = (i) => [0, 1, 2].slice(0, servers).map((k) => (i + k) % servers);
 const player = media ? ['--player', 'mpv', '--mpv-option', 'vo=null', '--mpv-option', 'ao=null'] : [];
+// Without AUDIENCE everyone is named to the stage (today's way: one group). With it the host is
+// named (as `coplay party`'s is) and the other agents take the default: each asks for a seat and
+// the host grants it, while the tabs are named viewers.
 function agent(name, index) {
   const relays = order(index).flatMap((k) => ['--relay', `nats://${token}@127.0.0.1:${ports[k].nats}`]);
+  const role = !viewers || index === 0 ? ['--stage'] : [];
   const child = spawnOwned(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
-    '--key-file', `${work}/group.key`, ...relays, ...player], { stdio: ['pipe', 'pipe', 'ignore'] });
+    '--key-file', `${work}/group.key`, ...relays, ...role, ...player], { stdio: ['pipe', 'pipe', 'ignore'] });
   child.lines = [];
   let partial = '';
   child.stdout.on('data', (d) => { partial += d; const p = partial.split('\n'); partial = p.pop(); child.lines.push(...p); });

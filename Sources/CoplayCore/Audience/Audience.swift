@@ -17,8 +17,20 @@
 /// are decisions the router carries out.
 struct Audience: Sendable {
     let settings: AudienceSettings
-    /// Whether this agent is a viewer (with a relay and `AudienceSettings.isViewer`).
-    let isViewer: Bool
+    /// Whether this agent is a viewer (with a relay and `AudienceSettings.isViewer`). One waiting
+    /// for a seat (`Role.firstCome`) stops being one when it takes it (`seated`).
+    private(set) var isViewer: Bool
+    /// A viewer that asks for a seat on the stage (`Role.firstCome`), until it has one.
+    private(set) var wantsSeat: Bool
+    /// A viewer waiting for a seat: when it takes one itself, having heard no stage since it
+    /// began to listen (`AudienceSettings.seatWait` and its jitter after that).
+    private(set) var seatAt: MonotonicInstant?
+    /// The speaker this viewer last asked for a seat outside its heartbeats (`asksForSeat`).
+    private var askedSeatOf: Member?
+    /// The speaker's seats granted and not yet taken, with when each is given up: counted against
+    /// `AudienceSettings.stageSeats` (at most that many), so that a crowd joining at once is not
+    /// all granted the seats the stage had free.
+    private(set) var grants: [Member: MonotonicInstant] = [:]
 
     /// The viewers this stage member has heard, by id (at most `AudienceSettings.viewersMax`):
     /// each one's membership, its subject, when it was last heard and its last digest (what a
@@ -34,6 +46,52 @@ struct Audience: Sendable {
     init(settings: AudienceSettings, hasRelay: Bool) {
         self.settings = settings
         isViewer = hasRelay && settings.isViewer
+        wantsSeat = isViewer && settings.role == .firstCome
+    }
+
+    // MARK: Seats
+
+    /// A viewer that wants a seat begins to listen for the stage (it joined, or lost every stage
+    /// member it followed): it takes a seat itself at `seatAt` unless it hears one first.
+    mutating func listenForStage(now: MonotonicInstant, random: inout SplitMix64) {
+        guard wantsSeat, seatAt == nil else { return }
+        seatAt = now + AudienceSettings.seatWait + AudienceSettings.seatWaitJitter * random.nextUnit()
+    }
+
+    /// The viewer heard a stage member: it has a stage to ask, and does not seat itself.
+    mutating func heardStage() { seatAt = nil }
+
+    /// Whether the viewer should ask `speaker` for a seat now: once for each speaker it hears
+    /// beacon (its heartbeats ask again, every `viewerHeartbeatInterval`).
+    mutating func asksForSeat(of speaker: Member) -> Bool {
+        guard askedSeatOf != speaker else { return false }
+        askedSeatOf = speaker
+        return true
+    }
+
+    /// The viewer takes its seat (granted, or its own when it heard no stage): from now on it is
+    /// a stage member.
+    mutating func seated() {
+        isViewer = false
+        wantsSeat = false
+        seatAt = nil
+    }
+
+    /// The speaker, asked for a seat by `member` while the stage has `stageCount` members (itself
+    /// among them): whether it grants one. Seats granted and not yet taken count as taken until
+    /// they expire; the same viewer asking again is granted again (its answer may have been lost).
+    mutating func grantSeat(to member: Member, stageCount: Int, now: MonotonicInstant) -> Bool {
+        for (holder, expiry) in grants where expiry <= now { grants[holder] = nil }
+        guard grants[member] != nil || stageCount + grants.count < settings.stageSeats else { return false }
+        grants[member] = now + AudienceSettings.seatGrantExpiry
+        return true
+    }
+
+    /// A member joined the stage: its seat (if this speaker granted it) is taken, and it is no
+    /// longer a viewer in the table.
+    mutating func tookSeat(_ member: Member) {
+        grants[member] = nil
+        left(member)
     }
 
     /// The stage member that speaks for the stage, seen from one of its members: the earliest to
@@ -102,9 +160,12 @@ struct Audience: Sendable {
     }
 
     var nextWake: MonotonicInstant? {
-        switch (nextBeaconAt, nextExpiryAt) {
-        case (let beacon?, let expiry?): min(beacon, expiry)
-        case (let beacon, let expiry): beacon ?? expiry
-        }
+        let timers: MonotonicInstant? =
+            switch (nextBeaconAt, nextExpiryAt) {
+            case (let beacon?, let expiry?): min(beacon, expiry)
+            case (let beacon, let expiry): beacon ?? expiry
+            }
+        guard let seatAt else { return timers }
+        return timers.map { min($0, seatAt) } ?? seatAt
     }
 }

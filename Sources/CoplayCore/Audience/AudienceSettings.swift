@@ -6,10 +6,42 @@
 /// stage member it follows, its anchor (`Audience`). Its cost to the cluster is then one beacon
 /// and a few clock probes a second, whatever the party's size.
 public struct AudienceSettings: Sendable, Equatable {
-    /// This agent joins as a viewer: it follows the stage and is counted, but takes no part in
-    /// membership, readiness or repair of others. Without a relay it is a stage member anyway
-    /// (the LAN carries no audience).
-    public var isViewer = false
+    /// Where an agent on the relay takes part. Without a relay every agent is on the stage (the
+    /// LAN carries no audience).
+    public enum Role: Sendable, Equatable {
+        /// On the stage, named (`--stage`; the host of `coplay party`): it joins it at once.
+        case stage
+        /// A viewer, named (`--audience`): it follows the stage and is counted, but takes no
+        /// part in membership, readiness or repair of others, and never asks for a seat.
+        case viewer
+        /// The default: a viewer that asks the stage for a seat when it joins. The speaker grants
+        /// one while the stage has fewer than `stageSeats` (counting the seats it granted and not
+        /// yet saw taken), so the first to join drive the group and the rest watch. One that
+        /// hears no stage at all (`seatWait`) takes a seat itself: somebody must be the stage.
+        case firstCome
+    }
+    /// The core's default is the stage, as a group without an audience has it; the command line
+    /// and the page default to `.firstCome` (`AgentConfiguration`, `coplay_create_relayed`).
+    public var role = Role.stage
+    /// Whether this agent joins as a viewer (with a relay): named so, or waiting for a seat.
+    public var isViewer: Bool { role != .stage }
+    /// The seats on the stage by default (`Role.firstCome`): the "first 32". The stage
+    /// runs the whole protocol among its members, whose membership and clocks cost each of them
+    /// per peer: a stage of 32 heartbeats at 64 frames a second among itself, and carries a
+    /// pause to its audience in one hop. Named stage members (`--stage`) are not refused for it.
+    public var stageSeats = 32
+    /// How long a viewer waiting for a seat hears no stage before it takes a seat itself: a
+    /// beacon interval and a quarter (the speaker beacons once a second, and answers a hello
+    /// within a round trip), plus up to `seatWaitJitter`, drawn once, so that a crowd that starts
+    /// with no stage (or loses all of it) does not seat itself whole: the first to take a seat
+    /// beacons at once, and the others hear it within a round trip of the relay. Constants, as
+    /// `FollowerSettings.seekRefusalRetry` is: each field of these settings costs the browser's
+    /// module some 0.5 KB gzipped in the code that copies them.
+    static let seatWait: Duration = .milliseconds(1250)
+    static let seatWaitJitter: Duration = .seconds(1)
+    /// A seat granted and not yet taken (its holder heard on the stage) is kept for the grant's
+    /// count this long, then freed: a grant lost with its viewer does not hold a seat for ever.
+    static let seatGrantExpiry: Duration = .seconds(3)
     /// How often the stage's speaker (its earliest member) puts its heartbeat on the group's
     /// subject for the audience: its digest (a viewer asks for what it lacks), its item, and that
     /// it is alive. One frame of 128 to 256 bytes a second to each viewer: within the 300 B/s
@@ -72,7 +104,7 @@ public struct AudienceSettings: Sendable, Equatable {
     /// heartbeats at its own interval (to its anchor alone), silences for a beacon a second, and
     /// slower routine probes. A stage member's are a member's, but that a suspicion is settled
     /// within `stageSuspicionGap` whatever the stage's size.
-    func applied(to settings: Settings) -> Settings {
+    func applied(to settings: Settings, isViewer: Bool) -> Settings {
         guard isViewer else {
             var member = settings
             member.suspicionGapUnscaled = stageSuspicionGap

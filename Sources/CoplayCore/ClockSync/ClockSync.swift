@@ -33,13 +33,16 @@ struct ClockSync: Sendable {
     }
 
     @inline(__always) var settings: Settings { sharedSettings.value }
-    private let sharedSettings: SharedSettings
+    private var sharedSettings: SharedSettings
     private(set) var peers: [PeerID: PeerClock] = [:]
     /// Estimators of peers that left, by id, restored if they come back. At most
     /// `Settings.retiredClocksMax`; the longest retired goes first.
     private var retired: [PeerID: OffsetEstimator] = [:]
     private var retiredOrder: [PeerID] = []
     init(settings: Settings) { self.sharedSettings = SharedSettings(settings) }
+
+    /// A viewer took a seat on the stage: its clocks are probed at a stage member's pace from now on.
+    mutating func takeSeat(_ settings: SharedSettings) { sharedSettings = settings }
 
     /// The offset estimate for a peer's clock at `now`, live or departed.
     func estimate(of peer: PeerID, at now: MonotonicInstant) -> OffsetEstimate? {

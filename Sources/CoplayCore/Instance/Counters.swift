@@ -92,6 +92,12 @@ public struct Counters: Hashable, Sendable {
     /// table was full, and commands this stage member carried to the audience on its clock.
     public var viewersRefused: Int64 = 0
     public var commandsCarried: Int64 = 0
+    /// Seats on the stage this speaker granted to viewers that asked, and seats this agent took
+    /// (0 or 1 for an incarnation: `AudienceSettings.Role.firstCome`).
+    public var seatsGranted: Int64 = 0
+    public var seatsTaken: Int64 = 0
+    /// Datagrams a viewer heard on the LAN and left unread (its one path is the relay).
+    public var lanIgnoredAsViewer: Int64 = 0
     public var drops: [DropReason: Int64] = [:]
     /// Datagrams decoded, and datagrams built here, by type (a multicast is built once, whoever
     /// receives it): what the traffic is made of, which the totals do not say. At most one key

@@ -11,6 +11,9 @@ public enum Directive: Hashable, Sendable {
     case emit(Event)
     /// Print this diagnostic line on standard error.
     case diagnose(String)
+    /// Subscribe the relay to `relaySubscriptions` as they are now, with `Settings.relay`'s
+    /// keep-alive (a viewer took a seat on the stage: it hears the stage's subject too).
+    case resubscribe
     /// Call `onTick` at this monotonic instant (it replaces any earlier request).
     case wake(at: MonotonicInstant)
     /// Flush the output and exit the process with this status.

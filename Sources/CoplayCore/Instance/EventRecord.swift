@@ -303,6 +303,8 @@ public enum EventRecord {
         audience.int("viewers", Int64(report.audience.viewers))
         audience.int("viewersRefused", report.counters.viewersRefused)
         audience.int("commandsCarried", report.counters.commandsCarried)
+        audience.int("seatsGranted", report.counters.seatsGranted)
+        audience.int("lanIgnored", report.counters.lanIgnoredAsViewer)
         json.raw("audience", audience.closed)
         return json.closed
     }

@@ -33,20 +33,59 @@ extension Instance {
     /// A viewer's hello or heartbeat, heard by a stage member: counted in the table of viewers, never
     /// taken into membership; a hello that answers nothing is answered by the speaker alone (so a
     /// joining viewer follows one stage member, not all of them). A viewer ignores other viewers.
+    ///
+    /// A viewer that asks for a seat (`Announcement.seat`) is granted one by the speaker while the
+    /// stage has room (`Audience.grantSeat`): in the answer to its hello, or, to one that asks in
+    /// a heartbeat (it found its anchor by a beacon before its hello was answered, or the stage
+    /// was full when it joined and a seat came free), in a reply sent for the grant alone.
     @inline(never) mutating func onViewerAnnouncement(
         _ announcement: Announcement, isHello: Bool, from sender: Member, at source: Endpoint,
         heardAt: MonotonicInstant
     ) {
         // A member of the stage is never a viewer too (its commands' times are its own clock's).
-        guard !audience.isViewer, source.isRelay, !membership.isKnown(sender), isHello ? isSpeaker : true else {
+        let speaks = isSpeaker
+        guard !audience.isViewer, source.isRelay, !membership.isKnown(sender), isHello ? speaks : true else {
             return
         }
         if !audience.heard(sender, digest: announcement.digest, at: heardAt) { counters.viewersRefused += 1 }
+        let granted =
+            speaks && announcement.seat && !announcement.isReply
+            && audience.grantSeat(to: sender, stageCount: membership.peers.count + 1, now: heardAt)
+        if granted { counters.seatsGranted += 1 }
         // Answered even when the table is full: the viewer then follows, uncounted (and cannot ask
         // for the state: the gate admits only counted viewers' requests). One answer per hello.
-        if isHello, !announcement.isReply {
-            out.append(.unicast(stamp(.hello(self.announcement(isReply: true))), to: .relay(sender.id)))
+        if isHello ? !announcement.isReply : granted {
+            out.append(.unicast(stamp(.hello(self.announcement(isReply: true, seat: granted))), to: .relay(sender.id)))
         }
+    }
+
+    /// A stage member's announcement, heard by a viewer that wants a seat: it has a stage (it does
+    /// not seat itself), and when the announcement answers its hello with a seat, it takes it.
+    @inline(never) mutating func onStageAnnouncement(
+        _ announcement: Announcement, from sender: Member, at source: Endpoint
+    ) {
+        guard audience.wantsSeat, source.isRelay, membership.isKnown(sender) else { return }
+        audience.heardStage()
+        if announcement.seat, announcement.isReply { return takeSeat() }
+        // It found the stage by a beacon (the stage formed after its hellos went unanswered): it
+        // asks now, not at its next heartbeat, 2 s away.
+        if !announcement.isReply, audience.asksForSeat(of: sender) { announceNow() }
+    }
+
+    /// This viewer takes a seat on the stage (granted, or its own when it heard no stage for
+    /// `AudienceSettings.seatWait`): a stage member's settings from now on, the stage's subject
+    /// subscribed, and the join's hellos to the stage, whose members take it into their tables as
+    /// they would any joiner. Its peers, its clocks and its log stay: it follows as it did.
+    @inline(never) mutating func takeSeat() {
+        guard audience.wantsSeat, let seatSettings else { return }
+        audience.seated()
+        sharedSettings = seatSettings
+        clockSync.takeSeat(seatSettings)
+        counters.seatsTaken += 1
+        out.append(.resubscribe)
+        out.append(.diagnose("on the stage: this agent took a seat (its role is now stage)"))
+        membership.takeSeat(seatSettings, now: now.monotonic, random: &random)
+        routeMembership(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil)
     }
 
     /// A command this agent issued: to the group. On the relay, the speaker's goes to the group's
@@ -94,9 +133,18 @@ extension Instance {
         }
     }
 
-    /// The speaker's beacon when due, and the table's expiry.
+    /// The speaker's beacon when due, and the table's expiry. A viewer that wants a seat and
+    /// follows nobody listens for a stage, and takes a seat itself when it heard none in time.
     @inline(never) mutating func audienceTick() {
         audience.tick(now: now.monotonic)
+        if audience.wantsSeat {
+            if anchor != nil {
+                audience.heardStage()
+            } else {
+                audience.listenForStage(now: now.monotonic, random: &random)
+                if let due = audience.seatAt, due <= now.monotonic { takeSeat() }
+            }
+        }
         if audience.beaconDue(isSpeaker: isSpeaker, now: now.monotonic) {
             out.append(.unicast(stamp(.heartbeat(announcement(isReply: false))), to: .relayEveryone))
         }

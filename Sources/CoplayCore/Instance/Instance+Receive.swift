@@ -85,6 +85,7 @@ extension Instance {
                 announcement, isHello: isHello, from: from.sender, source: from.source, heardAt: from.heardAt),
             at: from.heardAt, source: from.source)
         guard membership.isKnown(from.sender) else { return }
+        if audience.wantsSeat { onStageAnnouncement(announcement, from: from.sender, at: from.source) }
         let (clockSync, now) = (self.clockSync, self.now)
         let verdicts = multicastPath.onAnnouncement(
             announcement.path, from: from.sender, viaNetworkGroup: from.viaGroup && !from.source.isRelay,

@@ -22,6 +22,7 @@ extension Instance {
             switch output {
             case .joined(let record):
                 reach.onPeerJoined(at: now.monotonic)
+                if relay != nil { audience.tookSeat(record.member) }
                 out.append(.emit(.peerJoined(clockSync.info(of: record, at: heardAt))))
                 routeClocks(clockSync.onPeerJoined(record.member, now: now, random: &random), source: source)
             case .left(let record, let reason):

@@ -18,7 +18,10 @@
 /// compiler copied it into each (9 KB of the browser's module, gzipped).
 public struct Instance: Sendable {
     @inline(__always) public var settings: Settings { sharedSettings.value }
-    private let sharedSettings: SharedSettings
+    var sharedSettings: SharedSettings
+    /// A viewer that asks for a seat (`AudienceSettings.Role.firstCome`): the settings it runs
+    /// with once seated on the stage (held by reference, as the others).
+    var seatSettings: SharedSettings?
     public let identity: LocalIdentity
     public let session: SessionID
     public internal(set) var counters = Counters()
@@ -58,7 +61,10 @@ public struct Instance: Sendable {
         let hasRelay = keys != nil && relayEntropy != nil
         audience = Audience(settings: settings.audience, hasRelay: hasRelay)
         // A viewer's membership and clocks run at its own pace (`AudienceSettings.applied`).
-        let settings = hasRelay ? settings.audience.applied(to: settings) : settings
+        if audience.wantsSeat {
+            seatSettings = SharedSettings(settings.audience.applied(to: settings, isViewer: false))
+        }
+        let settings = hasRelay ? settings.audience.applied(to: settings, isViewer: audience.isViewer) : settings
         self.identity = identity
         self.now = now
         self.sharedSettings = SharedSettings(settings)
@@ -195,6 +201,13 @@ public struct Instance: Sendable {
     ) -> [Directive] {
         self.now = now
         counters.datagramsReceived += 1
+        // A viewer's one path is the relay: what the LAN brings (a stage member's multicast beside
+        // it) would make it a peer of one it must reach through the relay, and it sends nothing
+        // there. It hears the LAN once it took a seat.
+        guard !audience.isViewer || source.isRelay else {
+            counters.lanIgnoredAsViewer += 1
+            return finish()
+        }
         do {
             let datagram = try WireFormat.decode(
                 bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
@@ -306,7 +319,7 @@ public struct Instance: Sendable {
     /// The announcement this agent sends now: who it is, its player's part, a digest of what it
     /// has delivered (`Ordering.nextDigest`) and, on a group announcement (not a reply), its
     /// stamp (`MulticastPath`).
-    @inline(never) mutating func announcement(isReply: Bool) -> Announcement {
+    @inline(never) mutating func announcement(isReply: Bool, seat: Bool = false) -> Announcement {
         Announcement(
             isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
             isWaiting: coordination.isWaiting, isReady: player.isReady,
@@ -314,7 +327,7 @@ public struct Instance: Sendable {
             suspensions: playback.suspensions.announced,
             digest: ordering.nextDigest(dependsOn: dependsOn),
             path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast,
-            isViewer: audience.isViewer)
+            isViewer: audience.isViewer, seat: seat || audience.wantsSeat)
     }
 
     /// `payload` to a live peer, at the endpoint it announced (to one that left meanwhile: nothing).

@@ -27,7 +27,7 @@ struct Membership: Sendable {
     }
 
     @inline(__always) var settings: Settings { sharedSettings.value }
-    private let sharedSettings: SharedSettings
+    private var sharedSettings: SharedSettings
     /// The live participants other than this agent, by id. At most `Settings.peersMax`.
     private(set) var peers: [PeerID: PeerRecord] = [:]
     /// The peers whose last announcement asked for time-critical datagrams by unicast (a subset
@@ -64,6 +64,14 @@ struct Membership: Sendable {
         announcesDue = settings.announceOffsets.map { now + $0 }.ordered()
         nextHeartbeatAt = now + random.jittered(heartbeatInterval, fraction: settings.heartbeatJitterFraction)
         heartbeatCountsFrom = (now, heartbeatInterval)
+    }
+
+    /// A viewer took a seat on the stage: from now on a stage member's silences and heartbeats,
+    /// and the join's announce burst to the stage (`start`). Its peers stay.
+    mutating func takeSeat(_ settings: SharedSettings, now: MonotonicInstant, random: inout SplitMix64) {
+        sharedSettings = settings
+        silenceDeadline = now  // the silences may be shorter now
+        start(now: now, random: &random)
     }
 
     /// Left: no more announcements; the table is emptied (the departures are not reported).

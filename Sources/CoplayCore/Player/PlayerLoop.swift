@@ -23,6 +23,10 @@ public enum PlayerLoop {
         case datagram([UInt8], to: Endpoint?, expedited: Bool)
         /// Publish this frame on the relay's subject (`--relay`; a shell without one gets none).
         case publish([UInt8], subject: String)
+        /// Subscribe the relay to the instance's `relaySubscriptions`, and keep it alive by its
+        /// `settings.relay`, from now on (a viewer took a seat on the stage). Carried in order among
+        /// the datagrams: what is published after it may be answered on the new subject.
+        case subscribe
         case emit(Event)
         case diagnose(String)
         case wake(at: MonotonicInstant)
@@ -69,6 +73,7 @@ public enum PlayerLoop {
             switch directive {
             case .multicast(let datagram): send(datagram, to: nil)
             case .unicast(let datagram, let endpoint): send(datagram, to: endpoint)
+            case .resubscribe: carry(.subscribe)
             case .player, .emit, .diagnose, .wake, .exit: continue
             }
         }
@@ -84,7 +89,7 @@ public enum PlayerLoop {
         }
         for directive in directives {
             switch directive {
-            case .multicast, .unicast, .player: continue
+            case .multicast, .unicast, .resubscribe, .player: continue
             case .emit(let event): carry(.emit(event))
             case .diagnose(let text): carry(.diagnose(text))
             case .wake(let instant): carry(.wake(at: instant))
@@ -123,6 +128,8 @@ extension Instance {
         case datagram([UInt8], to: Endpoint?, expedited: Bool)
         /// Sealed: publish on the relay's subject.
         case publish([UInt8], subject: String)
+        /// Subscribe the relay to `relaySubscriptions`, with `settings.relay` (`PlayerLoop.Step.subscribe`).
+        case subscribe
         /// For the player; what it reports comes back through `onPlayerReport`.
         case player(PlayerCommand)
         case emit(Event)
@@ -153,13 +160,19 @@ extension Instance {
                 case .datagram(let bytes, let to, let expedited):
                     steps.append(.datagram(bytes, to: to, expedited: expedited))
                 case .publish(let frame, let subject): steps.append(.publish(frame, subject: subject))
+                case .subscribe: steps.append(.subscribe)
                 case .emit(let event): steps.append(.emit(event))
                 case .diagnose(let text): steps.append(.diagnose(text))
                 case .wake(let at): steps.append(.wake(at))
                 }
             })
         // The player's commands go after the datagrams, as PlayerLoop performs them.
-        let sent = steps.prefix { if case .datagram = $0 { true } else if case .publish = $0 { true } else { false } }
+        let sent = steps.prefix {
+            switch $0 {
+            case .datagram, .publish, .subscribe: true
+            default: false
+            }
+        }
         var out = Array(sent) + recorder.commands.map { Output.player($0) } + steps.dropFirst(sent.count)
         if let status = outcome.exitStatus { out.append(.exit(status)) }
         return out

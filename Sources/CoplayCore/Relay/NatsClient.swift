@@ -70,7 +70,7 @@ public struct NatsClient: Sendable {
 
     /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
     /// build some 20 KB of copying code.
-    private let settings: Settings.Relay
+    private var settings: Settings.Relay
     public private(set) var subjects: [String]
     private let clientName: String
     public private(set) var servers: RelayServers
@@ -171,6 +171,22 @@ public struct NatsClient: Sendable {
         if statistics.connected { unreachableSince = now }
         statistics.connected = false
         return [.close, .diagnose("relay: the keys changed; subscribing again under them")] + open(now: now)
+    }
+
+    /// A viewer took a seat on the stage: the subjects past those it has (the stage's) are
+    /// subscribed on the connection as it is (no frame is missed for a reconnection), with the
+    /// stage's keep-alive from now on. (New keys change the subjects: `resubscribe`.)
+    @inline(never) public mutating func subscriptionsChanged(
+        to subjects: [String], relay: Settings.Relay, now: MonotonicInstant
+    ) -> [Output] {
+        settings = relay
+        var added: [String] = []
+        for index in subjects.indices where index >= self.subjects.count { added.append(subjects[index]) }
+        self.subjects = subjects
+        guard var session else { return [] }
+        let outputs = session.subscribe(adding: added, relay: relay)
+        self.session = session
+        return handle(outputs, now: now)
     }
 
     /// Ends the client for good (the participant is leaving).

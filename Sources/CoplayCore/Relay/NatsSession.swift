@@ -31,9 +31,9 @@ struct NatsSession {
 
     /// The relay's bounds alone: a whole `Settings` in each copy of this value cost the browser's
     /// build some 20 KB of copying code.
-    private let settings: Settings.Relay
+    private var settings: Settings.Relay
     private let credentials: NatsCommand.Credentials
-    private let subjects: [String]
+    private var subjects: [String]
     private let clientName: String
     private var parser: NatsParser
     private(set) var phase = Phase.awaitingInfo
@@ -69,6 +69,19 @@ struct NatsSession {
     }
 
     var oversizedSkipped: Int { parser.oversizedSkipped }
+
+    /// More subjects, on the connection as it is (their SUBs now, or with the handshake), and the
+    /// keep-alive's bounds from now on: a viewer took a seat on the stage.
+    mutating func subscribe(adding added: [String], relay: Settings.Relay) -> [Output] {
+        settings = relay
+        var subs: [UInt8] = []
+        for subject in added {
+            subjects.append(subject)
+            subs += NatsCommand.sub(subject, sid: subjects.count)
+        }
+        guard phase == .awaitingPong || phase == .established, !subs.isEmpty else { return [] }
+        return [.send(subs)]
+    }
 
     /// The largest frame the server accepts in a PUB, once its INFO is read.
     var maxPayload: Int? { info?.maxPayload }

@@ -90,13 +90,18 @@ public struct Announcement: Hashable, Sendable {
     /// The sender is a viewer (`AudienceSettings`): a stage member counts it and answers its
     /// requests, and never takes it into its table of peers.
     public var isViewer: Bool
+    /// A seat on the stage (`AudienceSettings.Role.firstCome`): on a viewer's hello, it asks for
+    /// one; on a stage member's reply to that hello, it grants one.
+    public var seat: Bool
 
     public init(
         isReply: Bool = false, unicastPort: UInt16, name: String, item: String? = nil, isWaiting: Bool = false,
         isReady: Bool = false, waitsOutSuspensions: Bool = false, suspensions: [String] = [],
-        digest: VectorClock = VectorClock(), path: PathStamp? = nil, wantsUnicast: Bool = false, isViewer: Bool = false
+        digest: VectorClock = VectorClock(), path: PathStamp? = nil, wantsUnicast: Bool = false, isViewer: Bool = false,
+        seat: Bool = false
     ) {
         self.isViewer = isViewer
+        self.seat = seat
         self.path = path
         self.wantsUnicast = wantsUnicast
         self.isReply = isReply

@@ -59,9 +59,10 @@ public enum WireFormat {
     private static let helloFlagPath: UInt8 = 0x10
     private static let helloFlagWantsUnicast: UInt8 = 0x20
     private static let helloFlagViewer: UInt8 = 0x40
+    private static let helloFlagSeat: UInt8 = 0x80
     private static let helloFlags: UInt8 =
         helloFlagReply | helloFlagWaiting | helloFlagReady | helloFlagWaitsOut | helloFlagPath | helloFlagWantsUnicast
-        | helloFlagViewer
+        | helloFlagViewer | helloFlagSeat
     static let commandFlagRepair: UInt8 = 0x01
 
     // MARK: Encoding
@@ -100,6 +101,7 @@ public enum WireFormat {
             if announcement.path != nil { flags |= helloFlagPath }
             if announcement.wantsUnicast { flags |= helloFlagWantsUnicast }
             if announcement.isViewer { flags |= helloFlagViewer }
+            if announcement.seat { flags |= helloFlagSeat }
             writer.write(flags)
             writer.write(announcement.unicastPort)
             writer.writeShortString(announcement.name)
@@ -259,7 +261,7 @@ public enum WireFormat {
                 waitsOutSuspensions: flags & helloFlagWaitsOut != 0,
                 suspensions: suspensions,
                 digest: digest, path: path, wantsUnicast: flags & helloFlagWantsUnicast != 0,
-                isViewer: flags & helloFlagViewer != 0)
+                isViewer: flags & helloFlagViewer != 0, seat: flags & helloFlagSeat != 0)
             return type == .hello ? .hello(announcement) : .heartbeat(announcement)
         case .leave:
             let raw = try reader.readUInt8()

@@ -18,7 +18,13 @@ public struct AgentConfiguration: Sendable {
     public var clockSkewNanos: Int64 = 0
     /// A fixed participant id (to keep one identity across restarts); random when nil.
     public var peerID: PeerID?
-    public var settings = Settings()
+    /// An agent on a relay takes a seat on the stage if one is free (`--audience`: never;
+    /// `--stage`: whatever its size).
+    public var settings = {
+        var settings = Settings()
+        settings.audience.role = .firstCome
+        return settings
+    }()
     /// The group key file and its keys (current first); nil for an open group.
     public var keyFile: String?
     public var keys: [[UInt8]]?

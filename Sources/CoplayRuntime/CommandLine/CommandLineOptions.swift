@@ -92,8 +92,11 @@ public enum CommandLineOptions {
                                     ws://[TOKEN@]HOST:PORT: through the server's websocket
                                     listener, as the browsers reach it
           --audience                join a large party as a viewer (needs --relay): follow the
-                                    stage (those started without it) through the relay at a
-                                    viewer's cost; a pause or seek typed here still moves all
+                                    stage through the relay at a viewer's cost, and never take
+                                    a seat on it; a pause or seek typed here still moves all.
+                                    Without --audience or --stage, an agent on a relay takes one
+                                    of the stage's 32 seats if one is free, else it watches
+          --stage                   on a relay, join the stage whatever its size (the host)
           --json                    one JSON object per output line, with an "event" field
           --control PATH            also take commands on the Unix socket PATH (coplay ctl);
                                     end of standard input then no longer ends the agent: it
@@ -275,8 +278,13 @@ public enum CommandLineOptions {
                     return .success(.version)
                 case "--json":
                     configuration.json = true
-                case "--audience":
-                    configuration.settings.audience.isViewer = true
+                case "--audience", "--stage":
+                    let role: AudienceSettings.Role = argument == "--stage" ? .stage : .viewer
+                    let given = configuration.settings.audience.role
+                    guard given == .firstCome || given == role else {
+                        throw UsageError(message: "--audience and --stage exclude each other: a viewer or the stage")
+                    }
+                    configuration.settings.audience.role = role
                 case "--name":
                     configuration.name = try checkedName(
                         value().get(), flag: "--name", bytesMax: configuration.settings.nameBytesMax)
@@ -423,11 +431,12 @@ public enum CommandLineOptions {
                         "--relay needs --key-file: across homes the group key seals every datagram on the relay and names the group's subjects (coplay keygen > group.key, then copy the file to every agent)"
                 ))
         }
-        if configuration.settings.audience.isViewer, configuration.relays.isEmpty {
+        if configuration.settings.audience.role != .firstCome, configuration.relays.isEmpty {
+            let flag = configuration.settings.audience.role == .stage ? "--stage" : "--audience"
             return .failure(
                 UsageError(
                     message:
-                        "--audience needs --relay: a viewer follows the stage through the relay's cluster (on a LAN alone every participant is on the stage)"
+                        "\(flag) needs --relay: a viewer follows the stage through the relay's cluster (on a LAN alone every participant is on the stage)"
                 ))
         }
         if configuration.mpvOptions.attach, configuration.mpvOptions.socketPath == nil {

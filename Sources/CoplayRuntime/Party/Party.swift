@@ -69,6 +69,8 @@ public enum Party {
         var configuration = plan.agent
         if configuration.interface == nil { configuration.interface = host }
         if configuration.sessionName == "default" { configuration.sessionName = "party" }
+        // The host is named on the stage: it joins it at once, and grants the seats that follow.
+        if configuration.settings.audience.role == .firstCome { configuration.settings.audience.role = .stage }
         if configuration.keys == nil {
             configuration.keys = [(0..<GroupKeys.keyBytesMin).map { _ in UInt8.random(in: 0...255, using: &random) }]
         }

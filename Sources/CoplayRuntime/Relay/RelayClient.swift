@@ -59,6 +59,12 @@ final class RelayClient {
         return carry(out, now: now)
     }
 
+    /// A viewer took a seat on the stage (`NatsClient.subscriptionsChanged`).
+    func subscriptionsChanged(to subjects: [String], relay: Settings.Relay, now: MonotonicInstant) -> [Event] {
+        let out = client.subscriptionsChanged(to: subjects, relay: relay, now: now)
+        return carry(out, now: now)
+    }
+
     func tick(now: MonotonicInstant) -> [Event] {
         let out = client.tick(now: now)
         return carry(out, now: now)

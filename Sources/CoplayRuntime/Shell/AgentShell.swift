@@ -75,6 +75,9 @@ public actor AgentShell {
     private let startupNotes: [String]
     private var relay: RelayClient?
     private var relayTimer: EventLoop.Timer?
+    /// The instance took a seat on the stage (`PlayerLoop.Step.subscribe`): the relay subscribes
+    /// once the loop that said so has given the instance back (`subscribeIfTold`).
+    private var subscribeTold = false
 
     /// Opens the sockets and prepares the instance; `run()` starts it.
     public init(configuration: AgentConfiguration, mode: ShellMode = .standardStreams) throws {
@@ -295,6 +298,7 @@ public actor AgentShell {
         let clock = self.clock
         let outcome = PlayerLoop.carryOut(
             directives, instance: &instance, player: &player, now: { clock.now() }, carry: { carry($0) })
+        subscribeIfTold()
         if let status = outcome.exitStatus { return status }
         if outcome.playerTouched { schedulePlayerTimer() }
         return nil
@@ -306,6 +310,7 @@ public actor AgentShell {
         let clock = self.clock
         let status = PlayerLoop.feed(
             reports, instance: &instance, player: &player, now: { clock.now() }, carry: { carry($0) })
+        subscribeIfTold()
         if let status { return status }
         schedulePlayerTimer()
         return nil
@@ -315,6 +320,16 @@ public actor AgentShell {
     /// something, so that a datagram that does not concern the player costs nothing here.
     private func schedulePlayerTimer() {
         if let due = player.nextEvent(now: clock.now()), let playerTimer { loop.schedule(playerTimer, at: due) }
+    }
+
+    /// The relay subscribes to the instance's subjects as they are now, with its keep-alive: the
+    /// instance took a seat on the stage. (Read here, after the loop: the loop holds the instance.)
+    private func subscribeIfTold() {
+        guard subscribeTold, let relay else { return }
+        subscribeTold = false
+        let (subjects, bounds) = (instance.relaySubscriptions, instance.settings.relay)
+        let events = relay.subscriptionsChanged(to: subjects, relay: bounds, now: clock.now().monotonic)
+        if !events.isEmpty { relayEvents(events) }
     }
 
     /// One directive, other than the player's commands and the exit (`PlayerLoop`).
@@ -334,6 +349,8 @@ public actor AgentShell {
             guard let relay else { return }
             let events = relay.publish(frame, on: subject, now: clock.now().monotonic)
             if !events.isEmpty { relayEvents(events) }
+        case .subscribe:
+            subscribeTold = true
         case .emit(let event):
             var wire = transport.statistics
             wire.relay = relay?.statistics

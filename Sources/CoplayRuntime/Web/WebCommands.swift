@@ -147,7 +147,7 @@ extension CommandLineOptions {
         }
         configuration.keys = [invitation.key]
         configuration.keyFile = nil
-        if invitation.audience { configuration.settings.audience.isViewer = true }
+        if invitation.audience { configuration.settings.audience.role = .viewer }
         return .success(.runAgent(configuration))
     }
 

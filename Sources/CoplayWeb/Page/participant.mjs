@@ -120,7 +120,7 @@ export function relayAddress(relay) {
 }
 
 export class Participant {
-  constructor(core, { relay, session, key, name, seed, viewer = false, onEvent, onPlayer, onDiagnostic, onConnection, onExit, WebSocketImpl }) {
+  constructor(core, { relay, session, key, name, seed, viewer = false, stage = false, onEvent, onPlayer, onDiagnostic, onConnection, onExit, WebSocketImpl }) {
     this.core = core;
     this.relays = (Array.isArray(relay) ? relay : [relay]).filter(Boolean);
     if (!this.relays.length) throw new Error('no relay to join through');
@@ -136,7 +136,7 @@ export class Participant {
     const x = core.x, nameBytes = enc.encode(name), sessionBytes = enc.encode(session);
     const np = core.put(nameBytes), sp = core.put(sessionBytes), kp = core.put(key), ep = core.put(entropy);
     this.handle = x.coplay_create_relayed(random[0], seed ?? random[1], np, nameBytes.length, sp, sessionBytes.length,
-      kp, key.length, ep, monoNanos(), wallNanos(), viewer ? 1 : 0);
+      kp, key.length, ep, monoNanos(), wallNanos(), viewer ? 1 : stage ? 2 : 0);
     for (const p of [np, sp, kp, ep]) x.coplay_dealloc(p);
     if (this.handle === -1) throw new Error('the group key must be 32 bytes or more');
     if (this.handle === -2) throw new Error('the name must be at most 64 bytes and the session at most 64 bytes (UTF-8)');
