@@ -188,4 +188,99 @@ public enum PartyScale {
             }.filter { $0.perSecond > 0 }.sorted { $0.perSecond > $1.perSecond },
             eventBudgetRanOut: ranOut, simulatedIn: Date().timeIntervalSince(started))
     }
+
+    /// The default of the command line and the page (`AudienceSettings.Role.firstCome`), at size:
+    /// what the stage's seats come to when a party joins at once.
+    public struct SeatFigures: Sendable {
+        public var participants: Int
+        /// Until the stage's seats are taken, its members see each other whole and every viewer
+        /// follows a speaker (nil: not within a minute).
+        public var formedSeconds: Double?
+        /// The stage's size when formed (a named host among them, with `host`), and the most it
+        /// ever held (sampled every 250 ms): never past the seats, but for viewers that seated
+        /// themselves at once when they heard no stage.
+        public var seated: Int
+        public var seatedMost: Int
+        /// Viewers that took a seat of their own (heard no stage in time), and seats the speakers
+        /// granted.
+        public var seatedThemselves: Int
+        public var granted: Int
+        /// Then a pause on a seated participant that is not the speaker → each other paused, ms,
+        /// and how many never did within 3 s.
+        public var pause: [Double]
+        public var pauseLost: Int
+        public var eventBudgetRanOut: Bool
+        public var simulatedIn: Double
+    }
+
+    /// `participants` at `sites` sites, started over one second as `run`'s audience is, every one
+    /// asking for a seat (`Role.firstCome`, `stageSeats` 32); with `host`, participant 0 is named
+    /// to the stage and starts first (as `coplay party`'s host), without, nobody is: the first to
+    /// hear no stage seat themselves.
+    public static func seats(participants: Int, sites: Int, seed: UInt64, host: Bool) -> SeatFigures {
+        let started = Date()
+        var random = SplitMix64(seed: seed ^ 0x5EA7_5EA7)
+        let clocks = (0..<participants).map { _ in
+            SimulatedClock(
+                offsetNanos: Int64(random.next() % 100_000_000) - 50_000_000,
+                driftPPM: Double(Int64(random.next() % 41) - 20))
+        }
+        var simulation = Simulation(seed: seed, clocks: clocks)
+        simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
+        var (named, asking) = (Settings(), Settings())
+        (named.audience.role, asking.audience.role) = (.stage, .firstCome)
+        for node in 0..<participants { simulation.settingsOfNode[node] = host && node == 0 ? named : asking }
+        simulation.schedule(.partition((0..<participants).map { [$0] }), at: 0)
+        for node in 0..<participants {
+            let at: Int64 = host && node == 0 ? 0 : 500_000_000 + Int64(random.next() % 1_000_000_000)
+            simulation.schedule(.start(node: node), at: 1_000_000 + at)
+        }
+        var ranOut = false
+        func advance(to end: Int64) {
+            if !simulation.run(until: end, eventsMax: 50_000_000) { ranOut = true }
+        }
+        func onStage() -> [Int] { (0..<participants).filter { simulation.nodes[$0].instance?.isViewer == false } }
+        let seats = min(participants, Settings().audience.stageSeats)
+        var formed: Double?
+        var seatedMost = 0
+        for step in 1...240 {
+            advance(to: Int64(step) * 250_000_000)
+            let stage = onStage()
+            seatedMost = max(seatedMost, stage.count)
+            let whole = stage.allSatisfy { simulation.view(of: $0).count == stage.count - 1 }
+            let following = (0..<participants).allSatisfy { simulation.view(of: $0).count >= 1 }
+            if stage.count >= seats, whole, following {
+                formed = Double(step) / 4
+                break
+            }
+        }
+        let stage = onStage()
+        let counters = simulation.nodes.compactMap { $0.instance?.counters }
+        let speaker = stage.first { simulation.nodes[$0].instance?.speaksForStage == true }
+        let presser = stage.first { $0 != speaker } ?? 0
+        simulation.schedule(
+            .command(
+                node: presser, .share(Activity(url: "u", itemID: "party"), durationSeconds: 7_200, bufferSeconds: 0)),
+            after: .zero)
+        advance(to: simulation.nowNanos + 1_000_000_000)
+        simulation.schedule(.command(node: presser, .playNow(rate: 1)), after: .zero)
+        advance(to: simulation.nowNanos + 5_000_000_000)
+        let pressed = simulation.nowNanos
+        simulation.schedule(.command(node: presser, .pause), after: .zero)
+        advance(to: pressed + 3_000_000_000)
+        var delays: [Double] = []
+        var lost = 0
+        for node in 0..<participants where node != presser {
+            let paused = simulation.nodes[node].events.first {
+                if case .paused = $0.event { $0.atNanos >= pressed } else { false }
+            }
+            if let paused { delays.append(Double(paused.atNanos - pressed) / 1e6) } else { lost += 1 }
+        }
+        let granted = counters.reduce(0) { $0 + Int($1.seatsGranted) }
+        let alone = counters.reduce(0) { $0 + Int($1.seatsTakenAlone) }
+        return SeatFigures(
+            participants: participants, formedSeconds: formed, seated: stage.count, seatedMost: seatedMost,
+            seatedThemselves: alone, granted: granted, pause: delays.sorted(), pauseLost: lost,
+            eventBudgetRanOut: ranOut, simulatedIn: Date().timeIntervalSince(started))
+    }
 }

@@ -427,8 +427,9 @@ if kind == "party-scale" {
         case "--stage": stage = numbers(value, in: 2...256, "--stage takes the stage's size", "32")[0]
         case "--shapes":
             shapes = value.split(separator: ",").map(String.init)
-            guard !shapes.isEmpty, shapes.allSatisfy({ $0 == "today" || $0 == "stage" }) else {
-                fail("--shapes takes today, stage or both (today,stage)")
+            let known = ["today", "stage", "seats", "seats-nohost"]
+            guard !shapes.isEmpty, shapes.allSatisfy({ known.contains($0) }) else {
+                fail("--shapes takes today, stage, seats or seats-nohost, or several (today,stage)")
             }
         case "--seed":
             guard let number = UInt64(value) else { fail("--seed takes a whole number") }
@@ -440,11 +441,27 @@ if kind == "party-scale" {
         "party-scale (seeded simulation): participants reaching each other only through a NATS cluster, \(sites)"
             + " site\(sites == 1 ? "" : "s")" + (sites > 1 ? " 20 ms apart" : "")
             + ", one server at each; idle \(seconds) s, then a pause. Today's shape: every participant a peer of"
-            + " every other (at most 256); the stage shape: a stage of \(stage), the rest viewers")
+            + " every other (at most 256); the stage shape: a stage of \(stage), the rest viewers; seats: everyone"
+            + " asks for one of the stage's 32 seats (the default), a named host first (seats-nohost: none)")
     func rate(_ value: Double) -> String { String(Int(value.rounded())) }
     for size in sizes {
         for shape in shapes {
             if shape == "today", size > 256 { continue }
+            if shape.hasPrefix("seats") {
+                let figures = PartyScale.seats(participants: size, sites: sites, seed: seed, host: shape == "seats")
+                print(
+                    "  \(size) participants, seats\(shape == "seats" ? " (a named host)" : " (no host)"):"
+                        + " formed after \(figures.formedSeconds.map { "\($0) s" } ?? "not within 60 s"),"
+                        + " \(figures.seated) on the stage (at most \(figures.seatedMost) at any time),"
+                        + " \(figures.granted) seats granted, \(figures.seatedThemselves) taken by viewers that heard no stage"
+                        + (figures.eventBudgetRanOut
+                            ? " (the simulation ran out of its event budget: not to be trusted)" : ""))
+                print(
+                    "    then a pause on a seated participant → the others paused: \(Distribution(figures.pause).summary(unit: "ms")),"
+                        + " never: \(figures.pauseLost) (simulated in \(String(format: "%.1f", figures.simulatedIn)) s)"
+                )
+                continue
+            }
             let figures = PartyScale.run(
                 participants: size, sites: sites, idleSeconds: seconds, seed: seed,
                 stage: shape == "stage" ? stage : nil)

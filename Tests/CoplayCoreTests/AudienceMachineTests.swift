@@ -32,15 +32,26 @@ import Testing
         #expect(audience.viewers.isEmpty)
     }
 
-    /// Every stage member works out the same speaker from the same peers: the earliest incarnation,
-    /// then the lowest id. A viewer's anchor is found the same way among the speakers it hears.
+    /// Every stage member works out the same speaker from the same peers: one named (or seated by
+    /// itself) before one seated by a grant, then the earliest incarnation, then the lowest id. A
+    /// viewer's anchor is found the same way among the speakers it hears.
     @Test func theSpeakerIsTheEarliestToJoin_seenAlikeFromEveryMember() {
-        let stage = [member(9, 5), member(3, 7), member(4, 5)]
-        for own in stage {
-            #expect(Audience.speaker(own: own, peers: stage.filter { $0 != own }) == member(4, 5))
+        func record(_ member: Member, seated: Bool = false) -> PeerRecord {
+            var record = PeerRecord(member: member, name: "", endpoint: .relay(member.id), now: instant(0))
+            record.seated = seated
+            return record
         }
-        #expect(Audience.anchor(among: stage) == member(4, 5))
-        #expect(Audience.anchor(among: [Member]()) == nil)
+        let stage = [
+            record(member(9, 5)), record(member(3, 7)), record(member(4, 5)), record(member(1, 2), seated: true),
+        ]
+        for own in stage {
+            let peers = stage.filter { $0.member != own.member }
+            #expect(Audience.speaker(own: own.member, ownSeated: own.seated, peers: peers) == member(4, 5))
+        }
+        #expect(Audience.anchor(among: stage) == member(4, 5), "not the earlier member seated by a grant")
+        #expect(Audience.anchor(among: [PeerRecord]()) == nil)
+        let seatedOnly = [record(member(9, 5), seated: true), record(member(3, 7), seated: true)]
+        #expect(Audience.anchor(among: seatedOnly) == member(9, 5), "among the seated, the earliest")
     }
 
     /// Only the speaker beacons, once per `beaconInterval`, and at once when it becomes the speaker.
@@ -89,8 +100,14 @@ import Testing
         #expect(due >= instant(1_250) && due < instant(2_250), "it seats itself after 1.25 s and its jitter")
         viewer.heardStage()
         #expect(viewer.seatAt == nil, "a stage heard: no seat of its own")
-        viewer.seated()
+        viewer.seated(byGrant: false, now: instant(2_000))
         #expect(!viewer.isViewer && !viewer.wantsSeat)
+        let settling = viewer.grantSeat(to: member(30), stageCount: 1, now: instant(2_400))
+        #expect(!settling, "one just seated grants nothing for 500 ms")
+        #expect(viewer.settledAsks(now: instant(2_450)).isEmpty, "not yet settled")
+        #expect(viewer.settledAsks(now: instant(2_500)) == [member(30)], "then answers who asked meanwhile")
+        let settled = viewer.grantSeat(to: member(30), stageCount: 1, now: instant(2_500))
+        #expect(settled && viewer.askedWhileSettling.isEmpty)
         var named = AudienceSettings()
         named.role = .viewer
         #expect(!Audience(settings: named, hasRelay: true).wantsSeat, "a named viewer never asks")

@@ -203,12 +203,14 @@ import Testing
         let key = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-tap-\(getpid()).key").path
         _ = FileManager.default.createFile(atPath: key, contents: Data(KeyFile.generate().utf8))
         defer { try? FileManager.default.removeItem(atPath: key) }
+        // Named to the stage: the evening's group is the two of them from the start (by default
+        // the first to hear the other might still be a viewer, whose `end` ends nothing).
         func agent(_ name: String, group: Int) throws -> AgentProcess {
             try AgentProcess(
                 executable: coplay, name: name,
                 arguments: [
                     "--interface", "lo", "--group", "239.255.80.\(group):\(privatePort(40 + group))", "--session",
-                    "tapped", "--key-file", key, "--relay", cluster.url(0),
+                    "tapped", "--key-file", key, "--relay", cluster.url(0), "--stage",
                 ])
         }
         let tap = try NatsTap(address: cluster.address(0), token: "s3cret")

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Core, Participant } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const { wasm, names, relays, key, viewers = false } = workerData;
+const { wasm, names, relays, key, viewers = false, seats = false } = workerData;
 const core = await Core.load(readFileSync(wasm));
 const participants = new Map();
 const measured = new Set(['activity', 'playing', 'paused', 'time-jumped']);
@@ -19,7 +19,7 @@ function report(m) {
 }
 function join(name) {
   const p = new Participant(core, {
-    relay: relays[name], session: 'crowd', key, name, viewer: viewers, stage: !viewers,
+    relay: relays[name], session: 'crowd', key, name, viewer: viewers && !seats, stage: !viewers,
     onEvent: (e) => {
       if (measured.has(e.event)) {
         report({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });

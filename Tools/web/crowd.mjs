@@ -10,7 +10,9 @@
 // start until it plays in place.
 // With AUDIENCE 1 the participants join as viewers of a large party (PROTOCOL.md, "A party with
 // an audience"): the agents are the stage, and each participant follows one of them (its
-// members: one) instead of listing everyone. STAGE native agents (default 2, at most 8): the
+// members: one) instead of listing everyone. With AUDIENCE 2 they join as a page does by
+// default: each asks for a seat, the first to be granted one fill the stage's 32 (beside the
+// agents) and list its other 31 members, and the rest follow as viewers. STAGE native agents (default 2, at most 8): the
 // first is the host, where the commands are typed. With MEDIA (a local file, 30 s or longer) each
 // agent plays it in a headless mpv of its own (`--player mpv`, `vo=null`, `ao=null`) and must
 // play and pause it as the crowd does; without, the agents have no player. Prints the figures
@@ -27,7 +29,8 @@ import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1', audienceText = '0', stageText = '2', media] =
   process.argv.slice(2);
 const stageCount = Math.min(8, Math.max(2, Number(stageText) || 2));
-const viewers = audienceText === '1';
+const seats = audienceText === '2';
+const viewers = audienceText === '1' || seats;
 const count = Number(countText), threads = Math.max(1, Number(threadsText));
 const servers = Math.min(3, Math.max(1, Number(serversText) || 1));
 // The relay's listening ports below Linux's ephemeral range (32768-60999), where any
@@ -93,7 +96,7 @@ for (let t = 0; t < threads; t++) {
   for (let i = t; i < count; i += threads) names.push(`web${i}`);
   const relays = Object.fromEntries(names.map((n) => [n, relayOf(Number(n.slice(3)))]));
   relays.late = relayOf(count);
-  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers } });
+  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers, seats } });
   worker.on('message', (m) => {
     if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
     else for (const { name, event } of m.events) byName.get(name)?.events.push(event);
@@ -102,11 +105,17 @@ for (let t = 0; t < threads; t++) {
 }
 for (let i = 0; i < count; i++) member(`web${i}`);
 // Each lists the others of the crowd and the agents, less itself; a viewer, the agent it follows.
+// With seats, those seated list the stage's other 31 members, and the seats are all taken.
 const expected = viewers ? 1 : count + stageCount - 1;
-const formed = await until(() => crowd.every((m) => m.peers >= expected), 60000, 100);
-check(formed, viewers ? `every one of ${count} viewers follows a stage member`
+const seatsFree = Math.min(count, 32 - stageCount);
+const seated = () => crowd.filter((m) => m.peers > 1);
+const formed = await until(() => crowd.every((m) => m.peers >= expected)
+  && (!seats || (seated().length === seatsFree && seated().every((m) => m.peers === 31))), 60000, 100);
+check(formed, seats ? `the stage's free seats (${seatsFree}) taken, the others of ${count} following a stage member`
+  : viewers ? `every one of ${count} viewers follows a stage member`
   : `every one of ${count} participants lists the ${expected} others`);
 figure('crowd-formed', wallMs() - started);
+if (seats) figure('seated', seated().length, 'participants');
 for (const worker of workers) worker.postMessage({ formed: true });
 
 function after(at, test) { return crowd.map((m) => m.events.find((e) => e.at >= at && test(e))); }
@@ -179,5 +188,5 @@ if (!viewers) {
   check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
 }
 for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
-console.log(JSON.stringify({ count, servers, viewers, stage: stageCount, mpv: Boolean(media), figures, failures }));
+console.log(JSON.stringify({ count, servers, viewers, seats, stage: stageCount, mpv: Boolean(media), figures, failures }));
 process.exit(failures.length ? 1 : 0);

@@ -114,7 +114,8 @@ const sealed = 'https://example.com/sealed.mp4';
 const subscribers = new Map();
 const relayed = [['carol', key], ['dave', key], ['eve', otherKey]].map(([name, k], i) => {
   const n = enc.encode(name), s = enc.encode('web-relay'), entropy = webcrypto.getRandomValues(new Uint8Array(32));
-  const h = x.coplay_create_relayed(BigInt(0xC0 + i), 11n + BigInt(i), put(n), n.length, put(s), s.length, put(k), k.length, put(entropy), clock, wall0 + clock, 0);
+  // Named to the stage (2): a group of three that forms at once, as the relay's carriage is checked here.
+  const h = x.coplay_create_relayed(BigInt(0xC0 + i), 11n + BigInt(i), put(n), n.length, put(s), s.length, put(k), k.length, put(entropy), clock, wall0 + clock, 2);
   const agent = { name, h, inbox: [], events: [], published: 0 };
   for (const r of records(x.coplay_relay_subjects(h))) {
     const subject = dec.decode(r.data);

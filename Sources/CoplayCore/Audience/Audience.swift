@@ -22,11 +22,19 @@ struct Audience: Sendable {
     private(set) var isViewer: Bool
     /// A viewer that asks for a seat on the stage (`Role.firstCome`), until it has one.
     private(set) var wantsSeat: Bool
+    /// This stage member took its seat by a grant: it says so in its announcements, and ranks
+    /// after those named or seated by themselves (`rank`).
+    private(set) var seatedByGrant = false
     /// A viewer waiting for a seat: when it takes one itself, having heard no stage since it
     /// began to listen (`AudienceSettings.seatWait` and its jitter after that).
     private(set) var seatAt: MonotonicInstant?
     /// The speaker this viewer last asked for a seat outside its heartbeats (`asksForSeat`).
     private var askedSeatOf: Member?
+    /// This member joined the stage a moment ago: it grants no seat before then
+    /// (`AudienceSettings.seatSettle`); the viewers that asked meanwhile (at most `stageSeats`),
+    /// answered then rather than at their next heartbeat, 2 s away.
+    private var grantsFrom: MonotonicInstant?
+    private(set) var askedWhileSettling: [Member] = []
     /// The speaker's seats granted and not yet taken, with when each is given up: counted against
     /// `AudienceSettings.stageSeats` (at most that many), so that a crowd joining at once is not
     /// all granted the seats the stage had free.
@@ -70,17 +78,40 @@ struct Audience: Sendable {
     }
 
     /// The viewer takes its seat (granted, or its own when it heard no stage): from now on it is
-    /// a stage member.
-    mutating func seated() {
+    /// a stage member, which grants no seat until its table of the stage has formed.
+    mutating func seated(byGrant: Bool, now: MonotonicInstant) {
         isViewer = false
         wantsSeat = false
+        seatedByGrant = byGrant
         seatAt = nil
+        joinedStage(now: now)
+    }
+
+    /// This agent joins the stage (named, at its start; or seated): no grant from it for
+    /// `AudienceSettings.seatSettle`.
+    mutating func joinedStage(now: MonotonicInstant) {
+        grantsFrom = now + AudienceSettings.seatSettle
+        askedWhileSettling = []
+    }
+
+    /// The viewers that asked while this member settled, once it has: taken out, to be granted
+    /// (or not) as if they asked now.
+    mutating func settledAsks(now: MonotonicInstant) -> [Member] {
+        guard !askedWhileSettling.isEmpty, let from = grantsFrom, now >= from else { return [] }
+        defer { askedWhileSettling = [] }
+        return askedWhileSettling
     }
 
     /// The speaker, asked for a seat by `member` while the stage has `stageCount` members (itself
     /// among them): whether it grants one. Seats granted and not yet taken count as taken until
     /// they expire; the same viewer asking again is granted again (its answer may have been lost).
     mutating func grantSeat(to member: Member, stageCount: Int, now: MonotonicInstant) -> Bool {
+        if let from = grantsFrom, now < from {
+            if askedWhileSettling.count < settings.stageSeats, !askedWhileSettling.contains(member) {
+                askedWhileSettling.append(member)
+            }
+            return false
+        }
         for (holder, expiry) in grants where expiry <= now { grants[holder] = nil }
         guard grants[member] != nil || stageCount + grants.count < settings.stageSeats else { return false }
         grants[member] = now + AudienceSettings.seatGrantExpiry
@@ -94,20 +125,38 @@ struct Audience: Sendable {
         left(member)
     }
 
-    /// The stage member that speaks for the stage, seen from one of its members: the earliest to
-    /// join (lowest incarnation; then lowest id) of itself and its peers. Every stage member
-    /// hears the same peers, so they agree but for a moment while one joins or leaves (then two
-    /// speak, which costs a duplicate beacon, nothing more).
-    static func speaker(own: Member, peers: some Sequence<Member>) -> Member {
-        peers.reduce(own) { (($1.incarnation, $1.id) < ($0.incarnation, $0.id)) ? $1 : $0 }
+    /// How a stage member ranks to speak for the stage, first the lowest: one named to the stage
+    /// or seated by itself before one seated by a grant (`PeerRecord.seated`), then the earliest
+    /// to join the session (lowest incarnation; then lowest id). A member seated by a grant joined
+    /// the session as a viewer, often before the speaker that granted it: ranked by that alone it
+    /// took over speaking as it joined, and every viewer followed it anew (among 10,000 simulated
+    /// joining at once the speaker changed with each seat, and the cluster's queues never drained).
+    static func rank(_ member: Member, seated: Bool) -> (Int, Incarnation, PeerID) {
+        (seated ? 1 : 0, member.incarnation, member.id)
     }
 
-    /// A viewer's anchor: the earliest of the speakers it hears (its peers), nil before it heard any.
-    static func anchor(among peers: some Sequence<Member>) -> Member? {
-        peers.reduce(nil) { best, next in
-            guard let best else { return next }
-            return (next.incarnation, next.id) < (best.incarnation, best.id) ? next : best
+    /// The stage member that speaks for the stage, seen from one of its members: the first by
+    /// `rank` of itself and its peers. Every stage member hears the same peers, so they agree but
+    /// for a moment while one joins or leaves (then two speak, which costs a duplicate beacon,
+    /// nothing more).
+    static func speaker(own: Member, ownSeated: Bool, peers: some Sequence<PeerRecord>) -> Member {
+        var best = (own, rank(own, seated: ownSeated))
+        for peer in peers {
+            let ranked = rank(peer.member, seated: peer.seated)
+            if ranked < best.1 { best = (peer.member, ranked) }
         }
+        return best.0
+    }
+
+    /// A viewer's anchor: the first by `rank` of the speakers it hears (its peers), nil before it
+    /// heard any.
+    static func anchor(among peers: some Sequence<PeerRecord>) -> Member? {
+        var best: (Member, (Int, Incarnation, PeerID))?
+        for peer in peers {
+            let ranked = rank(peer.member, seated: peer.seated)
+            if best.map({ ranked < $0.1 }) ?? true { best = (peer.member, ranked) }
+        }
+        return best?.0
     }
 
     /// The speaker's beacons: due now (and the next one scheduled), or not. A stage member that
@@ -165,7 +214,8 @@ struct Audience: Sendable {
             case (let beacon?, let expiry?): min(beacon, expiry)
             case (let beacon, let expiry): beacon ?? expiry
             }
-        guard let seatAt else { return timers }
-        return timers.map { min($0, seatAt) } ?? seatAt
+        let seat = askedWhileSettling.isEmpty ? seatAt : grantsFrom
+        guard let seat else { return timers }
+        return timers.map { min($0, seat) } ?? seat
     }
 }

@@ -42,6 +42,16 @@ public struct AudienceSettings: Sendable, Equatable {
     /// A seat granted and not yet taken (its holder heard on the stage) is kept for the grant's
     /// count this long, then freed: a grant lost with its viewer does not hold a seat for ever.
     static let seatGrantExpiry: Duration = .seconds(3)
+    /// A stage member that just joined the stage (named, granted a seat, or seated by itself)
+    /// grants no seat for this long, were it to speak: until then its table of the stage is not
+    /// whole. Another that seated itself at the same moment, and the members seated by grants a
+    /// moment ago, meet it on the stage's subject within a round trip of the relay. Without it,
+    /// among 1,000 that started together, two that seated themselves 20 ms apart at different
+    /// sites each granted the seats it saw free (a stage of 64), and among 100 a member seated by
+    /// a grant that became the speaker at once (it joined the session earlier) granted again the
+    /// seats its half-formed table showed free (62) (`coplay-bench party-scale --shapes
+    /// seats-nohost`).
+    static let seatSettle: Duration = .milliseconds(500)
     /// How often the stage's speaker (its earliest member) puts its heartbeat on the group's
     /// subject for the audience: its digest (a viewer asks for what it lacks), its item, and that
     /// it is alive. One frame of 128 to 256 bytes a second to each viewer: within the 300 B/s

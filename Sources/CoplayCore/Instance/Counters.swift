@@ -92,10 +92,11 @@ public struct Counters: Hashable, Sendable {
     /// table was full, and commands this stage member carried to the audience on its clock.
     public var viewersRefused: Int64 = 0
     public var commandsCarried: Int64 = 0
-    /// Seats on the stage this speaker granted to viewers that asked, and seats this agent took
-    /// (0 or 1 for an incarnation: `AudienceSettings.Role.firstCome`).
+    /// Seats on the stage this speaker granted to viewers that asked (a viewer whose answer was
+    /// lost and that asks again is granted again), and the seat this agent took itself, having
+    /// heard no stage in time (0 or 1: `AudienceSettings.Role.firstCome`).
     public var seatsGranted: Int64 = 0
-    public var seatsTaken: Int64 = 0
+    public var seatsTakenAlone: Int64 = 0
     /// Datagrams a viewer heard on the LAN and left unread (its one path is the relay).
     public var lanIgnoredAsViewer: Int64 = 0
     public var drops: [DropReason: Int64] = [:]

@@ -6,12 +6,13 @@ extension Instance {
     /// audience, answers viewers' hellos and carries the stage's commands to them.
     var isSpeaker: Bool {
         relay != nil && !audience.isViewer
-            && Audience.speaker(own: member, peers: membership.peers.values.lazy.map { $0.member }) == member
+            && Audience.speaker(own: member, ownSeated: audience.seatedByGrant, peers: membership.peers.values)
+                == member
     }
 
     /// The stage member a viewer follows: the earliest of the speakers it hears.
     var anchor: PeerRecord? {
-        guard let anchor = Audience.anchor(among: membership.peers.values.lazy.map { $0.member }) else { return nil }
+        guard let anchor = Audience.anchor(among: membership.peers.values) else { return nil }
         return membership.peers[anchor.id]
     }
 
@@ -55,7 +56,8 @@ extension Instance {
         // Answered even when the table is full: the viewer then follows, uncounted (and cannot ask
         // for the state: the gate admits only counted viewers' requests). One answer per hello.
         if isHello ? !announcement.isReply : granted {
-            out.append(.unicast(stamp(.hello(self.announcement(isReply: true, seat: granted))), to: .relay(sender.id)))
+            out.append(
+                .unicast(stamp(.hello(self.announcement(isReply: true, grants: granted))), to: .relay(sender.id)))
         }
     }
 
@@ -66,7 +68,7 @@ extension Instance {
     ) {
         guard audience.wantsSeat, source.isRelay, membership.isKnown(sender) else { return }
         audience.heardStage()
-        if announcement.seat, announcement.isReply { return takeSeat() }
+        if announcement.seat, announcement.isReply { return takeSeat(byGrant: true) }
         // It found the stage by a beacon (the stage formed after its hellos went unanswered): it
         // asks now, not at its next heartbeat, 2 s away.
         if !announcement.isReply, audience.asksForSeat(of: sender) { announceNow() }
@@ -76,12 +78,11 @@ extension Instance {
     /// `AudienceSettings.seatWait`): a stage member's settings from now on, the stage's subject
     /// subscribed, and the join's hellos to the stage, whose members take it into their tables as
     /// they would any joiner. Its peers, its clocks and its log stay: it follows as it did.
-    @inline(never) mutating func takeSeat() {
+    @inline(never) mutating func takeSeat(byGrant: Bool) {
         guard audience.wantsSeat, let seatSettings else { return }
-        audience.seated()
+        audience.seated(byGrant: byGrant, now: now.monotonic)
         sharedSettings = seatSettings
         clockSync.takeSeat(seatSettings)
-        counters.seatsTaken += 1
         out.append(.resubscribe)
         out.append(.diagnose("on the stage: this agent took a seat (its role is now stage)"))
         membership.takeSeat(seatSettings, now: now.monotonic, random: &random)
@@ -137,12 +138,22 @@ extension Instance {
     /// follows nobody listens for a stage, and takes a seat itself when it heard none in time.
     @inline(never) mutating func audienceTick() {
         audience.tick(now: now.monotonic)
+        // The viewers that asked while this member settled on the stage, answered now.
+        let speaks = isSpeaker
+        for viewer in audience.settledAsks(now: now.monotonic)
+        where speaks && audience.grantSeat(to: viewer, stageCount: membership.peers.count + 1, now: now.monotonic) {
+            counters.seatsGranted += 1
+            out.append(.unicast(stamp(.hello(announcement(isReply: true, grants: true))), to: .relay(viewer.id)))
+        }
         if audience.wantsSeat {
             if anchor != nil {
                 audience.heardStage()
             } else {
                 audience.listenForStage(now: now.monotonic, random: &random)
-                if let due = audience.seatAt, due <= now.monotonic { takeSeat() }
+                if let due = audience.seatAt, due <= now.monotonic {
+                    counters.seatsTakenAlone += 1
+                    takeSeat(byGrant: false)
+                }
             }
         }
         if audience.beaconDue(isSpeaker: isSpeaker, now: now.monotonic) {

@@ -283,6 +283,7 @@ public struct Instance: Sendable {
             queueController.reset()
         }
         membership.start(now: now.monotonic, random: &random)
+        if !audience.isViewer { audience.joinedStage(now: now.monotonic) }
         out.append(.emit(.session(SessionReport(state: state, member: member))))
         routeMembership(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil)
     }
@@ -319,7 +320,10 @@ public struct Instance: Sendable {
     /// The announcement this agent sends now: who it is, its player's part, a digest of what it
     /// has delivered (`Ordering.nextDigest`) and, on a group announcement (not a reply), its
     /// stamp (`MulticastPath`).
-    @inline(never) mutating func announcement(isReply: Bool, seat: Bool = false) -> Announcement {
+    /// `grants`: an answer to a viewer's hello, whose seat bit says whether it grants a seat
+    /// (nil for every other announcement: the bit says this agent asks for a seat, as a viewer,
+    /// or took one by a grant, as a stage member).
+    @inline(never) mutating func announcement(isReply: Bool, grants: Bool? = nil) -> Announcement {
         Announcement(
             isReply: isReply, unicastPort: identity.unicastPort, name: identity.name, item: player.item?.id,
             isWaiting: coordination.isWaiting, isReady: player.isReady,
@@ -327,7 +331,7 @@ public struct Instance: Sendable {
             suspensions: playback.suspensions.announced,
             digest: ordering.nextDigest(dependsOn: dependsOn),
             path: isReply ? nil : multicastPath.nextStamp(now: now.wall), wantsUnicast: multicastPath.wantsUnicast,
-            isViewer: audience.isViewer, seat: seat || audience.wantsSeat)
+            isViewer: audience.isViewer, seat: grants ?? (audience.wantsSeat || audience.seatedByGrant))
     }
 
     /// `payload` to a live peer, at the endpoint it announced (to one that left meanwhile: nothing).

@@ -129,6 +129,7 @@ struct Membership: Sendable {
         record.suspensions = announcement.suspensions
         record.digest = announcement.digest
         record.wantsUnicast = announcement.wantsUnicast
+        record.seated = announcement.seat
         if announcement.wantsUnicast { unicastWanted.insert(sender.id) } else { unicastWanted.remove(sender.id) }
         peers[sender.id] = record
         if changed { out.append(.changed(record)) }

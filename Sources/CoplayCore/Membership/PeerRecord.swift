@@ -33,6 +33,10 @@ public struct PeerRecord: Hashable, Sendable {
     public var digest = VectorClock()
     /// Multicast reaches it late or incompletely: it asks for time-critical datagrams by unicast.
     public var wantsUnicast = false
+    /// A stage member that took its seat by a grant (`Announcement.seat` on a stage member's own
+    /// announcement): it speaks for the stage only when no member named or seated by itself is
+    /// on it (`Audience.rank`).
+    public var seated = false
     /// When it last announced itself over the network (not the relay): while that is recent,
     /// its network endpoint is kept though its announcements also arrive through the relay.
     var heardOnNetworkAt: MonotonicInstant?
