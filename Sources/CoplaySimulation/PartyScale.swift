@@ -62,13 +62,7 @@ public enum PartyScale {
     ) -> Figures {
         let started = Date()
         var random = SplitMix64(seed: seed ^ 0x9A27_5CA1E)
-        let clocks = (0..<participants).map { _ in
-            SimulatedClock(
-                offsetNanos: Int64(random.next() % 100_000_000) - 50_000_000,
-                driftPPM: Double(Int64(random.next() % 41) - 20))
-        }
-        var simulation = Simulation(seed: seed, clocks: clocks)
-        simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
+        var simulation = cluster(participants: participants, sites: sites, seed: seed, random: &random)
         let stageCount = min(stage ?? participants, participants)
         var (onStage, viewer) = (Settings(), Settings())
         (onStage.audience.role, viewer.audience.role) = (.stage, .viewer)
@@ -189,6 +183,19 @@ public enum PartyScale {
             eventBudgetRanOut: ranOut, simulatedIn: Date().timeIntervalSince(started))
     }
 
+    /// `participants` with clocks up to 50 ms off and 20 ppm apart, on a NATS cluster with a
+    /// server at each of `sites`.
+    private static func cluster(participants: Int, sites: Int, seed: UInt64, random: inout SplitMix64) -> Simulation {
+        let clocks = (0..<participants).map { _ in
+            SimulatedClock(
+                offsetNanos: Int64(random.next() % 100_000_000) - 50_000_000,
+                driftPPM: Double(Int64(random.next() % 41) - 20))
+        }
+        var simulation = Simulation(seed: seed, clocks: clocks)
+        simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
+        return simulation
+    }
+
     /// The default of the command line and the page (`AudienceSettings.Role.firstCome`), at size:
     /// what the stage's seats come to when a party joins at once.
     public struct SeatFigures: Sendable {
@@ -220,13 +227,7 @@ public enum PartyScale {
     public static func seats(participants: Int, sites: Int, seed: UInt64, host: Bool) -> SeatFigures {
         let started = Date()
         var random = SplitMix64(seed: seed ^ 0x5EA7_5EA7)
-        let clocks = (0..<participants).map { _ in
-            SimulatedClock(
-                offsetNanos: Int64(random.next() % 100_000_000) - 50_000_000,
-                driftPPM: Double(Int64(random.next() % 41) - 20))
-        }
-        var simulation = Simulation(seed: seed, clocks: clocks)
-        simulation.relay = NatsModel(siteOfServer: Array(0..<sites), seed: seed)
+        var simulation = cluster(participants: participants, sites: sites, seed: seed, random: &random)
         var (named, asking) = (Settings(), Settings())
         (named.audience.role, asking.audience.role) = (.stage, .firstCome)
         for node in 0..<participants { simulation.settingsOfNode[node] = host && node == 0 ? named : asking }

@@ -432,11 +432,12 @@ public enum CommandLineOptions {
                 ))
         }
         if configuration.settings.audience.role != .firstCome, configuration.relays.isEmpty {
-            let flag = configuration.settings.audience.role == .stage ? "--stage" : "--audience"
+            let stage = configuration.settings.audience.role == .stage
             return .failure(
                 UsageError(
-                    message:
-                        "\(flag) needs --relay: a viewer follows the stage through the relay's cluster (on a LAN alone every participant is on the stage)"
+                    message: stage
+                        ? "--stage needs --relay: the stage and its audience meet through the relay's cluster (on a LAN alone every participant is on the stage)"
+                        : "--audience needs --relay: a viewer follows the stage through the relay's cluster (on a LAN alone every participant is on the stage)"
                 ))
         }
         if configuration.mpvOptions.attach, configuration.mpvOptions.socketPath == nil {
