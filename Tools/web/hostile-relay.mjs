@@ -57,8 +57,10 @@ const core = await Core.load(readFileSync(wasm));
 const key = crypto.getRandomValues(new Uint8Array(32));
 function member(name) {
   const m = { name, events: [], diagnostics: [] };
+  // Named to the stage, as two that are the group from the start (by default the first would
+  // seat itself only after hearing no stage for a second or two): the attack is the point here.
   m.p = new Participant(core, {
-    relay: 'ws://fake@127.0.0.1:1', session: 'hostile', key, name, WebSocketImpl: FakeSocket,
+    relay: 'ws://fake@127.0.0.1:1', session: 'hostile', key, name, WebSocketImpl: FakeSocket, stage: true,
     onEvent: (e) => m.events.push(e),
     onDiagnostic: (text) => m.diagnostics.push(text),
     onPlayer: (c) => { if (c.op === 'load' || c.op === 'prepare') setTimeout(() => m.p.report('ready', { position: c.position }), 5); },
