@@ -44,7 +44,9 @@ extension Instance {
         heardAt: MonotonicInstant
     ) {
         // A member of the stage is never a viewer too (its commands' times are its own clock's).
-        let speaks = isSpeaker
+        // Whether this member speaks is asked only when it matters (a hello, a seat asked for): a
+        // viewer's routine heartbeat, thousands a second at a large party, does not walk the stage.
+        let speaks = (isHello || announcement.seat) && isSpeaker
         guard !audience.isViewer, source.isRelay, !membership.isKnown(sender), isHello ? speaks : true else {
             return
         }

@@ -90,8 +90,9 @@ public struct Announcement: Hashable, Sendable {
     /// The sender is a viewer (`AudienceSettings`): a stage member counts it and answers its
     /// requests, and never takes it into its table of peers.
     public var isViewer: Bool
-    /// A seat on the stage (`AudienceSettings.Role.firstCome`): on a viewer's hello, it asks for
-    /// one; on a stage member's reply to that hello, it grants one.
+    /// A seat on the stage (`AudienceSettings.Role.firstCome`): on a viewer's announcement, it asks
+    /// for one; on a stage member's answer to a viewer's hello, it grants one; on a stage member's
+    /// other announcements, it took its own seat by a grant (it ranks after the others to speak).
     public var seat: Bool
 
     public init(
