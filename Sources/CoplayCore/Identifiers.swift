@@ -220,7 +220,7 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     /// The peer this endpoint reaches through the relay, or nil for a network endpoint (or one
-    /// of the relay's two group subjects).
+    /// of the relay's shared subjects).
     public var relayPeer: PeerID? {
         address.high == Self.relayPrefix && address.low != 0 ? PeerID(address.low) : nil
     }
@@ -230,6 +230,8 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// LAN; no peer's endpoint (the relay refuses a frame whose sender claims id 0).
     public static let relayEveryone = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 2)
     public static let relayStage = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 3)
+    /// The stage's speaker alone (its subject, `RelaySeal.speakerSubject`): where a viewer's hello goes.
+    public static let relaySpeaker = Endpoint(address: IPAddress(high: relayPrefix, low: 0), port: 5)
     /// The LAN's multicast group alone, not the relay: where a command's later copies go (against
     /// a LAN's losses; the relay is TCP, and a copy there would cost every viewer of a party a
     /// frame to open and drop).

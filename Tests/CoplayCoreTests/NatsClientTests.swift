@@ -69,6 +69,38 @@ import Testing
         #expect(client.statistics.framesDropped == 1 && client.statistics.framesPublished == 1)
     }
 
+    /// Subjects that change on a live connection (a seat taken, the speaker's hellos begun and
+    /// given up) are a SUB for each one added and an UNSUB for each dropped, with no reconnection;
+    /// an id given up is used again, so the table never outgrows the subjects held at once, and a
+    /// message still on its way on a dropped subject is stray, not delivered.
+    @Test func subjectsChangedOnALiveConnection_areSubscribedAndUnsubscribedInPlace() {
+        var client = webClient(["ws://10.0.0.1:8080"])
+        _ = client.start(now: at(0))
+        _ = establish(&client, at: at(10))
+        let relay = Settings().relay
+        let seated = client.subscriptionsChanged(to: ["coplay.s.x", "s.stage", "s.speaker"], relay: relay, now: at(20))
+        #expect(sent(seated) == "SUB s.stage 2\r\nSUB s.speaker 3\r\n")
+        #expect(
+            client.received(Array("MSG s.speaker 3 1\r\nh\r\n".utf8), now: at(21))
+                == [.frame(subject: "s.speaker", payload: [0x68])])
+        let stopped = client.subscriptionsChanged(to: ["coplay.s.x", "s.stage"], relay: relay, now: at(30))
+        #expect(sent(stopped) == "UNSUB 3\r\n")
+        #expect(client.received(Array("MSG s.speaker 3 1\r\nh\r\n".utf8), now: at(31)).isEmpty, "stray")
+        #expect(sent(client.subscriptionsChanged(to: ["coplay.s.x", "s.stage"], relay: relay, now: at(32))).isEmpty)
+        for round in 0..<50 {
+            let subjects = ["coplay.s.x", "s.stage"] + (round.isMultiple(of: 2) ? ["s.speaker"] : [])
+            #expect(!sent(client.subscriptionsChanged(to: subjects, relay: relay, now: at(40))).isEmpty)
+        }
+        #expect(
+            sent(client.subscriptionsChanged(to: ["coplay.s.x", "s.stage", "s.speaker"], relay: relay, now: at(50)))
+                == "SUB s.speaker 3\r\n", "the id given up is the one used again")
+        // A connection made again subscribes to the subjects as they are, each once.
+        _ = client.reconnectNow(now: at(60))
+        _ = client.opened(now: at(60))
+        let again = sent(client.received(Array(info.utf8), now: at(70)))
+        #expect(again.contains("SUB coplay.s.x 1\r\nSUB s.stage 2\r\nSUB s.speaker 3\r\nPING"))
+    }
+
     /// A server that refuses the credentials (a stale link's token) is said to have refused
     /// them, as a state a display shows; a server that drops the connection is not.
     @Test func aRefusalOfTheCredentials_isSaid_andAClosedConnectionIsNot() {

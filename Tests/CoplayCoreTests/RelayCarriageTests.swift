@@ -99,7 +99,8 @@ import Testing
     }
 
     /// Viewers (`--audience`) hear the group's subject and their own, not the stage's; their hellos
-    /// go to the stage's subject alone; the speaker answers each one, counts them in a table that a
+    /// go to the speaker's subject alone (the stage's other members never open them), to which the
+    /// speaker subscribes as it begins to speak; the speaker answers each one, counts them in a table that a
     /// flood fills to its bound and no further, and takes none into its membership.
     @Test func viewersAreAnsweredAndCounted_neverMembers_andAFloodFillsTheTableAndNoMore() {
         var settings = Settings()
@@ -109,6 +110,9 @@ import Testing
             settings: settings, seed: 3, now: at(0), keys: [key], relayEntropy: [UInt8](repeating: 1, count: 32))
         _ = alice.start(now: at(0))
         let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        #expect(!alice.relaySubscriptions.contains(seal.speakerSubject))
+        let ticked = alice.onTick(now: at(0))
+        #expect(ticked.contains(.resubscribe) && alice.relaySubscriptions.last == seal.speakerSubject, "she speaks")
         var viewerSettings = Settings()
         viewerSettings.audience.role = .viewer
         var answered = 0
@@ -120,7 +124,7 @@ import Testing
                 relayEntropy: [UInt8](repeating: UInt8(10 + index), count: 32))
             #expect(viewer.isViewer && viewer.relaySubscriptions == seal.subscriptions(own: id, onStage: false))
             let hello = steps(viewer.start(now: at(1)), &viewer, now: at(1))
-            #expect(hello.lan.isEmpty && hello.frames.map(\.subject) == [seal.stageSubject], "to the stage alone")
+            #expect(hello.lan.isEmpty && hello.frames.map(\.subject) == [seal.speakerSubject], "to the speaker alone")
             for frame in hello.frames {
                 let out = alice.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
                 answered += steps(out, &alice, now: at(2)).frames.filter { $0.subject == seal.peerSubject(id) }.count

@@ -51,6 +51,9 @@ import Testing
             "an id kept from one session to the next is not followable")
         #expect(seal.subscriptions(own: peer) == [seal.groupSubject, seal.peerSubject(peer), seal.stageSubject])
         #expect(seal.subscriptions(own: peer, onStage: false) == [seal.groupSubject, seal.peerSubject(peer)])
+        #expect(
+            seal.subscriptions(own: peer, speaks: true)
+                == [seal.groupSubject, seal.peerSubject(peer), seal.stageSubject, seal.speakerSubject])
     }
 
     /// During a key rotation an agent with the new key and the old one below it seals with the

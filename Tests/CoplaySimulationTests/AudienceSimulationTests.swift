@@ -46,6 +46,11 @@ import Testing
             #expect(view(node) == ids([speaker]), "viewer \(node) follows the speaker alone")
         }
         #expect(simulation.nodes[speaker].instance?.viewersCounted == 6)
+        // The speaker alone hears the viewers' hellos (their subject), not the whole stage.
+        func hearsHellos(_ node: Int) -> Bool {
+            simulation.nodes[node].instance?.relaySubscriptions.contains { $0.hasSuffix(".speaker") } ?? false
+        }
+        #expect((0..<9).filter(hearsHellos) == [speaker])
 
         simulation.schedule(
             .command(node: 1, .share(Activity(url: "u", itemID: "film"), durationSeconds: 3_600, bufferSeconds: 0)),
@@ -108,6 +113,7 @@ import Testing
         let next = try #require((0..<3).first { $0 != speaker && view(3) == ids([$0]) }, "viewer 3 follows another")
         for node in 3..<9 { #expect(view(node) == ids([next]), "viewer \(node) follows the next speaker") }
         #expect(simulation.nodes[next].instance?.viewersCounted == 6)
+        #expect((0..<9).filter { $0 != speaker }.filter(hearsHellos) == [next], "the next speaker hears the hellos")
         let presser = (0..<3).first { $0 != speaker && $0 != next }!
         pressed = simulation.nowNanos
         simulation.schedule(.command(node: presser, .pause), after: .zero)

@@ -47,6 +47,9 @@ struct Audience: Sendable {
     private(set) var viewers: [PeerID: PeerRecord] = [:]
     /// Viewers not admitted because the table was full.
     private(set) var refused: Int64 = 0
+    /// This stage member spoke for the stage at its last tick, and so subscribes to the viewers'
+    /// hellos (`RelaySeal.speakerSubject`; the router tells the shell when that changes).
+    var hearsHellos = false
     /// When the speaker's next beacon is due, and when the table is next looked at for expiry.
     private(set) var nextBeaconAt: MonotonicInstant?
     private var nextExpiryAt: MonotonicInstant?

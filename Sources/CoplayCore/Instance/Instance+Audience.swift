@@ -18,7 +18,7 @@ extension Instance {
 
     /// This agent's announcement, made now (`Membership` says when): a stage member's to the group
     /// (on the relay, the stage's subject); a viewer's to its anchor alone, or, before it has one,
-    /// a hello to the stage, which its speaker answers.
+    /// a hello to the stage's speaker, which answers it.
     @inline(never) mutating func announce(isHello: Bool) {
         let announcement = announcement(isReply: false)
         guard audience.isViewer else {
@@ -27,7 +27,7 @@ extension Instance {
         if let anchor, !isHello {
             out.append(.unicast(stamp(.heartbeat(announcement)), to: anchor.endpoint))
         } else {
-            out.append(.unicast(stamp(.hello(announcement)), to: .relayStage))
+            out.append(.unicast(stamp(.hello(announcement)), to: .relaySpeaker))
         }
     }
 
@@ -137,11 +137,16 @@ extension Instance {
     }
 
     /// The speaker's beacon when due, and the table's expiry. A viewer that wants a seat and
-    /// follows nobody listens for a stage, and takes a seat itself when it heard none in time.
+    /// follows nobody listens for a stage, and takes a seat itself when it heard none in time. A
+    /// stage member that begins or stops speaking subscribes to the viewers' hellos, or leaves them.
     @inline(never) mutating func audienceTick() {
         audience.tick(now: now.monotonic)
-        // The viewers that asked while this member settled on the stage, answered now.
         let speaks = isSpeaker
+        if speaks != audience.hearsHellos {
+            audience.hearsHellos = speaks
+            out.append(.resubscribe)
+        }
+        // The viewers that asked while this member settled on the stage, answered now.
         for viewer in audience.settledAsks(now: now.monotonic)
         where speaks && audience.grantSeat(to: viewer, stageCount: membership.peers.count + 1, now: now.monotonic) {
             counters.seatsGranted += 1

@@ -173,18 +173,17 @@ public struct NatsClient: Sendable {
         return [.close, .diagnose("relay: the keys changed; subscribing again under them")] + open(now: now)
     }
 
-    /// A viewer took a seat on the stage: the subjects past those it has (the stage's) are
-    /// subscribed on the connection as it is (no frame is missed for a reconnection), with the
-    /// stage's keep-alive from now on. (New keys change the subjects: `resubscribe`.)
+    /// A viewer took a seat on the stage (the stage's subject is added), or a stage member began or
+    /// stopped speaking for it (the viewers' hellos): the subjects changed on the connection as it
+    /// is (no frame is missed for a reconnection), with the keep-alive's bounds from now on. (New
+    /// keys change every subject: `resubscribe`.)
     @inline(never) public mutating func subscriptionsChanged(
         to subjects: [String], relay: Settings.Relay, now: MonotonicInstant
     ) -> [Output] {
         settings = relay
-        var added: [String] = []
-        for index in subjects.indices where index >= self.subjects.count { added.append(subjects[index]) }
         self.subjects = subjects
         guard var session else { return [] }
-        let outputs = session.subscribe(adding: added, relay: relay)
+        let outputs = session.subscriptions(changedTo: subjects, relay: relay)
         self.session = session
         return handle(outputs, now: now)
     }

@@ -232,6 +232,7 @@ public enum NatsCommand {
     }
 
     public static func sub(_ subject: String, sid: Int) -> [UInt8] { Array("SUB \(subject) \(sid)\r\n".utf8) }
+    public static func unsub(sid: Int) -> [UInt8] { Array("UNSUB \(sid)\r\n".utf8) }
 
     public static func pub(_ subject: String, payload: [UInt8]) -> [UInt8] {
         Array("PUB \(subject) \(payload.count)\r\n".utf8) + payload + [0x0D, 0x0A]

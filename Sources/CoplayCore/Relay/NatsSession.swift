@@ -33,6 +33,8 @@ struct NatsSession {
     /// build some 20 KB of copying code.
     private var settings: Settings.Relay
     private let credentials: NatsCommand.Credentials
+    /// The subjects subscribed, by subscription id less one; empty where one was unsubscribed (its
+    /// id is used again for the next subject: the table holds no more slots than subjects at once).
     private var subjects: [String]
     private let clientName: String
     private var parser: NatsParser
@@ -70,17 +72,24 @@ struct NatsSession {
 
     var oversizedSkipped: Int { parser.oversizedSkipped }
 
-    /// More subjects, on the connection as it is (their SUBs now, or with the handshake), and the
-    /// keep-alive's bounds from now on: a viewer took a seat on the stage.
-    mutating func subscribe(adding added: [String], relay: Settings.Relay) -> [Output] {
+    /// The subjects are now `wanted`, on the connection as it is (a SUB for each new one and an
+    /// UNSUB for each dropped, now or with the handshake), and the keep-alive's bounds from now
+    /// on: a viewer took a seat on the stage, or a stage member began or stopped speaking for it.
+    /// A message already on its way on a subject dropped is counted as stray.
+    mutating func subscriptions(changedTo wanted: [String], relay: Settings.Relay) -> [Output] {
         settings = relay
-        var subs: [UInt8] = []
-        for subject in added {
-            subjects.append(subject)
-            subs += NatsCommand.sub(subject, sid: subjects.count)
+        var commands: [UInt8] = []
+        for (index, subject) in subjects.enumerated() where !subject.isEmpty && !wanted.contains(subject) {
+            subjects[index] = ""
+            commands += NatsCommand.unsub(sid: index + 1)
         }
-        guard phase == .awaitingPong || phase == .established, !subs.isEmpty else { return [] }
-        return [.send(subs)]
+        for subject in wanted where !subjects.contains(subject) {
+            let slot = subjects.firstIndex(of: "") ?? subjects.count
+            if slot == subjects.count { subjects.append(subject) } else { subjects[slot] = subject }
+            commands += NatsCommand.sub(subject, sid: slot + 1)
+        }
+        guard phase == .awaitingPong || phase == .established, !commands.isEmpty else { return [] }
+        return [.send(commands)]
     }
 
     /// The largest frame the server accepts in a PUB, once its INFO is read.
@@ -114,7 +123,9 @@ struct NatsSession {
                 }
                 self.info = info
                 var hello = NatsCommand.connect(credentials, name: clientName)
-                for (index, subject) in subjects.enumerated() { hello += NatsCommand.sub(subject, sid: index + 1) }
+                for (index, subject) in subjects.enumerated() where !subject.isEmpty {
+                    hello += NatsCommand.sub(subject, sid: index + 1)
+                }
                 hello += NatsCommand.ping
                 out.append(.send(hello))
                 phase = .awaitingPong
@@ -140,12 +151,12 @@ struct NatsSession {
                 return out + fail("the server said: \(text)", refused: refused)
             case .msg(let subject, let sid, _, let payload):
                 guard phase == .established || phase == .awaitingPong, let index = Int(sid), index >= 1,
-                    index <= subjects.count, subjects[index - 1] == subject
+                    index <= subjects.count, !subject.isEmpty, subjects[index - 1] == subject
                 else {
                     strayMessages += 1
                     continue
                 }
-                out.append(.message(subject: subjects[index - 1], payload: payload))
+                out.append(.message(subject: subject, payload: payload))
             }
         }
         return out

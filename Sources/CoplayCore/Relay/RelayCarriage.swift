@@ -23,15 +23,18 @@ public struct RelayCarriage: Sendable {
     /// The key file was read again: seal under its current key, open under all of them.
     mutating func rekey(_ keys: [[UInt8]]) { seal = RelaySeal(keys: keys, sessionName: sessionName) }
 
-    /// The group's subject and this agent's own, under each key in force, and the stage's for a
-    /// stage member.
-    func subscriptions(own: PeerID, onStage: Bool) -> [String] { seal.subscriptions(own: own, onStage: onStage) }
+    /// The group's subject and this agent's own, under each key in force, the stage's for a
+    /// stage member, and the viewers' hellos for the speaker.
+    func subscriptions(own: PeerID, onStage: Bool, speaks: Bool) -> [String] {
+        seal.subscriptions(own: own, onStage: onStage, speaks: speaks)
+    }
 
     /// The frame for a datagram on the wire (`to` nil: the whole group), and its subject. A
     /// datagram to a relay endpoint goes only to that peer's subject; one to the group goes (by
     /// the shell, on the LAN too, and here) to the stage's subject when only the stage needs it
     /// (`MessageType.isStageOnly`: membership, readiness), else to the group's, which the
-    /// audience hears too; `Endpoint.relayEveryone` and `relayStage` name those two subjects.
+    /// audience hears too; `Endpoint.relayEveryone` and `relayStage` name those two subjects, and
+    /// `relaySpeaker` the speaker's (a viewer's hello).
     mutating func frame(_ datagram: [UInt8], to destination: Endpoint?, type: MessageType)
         -> (subject: String, frame: [UInt8])?
     {
@@ -40,6 +43,7 @@ public struct RelayCarriage: Sendable {
         case nil: subject = type.isStageOnly ? seal.stageSubject : seal.groupSubject
         case Endpoint.relayEveryone?: subject = seal.groupSubject
         case Endpoint.relayStage?: subject = seal.stageSubject
+        case Endpoint.relaySpeaker?: subject = seal.speakerSubject
         case let destination?:
             guard let peer = destination.relayPeer else { return nil }
             subject = seal.peerSubject(peer)
@@ -88,9 +92,11 @@ struct NonceSource: Sendable {
 
 extension Instance {
     /// The subjects a shell with a relay subscribes to (empty without one): the group's and this
-    /// agent's own, under each key in force. They change with the keys (`onKeysChanged`).
+    /// agent's own, under each key in force, the stage's on the stage, and the viewers' hellos
+    /// while it speaks for the stage. They change with the keys (`onKeysChanged`), and when a
+    /// viewer takes a seat or a stage member begins or stops speaking (`Directive.resubscribe`).
     public var relaySubscriptions: [String] {
-        relay?.subscriptions(own: identity.id, onStage: !audience.isViewer) ?? []
+        relay?.subscriptions(own: identity.id, onStage: !audience.isViewer, speaks: audience.hearsHellos) ?? []
     }
 
     /// One message from the relay, received on `subject`: opened, and handed to the gate as a
