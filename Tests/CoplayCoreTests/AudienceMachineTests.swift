@@ -21,15 +21,65 @@ import Testing
         for id in 1...10_000 { _ = audience.heard(member(UInt64(id)), digest: VectorClock(), at: instant(0)) }
         #expect(audience.viewers.count == 100)
         #expect(audience.refused == 9_900)
-        let refreshed = audience.heard(member(1), digest: VectorClock(), at: instant(5_000))
+        var digest = VectorClock()
+        digest[member(7)] = 3
+        let refreshed = audience.heard(member(1), digest: digest, at: instant(5_000))
         let older = audience.heard(member(1, 0), digest: VectorClock(), at: instant(5_000))
         #expect(refreshed, "a known viewer is refreshed")
         #expect(!older, "not by an older incarnation")
-        audience.tick(now: instant(6_500))
-        #expect(audience.viewers.count == 1, "the silent expired, the one heard at 5 s stayed")
+        // Its clock probes keep it counted, with the digest it last told.
+        let probed = audience.probed(by: member(1), at: instant(15_000))
+        #expect(probed)
+        audience.tick(now: instant(16_500))
+        #expect(audience.viewers.count == 1, "the silent expired, the one probing stayed")
         #expect(audience.isViewer(member(1)) && !audience.isViewer(member(2)))
+        #expect(audience.viewer(PeerID(1))?.digest == digest)
         audience.left(member(1))
         #expect(audience.viewers.isEmpty)
+    }
+
+    /// A viewer heartbeats only with something to tell its anchor: the first time, a new anchor,
+    /// commands delivered since; a viewer that wants a seat asks at 2, 4, 8, 16 s and then every
+    /// 32 s, and from 2 s again of a new speaker (asked at once).
+    @Test func aViewerHeartbeatsOnlyWithSomethingToTell_andAsksForASeatLessOftenEachTime() {
+        var named = AudienceSettings()
+        named.role = .viewer
+        var viewer = Audience(settings: named, hasRelay: true)
+        let (anchor, next) = (member(1), member(2))
+        var delivered: Int64 = 0
+        let first = viewer.heartbeatDue(to: anchor, delivered: delivered, now: instant(0))
+        #expect(first, "the first")
+        var idle = 0
+        for tick in Int64(1)...20
+        where viewer.heartbeatDue(to: anchor, delivered: delivered, now: instant(tick * 2_000)) {
+            idle += 1
+        }
+        #expect(idle == 0, "nothing to tell for 40 s: no heartbeat")
+        delivered += 1
+        let afterCommand = viewer.heartbeatDue(to: anchor, delivered: delivered, now: instant(42_000))
+        #expect(afterCommand, "a command delivered")
+        let again = viewer.heartbeatDue(to: anchor, delivered: delivered, now: instant(44_000))
+        #expect(!again)
+        let newAnchor = viewer.heartbeatDue(to: next, delivered: delivered, now: instant(46_000))
+        #expect(newAnchor, "a new anchor")
+
+        var asking = AudienceSettings()
+        asking.role = .firstCome
+        var waiting = Audience(settings: asking, hasRelay: true)
+        var asked: [Int64] = []
+        for second in stride(from: Int64(0), through: 120, by: 2)
+        where waiting.heartbeatDue(to: anchor, delivered: 0, now: instant(second * 1_000)) {
+            asked.append(second)
+        }
+        #expect(asked == [0, 2, 6, 14, 30, 62, 94], "backed off to every 32 s")
+        let asks = waiting.asksForSeat(of: next)
+        #expect(asks)
+        let atOnce = waiting.heartbeatDue(to: next, delivered: 0, now: instant(121_000))
+        #expect(atOnce, "a new speaker, at once")
+        let tooSoon = waiting.heartbeatDue(to: next, delivered: 0, now: instant(122_000))
+        #expect(!tooSoon)
+        let fromTwo = waiting.heartbeatDue(to: next, delivered: 0, now: instant(123_000))
+        #expect(fromTwo, "then from 2 s")
     }
 
     /// Every stage member works out the same speaker from the same peers: one named (or seated by

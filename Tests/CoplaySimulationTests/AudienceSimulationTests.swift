@@ -107,6 +107,13 @@ import Testing
             #expect(heartbeats(node) - heartbeatsBefore[index] <= 1, "viewer \(node) answered commands with heartbeats")
         }
 
+        // Idle, a viewer has nothing to tell its anchor (the commands' digest told once): it sends
+        // no heartbeat, and its clock probes keep it counted, past three times `viewerExpiry`.
+        runWithoutLivelock(&simulation, for: .seconds(3))
+        let idleFrom = (3..<9).map(heartbeats)
+        runWithoutLivelock(&simulation, for: .seconds(50))
+        #expect((3..<9).map(heartbeats) == idleFrom, "idle viewers heartbeat")
+        #expect(simulation.nodes[speaker].instance?.viewersCounted == 6, "counted by their probes")
         runWithoutLivelock(&simulation, for: .seconds(2))
         simulation.schedule(.crash(node: speaker), after: .zero)
         runWithoutLivelock(&simulation, for: .seconds(6))

@@ -30,6 +30,12 @@ struct Audience: Sendable {
     private(set) var seatAt: MonotonicInstant?
     /// The speaker this viewer last asked for a seat outside its heartbeats (`asksForSeat`).
     private var askedSeatOf: Member?
+    /// What this viewer last told its anchor in a heartbeat (the anchor, and how many commands it
+    /// had delivered then), and when it asks for a seat next, and after how long the time after
+    /// (`heartbeatDue`).
+    private var told: (anchor: Member, delivered: Int64)?
+    private var seatAskAt: MonotonicInstant?
+    private var seatAskInterval: Duration = .zero
     /// This member joined the stage a moment ago: it grants no seat before then
     /// (`AudienceSettings.seatSettle`); the viewers that asked meanwhile (at most `stageSeats`),
     /// answered then rather than at their next heartbeat, 2 s away.
@@ -77,7 +83,24 @@ struct Audience: Sendable {
     mutating func asksForSeat(of speaker: Member) -> Bool {
         guard askedSeatOf != speaker else { return false }
         askedSeatOf = speaker
+        seatAskAt = nil
         return true
+    }
+
+    /// Whether this viewer's heartbeat to `anchor` is worth sending now, `delivered` commands
+    /// delivered here so far: it asks for a seat (when its backoff has run,
+    /// `AudienceSettings.seatAskIntervalMax`), it follows a new anchor, or it has delivered commands
+    /// since it last told its anchor (its digest is new). Otherwise its clock probes keep it counted.
+    mutating func heartbeatDue(to anchor: Member, delivered: Int64, now: MonotonicInstant) -> Bool {
+        var due = told.map { $0.anchor != anchor || $0.delivered != delivered } ?? true
+        if wantsSeat, seatAskAt.map({ now >= $0 }) ?? true {
+            seatAskInterval =
+                seatAskAt == nil ? .seconds(2) : min(seatAskInterval * 2, AudienceSettings.seatAskIntervalMax)
+            seatAskAt = now + seatAskInterval
+            due = true
+        }
+        if due { told = (anchor, delivered) }
+        return due
     }
 
     /// The viewer takes its seat (granted, or its own when it heard no stage): from now on it is
@@ -174,6 +197,13 @@ struct Audience: Sendable {
             return true
         }
         return false
+    }
+
+    /// A viewer's clock probe, heard by a stage member: it is still watching. One in the table is
+    /// kept with the digest it last told; one that is not (it follows this member since the last
+    /// speaker went, and had nothing to tell) comes in as it would by a heartbeat.
+    mutating func probed(by member: Member, at now: MonotonicInstant) -> Bool {
+        heard(member, digest: viewers[member.id]?.digest ?? VectorClock(), at: now)
     }
 
     /// A viewer's announcement, heard by a stage member: kept (or refreshed) in the table.

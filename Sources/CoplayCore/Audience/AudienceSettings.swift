@@ -57,11 +57,22 @@ public struct AudienceSettings: Sendable, Equatable {
     /// it is alive. One frame of 128 to 256 bytes a second to each viewer: within the 300 B/s
     /// a viewer may cost each way, with its clock probes.
     public var beaconInterval: Duration = .seconds(1)
-    /// How often a viewer tells its anchor it is still watching (its heartbeat, unicast): one
-    /// frame every 2 s, so that the speaker's table of viewers costs it N/2 frames a second.
+    /// How often a viewer's membership looks whether it has something to tell its anchor (a
+    /// heartbeat, unicast): a seat to ask for, a new anchor, or commands delivered since it last
+    /// told it (its digest). With nothing to tell, it sends nothing: its anchor counts it by the
+    /// clock probes it sends anyway (`viewerProbeInterval`). A heartbeat every 2 s from every
+    /// viewer was the speaker's table's whole cost, N/2 frames a second into one connection (5,000
+    /// among 10,000 simulated, half of each viewer's bytes out).
     public var viewerHeartbeatInterval: Duration = .seconds(2)
-    /// A viewer not heard for this long (three heartbeats) leaves the stage member's table.
-    public var viewerExpiry: Duration = .seconds(6)
+    /// A viewer not heard for this long (by a probe or a heartbeat) leaves the stage member's
+    /// table: three probe intervals and a second, so that a viewer is counted while one probe in
+    /// two is late, and a crashed one is uncounted within 16 s (a viewer that leaves says so).
+    public var viewerExpiry: Duration = .seconds(16)
+    /// A viewer refused a seat asks again after 2 s, then after twice as long each time, up to
+    /// this: the thousands a party's stage refused ask some tens of times a second between them
+    /// (not N/2), and a seat that comes free is still asked for within a second or so. Asked at
+    /// once, and from 2 s again, of each new speaker. A constant (`seatWait`'s reason).
+    static let seatAskIntervalMax: Duration = .seconds(32)
     /// A viewer's silences for its anchor, which beacons once a second (not the stage's 500 ms):
     /// suspected after two beacons missed and a half, gone after three and a half; then the
     /// viewer follows the next speaker (whose beacon it hears meanwhile).

@@ -17,7 +17,8 @@ extension Instance {
     }
 
     /// This agent's announcement, made now (`Membership` says when): a stage member's to the group
-    /// (on the relay, the stage's subject); a viewer's to its anchor alone, or, before it has one,
+    /// (on the relay, the stage's subject); a viewer's to its anchor alone when it has something to
+    /// tell it (`Audience.heartbeatDue`: its probes keep it counted), or, before it has an anchor,
     /// a hello to the stage's speaker, which answers it.
     @inline(never) mutating func announce(isHello: Bool) {
         let announcement = announcement(isReply: false)
@@ -25,6 +26,10 @@ extension Instance {
             return out.append(.multicast(stamp(isHello ? .hello(announcement) : .heartbeat(announcement))))
         }
         if let anchor, !isHello {
+            guard audience.heartbeatDue(to: anchor.member, delivered: counters.commandsDelivered, now: now.monotonic)
+            else {
+                return
+            }
             out.append(.unicast(stamp(.heartbeat(announcement)), to: anchor.endpoint))
         } else {
             out.append(.unicast(stamp(.hello(announcement)), to: .relaySpeaker))

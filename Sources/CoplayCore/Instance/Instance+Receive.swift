@@ -99,6 +99,12 @@ extension Instance {
 
     private mutating func onProbe(_ probe: ClockProbe, _ from: Received) {
         membership.admittedUs(from.sender)
+        // A viewer's probes to its anchor keep it counted (it heartbeats only with something to tell).
+        if relay != nil, !audience.isViewer, from.source.isRelay, !membership.isKnown(from.sender),
+            !audience.probed(by: from.sender, at: from.heardAt)
+        {
+            counters.viewersRefused += 1
+        }
         let reply = clockSync.reply(to: probe, receivedAt: from.receivedAt, now: now)
         out.append(.unicast(stamp(.probeReply(reply)), to: from.source))
     }
