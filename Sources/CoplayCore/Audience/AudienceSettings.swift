@@ -65,13 +65,14 @@ public struct AudienceSettings: Sendable, Equatable {
     /// among 10,000 simulated, half of each viewer's bytes out).
     public var viewerHeartbeatInterval: Duration = .seconds(2)
     /// A viewer not heard for this long (by a probe or a heartbeat) leaves the stage member's
-    /// table: three probe intervals and a second, so that a viewer is counted while one probe in
-    /// two is late, and a crashed one is uncounted within 16 s (a viewer that leaves says so).
+    /// table: three probe intervals and a second, so that a viewer stays counted when two probes
+    /// in a row come late, and a crashed one is uncounted within 16 s (one that leaves says so).
     public var viewerExpiry: Duration = .seconds(16)
     /// A viewer refused a seat asks again after 2 s, then after twice as long each time, up to
-    /// this: the thousands a party's stage refused ask some tens of times a second between them
-    /// (not N/2), and a seat that comes free is still asked for within a second or so. Asked at
-    /// once, and from 2 s again, of each new speaker. A constant (`seatWait`'s reason).
+    /// this: those a party's stage refused ask N/32 times a second between them (some 30 among
+    /// 1,000), not N/2, and a seat that comes free among a thousand waiting is asked for within a
+    /// second or so. Asked at once, and from 2 s again, of each new speaker. A constant
+    /// (`seatWait`'s reason).
     static let seatAskIntervalMax: Duration = .seconds(32)
     /// A viewer's silences for its anchor, which beacons once a second (not the stage's 500 ms):
     /// suspected after two beacons missed and a half, gone after three and a half; then the
