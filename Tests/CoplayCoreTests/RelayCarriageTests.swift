@@ -135,6 +135,34 @@ import Testing
         #expect(alice.peers.isEmpty, "no viewer is a member")
     }
 
+    /// Two stage members that started alone each speak, and so hear the viewers' hellos; once each
+    /// has the other, the one that ranks second stops speaking and leaves that subject (its shell
+    /// told to subscribe again), so that one stage member alone opens a viewer's join.
+    @Test func aStageMemberThatFindsAnEarlierOne_stopsHearingTheViewersHellos() {
+        var alice = agent(aliceID, "alice", entropy: 1)
+        var bob = agent(bobID, "bob", entropy: 2)
+        let speaker = RelaySeal(keys: [key], sessionName: "movie night").speakerSubject
+        let aliceHello = steps(alice.start(now: at(0)), &alice, now: at(0)).frames
+        let bobHello = steps(bob.start(now: at(0)), &bob, now: at(0)).frames
+        _ = alice.onTick(now: at(1))
+        _ = bob.onTick(now: at(1))
+        #expect(
+            alice.relaySubscriptions.contains(speaker) && bob.relaySubscriptions.contains(speaker), "alone, each speaks"
+        )
+        for frame in aliceHello {
+            _ = bob.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
+        }
+        for frame in bobHello {
+            _ = alice.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
+        }
+        #expect(alice.isPeer(bobID) && bob.isPeer(aliceID))
+        let aliceTick = alice.onTick(now: at(3))
+        let bobTick = bob.onTick(now: at(3))
+        let hearing = [alice, bob].filter { $0.relaySubscriptions.contains(speaker) }
+        #expect(hearing.count == 1, "one speaker hears the viewers' hellos")
+        #expect(aliceTick.contains(.resubscribe) != bobTick.contains(.resubscribe), "the other was told to leave them")
+    }
+
     /// A member of the stage is never a viewer too: bob, a peer, announcing himself with the viewer
     /// bit is neither counted nor let go (as a viewer his commands' times would read as alice's).
     @Test func aStageMemberClaimingToBeAViewer_isIgnored() {

@@ -2,16 +2,17 @@
 /// members, and an audience that follows it (`AudienceSettings`). This machine is both sides'
 /// part that the other machines do not already do:
 ///
-/// - On the stage, the *speaker* (the member that joined first, by incarnation and then id, as
-///   every stage member works it out from its own table) puts a beacon (its heartbeat) on the
-///   group's subject once a second, answers a viewer's hello, keeps the table of viewers (for
-///   the count, and so that a viewer may ask for repair and state), and carries the other stage
-///   members' commands to the audience with their times on its own clock: a viewer needs the
-///   offset to its anchor alone, never to the whole stage.
+/// - On the stage, the *speaker* (the first by `rank`, as every stage member works it out from
+///   its own table) puts a beacon (its heartbeat) on the group's subject once a second, answers a
+///   viewer's hello (on the speaker's own subject), grants the stage's free seats, keeps the table
+///   of viewers (for the count, and so that a viewer may ask for repair and state), and carries
+///   the other stage members' commands to the audience with their times on its own clock: a
+///   viewer needs the offset to its anchor alone, never to the whole stage.
 /// - A viewer is a member of nobody's table but its own: the speakers whose beacons or answers it
-///   heard are its peers (one, two while the speaker changes), and the earliest of them is its
-///   anchor, to which alone it heartbeats. It never sends `ready` and never decides a start: the
-///   stage does not wait for its audience.
+///   heard are its peers (one, two while the speaker changes), and the first of them by `rank` is
+///   its anchor, to which alone it speaks: its clock probes, which count it there, and a heartbeat
+///   only when it has something to tell (`heartbeatDue`). It never sends `ready` and never
+///   decides a start: the stage does not wait for its audience.
 ///
 /// Its inputs are facts the router has (who the peers are, a viewer's announcement); its outputs
 /// are decisions the router carries out.
@@ -166,18 +167,18 @@ struct Audience: Sendable {
     /// for a moment while one joins or leaves (then two speak, which costs a duplicate beacon,
     /// nothing more).
     static func speaker(own: Member, ownSeated: Bool, peers: some Sequence<PeerRecord>) -> Member {
-        var best = (own, rank(own, seated: ownSeated))
-        for peer in peers {
-            let ranked = rank(peer.member, seated: peer.seated)
-            if ranked < best.1 { best = (peer.member, ranked) }
-        }
-        return best.0
+        first(among: peers, own: (own, rank(own, seated: ownSeated))) ?? own
     }
 
     /// A viewer's anchor: the first by `rank` of the speakers it hears (its peers), nil before it
     /// heard any.
-    static func anchor(among peers: some Sequence<PeerRecord>) -> Member? {
-        var best: (Member, (Int, Incarnation, PeerID))?
+    static func anchor(among peers: some Sequence<PeerRecord>) -> Member? { first(among: peers, own: nil) }
+
+    /// The first by `rank` of `peers` and `own` (with its rank, when there is one).
+    private static func first(among peers: some Sequence<PeerRecord>, own: (Member, (Int, Incarnation, PeerID))?)
+        -> Member?
+    {
+        var best = own
         for peer in peers {
             let ranked = rank(peer.member, seated: peer.seated)
             if best.map({ ranked < $0.1 }) ?? true { best = (peer.member, ranked) }
@@ -200,10 +201,13 @@ struct Audience: Sendable {
     }
 
     /// A viewer's clock probe, heard by a stage member: it is still watching. One in the table is
-    /// kept with the digest it last told; one that is not (it follows this member since the last
-    /// speaker went, and had nothing to tell) comes in as it would by a heartbeat.
+    /// refreshed in place, with the digest it last told (a probe every 5 s from each viewer: at
+    /// 10,000, 2,000 a second at the speaker); one that is not (it follows this member since the
+    /// last speaker went, and had nothing to tell) comes in as it would by a heartbeat.
     mutating func probed(by member: Member, at now: MonotonicInstant) -> Bool {
-        heard(member, digest: viewers[member.id]?.digest ?? VectorClock(), at: now)
+        guard viewers[member.id]?.member == member else { return heard(member, digest: VectorClock(), at: now) }
+        viewers[member.id]?.lastHeard = now
+        return true
     }
 
     /// A viewer's announcement, heard by a stage member: kept (or refreshed) in the table.
