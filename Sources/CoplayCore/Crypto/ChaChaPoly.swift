@@ -140,19 +140,20 @@ public enum Poly1305 {
 
         var offset = 0
         while offset < message.count {
-            var block = [UInt8](repeating: 0, count: 17)
+            // The block's bytes, read in place: a short last block is padded with a 1 byte and then
+            // zeros (the 2^(8·count) bit); a full one has that bit as its 129th (byte 16).
             let count = min(16, message.count - offset)
-            for index in 0..<count { block[index] = message[offset + index] }
-            block[count] = 1  // the 2^(8·count) bit: a full block's 129th bit, or a short one's
+            @inline(__always) func byte(_ at: Int) -> UInt64 {
+                at < count ? UInt64(message[offset + at]) : at == count ? 1 : 0
+            }
             @inline(__always) func b32(_ at: Int) -> UInt64 {
-                UInt64(block[at]) | UInt64(block[at + 1]) << 8 | UInt64(block[at + 2]) << 16
-                    | UInt64(block[at + 3]) << 24
+                byte(at) | byte(at + 1) << 8 | byte(at + 2) << 16 | byte(at + 3) << 24
             }
             h0 += b32(0) & 0x3ff_ffff
             h1 += (b32(3) >> 2) & 0x3ff_ffff
             h2 += (b32(6) >> 4) & 0x3ff_ffff
             h3 += (b32(9) >> 6) & 0x3ff_ffff
-            h4 += (b32(12) >> 8) | UInt64(block[16]) << 24
+            h4 += (b32(12) >> 8) | byte(16) << 24
             let d0 = h0 * r0 + h1 * s4 + h2 * s3 + h3 * s2 + h4 * s1
             var d1 = h0 * r1 + h1 * r0 + h2 * s4 + h3 * s3 + h4 * s2
             var d2 = h0 * r2 + h1 * r1 + h2 * r0 + h3 * s4 + h4 * s3
