@@ -5,8 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Core, Participant } from '../../Sources/CoplayWeb/Page/participant.mjs';
+import { LeanWebSocket } from './lean-websocket.mjs';
 
-const { wasm, names, relays, key, viewers = false, seats = false } = workerData;
+const { wasm, names, relays, key, viewers = false, seats = false, builtinWebSocket = false } = workerData;
+const WebSocketImpl = builtinWebSocket ? globalThis.WebSocket : LeanWebSocket;
 const core = await Core.load(readFileSync(wasm));
 const participants = new Map();
 const measured = new Set(['activity', 'playing', 'paused', 'time-jumped']);
@@ -19,7 +21,7 @@ function report(m) {
 }
 function join(name) {
   const p = new Participant(core, {
-    relay: relays[name], session: 'crowd', key, name, viewer: viewers && !seats, stage: !viewers,
+    relay: relays[name], session: 'crowd', key, name, viewer: viewers && !seats, stage: !viewers, WebSocketImpl,
     onEvent: (e) => {
       if (measured.has(e.event)) {
         report({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });

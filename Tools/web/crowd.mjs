@@ -28,6 +28,7 @@ import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
 const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1', audienceText = '0', stageText = '2', media] =
   process.argv.slice(2);
+const builtinWebSocket = process.env.CROWD_WEBSOCKET === 'builtin';
 const stageCount = Math.min(8, Math.max(2, Number(stageText) || 2));
 const seats = audienceText === '2';
 const viewers = audienceText === '1' || seats;
@@ -96,7 +97,7 @@ for (let t = 0; t < threads; t++) {
   for (let i = t; i < count; i += threads) names.push(`web${i}`);
   const relays = Object.fromEntries(names.map((n) => [n, relayOf(Number(n.slice(3)))]));
   relays.late = relayOf(count);
-  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers, seats } });
+  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers, seats, builtinWebSocket } });
   worker.on('message', (m) => {
     if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
     else for (const { name, event } of m.events) byName.get(name)?.events.push(event);
