@@ -12,7 +12,7 @@ local coplay = Proto("coplay", "coplay playback sync")
 
 local message_types = {
     [0x01] = "hello", [0x02] = "heartbeat", [0x03] = "leave", [0x04] = "probe", [0x05] = "probe-reply",
-    [0x06] = "peer-list",
+    [0x06] = "peer-list", [0x07] = "audience",
     [0x10] = "command", [0x11] = "nack", [0x12] = "ready", [0x13] = "end", [0x14] = "unreliable-message",
     [0x15] = "state-request", [0x16] = "state",
 }
@@ -81,6 +81,8 @@ f.peer_count = ProtoField.uint8("coplay.peers.count", "Peers")
 f.peer_address = ProtoField.ipv4("coplay.peers.address", "Peer address")
 f.peer_address6 = ProtoField.ipv6("coplay.peers.address6", "Peer address (IPv6)")
 f.peer_port = ProtoField.uint16("coplay.peers.port", "Peer port")
+f.audience_viewers = ProtoField.uint32("coplay.audience.viewers", "Viewers of its own")
+f.audience_total = ProtoField.uint32("coplay.audience.total", "Audience")
 f.nack_from = ProtoField.uint32("coplay.nack.from", "From")
 f.nack_to = ProtoField.uint32("coplay.nack.to", "To")
 f.end_reason = ProtoField.string("coplay.end.reason", "End reason")
@@ -422,6 +424,11 @@ local function payload(kind, r, tree)
             if port:uint() == 0 then error("peer list entry with port 0") end
             tree:add(f.peer_port, port)
         end
+    elseif kind == 0x07 then
+        local viewers, total = r.take(4), r.take(4)
+        if viewers:uint() > total:uint() then error("an audience smaller than the sender's own viewers") end
+        tree:add(f.audience_viewers, viewers)
+        tree:add(f.audience_total, total)
     elseif kind == 0x10 then
         local flags = r.take(1)
         if bit.band(flags:uint(), 0xFE) ~= 0 then error("reserved command flags") end

@@ -28,6 +28,10 @@ public enum PartyScale {
         public var viewerBytesOut: (mean: Double, max: Double)?
         public var stageBytesIn: Double?
         public var stageBytesOut: Double?
+        /// With a stage, at the idle window's end: how many watch as each participant knows it
+        /// (the stage's summaries, `AudienceSummary`), least and most, how many knew nothing
+        /// yet, and the viewers there are.
+        public var watching: (least: Int, most: Int, unknown: Int, viewers: Int)?
         /// A pause pressed on participant 0 → each other participant paused, ms; and how many
         /// never paused within 3 s.
         public var pause: [Double]
@@ -123,6 +127,12 @@ public enum PartyScale {
             return (rates.reduce(0, +) / Double(rates.count), rates.max() ?? 0)
         }
         let viewers = stageCount..<participants
+        let counts = simulation.nodes.map { $0.instance?.watching }
+        let known = counts.compactMap { $0 }
+        let watching =
+            stage == nil
+            ? nil
+            : (known.min() ?? 0, known.max() ?? 0, counts.count - known.count, viewers.count)
         // With a stage: its speaker crashes while the group plays. How long until each other stage
         // member gives it up, and where every player is 4 s later (the audience keeps its time).
         var crashNoticed: [Double] = []
@@ -175,7 +185,8 @@ public enum PartyScale {
             viewerBytesOut: perSecond(viewers, \.bytesPublishedBy),
             stageBytesIn: stage == nil ? nil : perSecond(0..<stageCount, \.bytesDeliveredTo)?.mean,
             stageBytesOut: stage == nil ? nil : perSecond(0..<stageCount, \.bytesPublishedBy)?.mean,
-            pause: delays.sorted(), pauseLost: lost, syncErrors: syncErrors, crashNoticed: crashNoticed.sorted(),
+            watching: watching, pause: delays.sorted(), pauseLost: lost, syncErrors: syncErrors,
+            crashNoticed: crashNoticed.sorted(),
             syncAfterCrash: syncAfterCrash,
             idleReceivedByType: receivedAfter.map { type, count in
                 (type.description, Double(count - (receivedBefore[type] ?? 0)) / seconds)

@@ -27,6 +27,8 @@
     json.number("nudgePercent", status.correction.nudge * 100, decimals: 3)
     json.number("errorMs", status.correction.sampleError.map { $0 * 1000 })
     json.raw("peers", JSONObject.array(participant.instance.peerInfos(now: now.monotonic).map(EventRecord.peer)))
+    // A party's audience, as the stage's summaries count it (null off the relay, or not heard yet).
+    json.number("watching", participant.instance.watching.map(Double.init), decimals: 0)
     if let follower = participant.follower {
         // How the page's player is steered: by its rate, or by skips (the rate found not to steer,
         // or forced), and how many skips it has made.

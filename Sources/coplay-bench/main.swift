@@ -483,6 +483,13 @@ if kind == "party-scale" {
                         + " \(rate(viewerOut.mean)) B/s out (most \(rate(viewerOut.max))); per stage member"
                         + " \(rate(figures.stageBytesIn ?? 0)) B/s in, \(rate(figures.stageBytesOut ?? 0)) B/s out")
             }
+            if let watching = figures.watching {
+                print(
+                    "    how many watch, as each participant knows it: \(watching.least)"
+                        + (watching.most == watching.least ? "" : " to \(watching.most)")
+                        + " (\(watching.viewers) viewers)"
+                        + (watching.unknown > 0 ? ", not known yet at \(watching.unknown)" : ", at every participant"))
+            }
             print(
                 "    idle datagrams received a second, the whole group: "
                     + figures.idleReceivedByType.map { "\($0.type) \(rate($0.perSecond))" }.joined(separator: ", "))

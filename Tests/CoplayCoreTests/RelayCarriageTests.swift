@@ -188,6 +188,46 @@ import Testing
         #expect(alice.isPeer(bobID), "and stays a member")
     }
 
+    /// A summary of the audience counts only from a member of the stage: one from a key holder
+    /// that is not (a viewer, a stranger) is dropped and counted, however many it claims; bob's
+    /// counts toward alice's total. Alone, alice speaks, and her own goes to the group's subject.
+    @Test func anAudienceSummary_countsOnlyFromAStageMember() {
+        var alice = agent(aliceID, "alice", entropy: 1)
+        var bob = agent(bobID, "bob", entropy: 2)
+        let aliceFrames =
+            steps(alice.start(now: at(0)), &alice, now: at(0)).frames
+            + steps(alice.onTick(now: at(0.5)), &alice, now: at(0.5)).frames
+        let seal = RelaySeal(keys: [key], sessionName: "movie night")
+        let summaries = aliceFrames.filter { frame in
+            seal.open(frame.frame, subject: frame.subject).flatMap { try? WireFormat.decode($0) }.map {
+                if case .audience = $0.payload { true } else { false }
+            } ?? false
+        }
+        #expect(summaries.map(\.subject) == [seal.groupSubject], "the speaker's summary, to everyone")
+        #expect(alice.watching == 0)
+        for frame in steps(bob.start(now: at(1)), &bob, now: at(1)).frames {
+            _ = alice.onRelayFrame(frame.frame, subject: frame.subject, receivedAt: at(2), now: at(2))
+        }
+        #expect(alice.isPeer(bobID))
+        func summary(from sender: Member, _ viewers: UInt32, sequence: UInt8, encode: (Datagram) -> [UInt8]) -> [UInt8]
+        {
+            let datagram = Datagram(
+                session: bob.session, sender: sender, sequence: UInt32(sequence),
+                payload: .audience(AudienceSummary(viewers: viewers, audience: viewers)))
+            return seal.seal(
+                encode(datagram), subject: seal.stageSubject, nonce: [UInt8](repeating: sequence, count: 12))
+        }
+        let stranger = Member(id: PeerID(0xBAD), incarnation: Incarnation(1))
+        let dropsBefore = alice.counters.drops[.unknownSender] ?? 0
+        let forged = summary(from: stranger, 4_000_000, sequence: 60) { bob.encode($0, at: at(3)) }
+        _ = alice.onRelayFrame(forged, subject: seal.stageSubject, receivedAt: at(3), now: at(3))
+        #expect(alice.counters.drops[.unknownSender] == dropsBefore + 1, "dropped and counted")
+        #expect(alice.watching == 0, "a stranger's count counts nothing")
+        let bobs = summary(from: bob.member, 7, sequence: 61) { bob.encode($0, at: at(3)) }
+        _ = alice.onRelayFrame(bobs, subject: seal.stageSubject, receivedAt: at(3), now: at(3))
+        #expect(alice.watching == 7, "bob's seven viewers")
+    }
+
     @Test func nonceSourcesNeverRepeat_andDifferByEntropy() {
         var first = NonceSource(entropy: [UInt8](repeating: 1, count: 32))
         var second = NonceSource(entropy: [UInt8](repeating: 2, count: 32))

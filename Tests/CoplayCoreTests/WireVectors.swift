@@ -368,6 +368,13 @@ enum WireVectors {
                 session: session, sender: sender, sequence: 4,
                 payload: .hello(Announcement(isReply: true, unicastPort: 40_001, name: "alice", seat: true)))
         ),
+        (
+            // A stage member's count: 412 viewers of its own, 998 in the audience it knows of.
+            "audience",
+            Datagram(
+                session: session, sender: sender, sequence: 5,
+                payload: .audience(AudienceSummary(viewers: 412, audience: 998)))
+        ),
     ]
 
     /// The state vector with `mutate` applied to its bytes.
@@ -456,6 +463,14 @@ enum WireVectors {
                 .malformedPayload
             ),
             ("command-unknown-operation", commandPlay { $0[$0.count - 25] = 0x63 }, .malformedPayload),
+            (
+                "audience-fewer-than-its-own",
+                {
+                    var summary = WireFormat.encode(valid.first { $0.name == "audience" }!.datagram)
+                    summary[summary.count - 2] = 0  // the audience, 998 → 230, under its 412 own
+                    return summary
+                }(), .malformedPayload
+            ),
             (
                 "command-subnormal-rate",  // 5e-324: once a trap in "when does it reach the end"
                 commandPlay { $0.replaceSubrange($0.count - 24..<$0.count - 16, with: [0, 0, 0, 0, 0, 0, 0, 1]) },

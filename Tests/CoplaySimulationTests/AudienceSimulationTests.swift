@@ -114,6 +114,10 @@ import Testing
         runWithoutLivelock(&simulation, for: .seconds(50))
         #expect((3..<9).map(heartbeats) == idleFrom, "idle viewers heartbeat")
         #expect(simulation.nodes[speaker].instance?.viewersCounted == 6, "counted by their probes")
+        // Everyone knows how many watch: the stage from the speaker's summary, each viewer from
+        // its anchor's.
+        func watching(_ nodes: [Int]) -> [Int?] { nodes.map { simulation.nodes[$0].instance?.watching } }
+        #expect(watching(Array(0..<9)) == Array(repeating: 6, count: 9), "\(watching(Array(0..<9)))")
         runWithoutLivelock(&simulation, for: .seconds(2))
         simulation.schedule(.crash(node: speaker), after: .zero)
         runWithoutLivelock(&simulation, for: .seconds(6))
@@ -128,6 +132,10 @@ import Testing
         #expect(
             pauses(after: pressed) == (0..<9).filter { $0 != speaker },
             "after the crash a pause from a stage member that does not speak still reaches every viewer")
+        // The next speaker's count replaces the crashed one's (no longer a member): six still.
+        runWithoutLivelock(&simulation, for: .seconds(6))
+        let alive = (0..<9).filter { $0 != speaker }
+        #expect(watching(alive) == Array(repeating: 6, count: 8), "after the crash: \(watching(alive))")
     }
 
     /// A viewer with nothing to wake it but its own heartbeat (its clock probes rare) ticks only

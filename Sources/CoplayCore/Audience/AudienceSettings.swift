@@ -109,6 +109,16 @@ public struct AudienceSettings: Sendable, Equatable {
     /// (`Counters.viewersRefused`); it is still answered and follows, uncounted, but may not ask
     /// this stage member for repair or the state. A flood of invented viewers fills it and no more.
     public var viewersMax = 16_384
+    /// How often the stage's speaker tells everyone how many viewers it counts (`AudienceSummary`;
+    /// every viewer follows the speaker, so its table is the audience). One frame per interval,
+    /// not one per viewer: N/5 deliveries a second and some 32 B/s into each viewer, sealed and
+    /// framed (`coplay-bench party-scale`), for a count that follows the audience within the 16 s
+    /// a gone viewer takes to expire anyway. A constant (`seatWait`'s reason).
+    static let summaryInterval: Duration = .seconds(5)
+    /// A summary not renewed for this long (two intervals and a half: one lost or late is
+    /// forgiven) no longer counts; one from a member that left the stage counts no longer than
+    /// its leaving takes to notice.
+    static let summaryExpiry: Duration = .milliseconds(12_500)
     /// A stage member on the relay gives a suspected peer up this long after its suspicion,
     /// however large the stage (`Settings.suspicionGapUnscaled`), not after a gap that grows with
     /// it: the relay (TCP to a server that drops no frame) loses no heartbeat, and its probes

@@ -267,8 +267,11 @@ public struct AudienceStatus: Hashable, Sendable {
     public var isViewer = false
     public var speaks = false
     public var viewers = 0
-    public init(isViewer: Bool = false, speaks: Bool = false, viewers: Int = 0) {
-        (self.isViewer, self.speaks, self.viewers) = (isViewer, speaks, viewers)
+    /// How many watch the party (`Instance.watching`): nil off the relay, or for a viewer that has
+    /// heard no summary lately.
+    public var watching: Int?
+    public init(isViewer: Bool = false, speaks: Bool = false, viewers: Int = 0, watching: Int? = nil) {
+        (self.isViewer, self.speaks, self.viewers, self.watching) = (isViewer, speaks, viewers, watching)
     }
 }
 

@@ -301,6 +301,7 @@ public enum EventRecord {
         audience.string("role", report.audience.isViewer ? "viewer" : "stage")
         audience.bool("speaks", report.audience.speaks)
         audience.int("viewers", Int64(report.audience.viewers))
+        audience.number("watching", report.audience.watching.map(Double.init), decimals: 0)
         audience.int("viewersRefused", report.counters.viewersRefused)
         audience.int("commandsCarried", report.counters.commandsCarried)
         audience.int("seatsGranted", report.counters.seatsGranted)

@@ -168,8 +168,30 @@ extension Instance {
                 }
             }
         }
-        if audience.beaconDue(isSpeaker: isSpeaker, now: now.monotonic) {
+        if audience.beaconDue(isSpeaker: speaks, now: now.monotonic) {
             out.append(.unicast(stamp(.heartbeat(announcement(isReply: false))), to: .relayEveryone))
         }
+        if relay != nil, audience.summaryDue(isSpeaker: speaks, now: now.monotonic) {
+            let summary = audience.summary(now: now.monotonic, isMember: membership.isKnown)
+            out.append(.unicast(stamp(.audience(summary)), to: .relayEveryone))
+        }
+    }
+
+    /// The speaker's summary of the audience (`AudienceSummary`; the gate admits members' alone):
+    /// a stage member keeps the sender's count toward the total; a viewer keeps its anchor's
+    /// total, and no other's (a speaker it followed before says its own view).
+    @inline(never) mutating func onAudienceSummary(
+        _ summary: AudienceSummary, from sender: Member, at heardAt: MonotonicInstant
+    ) {
+        guard !audience.isViewer || anchor?.member == sender else { return }
+        audience.heardSummary(summary, from: sender, at: heardAt)
+    }
+
+    /// How many watch the party, as this participant knows it (`Audience.watching`).
+    public var watching: Int? { watchingNow() }
+
+    @inline(never) private func watchingNow() -> Int? {
+        guard relay != nil else { return nil }
+        return audience.watching(now: now.monotonic, speaks: isSpeaker, isMember: membership.isKnown)
     }
 }

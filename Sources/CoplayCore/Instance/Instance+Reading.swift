@@ -61,7 +61,8 @@ extension Instance {
             counters: counters, activity: playback.sharedActivity, playerKind: identity.playerKind,
             correction: playback.correction, interstitial: playback.interstitials.playing?.interstitial.id,
             liveEdge: player.live?.dates.upperBound)
-        report.audience = AudienceStatus(isViewer: isViewer, speaks: isSpeaker, viewers: viewersCounted)
+        report.audience = AudienceStatus(
+            isViewer: isViewer, speaks: isSpeaker, viewers: viewersCounted, watching: watching)
         return report
     }
 }

@@ -50,6 +50,7 @@ extension Instance {
         case .peerList(let entries):
             reach.onPeerList(entries, from: from.source, own: identity.id, members: membership.peers, at: from.heardAt)
         case .end(let reason): onEnd(reason, from)
+        case .audience(let summary): onAudienceSummary(summary, from: from.sender, at: from.heardAt)
         }
     }
 

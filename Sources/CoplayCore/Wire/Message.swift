@@ -15,6 +15,9 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     /// The members the sender knows and where it reaches them, unicast to members reached
     /// without multicast (`--peer`), so a group joined through one seed forms a whole.
     case peerList = 0x06
+    /// How many viewers the stage's speaker counts (`Audience`): every
+    /// `AudienceSettings.summaryInterval` on the relay, to everyone.
+    case audience = 0x07
     /// A group command (multicast), or its retransmission (unicast, answering a nack).
     case command = 0x10
     /// A request for missing commands, unicast to an agent that has them.
@@ -39,6 +42,7 @@ public enum MessageType: UInt8, CaseIterable, Sendable, CustomStringConvertible 
         case .probe: "probe"
         case .probeReply: "probe-reply"
         case .peerList: "peer-list"
+        case .audience: "audience"
         case .command: "command"
         case .nack: "nack"
         case .ready: "ready"
@@ -264,6 +268,8 @@ public enum Payload: Hashable, Sendable {
     case peerList([PeerEntry])
     case stateRequest(StateRequest)
     case state(StatePart)
+    /// A stage member's count of the audience (`MessageType.audience`).
+    case audience(AudienceSummary)
 
     public var type: MessageType {
         switch self {
@@ -280,7 +286,22 @@ public enum Payload: Hashable, Sendable {
         case .peerList: .peerList
         case .stateRequest: .stateRequest
         case .state: .state
+        case .audience: .audience
         }
+    }
+}
+
+/// The speaker's summary of the audience: the viewers in its own table (each counted by the clock
+/// probes it sends anyway, `Audience`), and the whole audience as it knows it (its own, and
+/// another speaker's latest while two speak for a moment). One datagram per interval, not one
+/// per viewer: how every participant, viewers too, learns how many watch.
+public struct AudienceSummary: Hashable, Sendable {
+    /// Viewers in the sender's table.
+    public var viewers: UInt32
+    /// The whole audience the sender knows of, its own viewers included (so never fewer).
+    public var audience: UInt32
+    public init(viewers: UInt32, audience: UInt32) {
+        (self.viewers, self.audience) = (viewers, audience)
     }
 }
 

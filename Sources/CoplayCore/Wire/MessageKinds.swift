@@ -12,6 +12,7 @@ extension MessageType {
         case .state: "state"
         case .peerList: "peer list"
         case .end: "end"
+        case .audience: "audience summary"
         case .hello, .heartbeat, .leave, .probe, .probeReply, .command, .ready, .unreliableMessage: nil
         }
     }
@@ -21,7 +22,9 @@ extension MessageType {
     /// audience does not take part in. Commands and the end go to everyone.
     var isStageOnly: Bool {
         switch self {
-        case .hello, .heartbeat, .leave, .ready, .peerList, .probe, .probeReply, .nack, .stateRequest, .state: true
+        case .hello, .heartbeat, .leave, .ready, .peerList, .probe, .probeReply, .nack, .stateRequest, .state,
+            .audience:
+            true
         case .command, .end, .unreliableMessage: false
         }
     }
@@ -35,7 +38,7 @@ extension MessageType {
     /// ends the session.
     var provesSenderAlive: Bool {
         switch self {
-        case .probe, .command, .nack, .stateRequest, .state, .ready, .unreliableMessage, .peerList: true
+        case .probe, .command, .nack, .stateRequest, .state, .ready, .unreliableMessage, .peerList, .audience: true
         case .hello, .heartbeat, .leave, .probeReply, .end: false
         }
     }

@@ -155,6 +155,9 @@ public enum WireFormat {
                 }
                 writer.write(entry.endpoint.port)
             }
+        case .audience(let summary):
+            writer.write(summary.viewers)
+            writer.write(summary.audience)
         case .stateRequest(let request):
             writer.write(request.snapshot)
             writer.write(request.wanted)
@@ -338,6 +341,13 @@ public enum WireFormat {
                     snapshot: try reader.readUInt64(), wanted: try reader.readUInt32(), base: try reader.readUInt8()))
         case .state:
             return .state(try readStatePart(from: &reader))
+        case .audience:
+            let summary = AudienceSummary(viewers: try reader.readUInt32(), audience: try reader.readUInt32())
+            guard summary.viewers <= summary.audience else {
+                throw DecodeError(
+                    .malformedPayload, "an audience of \(summary.audience) with \(summary.viewers) viewers of its own")
+            }
+            return .audience(summary)
         }
     }
 }

@@ -317,6 +317,11 @@ public enum Dump {
             return ("for \(trigger)", [("trigger", dot(trigger))])
         case .end(let reason):
             return ("reason=\(reason)", [("reason", .string(reason))])
+        case .audience(let summary):
+            return (
+                "viewers=\(summary.viewers) audience=\(summary.audience)",
+                [("viewers", .int(Int64(summary.viewers))), ("audience", .int(Int64(summary.audience)))]
+            )
         case .unreliableMessage(let part):
             let (words, fields) = partDescription(part)
             return (words, fields)

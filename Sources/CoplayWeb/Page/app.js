@@ -498,6 +498,10 @@ function draw() {
     const state = p.state === 'suspected' ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
     peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state, clockText]));
   }
+  // A party with an audience: the stage's count of those who watch (this tab among them when it is
+  // a viewer), since the table lists only the stage member a viewer follows.
+  $('watching').hidden = !view.watching;
+  $('watching').textContent = view.watching ? `${view.watching.toLocaleString('en')} watching in the audience` : '';
   const queue = $('queue');
   queue.replaceChildren(...view.queue.map((e) => { const li = document.createElement('li'); li.textContent = e.title || e.url; if (e.current) li.className = 'current'; return li; }));
   $('queue-empty').hidden = view.queue.length > 0;
