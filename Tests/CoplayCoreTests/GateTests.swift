@@ -109,4 +109,26 @@ import Testing
             decoded, bytes: wire, from: .relay(bobID), receivedAt: at(6).wall, now: at(6).wall, standing: standing())
         #expect(relayed == .refused(.replayed, detail: "sequence 3", heardOnNetwork: nil))
     }
+
+    /// A forged tag is refused whatever the source says, a relay's endpoint too (a socket's
+    /// source address is the sender's to write); only a datagram that came out of the relay's
+    /// seal, which authenticated it under the same keys, is spared the tag's HMAC.
+    @Test func aForgedTagIsRefusedUnlessTheRelaysSealVouchedForTheDatagram() throws {
+        var gate = gate(keyed: true)
+        let keys = GroupKeys(keys: [key], session: session)
+        var datagram = Datagram(session: session, sender: bob, sequence: 3, payload: bobHeartbeat)
+        datagram.sentAt = at(5).wall
+        var wire = WireFormat.encode(datagram, signedWith: keys)
+        wire[wire.count - 1] ^= 0xFF
+        let forged = try WireFormat.decode(wire, datagramBytesMax: 1400, nameBytesMax: 64)
+        for source in [bobEndpoint, .relay(bobID)] {
+            let verdict = gate.admit(
+                forged, bytes: wire, from: source, receivedAt: at(5).wall, now: at(5).wall, standing: standing())
+            #expect(reason(verdict) == .badTag, "from \(source)")
+        }
+        let opened = gate.admit(
+            forged, bytes: wire, from: .relay(bobID), receivedAt: at(5).wall, now: at(5).wall, standing: standing(),
+            sealed: true)
+        #expect(opened == .admitted(provesAlive: false))
+    }
 }

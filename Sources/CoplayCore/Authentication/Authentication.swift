@@ -35,9 +35,12 @@ public struct Authentication: Sendable {
     /// Whether a decoded datagram (`bytes` as received) may be read: with a key, tagged with one
     /// of the keys in force, fresh (`Freshness`: received at `receivedAt`, its sender's clock
     /// `senderOffsetNanos` from this agent's when measured) and not seen before from its sender;
-    /// without, untagged.
+    /// without, untagged. A datagram the relay brought (`sealed`) opened under its seal, whose key
+    /// is derived from the same keys in force (`RelaySeal`, rekeyed with them): a key holder made
+    /// it, as the tag would say, so the tag's HMAC is not computed again. Among a thousand tabs in
+    /// a thread it was 7% of what a pause cost each.
     mutating func admit(
-        _ datagram: Datagram, bytes: [UInt8], receivedAt: WallInstant, senderOffsetNanos: Int64?
+        _ datagram: Datagram, bytes: [UInt8], receivedAt: WallInstant, senderOffsetNanos: Int64?, sealed: Bool = false
     ) -> Refusal? {
         guard let keys else {
             guard datagram.authTag.isEmpty else {
@@ -48,7 +51,7 @@ public struct Authentication: Sendable {
         guard !datagram.authTag.isEmpty else {
             return Refusal(reason: .missingTag, detail: "untagged datagram in a keyed group")
         }
-        guard datagram.authTag.count == GroupKeys.tagBytes, keys.verifies(bytes) else {
+        guard datagram.authTag.count == GroupKeys.tagBytes, sealed || keys.verifies(bytes) else {
             return Refusal(reason: .badTag, detail: "forged, or signed with another key")
         }
         if datagram.payload.type != .probeReply,

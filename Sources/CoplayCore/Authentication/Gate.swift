@@ -48,9 +48,11 @@ struct Gate: Sendable {
         case refused(DropReason, detail: String, heardOnNetwork: Announcement? = nil)
     }
 
+    /// The verdict on a decoded datagram (`bytes` as received); `sealed` when it came out of the
+    /// relay's seal (`Authentication.admit`).
     mutating func admit(
         _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: WallInstant, now: WallInstant,
-        standing: Standing
+        standing: Standing, sealed: Bool = false
     ) -> Verdict {
         guard datagram.session == session else {
             return .refused(.otherSession, detail: "session \(datagram.session)")
@@ -59,7 +61,7 @@ struct Gate: Sendable {
         // Only a keyed group judges send times: an open one spares the lookup on every datagram.
         let offset = authentication.keys == nil ? nil : standing.offsetNanos(sender.id)
         if let refusal = authentication.admit(
-            datagram, bytes: bytes, receivedAt: receivedAt, senderOffsetNanos: offset)
+            datagram, bytes: bytes, receivedAt: receivedAt, senderOffsetNanos: offset, sealed: sealed)
         {
             let onNetwork =
                 refusal.reason == .replayed && !source.isRelay ? datagram.payload.announcement : nil

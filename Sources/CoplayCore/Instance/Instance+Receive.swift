@@ -3,11 +3,13 @@
 extension Instance {
     /// The gate (`Gate`: who may speak, and whether this agent listens), then the table.
     @inline(never) mutating func receive(
-        _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, viaGroup: Bool
+        _ datagram: Datagram, bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, viaGroup: Bool,
+        sealed: Bool
     ) {
         let (sender, heardAt) = (datagram.sender, receivedAt.monotonic)
         let verdict = gate.admit(
-            datagram, bytes: bytes, from: source, receivedAt: receivedAt.wall, now: now.wall, standing: standing(now))
+            datagram, bytes: bytes, from: source, receivedAt: receivedAt.wall, now: now.wall, standing: standing(now),
+            sealed: sealed)
         switch verdict {
         case .ownEcho:
             counters.ownEchoes += 1

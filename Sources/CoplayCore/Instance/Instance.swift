@@ -199,6 +199,15 @@ public struct Instance: Sendable {
     public mutating func onDatagram(
         _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool
     ) -> [Directive] {
+        onDatagram(bytes, from: source, receivedAt: receivedAt, now: now, viaGroup: viaGroup, sealed: false)
+    }
+
+    /// A datagram, `sealed` when it came out of the relay's seal (`onRelayFrame`), which
+    /// authenticated it already (`Authentication.admit`). Said by the path it came by, never
+    /// judged from its source: a socket's source address is the sender's to write.
+    mutating func onDatagram(
+        _ bytes: [UInt8], from source: Endpoint, receivedAt: Timestamp, now: Timestamp, viaGroup: Bool, sealed: Bool
+    ) -> [Directive] {
         self.now = now
         counters.datagramsReceived += 1
         // A viewer's one path is the relay: what the LAN brings (a stage member's multicast beside
@@ -212,7 +221,7 @@ public struct Instance: Sendable {
             let datagram = try WireFormat.decode(
                 bytes, datagramBytesMax: settings.datagramBytesMax, nameBytesMax: settings.nameBytesMax)
             counters.receivedByType[datagram.payload.type, default: 0] += 1
-            receive(datagram, bytes: bytes, from: source, receivedAt: receivedAt, viaGroup: viaGroup)
+            receive(datagram, bytes: bytes, from: source, receivedAt: receivedAt, viaGroup: viaGroup, sealed: sealed)
             decideStart()
         } catch {
             reportDrop(DropReason(error.kind), detail: error.detail, from: source)

@@ -121,7 +121,8 @@ extension Instance {
                 )
             ]
         }
-        return onDatagram(datagram, from: .relay(sender), receivedAt: receivedAt, now: now, viaGroup: viaGroup)
+        return onDatagram(
+            datagram, from: .relay(sender), receivedAt: receivedAt, now: now, viaGroup: viaGroup, sealed: true)
     }
 
     /// A datagram on the wire as a relay frame, and its subject (`PlayerLoop`): nil without a
