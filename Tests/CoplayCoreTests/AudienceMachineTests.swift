@@ -40,21 +40,30 @@ import Testing
 
     /// How many watch: a stage member counts the stage's fresh summaries (each at most
     /// `viewersMax`; one from a member that left, or past `summaryExpiry`, no more), and its own
-    /// table while it speaks. The speaker's summary is due every `summaryInterval`, no other's
-    /// (another member's table holds only viewers that followed it before, until they expire);
+    /// table while it speaks. The speaker tells its count at once, then (looked at every
+    /// `summaryInterval`) when it changed or `summaryRefresh` after it last told; no other member
+    /// tells its own (its table holds only viewers that followed it before, until they expire);
     /// a viewer shows its anchor's total while fresh, at most `viewersMax` per seat.
     @Test func aStageMemberCountsItsTableAndTheStagesSummaries_andAViewerShowsItsAnchors() {
         var named = AudienceSettings()
         named.role = .stage
         named.viewersMax = 1_000
+        var speaker = Audience(settings: named, hasRelay: true)
+        for id in 100..<130 { _ = speaker.heard(member(UInt64(id)), digest: VectorClock(), at: instant(0)) }
+        func told(_ milliseconds: Int64, speaking: Bool = true) -> UInt32? {
+            speaker.summaryDue(isSpeaker: speaking, now: instant(milliseconds), isMember: { _ in true })?.viewers
+        }
+        let (atOnce, soon, unchanged) = (told(0), told(4_999), told(5_000))
+        #expect(atOnce == 30 && soon == nil && unchanged == nil, "at once, then only when it changed")
+        _ = speaker.heard(member(130), digest: VectorClock(), at: instant(6_000))
+        let (changed, same, refreshed) = (told(10_000), told(15_000), told(40_000))
+        #expect(changed == 31 && same == nil && refreshed == 31, "when it changed, and 30 s after it last told")
+        let (silent, anew) = (told(41_000, speaking: false), told(42_000))
+        #expect(silent == nil && anew == 31, "one that stops speaking tells nothing; speaking anew, at once")
+
         var stage = Audience(settings: named, hasRelay: true)
         let (first, second, gone) = (member(1), member(2), member(3))
         for id in 100..<130 { _ = stage.heard(member(UInt64(id)), digest: VectorClock(), at: instant(0)) }
-        let (atOnce, soon, again) = (
-            stage.summaryDue(isSpeaker: true, now: instant(0)), stage.summaryDue(isSpeaker: true, now: instant(4_999)),
-            stage.summaryDue(isSpeaker: true, now: instant(5_000))
-        )
-        #expect(atOnce && !soon && again, "the speaker's, every 5 s")
         stage.heardSummary(AudienceSummary(viewers: 400, audience: 430), from: first, at: instant(1_000))
         stage.heardSummary(AudienceSummary(viewers: .max, audience: .max), from: second, at: instant(1_000))
         stage.heardSummary(AudienceSummary(viewers: 50, audience: 50), from: gone, at: instant(1_000))
@@ -62,30 +71,30 @@ import Testing
         #expect(stage.watching(now: instant(2_000), speaks: true, isMember: isMember) == 30 + 400 + 1_000)
         #expect(
             stage.summary(now: instant(2_000), isMember: isMember) == AudienceSummary(viewers: 30, audience: 1_430))
-        stage.heardSummary(AudienceSummary(viewers: 10, audience: 10), from: first, at: instant(11_000))
+        stage.heardSummary(AudienceSummary(viewers: 10, audience: 10), from: first, at: instant(70_000))
         #expect(
-            stage.watching(now: instant(13_500), speaks: true, isMember: isMember) == 30 + 10,
-            "the second's is 12.5 s old")
-        stage.tick(now: instant(20_000))
+            stage.watching(now: instant(76_000), speaks: true, isMember: isMember) == 30 + 10,
+            "the second's is 75 s old")
+        stage.tick(now: instant(80_000))
         #expect(stage.viewers.isEmpty && stage.summaries.count == 1, "the silent viewers and old summaries forgotten")
         #expect(stage.nextWake != nil, "the last summary is still to expire")
 
         #expect(
-            stage.watching(now: instant(13_500), speaks: false, isMember: isMember) == 10,
+            stage.watching(now: instant(80_000), speaks: false, isMember: isMember) == 10,
             "one that no longer speaks counts the speaker's summary, not the viewers left in its table")
-        let otherSends = stage.summaryDue(isSpeaker: false, now: instant(15_000))
-        #expect(!otherSends, "nor does it send its own")
+        let otherSends = stage.summaryDue(isSpeaker: false, now: instant(81_000), isMember: isMember)
+        #expect(otherSends == nil, "nor does it send its own")
 
         var viewerSettings = named
         viewerSettings.role = .viewer
         var viewer = Audience(settings: viewerSettings, hasRelay: true)
-        let viewerSends = viewer.summaryDue(isSpeaker: true, now: instant(0))
-        #expect(!viewerSends && viewer.watching(now: instant(0), speaks: false, isMember: { _ in true }) == nil)
+        let viewerSends = viewer.summaryDue(isSpeaker: true, now: instant(0), isMember: { _ in true })
+        #expect(viewerSends == nil && viewer.watching(now: instant(0), speaks: false, isMember: { _ in true }) == nil)
         viewer.heardSummary(AudienceSummary(viewers: 30, audience: 1_430), from: first, at: instant(0))
-        #expect(viewer.watching(now: instant(12_000), speaks: false, isMember: { _ in true }) == 1_430)
-        #expect(viewer.watching(now: instant(12_500), speaks: false, isMember: { _ in true }) == nil, "stale")
-        viewer.heardSummary(AudienceSummary(viewers: 0, audience: .max), from: first, at: instant(13_000))
-        #expect(viewer.watching(now: instant(13_000), speaks: false, isMember: { _ in true }) == 1_000 * 32)
+        #expect(viewer.watching(now: instant(74_999), speaks: false, isMember: { _ in true }) == 1_430)
+        #expect(viewer.watching(now: instant(75_000), speaks: false, isMember: { _ in true }) == nil, "stale")
+        viewer.heardSummary(AudienceSummary(viewers: 0, audience: .max), from: first, at: instant(76_000))
+        #expect(viewer.watching(now: instant(76_000), speaks: false, isMember: { _ in true }) == 1_000 * 32)
     }
 
     /// A viewer heartbeats only with something to tell its anchor: the first time, a new anchor,

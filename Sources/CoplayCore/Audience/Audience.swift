@@ -73,8 +73,9 @@ struct Audience: Sendable {
     }
     /// The audience as a viewer's anchor last told it, and when.
     private(set) var toldAudience: (count: Int, at: MonotonicInstant)?
-    /// When this stage member's next summary is due.
+    /// When this stage member next looks whether its summary is due, and what it last told when.
     private var nextSummaryAt: MonotonicInstant?
+    private var summarySent: (summary: AudienceSummary, at: MonotonicInstant)?
 
     init(settings: AudienceSettings, hasRelay: Bool) {
         self.settings = settings
@@ -204,12 +205,20 @@ struct Audience: Sendable {
     /// The speaker's beacons: due now (and the next one scheduled), or not. A stage member that
     /// is not the speaker forgets its schedule, so that it beacons at once when it becomes one.
     mutating func beaconDue(isSpeaker: Bool, now: MonotonicInstant) -> Bool {
-        guard isSpeaker, !isViewer else {
-            nextBeaconAt = nil
+        Self.due(&nextBeaconAt, every: settings.beaconInterval, if: isSpeaker && !isViewer, now: now)
+    }
+
+    /// Whether the speaker's timer `next` has run (due now, and set again `interval` on), or
+    /// never when `speaking` is false (then forgotten, so that it is due at once when it is true).
+    private static func due(
+        _ next: inout MonotonicInstant?, every interval: Duration, if speaking: Bool, now: MonotonicInstant
+    ) -> Bool {
+        guard speaking else {
+            next = nil
             return false
         }
-        guard let due = nextBeaconAt, due > now else {
-            nextBeaconAt = now + settings.beaconInterval
+        guard let due = next, due > now else {
+            next = now + interval
             return true
         }
         return false
@@ -217,21 +226,24 @@ struct Audience: Sendable {
 
     // MARK: Summaries: how many watch
 
-    /// Whether this stage member's summary is due now (the next scheduled): the speaker's alone.
-    /// Every viewer follows the speaker, so its table is the audience; another member's table
-    /// holds only those that followed it while it spoke (or seemed to, as the stage formed), until
-    /// they expire: summed with the speaker's, they were counted twice (among 1,000 simulated,
-    /// up to 985 of 968 viewers).
-    @inline(never) mutating func summaryDue(isSpeaker: Bool, now: MonotonicInstant) -> Bool {
-        guard !isViewer, isSpeaker else {
-            nextSummaryAt = nil
-            return false
+    /// This stage member's summary when one is due now (nil when not): the speaker's alone, at once when it
+    /// begins to speak, then (looked at every `summaryInterval`) when it changed or
+    /// `summaryRefresh` after it was last told. Every viewer follows the speaker, so its table is
+    /// the audience; another member's table holds only those that followed it while it spoke (or
+    /// seemed to, as the stage formed), until they expire: summed with the speaker's, they were
+    /// counted twice (among 1,000 simulated, up to 985 of 968 viewers).
+    mutating func summaryDue(isSpeaker: Bool, now: MonotonicInstant, isMember: (Member) -> Bool) -> AudienceSummary? {
+        let speaks = isSpeaker && !isViewer
+        if !speaks { summarySent = nil }
+        guard Self.due(&nextSummaryAt, every: AudienceSettings.summaryInterval, if: speaks, now: now) else {
+            return nil
         }
-        guard let due = nextSummaryAt, due > now else {
-            nextSummaryAt = now + AudienceSettings.summaryInterval
-            return true
+        let current = summary(now: now, isMember: isMember)
+        if let sent = summarySent, sent.summary == current, now - sent.at < AudienceSettings.summaryRefresh {
+            return nil
         }
-        return false
+        summarySent = (current, now)
+        return current
     }
 
     /// The speaker's summary: its own viewers, and the audience it knows of (another speaker's

@@ -109,16 +109,19 @@ public struct AudienceSettings: Sendable, Equatable {
     /// (`Counters.viewersRefused`); it is still answered and follows, uncounted, but may not ask
     /// this stage member for repair or the state. A flood of invented viewers fills it and no more.
     public var viewersMax = 16_384
-    /// How often the stage's speaker tells everyone how many viewers it counts (`AudienceSummary`;
-    /// every viewer follows the speaker, so its table is the audience). One frame per interval,
-    /// not one per viewer: N/5 deliveries a second and some 32 B/s into each viewer, sealed and
-    /// framed (`coplay-bench party-scale`), for a count that follows the audience within the 16 s
-    /// a gone viewer takes to expire anyway. A constant (`seatWait`'s reason).
+    /// How often the stage's speaker looks whether to tell everyone how many viewers it counts
+    /// (`AudienceSummary`; every viewer follows the speaker, so its table is the audience): it
+    /// tells when the count changed, or `summaryRefresh` after it last told. One frame, not one
+    /// per viewer, for a count that follows the audience within the 16 s a gone viewer takes to
+    /// expire anyway. Every 5 s whatever the count, the summary cost each viewer 32 B/s and a
+    /// burst of N deliveries every 5 s, each as costly to a tab as a pause's
+    /// (`coplay-bench party-scale`; MEASUREMENTS.md). Constants (`seatWait`'s reason).
     static let summaryInterval: Duration = .seconds(5)
-    /// A summary not renewed for this long (two intervals and a half: one lost or late is
-    /// forgiven) no longer counts; one from a member that left the stage counts no longer than
-    /// its leaving takes to notice.
-    static let summaryExpiry: Duration = .milliseconds(12_500)
+    static let summaryRefresh: Duration = .seconds(30)
+    /// A summary not renewed for this long (two refreshes and a half: one lost or late is
+    /// forgiven) no longer counts. One from a member that left the stage counts no longer than
+    /// its leaving takes to notice, and a new speaker tells its count at once.
+    static let summaryExpiry: Duration = .seconds(75)
     /// A stage member on the relay gives a suspected peer up this long after its suspicion,
     /// however large the stage (`Settings.suspicionGapUnscaled`), not after a gap that grows with
     /// it: the relay (TCP to a server that drops no frame) loses no heartbeat, and its probes

@@ -171,8 +171,9 @@ extension Instance {
         if audience.beaconDue(isSpeaker: speaks, now: now.monotonic) {
             out.append(.unicast(stamp(.heartbeat(announcement(isReply: false))), to: .relayEveryone))
         }
-        if relay != nil, audience.summaryDue(isSpeaker: speaks, now: now.monotonic) {
-            let summary = audience.summary(now: now.monotonic, isMember: membership.isKnown)
+        if relay != nil,
+            let summary = audience.summaryDue(isSpeaker: speaks, now: now.monotonic, isMember: membership.isKnown)
+        {
             out.append(.unicast(stamp(.audience(summary)), to: .relayEveryone))
         }
     }
