@@ -35,6 +35,8 @@ function join(name) {
 parentPort.on('message', (m) => {
   if (m.formed) clearInterval(counting);
   if (m.join) join(m.join);
+  // How many watch, as the participant's view says (the speaker's summary, PROTOCOL.md).
+  if (m.watching) parentPort.postMessage({ watching: participants.get(m.watching)?.view()?.watching ?? null });
   if (m.leave) {
     for (const p of participants.values()) p.leave();
     setTimeout(() => { for (const p of participants.values()) p.close(); process.exit(0); }, 500);

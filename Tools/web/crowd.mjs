@@ -7,7 +7,7 @@
 // load or a seek is ready 20 ms later). Measured: the time until every participant has its
 // members, then a pause typed on a native agent until each participant's core reports it
 // paused, the same for a seek, a pause typed on the other agent, and a late participant from its
-// start until it plays in place.
+// start until it plays in place. With an audience, a viewer's page must show how many watch.
 // With AUDIENCE 1 the participants join as viewers of a large party (PROTOCOL.md, "A party with
 // an audience"): the agents are the stage, and each participant follows one of them (its
 // members: one) instead of listing everyone. With AUDIENCE 2 they join as a page does by
@@ -88,7 +88,7 @@ const second = agent('second', 1);
 const stage = [host, second];
 for (let i = 2; i < stageCount; i++) stage.push(agent(`stage${i}`, i));
 
-const crowd = [], byName = new Map(), workers = [];
+const crowd = [], byName = new Map(), workers = [], watchingSeen = [];
 const relayOf = (i) => order(i).map((k) => `ws://${token}@127.0.0.1:${ports[k].websocket}`);
 function member(name) { const m = { name, events: [], peers: 0 }; crowd.push(m); byName.set(name, m); return m; }
 const started = wallMs();
@@ -99,7 +99,8 @@ for (let t = 0; t < threads; t++) {
   relays.late = relayOf(count);
   const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers, seats, builtinWebSocket } });
   worker.on('message', (m) => {
-    if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
+    if ('watching' in m) watchingSeen.push(m.watching);
+    else if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
     else for (const { name, event } of m.events) byName.get(name)?.events.push(event);
   });
   workers.push(worker);
@@ -168,6 +169,17 @@ for (const [command, test, name] of [
   figure('pause-from-second-to-all-p99', quantile(delays, 0.99));
   say('play');
   await sleep(1500);
+}
+
+// How many watch, as a viewer's page would show it: every tab a viewer but those seated (the
+// speaker tells the count as it changes, looked at every 5 s; the crowd formed 10 s ago or more).
+if (viewers) {
+  const audience = seats ? count - seated().length : count;
+  const asked = watchingSeen.length;
+  workers[0].postMessage({ watching: 'web0' });
+  await until(() => watchingSeen.length > asked, 2000);
+  const shown = watchingSeen[asked];
+  check(shown === audience, `a viewer's page shows the ${audience} watching (${shown})`);
 }
 
 // A late participant: from its start (its socket opens) until it plays the item in place.
