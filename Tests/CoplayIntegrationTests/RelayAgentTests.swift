@@ -50,17 +50,19 @@ import Testing
             waitUntil(seconds: 3) { (bob.status()?["rate"] as? NSNumber)?.doubleValue == 0 },
             "alice's pause reaches bob")
 
-        // Bob's server dies. He moves to the other within about a second, and nothing sent
-        // meanwhile is lost: the commands alice issues during the move reach him.
+        // Bob's server dies. He moves to the other, and nothing sent meanwhile is lost: the
+        // commands alice issues during the move reach him. How fast is measured where it prints
+        // (a frozen server left within 0.7 s, below, and Tools/web/relay-failover.mjs), not here:
+        // among the whole test tier on two cores, a move once took over 2 s.
         let mark = bob.diagnostics.count
         cluster.kill(1)
         alice.send("play")
         alice.send("seek 42")
         alice.send("pause")
         #expect(
-            waitUntil(seconds: 2) {
+            waitUntil(seconds: 5) {
                 bob.diagnostics.dropFirst(mark).contains { $0.contains("relay: connected to \(cluster.address(0))") }
-            }, "bob fails over within 2 s: \(bob.diagnostics.suffix(4))")
+            }, "bob fails over: \(bob.diagnostics.suffix(4))")
         var statuses: [AgentEvent] = []
         let converged = waitUntil(seconds: 5) {
             statuses = [alice, bob].compactMap { $0.status() }
