@@ -24,6 +24,7 @@ export class LeanWebSocket {
     this.ended = false;
     this.input = Buffer.alloc(0);
     this.parts = [];
+    this.partsLength = 0;
     this.key = randomBytes(16).toString('base64');
     this.accept = createHash('sha1').update(this.key + guid).digest('base64');
     const socket = (this.socket = connect({ host: u.hostname, port: Number(u.port) || 80 }));
@@ -92,10 +93,12 @@ export class LeanWebSocket {
       if (opcode === 0x9) { this.frame(0xa, payload); continue; }
       if (opcode === 0xa) continue;
       if (opcode !== 0x0 && opcode !== 0x1 && opcode !== 0x2) return this.fail();
-      if (!fin) { this.parts.push(payload); continue; }
+      // A fragmented message is held only up to messageMax in all, not for as long as it goes on.
+      if (this.partsLength + payload.length > messageMax) return this.fail();
+      if (!fin) { this.parts.push(payload); this.partsLength += payload.length; continue; }
       const whole = this.parts.length ? Buffer.concat([...this.parts, payload]) : payload;
       this.parts = [];
-      if (whole.length > messageMax) return this.fail();
+      this.partsLength = 0;
       this.onmessage?.({ data: whole });
     }
     this.input = at === b.length ? Buffer.alloc(0) : b.subarray(at);
