@@ -6,10 +6,15 @@ import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Core, Participant } from '../../Sources/CoplayWeb/Page/participant.mjs';
 import { LeanWebSocket } from './lean-websocket.mjs';
+import { recordingCore } from './recorded-core.mjs';
+import { writeFileSync } from 'node:fs';
 
-const { wasm, names, relays, key, viewers = false, seats = false, builtinWebSocket = false } = workerData;
+const { wasm, names, relays, key, viewers = false, seats = false, builtinWebSocket = false, record } = workerData;
 const WebSocketImpl = builtinWebSocket ? globalThis.WebSocket : LeanWebSocket;
 const core = await Core.load(readFileSync(wasm));
+// With `record`, the first tab has a module instance of its own whose calls are kept (recorded-core.mjs).
+const recorded = [];
+const recordedCore = record ? await recordingCore(readFileSync(wasm), (call) => recorded.push(call)) : null;
 const participants = new Map();
 const measured = new Set(['activity', 'playing', 'paused', 'time-jumped']);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -20,9 +25,11 @@ function report(m) {
   if (pending.push(m) === 1) setImmediate(() => { parentPort.postMessage({ events: pending }); pending = []; });
 }
 function join(name) {
-  const p = new Participant(core, {
+  const own = recordedCore && name === names[0];
+  const p = new Participant(own ? recordedCore : core, {
     relay: relays[name], session: 'crowd', key, name, viewer: viewers && !seats, stage: !viewers, WebSocketImpl,
     onEvent: (e) => {
+      if (own) recorded.at(-1)?.events.push(e.event);
       if (measured.has(e.event)) {
         report({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });
       }
@@ -39,6 +46,7 @@ parentPort.on('message', (m) => {
   if (m.watching) parentPort.postMessage({ watching: participants.get(m.watching)?.view()?.watching ?? null });
   if (m.leave) {
     for (const p of participants.values()) p.leave();
+    if (record) writeFileSync(record, JSON.stringify({ wasm, calls: recorded }));
     setTimeout(() => { for (const p of participants.values()) p.close(); process.exit(0); }, 500);
   }
 });

@@ -29,6 +29,8 @@ import { parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 const [coplay, wasm, work, countText = '100', threadsText = '2', serversText = '1', audienceText = '0', stageText = '2', media] =
   process.argv.slice(2);
 const builtinWebSocket = process.env.CROWD_WEBSOCKET === 'builtin';
+// CROWD_RECORD=FILE: the first tab's calls into its module are written to FILE (JSON) as the run
+// ends, for Tools/web/command-cost.mjs to replay apart from the crowd.
 const stageCount = Math.min(8, Math.max(2, Number(stageText) || 2));
 const seats = audienceText === '2';
 const viewers = audienceText === '1' || seats;
@@ -97,7 +99,7 @@ for (let t = 0; t < threads; t++) {
   for (let i = t; i < count; i += threads) names.push(`web${i}`);
   const relays = Object.fromEntries(names.map((n) => [n, relayOf(Number(n.slice(3)))]));
   relays.late = relayOf(count);
-  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers, seats, builtinWebSocket } });
+  const worker = new Worker(new URL('./crowd-thread.mjs', import.meta.url), { workerData: { wasm, names, relays, key, viewers, seats, builtinWebSocket, record: t === 0 ? process.env.CROWD_RECORD : undefined } });
   worker.on('message', (m) => {
     if ('watching' in m) watchingSeen.push(m.watching);
     else if (m.counts) { for (const [name, n] of m.counts) { const x = byName.get(name); if (x) x.peers = n; } }
