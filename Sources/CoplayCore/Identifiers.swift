@@ -257,6 +257,7 @@ public func fnv1a64(_ bytes: [UInt8]) -> UInt64 {
     return hash
 }
 
-func hex16(_ value: UInt64) -> String {
-    Hex.encode((0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - 8 * $0)) })
+/// `value`'s low `bytes` bytes in hex, two digits each (sixteen digits by default).
+func hex16(_ value: UInt64, bytes: Int = 8) -> String {
+    Hex.encode((0..<bytes).map { UInt8(truncatingIfNeeded: value >> UInt64(8 * (bytes - 1 - $0))) })
 }

@@ -136,6 +136,16 @@ import Testing
         #expect(JSONValue.string("a\u{1}b").serialized == "\"a\\u0001b\"")
         // The events' own writer: quotes, backslashes, newlines and control characters.
         #expect(JSONObject.quoted("a\u{1}\"\\\n\u{1F}\u{7F}é") == #""a\u0001\"\\\n\u001f\u007fé""#)
+        // A string with nothing to escape is taken whole (read in place); one escapable byte
+        // anywhere, even last, is escaped.
+        #expect(JSONObject.quoted("film é 🎬") == "\"film é 🎬\"")
+        for (byte, escaped) in [
+            ("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\u{7F}", "\\u007f"), ("\u{0}", "\\u0000"),
+        ] {
+            #expect(JSONObject.quoted("ab" + byte) == "\"ab" + escaped + "\"")
+        }
+        let dot = Dot(origin: Member(id: PeerID(0x0A1B_2C3D_4E5F_6071), incarnation: Incarnation(42)), counter: 7)
+        #expect(dot.description == "0a1b2c3d/42#7", "a command's dot: its origin's first 8 hex digits")
         #expect(
             JSONValue.object([("k", .array([.int(1), .double(1.5), .null, .bool(true)]))]).serialized
                 == "{\"k\":[1,1.5,null,true]}")

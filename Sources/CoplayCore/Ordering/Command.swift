@@ -7,7 +7,11 @@ public struct Dot: Hashable, Sendable, CustomStringConvertible {
         self.origin = origin
         self.counter = counter
     }
-    public var description: String { "\(origin.id.description.prefix(8))/\(origin.incarnation)#\(counter)" }
+    /// `0a1b2c3d/42#7`: the origin's first 8 hex digits, its incarnation, the counter. The digits
+    /// from the id's top 32 bits, not cut from its 16 (a String's prefix walks it by characters).
+    public var description: String {
+        hex16(origin.id.rawValue >> 32, bytes: 4) + "/" + String(origin.incarnation.rawValue) + "#" + String(counter)
+    }
 }
 
 /// What the group is watching: the payload of `share` (GroupActivities' activity).

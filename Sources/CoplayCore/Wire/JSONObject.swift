@@ -62,6 +62,13 @@ public struct JSONObject: Sendable {
     }
 
     public static func quoted(_ value: String) -> String {
+        // Most strings need no escape, and are read in place to know it: walked byte by byte
+        // through their UTF-8 view, the quoting was an eighth of what a pause cost a viewer.
+        let plain = value.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F { return false }
+            return true
+        }
+        if plain == true { return "\"" + value + "\"" }
         var out: [UInt8] = [0x22]
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         for byte in value.utf8 {
