@@ -144,6 +144,20 @@ import Testing
         ] {
             #expect(JSONObject.quoted("ab" + byte) == "\"ab" + escaped + "\"")
         }
+        // Decimals: trimmed by number (12.5, 1, 1.05), fixed with all their places, null when absent.
+        var json = JSONObject()
+        for (name, value) in [
+            ("a", 12.5), ("b", 1.0), ("c", 1.05), ("d", -2.5), ("e", -0.000_000_1), ("f", 0.123_456_7),
+        ] {
+            json.decimal(name, value)
+        }
+        json.decimal("g", nil)
+        json.decimal("h", .infinity)
+        json.number("i", 1.5)
+        json.number("j", -0.25, decimals: 1)
+        #expect(
+            json.closed
+                == #"{"a":12.5,"b":1,"c":1.05,"d":-2.5,"e":0,"f":0.123457,"g":null,"h":null,"i":1.500,"j":-0.3}"#)
         let dot = Dot(origin: Member(id: PeerID(0x0A1B_2C3D_4E5F_6071), incarnation: Incarnation(42)), counter: 7)
         #expect(dot.description == "0a1b2c3d/42#7", "a command's dot: its origin's first 8 hex digits")
         #expect(

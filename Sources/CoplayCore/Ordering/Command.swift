@@ -10,7 +10,12 @@ public struct Dot: Hashable, Sendable, CustomStringConvertible {
     /// `0a1b2c3d/42#7`: the origin's first 8 hex digits, its incarnation, the counter. The digits
     /// from the id's top 32 bits, not cut from its 16 (a String's prefix walks it by characters).
     public var description: String {
-        hex16(origin.id.rawValue >> 32, bytes: 4) + "/" + String(origin.incarnation.rawValue) + "#" + String(counter)
+        var text = hex16(origin.id.rawValue >> 32, bytes: 4)
+        text += "/"
+        text += String(origin.incarnation.rawValue)
+        text += "#"
+        text += String(counter)
+        return text
     }
 }
 

@@ -11,8 +11,10 @@ public struct JSONObject: Sendable {
     public init() {}
 
     @inline(never) public mutating func key(_ name: String) {
-        if text.utf8.count > 1 { text += "," }
-        text += "\"" + name + "\":"
+        // Appended piece by piece: each `+` between them would make a string of its own.
+        text += text.utf8.count > 1 ? ",\"" : "\""
+        text += name
+        text += "\":"
     }
     @inline(never) public mutating func string(_ name: String, _ value: String?) {
         key(name)
@@ -35,13 +37,7 @@ public struct JSONObject: Sendable {
     /// 1.05, as Swift prints them once rounded); null when not finite or absent.
     @inline(never) public mutating func decimal(_ name: String, _ value: Double?, decimals: Int = 6) {
         key(name)
-        var digits = Array(JSONObject.fixed(value, decimals: decimals).utf8)
-        if digits.contains(UInt8(ascii: ".")) {
-            while digits.last == UInt8(ascii: "0") { digits.removeLast() }
-            if digits.last == UInt8(ascii: ".") { digits.removeLast() }
-        }
-        if digits == [UInt8(ascii: "-"), UInt8(ascii: "0")] { digits = [UInt8(ascii: "0")] }
-        text += String(decoding: digits, as: UTF8.self)
+        text += JSONObject.fixed(value, decimals: decimals, trimmed: true)
     }
     @inline(never) public mutating func raw(_ name: String, _ json: String) {
         key(name)
@@ -49,16 +45,26 @@ public struct JSONObject: Sendable {
     }
     public var closed: String { text + "}" }
 
-    public static func fixed(_ value: Double?, decimals: Int) -> String {
+    /// `value` rounded to `decimals` decimals (6 at most); `trimmed`, with the fraction's trailing
+    /// zeros cut, and its point when none is left (by number: as text it was a pause's tenth).
+    public static func fixed(_ value: Double?, decimals: Int, trimmed: Bool = false) -> String {
         guard let value, value.isFinite, abs(value) < 1e15 else { return "null" }
+        var places = min(max(decimals, 0), 6)
         var scale = 1.0
-        for _ in 0..<min(max(decimals, 0), 6) { scale *= 10 }
-        let scaled = Int64((abs(value) * scale).rounded())
-        let unit = Int64(scale)
-        var fraction = String(scaled % unit)
-        while fraction.utf8.count < decimals { fraction = "0" + fraction }
-        let sign = value < 0 && scaled != 0 ? "-" : ""
-        return sign + String(scaled / unit) + (decimals > 0 ? "." + fraction : "")
+        for _ in 0..<places { scale *= 10 }
+        var scaled = Int64((abs(value) * scale).rounded())
+        var unit = Int64(scale)
+        var text = value < 0 && scaled != 0 ? "-" : ""
+        while trimmed, places > 0, scaled % 10 == 0 {
+            (scaled, unit, places) = (scaled / 10, unit / 10, places - 1)
+        }
+        text += String(scaled / unit)
+        guard places > 0 else { return text }
+        let fraction = String(scaled % unit)
+        text += "."
+        for _ in fraction.utf8.count..<places { text += "0" }
+        text += fraction
+        return text
     }
 
     public static func quoted(_ value: String) -> String {
