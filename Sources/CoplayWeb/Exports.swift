@@ -138,12 +138,13 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
                 littleEndian(to.address.high, bytes: 8) + littleEndian(to.address.low, bytes: 8)
                     + littleEndian(UInt64(to.port), bytes: 2) + datagram)
         case .publish(let frame, let subject):
-            if participant.relay == nil {
+            // Through `relay?.`, in place: `relay == nil` read a copy of the whole client to test it.
+            if let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
+            {
+                carryRelay(outputs, participant, now)
+            } else {
                 let name = Array(subject.utf8)
                 append(3, littleEndian(UInt64(name.count), bytes: 2) + name + frame)
-            } else {
-                let outputs = participant.relay?.publish(frame, subject: subject, buffered: backlog, now: now.monotonic)
-                carryRelay(outputs ?? [], participant, now)
             }
         case .subscribe: subscribe(participant, now)
         case .player(let command):
@@ -382,10 +383,16 @@ func withRelay(
     _ handle: Int32, _ now: Timestamp, _ body: (inout NatsClient) -> [NatsClient.Output]
 ) -> Int32 {
     begin()
-    guard let participant = participant(handle), participant.relay != nil else { return 0 }
-    let outputs = body(&participant.relay!)
+    guard let participant = participant(handle), let outputs = participant.relay?.run(body) else { return 0 }
     carryRelay(outputs, participant, now)
     return finish(participant, now)
+}
+
+extension NatsClient {
+    /// `body` on the client in place, called as `participant.relay?.run(body)`: testing the
+    /// optional with `!= nil` first read a copy of the whole client (a profile's 5% of a frame;
+    /// replayed, no faster, and the module 39 bytes smaller).
+    mutating func run(_ body: (inout NatsClient) -> [NatsClient.Output]) -> [NatsClient.Output] { body(&self) }
 }
 
 /// The WebSocket record 11 asked for is open.
