@@ -97,28 +97,15 @@ public enum ChaCha20 {
             quarterRound(&x2, &x7, &x8, &x13)
             quarterRound(&x3, &x4, &x9, &x14)
         }
-        @inline(__always) func store(_ value: UInt32, _ index: Int) {
-            out[4 * index] = UInt8(truncatingIfNeeded: value)
-            out[4 * index + 1] = UInt8(truncatingIfNeeded: value >> 8)
-            out[4 * index + 2] = UInt8(truncatingIfNeeded: value >> 16)
-            out[4 * index + 3] = UInt8(truncatingIfNeeded: value >> 24)
-        }
-        store(x0 &+ 0x6170_7865, 0)
-        store(x1 &+ 0x3320_646e, 1)
-        store(x2 &+ 0x7962_2d32, 2)
-        store(x3 &+ 0x6b20_6574, 3)
-        store(x4 &+ s4, 4)
-        store(x5 &+ s5, 5)
-        store(x6 &+ s6, 6)
-        store(x7 &+ s7, 7)
-        store(x8 &+ s8, 8)
-        store(x9 &+ s9, 9)
-        store(x10 &+ s10, 10)
-        store(x11 &+ s11, 11)
-        store(x12 &+ counter, 12)
-        store(x13 &+ s13, 13)
-        store(x14 &+ s14, 14)
-        store(x15 &+ s15, 15)
+        // The sixteen words, each little-endian, are the block's bytes in order.
+        var words = (
+            (x0 &+ 0x6170_7865).littleEndian, (x1 &+ 0x3320_646e).littleEndian, (x2 &+ 0x7962_2d32).littleEndian,
+            (x3 &+ 0x6b20_6574).littleEndian, (x4 &+ s4).littleEndian, (x5 &+ s5).littleEndian,
+            (x6 &+ s6).littleEndian, (x7 &+ s7).littleEndian, (x8 &+ s8).littleEndian, (x9 &+ s9).littleEndian,
+            (x10 &+ s10).littleEndian, (x11 &+ s11).littleEndian, (x12 &+ counter).littleEndian,
+            (x13 &+ s13).littleEndian, (x14 &+ s14).littleEndian, (x15 &+ s15).littleEndian
+        )
+        withUnsafeBytes(of: &words) { UnsafeMutableRawBufferPointer(out).copyMemory(from: $0) }
     }
 
     @inline(__always) private static func word(_ bytes: [UInt8], at offset: Int) -> UInt32 {
