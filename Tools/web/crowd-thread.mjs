@@ -2,12 +2,11 @@
 // shell module) with a model of the page's player (a load or a seek is ready 20 ms later). It
 // sends the main thread the events the measurements need, with their instants, and each
 // participant's peer count every 100 ms.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Core, Participant } from '../../Sources/CoplayWeb/Page/participant.mjs';
 import { LeanWebSocket } from './lean-websocket.mjs';
 import { recordingCore } from './recorded-core.mjs';
-import { writeFileSync } from 'node:fs';
 
 const { wasm, names, relays, key, viewers = false, seats = false, builtinWebSocket = false, record } = workerData;
 const WebSocketImpl = builtinWebSocket ? globalThis.WebSocket : LeanWebSocket;

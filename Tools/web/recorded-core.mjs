@@ -11,15 +11,16 @@
 // in order with the recorded bytes and randomness, and times each.
 import { Core } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-/// For each entry point that takes bytes, the positions of its (pointer, length) arguments; the
-/// entropy of coplay_create_relayed is 32 bytes at position 8.
+/// For each entry point that takes bytes, where its pointers are among its arguments and how many
+/// bytes each points to (the length argument after it; coplay_create_relayed's entropy, 32).
+const after = (at) => [at, (args) => args[at + 1]];
 const pointers = {
-  coplay_create_relayed: [[2, 3], [4, 5], [6, 7], [8, 32]],
-  coplay_relay_connect: [[1, 2]],
-  coplay_socket_bytes: [[1, 2]],
-  coplay_socket_closed: [[1, 2]],
-  coplay_share: [[1, 2]],
-  coplay_player_report: [[5, 6]],
+  coplay_create_relayed: [after(2), after(4), after(6), [8, () => 32]],
+  coplay_relay_connect: [after(1)],
+  coplay_socket_bytes: [after(1)],
+  coplay_socket_closed: [after(1)],
+  coplay_share: [after(1)],
+  coplay_player_report: [after(5)],
 };
 const encode = (v) => (typeof v === 'bigint' ? { n: v.toString() } : v);
 const decode = (v) => (typeof v === 'object' && v !== null ? BigInt(v.n) : v);
@@ -42,8 +43,7 @@ export async function recordingCore(bytes, onCall) {
     x[name] = (...args) => {
       const call = { name, args: args.map(encode), bytes: {}, random: [], events: [] };
       for (const [at, length] of pointers[name] ?? []) {
-        const n = typeof length === 'number' && at === 8 && name === 'coplay_create_relayed' ? 32 : args[length];
-        call.bytes[at] = args[at] ? Array.from(new Uint8Array(memory.buffer, args[at], n)) : null;
+        call.bytes[at] = args[at] ? Array.from(new Uint8Array(memory.buffer, args[at], length(args))) : null;
       }
       current = call;
       try { return f(...args); } finally { current = null; onCall(call); }
