@@ -155,6 +155,9 @@ import Testing
         json.decimal("h", .infinity)
         json.number("i", 1.5)
         json.number("j", -0.25, decimals: 1)
+        // Past what an Int64 holds in its last place's units: null, not a trap.
+        #expect(JSONObject.fixed(1e14, decimals: 6) == "null")
+        #expect(JSONObject.fixed(1e14, decimals: 3) == "100000000000000.000")
         #expect(
             json.closed
                 == #"{"a":12.5,"b":1,"c":1.05,"d":-2.5,"e":0,"f":0.123457,"g":null,"h":null,"i":1.500,"j":-0.3}"#)

@@ -46,12 +46,14 @@ public struct JSONObject: Sendable {
     public var closed: String { text + "}" }
 
     /// `value` rounded to `decimals` decimals (6 at most); `trimmed`, with the fraction's trailing
-    /// zeros cut, and its point when none is left (by number: as text it was a pause's tenth).
+    /// zeros cut, and its point when none is left (by number: as text it was a pause's tenth). Null
+    /// when absent, not finite, or too large to count in its last place's units as an Int64 (from
+    /// 9·10^12 with 6 decimals: values in range never come near it, and it is not a trap).
     public static func fixed(_ value: Double?, decimals: Int, trimmed: Bool = false) -> String {
-        guard let value, value.isFinite, abs(value) < 1e15 else { return "null" }
         var places = min(max(decimals, 0), 6)
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
+        guard let value, value.isFinite, abs(value) < 1e15, abs(value) * scale < 9e18 else { return "null" }
         var scaled = Int64((abs(value) * scale).rounded())
         var unit = Int64(scale)
         var text = value < 0 && scaled != 0 ? "-" : ""
