@@ -11,9 +11,13 @@ import { recordingCore } from './recorded-core.mjs';
 const { wasm, names, relays, key, viewers = false, seats = false, builtinWebSocket = false, record } = workerData;
 const WebSocketImpl = builtinWebSocket ? globalThis.WebSocket : LeanWebSocket;
 const core = await Core.load(readFileSync(wasm));
-// With `record`, the first tab has a module instance of its own whose calls are kept (recorded-core.mjs).
-const recorded = [];
-const recordedCore = record ? await recordingCore(readFileSync(wasm), (call) => recorded.push(call)) : null;
+// With `record`, the first tab has a module instance of its own whose calls are kept (recorded-core.mjs),
+// the first recordedMax of them: a run's are some 200 (a replay of a prefix is still whole).
+const recorded = [], recordedMax = 100_000;
+let recordedAll = true;
+const recordedCore = record ? await recordingCore(readFileSync(wasm), (call) => {
+  if (recorded.length < recordedMax) recorded.push(call); else recordedAll = false;
+}) : null;
 const participants = new Map();
 const measured = new Set(['activity', 'playing', 'paused', 'time-jumped']);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -28,7 +32,7 @@ function join(name) {
   const p = new Participant(own ? recordedCore : core, {
     relay: relays[name], session: 'crowd', key, name, viewer: viewers && !seats, stage: !viewers, WebSocketImpl,
     onEvent: (e) => {
-      if (own) recorded.at(-1)?.events.push(e.event);
+      if (own && recordedAll) recorded.at(-1)?.events.push(e.event);
       if (measured.has(e.event)) {
         report({ name, event: { event: e.event, item: e.item, position: e.position, at: performance.timeOrigin + performance.now() } });
       }
