@@ -153,7 +153,7 @@ func carryInto(_ directives: [Directive], _ participant: Participant, _ now: Tim
             } else {
                 append(9, PlayerRecord.encode(command))
             }
-        case .emit(let event): append(4, Array(EventRecord.json(event).utf8))
+        case .emit(let event): append(4, EventRecord.bytes(event))
         case .diagnose(let line): append(5, Array(line.utf8))
         case .wake(let at): participant.instanceWake = at
         case .exit:

@@ -71,6 +71,8 @@ import Testing
                     record.dropLast() + #","atUnixNanos":42}"#
                 ])
             #expect(record.hasPrefix(#"{"v":1,"event":"#))
+            // The page's module hands on the record's bytes: the same record.
+            #expect(EventRecord.bytes(event) == Array(record.utf8))
         }
     }
 

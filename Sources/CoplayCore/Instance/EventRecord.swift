@@ -66,6 +66,9 @@ public enum EventRecord {
         return json
     }
 
+    /// The event's record, whole, as UTF-8: what the page's module hands on.
+    public static func bytes(_ event: Event) -> [UInt8] { open(event).closedBytes }
+
     /// The event's record, whole.
     public static func json(
         _ event: Event, wire: Wire = Wire(), trueUnixNanos: (WallInstant) -> Int64 = { $0.unixNanos }
@@ -127,7 +130,7 @@ public enum EventRecord {
             json.string("usage", error.usage)
         case .activityChanged(let value, let originator):
             activityFields(value, into: &json)
-            json.raw("originator", self.originator(originator))
+            json.object("originator", self.originator(originator))
         case .activityUnchanged(let value):
             activityFields(value, into: &json)
         case .queueChanged(let report):
@@ -135,7 +138,7 @@ public enum EventRecord {
             json.string("entry", report.change.id)
             json.string("title", report.title)
             json.string("url", report.url)
-            json.raw("originator", originator(report.change.originator))
+            json.object("originator", originator(report.change.originator))
         case .interstitial(let report):
             json.string("id", report.interstitial.id)
             json.string("url", report.interstitial.url)
@@ -143,7 +146,7 @@ public enum EventRecord {
             json.string("item", report.item)
             json.decimal("position", report.position)
             json.string("for", report.forAll ? "all" : "me")
-            json.raw("originator", originator(report.originator))
+            json.object("originator", originator(report.originator))
             json.string("cutShort", report.cutShort)
         case .queue(let report):
             json.raw(
@@ -155,12 +158,12 @@ public enum EventRecord {
                         row.string("url", entry.item.url)
                         row.string("title", entry.item.title)
                         row.decimal("duration", entry.item.durationSeconds)
-                        row.raw("addedBy", originator(entry.addedBy))
+                        row.object("addedBy", originator(entry.addedBy))
                         return row.closed
                     }))
             json.string("current", report.current)
         case .stateAdopted(let report):
-            json.raw("from", originator(report.from))
+            json.object("from", originator(report.from))
             json.int("commands", Int64(report.commandsCovered))
             json.int("winners", Int64(report.winners))
             json.string("snapshot", String(report.snapshot, radix: 16))
@@ -195,21 +198,21 @@ public enum EventRecord {
             json.decimal("rate", report.rate)
             json.decimal("position", report.position)
             json.string("reason", report.reason)
-            json.raw("originator", originator(report.originator))
+            json.object("originator", originator(report.originator))
             json.string("command", report.dot.description)
             if let edge = report.liveEdge { json.decimal("liveEdge", edge) }
         case .commandIgnored(let ignored):
             json.string("commandItem", ignored.commandItem)
             json.string("currentItem", ignored.currentItem)
             json.string("operation", ignored.operation)
-            json.raw("originator", originator(ignored.originator))
+            json.object("originator", originator(ignored.originator))
             json.string("command", ignored.dot.description)
         case .suspension(let report):
             json.int("id", Int64(report.id))
             json.string("reason", report.reason)
             json.string("item", report.item)
         case .message(let message):
-            json.raw("from", originator(message.from))
+            json.object("from", originator(message.from))
             json.int("id", Int64(message.messageID))
             json.string("text", message.text)
             json.bool("reliable", message.isReliable)
@@ -243,12 +246,12 @@ public enum EventRecord {
     }
 
     /// Who did something: a participant's id, its name, and whether it is this one.
-    public static func originator(_ originator: Originator) -> String {
+    public static func originator(_ originator: Originator) -> JSONObject {
         var json = JSONObject()
         json.string("id", originator.member.id.description)
         json.string("name", originator.name)
         json.bool("local", originator.isLocal)
-        return json.closed
+        return json
     }
 
     /// A participant as this one sees it.
