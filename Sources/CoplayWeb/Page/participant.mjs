@@ -60,7 +60,7 @@ export function playerCommand(r) {
     case 1: {
       const n = v.getUint16(17, true);
       return { op: 'load', position: f(1), duration: Number.isNaN(f(9)) ? null : f(9),
-        item: dec.decode(r.slice(19, 19 + n)), url: dec.decode(r.slice(19 + n)) };
+        item: dec.decode(r.subarray(19, 19 + n)), url: dec.decode(r.subarray(19 + n)) };
     }
     case 2: return { op: 'prepare', position: f(1) };
     case 3: return { op: 'play', rate: f(1), position: f(9), at: i64(17) };
@@ -69,7 +69,7 @@ export function playerCommand(r) {
     case 6: return { op: 'unload' };
     case 7: {
       const n = v.getUint16(9, true);
-      return { op: 'interstitial', duration: f(1), id: dec.decode(r.slice(11, 11 + n)), url: dec.decode(r.slice(11 + n)) };
+      return { op: 'interstitial', duration: f(1), id: dec.decode(r.subarray(11, 11 + n)), url: dec.decode(r.subarray(11 + n)) };
     }
     case 8: return { op: 'interstitial-end' };
     default: return { op: 'none' };
@@ -83,7 +83,7 @@ export function playerAction(r) {
   switch (r[0]) {
     case 1: {
       const n = v.getUint16(1, true);
-      return { op: 'load', item: dec.decode(r.slice(3, 3 + n)), url: dec.decode(r.slice(3 + n)) };
+      return { op: 'load', item: dec.decode(r.subarray(3, 3 + n)), url: dec.decode(r.subarray(3 + n)) };
     }
     case 2: return { op: 'seek', position: f(1) };
     case 3: return { op: 'pause' };
@@ -94,7 +94,7 @@ export function playerAction(r) {
     case 8: return { op: 'unload' };
     case 9: {
       const n = v.getUint16(9, true);
-      return { op: 'interstitial', duration: f(1), id: dec.decode(r.slice(11, 11 + n)), url: dec.decode(r.slice(11 + n)) };
+      return { op: 'interstitial', duration: f(1), id: dec.decode(r.subarray(11, 11 + n)), url: dec.decode(r.subarray(11 + n)) };
     }
     case 10: return { op: 'interstitial-end' };
     default: return { op: 'none' };
@@ -232,32 +232,50 @@ export class Participant {
   // MARK: Outputs
 
   carry(length) {
-    for (const r of this.core.records(length)) {
-      switch (r.kind) {
-        case 4: this.on.event(JSON.parse(dec.decode(r.data))); break;
-        case 5: this.on.diagnostic(dec.decode(r.data)); break;
+    // Each record is taken out where the core wrote it, as what it says (a string, an object, an
+    // instant), before any is handled: a handler may call into the core, which writes over them.
+    // Only bytes for the socket are copied (a send may keep them). Copied each, a pause's three
+    // records were three ArrayBuffers for every tab, a share of what it cost a crowd's thread.
+    const x = this.core.x, memory = x.memory.buffer, base = x.coplay_output();
+    const view = new DataView(memory, base, length), taken = [];
+    for (let i = 0; i + 5 <= length;) {
+      const kind = view.getUint8(i), n = view.getUint32(i + 1, true), at = i + 5;
+      const data = new Uint8Array(memory, base + at, Math.min(n, length - at));
+      i = at + n;
+      switch (kind) {
+        case 4: case 14: taken.push(kind, JSON.parse(dec.decode(data))); break;
+        case 5: case 11: taken.push(kind, dec.decode(data)); break;
+        case 6: taken.push(kind, n === 8 && at + 8 <= length ? view.getBigInt64(at, true) : undefined); break;
+        case 7: case 13: taken.push(kind, null); break;
+        case 9: taken.push(kind, playerCommand(data)); break;
+        case 15: taken.push(kind, playerAction(data)); break;
+        case 12: taken.push(kind, data.slice()); break;
+      }
+    }
+    for (let i = 0; i < taken.length; i += 2) {
+      const value = taken[i + 1];
+      switch (taken[i]) {
+        case 4: this.on.event(value); break;
+        case 5: this.on.diagnostic(value); break;
         case 6: {
           // The same instant as the timer already set: kept (the core names its next wake after
           // every input, and among a thousand participants in one thread resetting the timer
           // each time was a share of every command's cost).
-          const at = new DataView(r.data.buffer).getBigInt64(0, true);
-          if (at === this.wakeAt || this.closed) break;
+          if (value === undefined || value === this.wakeAt || this.closed) break;
           clearTimeout(this.wakeTimer);
-          this.wakeAt = at;
-          this.wakeTimer = setTimeout(() => this.wake(), Math.max(0, Number(at - monoNanos()) / 1e6));
+          this.wakeAt = value;
+          this.wakeTimer = setTimeout(() => this.wake(), Math.max(0, Number(value - monoNanos()) / 1e6));
           break;
         }
         case 7: this.closed = true; clearTimeout(this.wakeTimer); this.on.exit(); break;
-        case 9: this.on.player(playerCommand(r.data)); break;
-        case 15: this.on.player(playerAction(r.data)); break;
-        case 11: this.open(dec.decode(r.data)); break;
-        case 12: try { this.socket?.send(r.data); } catch { /* closing: the core hears of it */ } break;
+        case 9: case 15: this.on.player(value); break;
+        case 11: this.open(value); break;
+        case 12: try { this.socket?.send(value); } catch { /* closing: the core hears of it */ } break;
         case 13: this.drop(); break;
         case 14: {
-          const state = JSON.parse(dec.decode(r.data));
           // A refusal of the credentials is said each time (the page says the link is out of date),
           // and so is the core's word that no server was reached for a while.
-          if (state.connected !== this.connected || state.refused || state.unreachable) { this.connected = state.connected; this.on.connection(state.connected, state); }
+          if (value.connected !== this.connected || value.refused || value.unreachable) { this.connected = value.connected; this.on.connection(value.connected, value); }
           break;
         }
       }
@@ -291,7 +309,8 @@ export class Participant {
     socket.onopen = () => { if (this.socket === socket) this.enter((x, h) => x.coplay_socket_opened(h, monoNanos(), wallNanos())); };
     socket.onmessage = (m) => {
       if (this.socket !== socket) return;
-      const bytes = typeof m.data === 'string' ? enc.encode(m.data) : new Uint8Array(m.data);
+      // A browser's message is an ArrayBuffer; a view (the crowd's lean socket) is read as it is.
+      const bytes = typeof m.data === 'string' ? enc.encode(m.data) : ArrayBuffer.isView(m.data) ? m.data : new Uint8Array(m.data);
       this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_socket_bytes(h, p, bytes.length, monoNanos(), wallNanos())));
     };
     socket.onclose = (e) => {
