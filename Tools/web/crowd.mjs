@@ -44,6 +44,8 @@ const group = 22000 + (process.pid % 1000), token = 'crowd';
 const wallMs = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const children = [];
+// An agent's diagnostics kept, its last ones: a run's are some hundreds.
+const agentDiagnosticsKept = 5000;
 const failures = [];
 function check(ok, what) { console.log(`${ok ? 'ok' : 'FAIL'}: ${what}`); if (!ok) failures.push(what); }
 function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
@@ -75,10 +77,18 @@ function agent(name, index) {
   const relays = order(index).flatMap((k) => ['--relay', `nats://${token}@127.0.0.1:${ports[k].nats}`]);
   const role = !viewers || index === 0 ? ['--stage'] : [];
   const child = spawnOwned(coplay, ['--name', name, '--interface', 'lo', '--group', `239.255.77.10:${group}`, '--session', 'crowd',
-    '--key-file', `${work}/group.key`, ...relays, ...role, ...player], { stdio: ['pipe', 'pipe', 'ignore'] });
+    '--key-file', `${work}/group.key`, ...relays, ...role, ...player], { stdio: ['pipe', 'pipe', 'pipe'] });
+  child.agentName = name;
   child.lines = [];
-  let partial = '';
-  child.stdout.on('data', (d) => { partial += d; const p = partial.split('\n'); partial = p.pop(); child.lines.push(...p); });
+  // Its diagnostics (stderr), the last agentDiagnosticsKept of them: said when a check fails.
+  child.diagnostics = [];
+  for (const [stream, into] of [[child.stdout, child.lines], [child.stderr, child.diagnostics]]) {
+    let partial = '';
+    stream.on('data', (d) => {
+      partial += d; const p = partial.split('\n'); partial = p.pop(); into.push(...p);
+      if (into === child.diagnostics && into.length > agentDiagnosticsKept) into.splice(0, into.length - agentDiagnosticsKept);
+    });
+  }
   children.push(child);
   return child;
 }
@@ -201,6 +211,17 @@ await sleep(500);
 if (!viewers) {
   const left = host.lines.filter((l) => /^peer-left web\d+ .*reason=shutdown/.test(l)).length;
   check(left >= count * 0.9, `the agent saw the crowd leave (${left} of ${count})`);
+}
+// A check failed: what each agent said, its last lines (events and diagnostics), to see why; with
+// CROWD_KEEP=DIR, all of them in DIR too.
+if (failures.length) {
+  for (const a of stage) {
+    console.log(`--- ${a.agentName}: its last events\n${a.lines.slice(-40).join('\n')}\n--- ${a.agentName}: its last diagnostics\n${a.diagnostics.slice(-40).join('\n')}`);
+    if (process.env.CROWD_KEEP) {
+      writeFileSync(`${process.env.CROWD_KEEP}/${process.pid}-${a.agentName}.events`, a.lines.join('\n'));
+      writeFileSync(`${process.env.CROWD_KEEP}/${process.pid}-${a.agentName}.diagnostics`, a.diagnostics.join('\n'));
+    }
+  }
 }
 for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
 console.log(JSON.stringify({ count, servers, viewers, seats, stage: stageCount, mpv: Boolean(media), figures, failures }));
