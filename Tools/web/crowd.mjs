@@ -224,5 +224,8 @@ if (failures.length) {
   }
 }
 for (const c of children) { try { c.kill('SIGTERM'); } catch { /* gone */ } }
+// The CPU the crowd's process took (its threads, not the agents or servers): a steadier measure of
+// the tabs' cost than a pause's spread (5 runs of the same code within 10%).
+{ const { user, system } = process.cpuUsage(); figure('crowd-cpu', (user + system) / 1000); }
 console.log(JSON.stringify({ count, servers, viewers, seats, stage: stageCount, mpv: Boolean(media), figures, failures }));
 process.exit(failures.length ? 1 : 0);
