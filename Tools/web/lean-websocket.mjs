@@ -78,7 +78,8 @@ export class LeanWebSocket {
     this.input = this.input.length ? Buffer.concat([this.input, chunk]) : chunk;
     if (!this.open) {
       const end = this.input.indexOf('\r\n\r\n');
-      if (end < 0) { if (this.input.length > 8192) this.fail(); return; }
+      // Not whole yet: kept, copied out of the read buffer (the next read, any socket's, reuses it).
+      if (end < 0) { if (this.input.length > 8192) this.fail(); else this.input = Buffer.from(this.input); return; }
       const head = this.input.subarray(0, end).toString('latin1');
       this.input = this.input.subarray(end + 4);
       const accept = /\r\nsec-websocket-accept:\s*(\S+)/i.exec(head)?.[1];
