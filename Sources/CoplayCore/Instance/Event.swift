@@ -16,8 +16,8 @@ public enum Event: Hashable, Sendable {
     case clockSynced(PeerInfo)
     /// The answer to `status`. Boxed: its report (705 bytes in the 64-bit build) made every event,
     /// and every directive and output that carries one, as large, and each a pause moved was
-    /// copied whole (a viewer's pause 8% dearer, a coordinated start 17%, by
-    /// Tools/web/command-cost.mjs). The next largest case is 136 bytes.
+    /// copied whole (a viewer's pause 5–8% dearer, a coordinated start 17%, by
+    /// Tools/web/command-cost.mjs). The next largest case, a peer's info, is 169 bytes.
     indirect case status(StatusReport)
     /// The answer to `peers`.
     case peers([PeerInfo])
