@@ -100,6 +100,68 @@ private let carolEndpoint = Endpoint(address: 0x7F00_0003, port: 50_003)
             "a viewer's peers are one or two")
     }
 
+    /// A party's end: 90 of a group of 102 leave at once. The 11 who stay heartbeated every
+    /// 3.2 s (the group's interval) and keep that until their next heartbeat: they are not
+    /// suspected for it, though the group's silences are now the small group's. One of them that
+    /// crashed as the others left is still given up, at the silence of the group it was heard in.
+    @Test func whenMostOfAGroupLeavesAtOnce_thoseStaying_areJudgedAtTheIntervalTheyKept() {
+        let settings = Settings()
+        var membership = Membership(settings: settings)
+        var random = SplitMix64(seed: 3)
+        membership.start(now: at(0).monotonic, random: &random)
+        let members = (1...101).map { Member(id: PeerID(UInt64(0x200 + $0)), incarnation: Incarnation(9)) }
+        let leaving = Set(members.prefix(90))
+        let crashed = members[95]
+        let endAt = 10_000.0
+        let large = settings.heartbeatInterval.milliseconds * 102 / 16
+        // Each heartbeats every `large` ms from its own phase; after the end, those staying keep
+        // that until their next heartbeat, and beat at the small group's interval from then on.
+        func hear(_ member: Member, _ millis: Double) {
+            _ = membership.onAnnouncement(
+                announcement("x"), isHello: false, from: member,
+                source: Endpoint(address: 0x7F00_0001, port: UInt16(truncatingIfNeeded: member.id.rawValue)),
+                heardAt: at(millis).monotonic)
+        }
+        // All heard twice at first (heard once, a peer is judged as a stranger), then each on
+        // its own phase.
+        for millis in [0.0, 10] { for member in members { hear(member, millis) } }
+        var next = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1, 20 + Double($0) * large / 101) })
+        var blamed: [String] = []
+        var crashFoundAt: Double?
+        var ownAfterEnd: Double?
+        for millis in stride(from: 20.0, through: 18_500, by: 10) {
+            if millis == endAt {
+                for member in leaving { _ = membership.onLeave(.left, from: member, at: at(millis).monotonic) }
+            }
+            for member in members where !(leaving.contains(member) && millis >= endAt) {
+                guard let due = next[member], due <= millis, !(member == crashed && millis >= endAt) else { continue }
+                hear(member, millis)
+                next[member] = due + (millis >= endAt ? 500 : large)
+            }
+            for output in membership.tick(now: at(millis).monotonic, random: &random) {
+                switch output {
+                case .unresponsive(let record) where record.member != crashed,
+                    .left(let record, .timeout) where record.member != crashed:
+                    blamed.append("\(record.member.id) at \(millis) ms")
+                case .left(let record, .timeout) where record.member == crashed: crashFoundAt = millis
+                case .announce(isHello: false) where millis > endAt: ownAfterEnd = ownAfterEnd ?? millis
+                default: break
+                }
+            }
+        }
+        #expect(blamed.isEmpty, "blamed though heartbeating: \(blamed.prefix(5))")
+        #expect(membership.peers.count == 10, "the 10 staying")
+        // Its last heartbeat came within `large` before the end; it is given up at most the large
+        // group's departure silence after that.
+        let limit = endAt + settings.deadAfter.milliseconds * 102 / 16
+        #expect(crashFoundAt.map { $0 > endAt && $0 <= limit } ?? false, "found at \(crashFoundAt ?? -1) ms")
+        // Its own next heartbeat was due up to 3.5 s later; the wait left shrank with the group
+        // (to the small group's interval at most, jittered).
+        let smallInterval = settings.heartbeatInterval.milliseconds * (1 + settings.heartbeatJitterFraction)
+        #expect(
+            ownAfterEnd.map { $0 <= endAt + smallInterval + 10 } ?? false, "own heartbeat at \(ownAfterEnd ?? -1) ms")
+    }
+
     @Test func leave_removesAndRemembers_soReorderedDatagramsCannotBringItBack() {
         var membership = Membership(settings: Settings())
         _ = membership.onAnnouncement(

@@ -177,6 +177,7 @@ struct Membership: Sendable {
         guard var record = peers[sender.id], record.member == sender else { return [] }
         let wasEstablished = record.isEstablished
         record.lastHeard = max(record.lastHeard, heardAt)
+        record.heardAtScale = scaleAtLastTick
         if !wasEstablished, record.isEstablished { establishedCount += 1 }
         var out: [Output] = []
         if record.liveness == .suspected {
@@ -238,6 +239,13 @@ struct Membership: Sendable {
             }
         }
         let shrank = groupScale < scaleAtLastTick
+        // RTCP's reverse reconsideration (RFC 3550 §6.3.4): when the group shrinks, what is left
+        // of the wait for the next heartbeat shrinks with it, so this agent is soon heard at the
+        // smaller group's interval, by which its peers judge it once they have heard it again
+        // (`PeerRecord.heardAtScale`).
+        if shrank, let due = nextHeartbeatAt, due > now {
+            nextHeartbeatAt = now + (due - now) * (groupScale / scaleAtLastTick)
+        }
         scaleAtLastTick = groupScale
         // A pass over the peers only when a silence may have come to its limit: the cached
         // deadline is due, or the group shrank (and its silences with it).
@@ -253,7 +261,7 @@ struct Membership: Sendable {
         silenceDeadline = nil
         var due: [PeerID] = []
         for (id, record) in peers {
-            let deadline = Self.deadline(of: record, silences)
+            let deadline = deadline(of: record, silences)
             if deadline <= now {
                 due.append(id)
             } else {
@@ -263,7 +271,7 @@ struct Membership: Sendable {
         for id in due.ordered() {
             guard var record = peers[id] else { continue }
             let silence = now - record.lastHeard
-            let limits = silences.of(record)
+            let limits = silences.of(record, settings)
             if silence >= limits.dead {
                 remove(record, because: .timeout, now: now, into: &out)
                 continue
@@ -272,7 +280,7 @@ struct Membership: Sendable {
                 peers[id] = record
                 out.append(.unresponsive(record))
             }
-            let deadline = Self.deadline(of: record, silences)
+            let deadline = deadline(of: record, silences)
             silenceDeadline = min(silenceDeadline ?? deadline, deadline)
         }
     }
@@ -304,10 +312,15 @@ struct Membership: Sendable {
     /// peer, the small group's for one heard only once. Worked out once per pass over the table
     /// (a `Duration` times a `Double` is not cheap).
     struct Silences {
+        var scale: Double
         var established: (suspect: Duration, dead: Duration)
         var heardOnce: (suspect: Duration, dead: Duration)
-        func of(_ record: PeerRecord) -> (suspect: Duration, dead: Duration) {
-            record.isEstablished ? established : heardOnce
+        /// An established peer last heard when the group was larger is judged at that size
+        /// (`PeerRecord.heardAtScale`): worked out apart, only in the heartbeat interval or so
+        /// after the group shrank.
+        func of(_ record: PeerRecord, _ settings: Settings) -> (suspect: Duration, dead: Duration) {
+            guard record.isEstablished else { return heardOnce }
+            return record.heardAtScale > scale ? settings.silences(scale: record.heardAtScale) : established
         }
     }
 
@@ -316,7 +329,8 @@ struct Membership: Sendable {
     private var scaleAtLastTick = 1.0
 
     func silences(scale: Double) -> Silences {
-        return Silences(established: settings.silences(scale: scale), heardOnce: settings.silences(scale: 1))
+        return Silences(
+            scale: scale, established: settings.silences(scale: scale), heardOnce: settings.silences(scale: 1))
     }
 
     /// The earliest instant at which `tick` has something to do. Worked out without a pass over
@@ -328,8 +342,8 @@ struct Membership: Sendable {
 
     /// When a peer's silence comes to its next limit: suspicion for a peer alive, departure for
     /// one suspected.
-    private static func deadline(of record: PeerRecord, _ silences: Silences) -> MonotonicInstant {
-        let limits = silences.of(record)
+    private func deadline(of record: PeerRecord, _ silences: Silences) -> MonotonicInstant {
+        let limits = silences.of(record, settings)
         return record.lastHeard + (record.liveness == .alive ? limits.suspect : limits.dead)
     }
 
@@ -342,7 +356,7 @@ struct Membership: Sendable {
     private var establishedCount = 0
 
     private mutating func lowerSilenceDeadline(for record: PeerRecord) {
-        let due = Self.deadline(of: record, silences(scale: scaleAtLastTick))
+        let due = deadline(of: record, silences(scale: scaleAtLastTick))
         silenceDeadline = min(silenceDeadline ?? due, due)
     }
 
@@ -394,6 +408,7 @@ struct Membership: Sendable {
             return false
         }
         var record = PeerRecord(member: sender, name: name, endpoint: endpoint, now: heardAt)
+        record.heardAtScale = scaleAtLastTick
         if !endpoint.isRelay { record.heardOnNetworkAt = heardAt }
         peers[sender.id] = record
         lowerSilenceDeadline(for: record)
@@ -431,7 +446,7 @@ extension Settings {
     /// The silences after which an established peer is suspected and declared gone in a group
     /// `scale` times as large as `heartbeatFullRateGroupMax` (1 in a small group): both in
     /// proportion, or the departure a fixed gap after the suspicion (`suspicionGapUnscaled`).
-    func silences(scale: Double) -> (suspect: Duration, dead: Duration) {
+    @inline(never) func silences(scale: Double) -> (suspect: Duration, dead: Duration) {
         let suspect = suspectAfter * scale
         guard let gap = suspicionGapUnscaled else { return (suspect, deadAfter * scale) }
         return (suspect, max(deadAfter, suspect + gap))
