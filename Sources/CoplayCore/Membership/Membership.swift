@@ -258,10 +258,11 @@ struct Membership: Sendable {
     /// departure limit (in a fixed order, for replayable runs), and finds the next deadline.
     private mutating func judgeSilences(now: MonotonicInstant, into out: inout [Output]) {
         let silences = silences(scale: scaleAtLastTick)
+        let settings = settings  // read once for the pass, not once per peer
         silenceDeadline = nil
         var due: [PeerID] = []
         for (id, record) in peers {
-            let deadline = deadline(of: record, silences)
+            let deadline = Self.deadline(of: record, silences, settings)
             if deadline <= now {
                 due.append(id)
             } else {
@@ -280,7 +281,7 @@ struct Membership: Sendable {
                 peers[id] = record
                 out.append(.unresponsive(record))
             }
-            let deadline = deadline(of: record, silences)
+            let deadline = Self.deadline(of: record, silences, settings)
             silenceDeadline = min(silenceDeadline ?? deadline, deadline)
         }
     }
@@ -342,7 +343,9 @@ struct Membership: Sendable {
 
     /// When a peer's silence comes to its next limit: suspicion for a peer alive, departure for
     /// one suspected.
-    private func deadline(of record: PeerRecord, _ silences: Silences) -> MonotonicInstant {
+    private static func deadline(of record: PeerRecord, _ silences: Silences, _ settings: Settings)
+        -> MonotonicInstant
+    {
         let limits = silences.of(record, settings)
         return record.lastHeard + (record.liveness == .alive ? limits.suspect : limits.dead)
     }
@@ -356,7 +359,7 @@ struct Membership: Sendable {
     private var establishedCount = 0
 
     private mutating func lowerSilenceDeadline(for record: PeerRecord) {
-        let due = deadline(of: record, silences(scale: scaleAtLastTick))
+        let due = Self.deadline(of: record, silences(scale: scaleAtLastTick), settings)
         silenceDeadline = min(silenceDeadline ?? due, due)
     }
 
