@@ -12,7 +12,7 @@ import CoplayCore
 /// `{"at": ms, "advance": true, ...}`. Commands: `load URL POS`, `prepare POS`,
 /// `play RATE POS AT-MS`, `rate RATE`, `pause POS`, `unload`. Observations: `loaded`,
 /// `restarted`, `position POS AT-MS`, `paused BOOL`, `starved BOOL`, `hidden BOOL`, `ended`,
-/// `playRefused`, `seekRefused`, `rate RATE`, `duration SECONDS`. Lines: `seek 1.234`, `pause`,
+/// `playRefused`, `seekRefused`, `rate RATE`, `duration SECONDS`, `answered pause|rate`. Lines: `seek 1.234`, `pause`,
 /// `play`, `rate 1.0050`, `read`, `load URL`, `reload 1.234`, `unload`, and reports `ready 1.234`,
 /// `sample 1.234 1.0000 AT-MS`, `stalled 1.234`, `stallEnded 1.234`, `ended 1.234`,
 /// `user pause`, `user play 1.0000`, `user seek 1.234`, `failed`, `duration 1.234`.
@@ -122,6 +122,8 @@ public enum FollowerScript {
         case ("seekRefused", 0): return .seekRefused
         case ("rate", 1): return .rate(numbers[0])
         case ("duration", 1): return .duration(numbers[0])
+        case ("answered", 0) where parts.count == 2:
+            return parts[1] == "pause" ? .answered(.pause) : parts[1] == "rate" ? .answered(.rate) : nil
         default: return nil
         }
     }

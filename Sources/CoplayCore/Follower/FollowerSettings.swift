@@ -99,6 +99,18 @@ public struct FollowerSettings: Hashable, Sendable {
     /// byte ranges, was refused once in some four runs of the fast tier, both cores busy). A
     /// constant, not a field: a field of these settings cost the browser's module 0.8 KB gzipped.
     public static let seekRefusalRetry: Duration = .milliseconds(300)
+    /// A pause or a rate the follower asked stays its own (`Echoes`) until a newer ask has been
+    /// answered this long ago: a player's report of its own change comes after its answer to the
+    /// change, within milliseconds on a quiet machine, but an mpv stopped between the two (for up
+    /// to 600 ms in `coplay-bench hiccup`, and longer behind a slow disk) sends it only once it
+    /// runs again. The last ask's echo, due after an older one's, is given up this long after its
+    /// answer, and the value asked again. At most `echoesMax` asks of each property are kept (a
+    /// table the player's reports cannot grow): a start asks at most three changes of each (pause,
+    /// seek, unpause; a rate, a catch-up, its end), and a player stopped for a second while the
+    /// follower holds and unpauses it every 70 ms (`MpvEchoTests`) gets some 30; past the bound, an
+    /// unexplained report counts as an echo until the window is clear again.
+    public static let echoGrace: Duration = .seconds(2)
+    public static let echoesMax = 32
 
     /// A player whose readings move in steps (`PlayerFollower.Capabilities.readsInSteps`:
     /// Firefox's `currentTime` moves every 40 ms or so, read every 100 ms) is taken to be where

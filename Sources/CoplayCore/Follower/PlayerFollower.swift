@@ -47,11 +47,17 @@ public struct PlayerFollower: Sendable {
         /// here. A joiner's first start is the one a person watches: Chromium's stood 72-98 ms in
         /// five joins, and a start not told so began 86 ms behind.
         public var startLateness: Double
+        /// It answers each change asked of it (mpv: each `set_property` with its request id), and
+        /// says so (`.answered`): a change asked is its own until its echo has had time to come
+        /// after that answer (`Echoes`). One that answers nothing is taken to have made a change
+        /// the moment it was asked.
+        public var answersAsks: Bool
 
         public init(
             steersByRate: Bool = true, checksRate: Bool = false, rateDeadBand: Double = 0,
             ownPausesArePersons: Bool = true, snapsAfterPausing: Bool = true, reloadsStuckSeeks: Bool = false,
-            readsInSteps: Bool = false, standsAfterStart: Bool = false, startLateness: Double = 0
+            readsInSteps: Bool = false, standsAfterStart: Bool = false, startLateness: Double = 0,
+            answersAsks: Bool = false
         ) {
             self.steersByRate = steersByRate
             self.checksRate = checksRate
@@ -62,10 +68,11 @@ public struct PlayerFollower: Sendable {
             self.readsInSteps = readsInSteps
             self.standsAfterStart = standsAfterStart
             self.startLateness = startLateness
+            self.answersAsks = answersAsks
         }
 
-        /// mpv: its own controls are the person's, and its speed steers.
-        public static let mpv = Capabilities()
+        /// mpv: its own controls are the person's, its speed steers, and it answers each change.
+        public static let mpv = Capabilities(answersAsks: true)
         /// A page's `<video>`: no controls of its own (the page's buttons are commands), a pause
         /// it makes is the browser's, a stuck seek reloads.
         public static let video = Capabilities(
@@ -101,10 +108,13 @@ public struct PlayerFollower: Sendable {
         case position(Double, at: WallInstant)
         /// It could not say (an audio clock not started yet).
         case positionUnavailable
-        /// It paused (true) or plays (false), asked or not.
+        /// It paused (true) or plays (false), asked or not: late, or coalesced with other changes.
         case paused(Bool)
-        /// Its rate changed to this, asked or not.
+        /// Its rate changed to this, asked or not: late, or coalesced with other changes.
         case rate(Double)
+        /// It answered the oldest change of this kind asked of it and not yet answered (a player
+        /// whose `Capabilities.answersAsks`): it has made it.
+        case answered(Asked)
         /// A seek not asked for began (the person's), and where it landed.
         case personSeekBegan
         case personSeekLanded(Double)
@@ -121,6 +131,9 @@ public struct PlayerFollower: Sendable {
         /// It refused to play (a browser that wants a gesture).
         case playRefused
     }
+
+    /// A change asked of the player that it answers (`Observation.answered`).
+    public enum Asked: Hashable, Sendable { case pause, rate }
 
     /// One step's work: actions for the player, in order, and reports for the core.
     public struct Output: Hashable, Sendable {
@@ -170,10 +183,15 @@ public struct PlayerFollower: Sendable {
     private var seekedInItem = false
     /// What a seek costs, from the command to the restart (seconds, learnt).
     private(set) var seekCost: Double
-    /// What the follower last asked: paused, and the speed.
+    /// What the follower last asked: paused, and the speed (or the speed the player was found at,
+    /// changed by something else); the speed it last asked itself.
     private var askedPause = true
     private var askedAnything = false
     private var askedSpeed = 1.0
+    private var ownSpeed = 1.0
+    /// The pauses (1: paused, 0: playing) and rates asked that the player may still report back.
+    private var pauseEchoes = Echoes()
+    private var rateEchoes = Echoes()
     /// What the player last said: paused or not.
     private var playerPaused = true
     /// The group's rate; the rate the core last asked (the group's with its nudge).
@@ -306,7 +324,22 @@ public struct PlayerFollower: Sendable {
         case .endInterstitial:
             out.actions.append(.endInterstitial)
         }
+        noteAsks(out, now: now)
         return out
+    }
+
+    /// Every pause, unpause and rate in `out` is an ask the player may report back (`Echoes`).
+    private mutating func noteAsks(_ out: Output, now: Timestamp) {
+        let answered = !capabilities.answersAsks
+        for action in out.actions {
+            switch action {
+            case .pause: pauseEchoes.asked(1, now: now.monotonic, answered: answered, max: FollowerSettings.echoesMax)
+            case .play: pauseEchoes.asked(0, now: now.monotonic, answered: answered, max: FollowerSettings.echoesMax)
+            case .setRate(let rate):
+                rateEchoes.asked(rate, now: now.monotonic, answered: answered, max: FollowerSettings.echoesMax)
+            default: break
+            }
+        }
     }
 
     private mutating func play(_ new: Anchor, now: Timestamp, _ out: inout Output) {
@@ -394,6 +427,8 @@ public struct PlayerFollower: Sendable {
 
     public func nextWake(now: Timestamp) -> MonotonicInstant? {
         var due: [MonotonicInstant?] = [catchUpUntil, dither?.switchAt, retryPlayAt, seekDeadline]
+        due.append(pauseEchoes.settleDue(grace: FollowerSettings.echoGrace))
+        due.append(rateEchoes.settleDue(grace: FollowerSettings.echoGrace))
         if let unpauseAt, !seeking {
             let delay = (unpauseAt - now.wall).seconds + bias(unpauseHold) / max(groupRate, 0.01)
             due.append(now.monotonic + .seconds(saturating: max(0, delay)))
@@ -409,10 +444,22 @@ public struct PlayerFollower: Sendable {
     public mutating func advance(now: Timestamp) -> Output {
         var out = Output()
         runTimers(now: now, &out)
+        noteAsks(out, now: now)
         return out
     }
 
     private mutating func runTimers(now: Timestamp, _ out: inout Output) {
+        // The last ask's echo never came after an older one's: asked again, as the player may
+        // stand at the older value.
+        if let due = pauseEchoes.settleDue(grace: FollowerSettings.echoGrace), due <= now.monotonic {
+            pauseEchoes.settled()
+            if playerPaused != askedPause { out.actions.append(askedPause ? .pause : .play) }
+        }
+        if let due = rateEchoes.settleDue(grace: FollowerSettings.echoGrace), due <= now.monotonic {
+            rateEchoes.settled()
+            askedSpeed = ownSpeed
+            out.actions.append(.setRate(ownSpeed))
+        }
         if let due = catchUpUntil, due <= now.monotonic {
             catchUpUntil = nil
             applyRate(wantedRate, now: now, &out)
@@ -479,11 +526,25 @@ public struct PlayerFollower: Sendable {
         case .paused(let paused):
             pausedChanged(paused, now: now, &out)
         case .rate(let rate):
-            guard rate.isFinite, abs(rate - askedSpeed) > 1e-6 else { break }
-            askedSpeed = rate
-            guard !askedPause, anchor != nil, dither == nil, abs(rate / max(groupRate, 0.01) - 1) > speedDisturbanceMax
+            guard rate.isFinite, !rateEchoes.heard(rate, now: now.monotonic, grace: FollowerSettings.echoGrace),
+                abs(rate - askedSpeed) > Echoes.sameWithin
             else { break }
-            if let action = PlayerReport.UserAction.play(rate: rate).checked { out.reports.append(.userAction(action)) }
+            // Not asked: something else changed it (within `speedDisturbanceMax` of the speed
+            // asked: corrected by the next rate asked), or the person did (mpv's `]` multiplies
+            // the speed by 1.1): the group's rate becomes the person's change of it, without the
+            // follower's own nudge or catch-up in the speed it changed.
+            askedSpeed = rate
+            let change = rate / max(ownSpeed, 0.01)
+            guard !askedPause, anchor != nil, dither == nil, abs(change - 1) > speedDisturbanceMax else { break }
+            let chosen = (groupRate * change * 10_000).rounded() / 10_000
+            if let action = PlayerReport.UserAction.play(rate: chosen).checked {
+                out.reports.append(.userAction(action))
+            }
+        case .answered(let asked):
+            switch asked {
+            case .pause: pauseEchoes.answered(now: now.monotonic)
+            case .rate: rateEchoes.answered(now: now.monotonic)
+            }
         case .personSeekBegan:
             stopTimeline()
         case .personSeekLanded(let position):
@@ -560,6 +621,7 @@ public struct PlayerFollower: Sendable {
             retryPlayAt = now.monotonic + settings.playRetryInterval
         }
         runTimers(now: now, &out)
+        noteAsks(out, now: now)
         return out
     }
 
@@ -590,7 +652,9 @@ public struct PlayerFollower: Sendable {
             // Playing again after the platform's pause: on from where it stopped.
             (platformPausedAt, lastSample) = (nil, (stopped, now.wall))
         }
-        guard paused != askedPause else { return }
+        // A pause or unpause asked, however late its report: the player is on its way to the last.
+        let echo = pauseEchoes.heard(paused ? 1 : 0, now: now.monotonic, grace: FollowerSettings.echoGrace)
+        guard paused != askedPause, !echo else { return }
         snapOnPause = nil
         // Where it stopped, read while it still counts as moving.
         let position = estimate(at: now.wall)
@@ -818,7 +882,7 @@ public struct PlayerFollower: Sendable {
 
     private mutating func setRate(_ rate: Double, _ out: inout Output) {
         guard abs(rate - askedSpeed) > 1e-9 else { return }
-        askedSpeed = rate
+        (askedSpeed, ownSpeed) = (rate, rate)
         out.actions.append(.setRate(rate))
     }
 

@@ -13,8 +13,9 @@ import Glibc
 ///   coplay did not ask for is the person's.
 /// - A position is read from `audio-pts` (µs-smooth; `time-pos` steps by frames; the frames' clock
 ///   for an item with no audio), stamped at the middle of the request's round trip.
-/// - `pause` and `speed` changes go to the follower, which knows which ones it asked for: the
-///   others are the person in front of mpv (group commands).
+/// - `pause` and `speed` changes go to the follower, which knows which ones it asked for, however
+///   late mpv reports them (each ask's answer is passed on: `Echoes`): the others are the person
+///   in front of mpv (group commands).
 /// - `paused-for-cache` is a stall; `eof-reached` the end; a failed load is reported as a failure.
 /// - In a live stream mpv seeks exactly only inside what it has cached: a seek waits until the
 ///   cache holds its target (`liveSeekCache`).
@@ -42,6 +43,9 @@ struct MpvPlayer: PlayerDriver {
         case sample(sentAt: Timestamp)
         case seek, cacheRanges, personSeekPosition, other
         case load
+        /// A pause, an unpause or a speed the follower asked: its answer tells the follower that
+        /// mpv made it (the echo, a `property-change`, may come later).
+        case asked(PlayerFollower.Asked)
     }
 
     private var nextRequestID: Int64 = 1
@@ -154,9 +158,9 @@ struct MpvPlayer: PlayerDriver {
         case .seek(let position):
             seek(to: position, now: now)
         case .reload(let position): seek(to: position, now: now)  // mpv's pipeline does not get stuck
-        case .pause: send(["set_property", "pause", true], as: .other)
-        case .play: send(["set_property", "pause", false], as: .other)
-        case .setRate(let rate): send(["set_property", "speed", .double(rate)], as: .other)
+        case .pause: send(["set_property", "pause", true], as: .asked(.pause))
+        case .play: send(["set_property", "pause", false], as: .asked(.pause))
+        case .setRate(let rate): send(["set_property", "speed", .double(rate)], as: .asked(.rate))
         case .readPosition: sampleRequest = send(["get_property", .string(positionProperty)], as: .sample(sentAt: now))
         case .unload:
             (item, fileLoaded) = (nil, false)
@@ -289,6 +293,8 @@ struct MpvPlayer: PlayerDriver {
             guard loadAnswered?.request == id else { return [] }
             loadAnswered = (id, message["data"]?["playlist_entry_id"]?.integer, true)
             return []
+        case .asked(let asked):
+            return observe(.answered(asked), now: now)
         case .other:
             return []
         }
