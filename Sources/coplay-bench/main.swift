@@ -27,6 +27,7 @@ let usage = """
            coplay-bench stall [--runs N] [--starved-seconds S] [--link wired|wifi|wan] [--live] [--coplay PATH]
            coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
            coplay-bench party [--runs N] [--coplay PATH]
+           coplay-bench hiccup [--runs N] [--seconds S] [--coplay PATH]
            coplay-bench party-scale [--sizes N,…] [--sites 1-3] [--seconds S] [--seed N]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
@@ -105,6 +106,11 @@ let usage = """
                   end, beyond it), three readers of 1 GiB ranges at once (MB/s, the party's RSS), paths outside what
                   was named, a 9 KB head, 1,000 idle connections while the page loads, a reader that stops reading
                   (closed after 10 s idle); Ctrl-C: exit status and what is left
+      hiccup      players that hiccup (root; needs mpv, ffmpeg): two agents with headless mpv on a namespace's
+                  loopback play a clip after one typed play, for S seconds (default 180) with two busy loops and
+                  each mpv stopped (SIGSTOP) 50-600 ms every 0.5-2 s, --runs N times (default 10): the group
+                  commands either agent issued that nobody typed (exit 1 if any), each mpv's speed and pause
+                  after, |A-B| after
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -190,6 +196,20 @@ if kind == "wifi" {
         try Benchmarks.wifi(
             options, hostCounts: hosts, links: links, dtim: dtim, trials: options.rounds, bench: ownPath)
     }
+}
+if kind == "hiccup" {
+    var coplay = coplayBeside
+    var (runs, seconds) = (10, 180)
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--runs": runs = numbers(value, in: 1...100, "--runs takes a count", "10")[0]
+        case "--seconds": seconds = numbers(value, in: 10...3600, "--seconds takes a duration", "180")[0]
+        case "--coplay": coplay = value
+        default: fail("unknown option '\(flag)' for hiccup (--runs, --seconds, --coplay)")
+        }
+    }
+    measure { try Benchmarks.hiccup(executable: coplay, runs: runs, seconds: seconds) }
 }
 if kind == "relay" {
     var options = Benchmarks.Options(

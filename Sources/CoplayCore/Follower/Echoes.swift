@@ -23,8 +23,8 @@
 /// the last value again (`settleDue`) rather than take the state for the person's: a person's
 /// change that no event showed (made within the window, and coalesced with the follower's own) is
 /// the one case this cannot tell, and a lost key press is better than a command nobody typed.
-struct Echoes: Hashable, Sendable {
-    private struct Ask: Hashable, Sendable {
+struct Echoes: Sendable {
+    private struct Ask: Sendable {
         var value: Double
         var answeredAt: MonotonicInstant?
     }
@@ -47,26 +47,43 @@ struct Echoes: Hashable, Sendable {
 
     /// The player answered the oldest ask it had not answered (it has made that change).
     mutating func answered(now: MonotonicInstant) {
-        if let index = asks.firstIndex(where: { $0.answeredAt == nil }) { asks[index].answeredAt = now }
+        for index in asks.indices where asks[index].answeredAt == nil {
+            asks[index].answeredAt = now
+            return
+        }
     }
 
     /// The player says its value is now `value`: whether that is the echo of an ask.
     mutating func heard(_ value: Double, now: MonotonicInstant, grace: Duration) -> Bool {
-        forgetPast(now: now, grace: grace)
-        guard let index = asks.firstIndex(where: { abs($0.value - value) <= Self.sameWithin }) else {
-            if forgotten {
-                // Perhaps a forgotten ask's: the last one's echo is awaited, or the value asked again.
-                awaitingLast = !asks.isEmpty
-                return true
-            }
-            asks.removeAll { $0.answeredAt != nil }
-            awaitingLast = false
-            return false
+        // Forgotten: every ask older than one answered `grace` ago.
+        var past = 0
+        for index in asks.indices {
+            if let answered = asks[index].answeredAt, now - answered >= grace { past = index }
         }
-        // Older asks, the forgotten ones too, can no longer echo.
-        (awaitingLast, forgotten) = (index < asks.count - 1, false)
-        asks.removeFirst(index + 1)
-        return true
+        if past > 0 {
+            asks.removeFirst(past)
+            forgotten = false
+        }
+        for index in asks.indices where abs(asks[index].value - value) <= Self.sameWithin {
+            // Older asks, the forgotten ones too, can no longer echo.
+            (awaitingLast, forgotten) = (index < asks.count - 1, false)
+            asks.removeFirst(index + 1)
+            return true
+        }
+        if forgotten {
+            // Perhaps a forgotten ask's: the last one's echo is awaited, or the value asked again.
+            awaitingLast = !asks.isEmpty
+            return true
+        }
+        // The person's: what was answered before it can no longer echo.
+        var kept = 0
+        for index in asks.indices where asks[index].answeredAt == nil {
+            asks[kept] = asks[index]
+            kept += 1
+        }
+        asks.removeLast(asks.count - kept)
+        awaitingLast = false
+        return false
     }
 
     /// When the last ask's echo, still to come after an older one's, is overdue: then the value
@@ -80,15 +97,6 @@ struct Echoes: Hashable, Sendable {
     mutating func settled() {
         (awaitingLast, forgotten) = (false, false)
         asks.removeAll()
-    }
-
-    private mutating func forgetPast(now: MonotonicInstant, grace: Duration) {
-        guard
-            let index = asks.lastIndex(where: { ask in ask.answeredAt.map { now - $0 >= grace } ?? false }),
-            index > 0
-        else { return }
-        asks.removeFirst(index)
-        forgotten = false
     }
 
     /// mpv writes a number with six decimals (`%f`): a rate it reports is the one asked within this.
