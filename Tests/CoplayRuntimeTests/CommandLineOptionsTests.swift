@@ -76,6 +76,17 @@ import Testing
         #expect(error(["--pause-snaps", "maybe"]) == "--pause-snaps takes on or off, not 'maybe'")
     }
 
+    /// `--media DIR`, repeatable: folders only, each said wrong in words.
+    @Test func mediaFolders_areFoldersThatExist() throws {
+        let temporary = FileManager.default.temporaryDirectory.path
+        #expect(try configuration(["--media", temporary, "--media", "/"]).mediaFolders == [temporary, "/"])
+        #expect(error(["--media", "/nonexistent/films"]) == "--media /nonexistent/films: no such folder")
+        #expect(error(["--media", "/etc/hostname"])?.contains("is not a folder") == true)
+        #expect(error(["--media"]) == "--media needs a value")
+        let many = Array(repeating: ["--media", temporary], count: AgentConfiguration.mediaFoldersMax + 1).flatMap { $0 }
+        #expect(error(many)?.contains("at most \(AgentConfiguration.mediaFoldersMax) folders") == true)
+    }
+
     @Test func playerOptions_chooseMpvWithItsSocketAndOptions() throws {
         guard
             case .runAgent(let configuration) = try CommandLineOptions.parse([

@@ -67,4 +67,42 @@ import Testing
             #expect(error.description.contains("cannot open \(gone)"))
         }
     }
+
+    /// A download still being written: the file grows between two windows of every reading, so
+    /// each of the three readings sees another size, and it is refused, in words. One that
+    /// grows during the first reading only is fingerprinted as it is afterwards.
+    @Test func aFileThatChangesWhileRead_isReadAgain_thenRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("download.mkv").path
+        try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 * 7) }).write(to: URL(fileURLWithPath: path))
+        func grow() {
+            let handle = FileHandle(forWritingAtPath: path)!
+            handle.seekToEndOfFile()
+            handle.write(Data(repeating: 0xab, count: 4096))
+            handle.closeFile()
+        }
+        var readings = 0
+        do {
+            _ = try FileFingerprint.of(path: path) { window in
+                if window == 5 {
+                    readings += 1
+                    grow()
+                }
+            }
+            Issue.record("a file that grew during every reading was fingerprinted")
+        } catch {
+            #expect(error.description.contains("changed while it was read, 3 times"), "\(error)")
+        }
+        #expect(readings == FileFingerprint.attempts)
+
+        readings = 0
+        let settled = try FileFingerprint.of(path: path) { window in
+            if window == 5, readings == 0 {
+                readings += 1
+                grow()
+            }
+        }
+        #expect(settled == (try FileFingerprint.of(path: path)), "the file as it is once it stopped growing")
+        #expect(settled.size == 2_000_000 + 4 * 4096)
+    }
 }

@@ -19,6 +19,9 @@ public enum PlaybackProblem: String, Sendable {
     case localPath
     /// A live stream this player cannot follow.
     case live
+    /// An item known by its content (its id is a `Fingerprint`) of which this participant has
+    /// no copy: not at the item's path, not in its media folders, and no URL it reaches.
+    case noCopy
 
     /// The reason peers see in this participant's suspensions.
     public var announcedReason: String { "cannotPlay:" + rawValue }

@@ -41,6 +41,11 @@ public struct AgentConfiguration: Sendable {
     /// What the command line accepted but a person may not have meant (a custom `--wait-for`
     /// reason): said once, to standard error, when the agent starts.
     public var notes: [String] = []
+    /// The folders this agent finds its own copies of items known by their content in
+    /// (`--media DIR`, repeatable; at most `mediaFoldersMax`).
+    public var mediaFolders: [String] = []
+    /// A person names a few folders (films, series, downloads); each is walked at every index.
+    public static let mediaFoldersMax = 16
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
 

@@ -126,6 +126,10 @@ public enum CommandLineOptions {
                                     (vo=null and ao=null for a headless mpv, fullscreen=yes …)
           --mpv-attach              drive an mpv already started with --input-ipc-server=PATH
                                     (give the PATH with --mpv-socket) instead of starting one
+          --media DIR               a folder with your own copies of films; repeatable. An
+                                    item shared from a file is known by its content, so your
+                                    copy is played whatever its name or path (indexed at the
+                                    first such item, by size first; subfolders too)
 
         Commands on standard input, one per line:
         \(ConsoleCommand.usages.map { CommandLineOptions.usageLine($0) }.joined(separator: "\n"))
@@ -403,6 +407,20 @@ public enum CommandLineOptions {
                     configuration.controlPath = path
                 case "--mpv-attach":
                     configuration.mpvOptions.attach = true
+                case "--media":
+                    let path = try value().get()
+                    var status = stat()
+                    guard !path.isEmpty, stat(path, &status) == 0 else {
+                        throw UsageError(message: "--media \(path): no such folder")
+                    }
+                    guard (status.st_mode & S_IFMT) == S_IFDIR else {
+                        throw UsageError(
+                            message: "--media \(path) is not a folder: name the folder your copies are in (a file is shared with share PATH)")
+                    }
+                    guard configuration.mediaFolders.count < AgentConfiguration.mediaFoldersMax else {
+                        throw UsageError(message: "--media: at most \(AgentConfiguration.mediaFoldersMax) folders")
+                    }
+                    configuration.mediaFolders.append(path)
                 default:
                     throw UsageError(
                         message: argument.hasPrefix("-")

@@ -12,7 +12,11 @@ public enum FileFingerprint {
 
     public static let attempts = 3
 
-    public static func of(path: String) throws(Failure) -> Fingerprint {
+    public static func of(path: String) throws(Failure) -> Fingerprint { try of(path: path, afterWindow: { _ in }) }
+
+    /// The same, calling `afterWindow` with each window's number once it is read (a test
+    /// changes the file there, deterministically, as a download being written would).
+    static func of(path: String, afterWindow: (Int) -> Void) throws(Failure) -> Fingerprint {
         // Non-blocking: a named pipe among a person's films must not hold the agent until a writer comes.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
@@ -30,7 +34,8 @@ public enum FileFingerprint {
             let size = UInt64(before.st_size)
             var windows: [[UInt8]] = []
             var whole = true
-            for window in Fingerprint.windows(size: size) {
+            for (number, window) in Fingerprint.windows(size: size).enumerated() {
+                defer { afterWindow(number) }
                 var bytes = [UInt8](repeating: 0, count: window.length)
                 var done = 0
                 while done < window.length {

@@ -49,13 +49,19 @@ public enum Party {
         let secret = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255, using: &random) })
         var media = MediaLibrary(prefix: "/media/\(secret)/")
         var urls: [(url: String, title: String)] = []
+        // A film from disk is known to the group by its content, not by its URL here: an agent
+        // in another home plays its own copy of it (`ContentIdentity`).
+        var ids: [String?] = []
         for item in plan.items {
             if item.hasPrefix("http://") || item.hasPrefix("https://") {
                 urls.append((item, ""))
+                ids.append(nil)
                 continue
             }
             switch media.add(item) {
-            case .success(let name?): urls.append((media.url(base: base, name: name), name))
+            case .success(let name?):
+                urls.append((media.url(base: base, name: name), name))
+                ids.append((try? FileFingerprint.of(path: item))?.text)
             case .success(nil): return .failure(UsageError(message: "\(item) is a folder: name its films"))
             case .failure(let error): return .failure(error)
             }
@@ -94,10 +100,11 @@ public enum Party {
         } catch {
             return .failure(UsageError(message: "\(error)"))
         }
-        configuration.startupLines = urls.map { item in
+        configuration.startupLines = zip(urls, ids).map { item, id in
             // A URL given with a space stays one word in double quotes (the console's rule).
             let url = item.url.contains(" ") && !item.url.contains("\"") ? "\"\(item.url)\"" : item.url
-            return "queue add \(url)" + (item.title.isEmpty ? "" : " title=\"\(consoleSafe(item.title))\"")
+            return "queue add \(url)" + (id.map { " id=\($0)" } ?? "")
+                + (item.title.isEmpty ? "" : " title=\"\(consoleSafe(item.title))\"")
         }
         let invitation: Invitation
         switch Invitation.make(

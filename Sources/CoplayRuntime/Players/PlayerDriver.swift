@@ -20,10 +20,14 @@ protocol PlayerDriver: PlayerLoop.Player, Sendable {
     mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool)
     /// The agent is exiting: let the player go (and stop one the agent started).
     mutating func close()
+    /// What the driver has to tell the person since it was last asked (the shell says it on
+    /// standard error): which copy of an item it plays, say.
+    mutating func takeNotes() -> [String]
 }
 
 extension PlayerDriver {
     func connected(now: Timestamp) -> [PlayerReport] { [] }
+    func takeNotes() -> [String] { [] }
 }
 
 extension SimulatedPlayer: PlayerDriver {
@@ -39,19 +43,24 @@ struct PlayerConnections {
     var connection: LineSocket?
     var server: LineServer?
 
-    /// Opens the player: its driver, and its connections.
-    static func open(_ choice: PlayerChoice, settings: Settings, clock: AgentClock) throws -> (
-        any PlayerDriver, PlayerConnections
-    ) {
+    /// Opens the player: its driver, and its connections. Each plays this machine's own copy of
+    /// an item known by its content, found in `mediaFolders` too (`OwnCopyPlayer`).
+    static func open(_ choice: PlayerChoice, mediaFolders: [String], settings: Settings, clock: AgentClock) throws
+        -> (any PlayerDriver, PlayerConnections)
+    {
         switch choice {
         case .simulated:
-            return (SimulatedPlayer(), PlayerConnections())
+            return (OwnCopyPlayer(SimulatedPlayer(), folders: mediaFolders), PlayerConnections())
         case .mpv(let options):
             let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
-            return (LivePlayer(mpv, settings: settings), PlayerConnections(connection: socket))
+            return (
+                OwnCopyPlayer(LivePlayer(mpv, settings: settings), folders: mediaFolders),
+                PlayerConnections(connection: socket)
+            )
         case .socket(let path):
             let server = try LineServer.listen(path: path)
-            return (SocketPlayer(server: server, clock: clock, settings: settings), PlayerConnections(server: server))
+            let driver = SocketPlayer(server: server, clock: clock, settings: settings)
+            return (OwnCopyPlayer(driver, folders: mediaFolders), PlayerConnections(server: server))
         }
     }
 

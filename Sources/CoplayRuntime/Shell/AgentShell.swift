@@ -55,6 +55,7 @@ public actor AgentShell {
     /// The bounds of one turn of reading a socket, from `Settings` (read once: a value read
     /// through this actor's `instance` is a copy of the whole instance).
     private let turn: (datagramsMax: Int, durationMax: Duration)
+    private let commandLineBytesMax: Int
     private var receiveControl = [UInt8](repeating: 0, count: 64)
     /// SIGINT, SIGTERM and SIGHUP as inputs, in the standard-streams agent only.
     private var signals: Signals?
@@ -91,7 +92,8 @@ public actor AgentShell {
         let control: ControlServer?
         do {
             (player, playerConnections) = try PlayerConnections.open(
-                configuration.player, settings: configuration.settings, clock: clock)
+                configuration.player, mediaFolders: configuration.mediaFolders, settings: configuration.settings,
+                clock: clock)
         } catch {
             transport.close()
             throw error
@@ -124,6 +126,7 @@ public actor AgentShell {
         receiveBuffer = [UInt8](repeating: 0, count: configuration.settings.datagramBytesMax + 1)
         let settings = configuration.settings
         turn = (settings.receiveQueueDatagramsMax, settings.receiveTurnDurationMax)
+        commandLineBytesMax = settings.commandLineBytesMax
         do {
             loop = try EventLoop()
         } catch {
@@ -193,7 +196,7 @@ public actor AgentShell {
 
         if let status = carryOut(instance.start(now: clock.now())) { return status }
         for line in startupLines {
-            if let status = carryOut(instance.onConsoleLine(line, now: clock.now())) { return status }
+            if let status = carryOut(consoleLine(line)) { return status }
         }
         for await input in inputs {
             if let exitStatus { return exitStatus }
@@ -203,7 +206,7 @@ public actor AgentShell {
                 continue
             case .line(let line):
                 if case .standardStreams = mode { lineSlots.signal() }
-                directives = instance.onConsoleLine(line, now: clock.now())
+                directives = consoleLine(line)
             case .endOfInput:
                 guard control == nil else {
                     diagnose("standard input closed; running on, for the control socket (quit or SIGTERM ends it)")
@@ -211,9 +214,7 @@ public actor AgentShell {
                 }
                 directives = instance.onCommand(.quit, now: clock.now())
             case .controlLine(let client, let line):
-                let handled = output.controlLine(line, from: client) {
-                    carryOut(instance.onConsoleLine($0, now: clock.now()))
-                }
+                let handled = output.controlLine(line, from: client) { carryOut(consoleLine($0)) }
                 if let status = handled { return status }
                 continue
             case .signal(SIGHUP):
@@ -249,6 +250,17 @@ public actor AgentShell {
             if let status = carryOut(directives) { return status }
         }
         return exitStatus ?? 0
+    }
+
+    /// A console line (typed, from the control socket, a party's queue). A local file it shares,
+    /// queues or loads is known to the group by its content (`ContentIdentity`): read here, since
+    /// the core reads no file.
+    private func consoleLine(_ line: String) -> [Directive] {
+        guard case .success(let command?) = ConsoleCommand.parse(line, lineBytesMax: commandLineBytesMax) else {
+            return instance.onConsoleLine(line, now: clock.now())
+        }
+        let identified = ContentIdentity.identify(command)
+        return instance.onCommand(identified, now: clock.now())
     }
 
     /// Reads and handles the datagrams waiting on one socket, in one turn of at most
@@ -299,6 +311,7 @@ public actor AgentShell {
         let outcome = PlayerLoop.carryOut(
             directives, instance: &instance, player: &player, now: { clock.now() }, carry: { carry($0) })
         subscribeIfTold()
+        sayPlayerNotes()
         if let status = outcome.exitStatus { return status }
         if outcome.playerTouched { schedulePlayerTimer() }
         return nil
@@ -311,9 +324,15 @@ public actor AgentShell {
         let status = PlayerLoop.feed(
             reports, instance: &instance, player: &player, now: { clock.now() }, carry: { carry($0) })
         subscribeIfTold()
+        sayPlayerNotes()
         if let status { return status }
         schedulePlayerTimer()
         return nil
+    }
+
+    /// What the player's driver has to tell the person (the copy it plays).
+    private func sayPlayerNotes() {
+        for note in player.takeNotes() { diagnose(note) }
     }
 
     /// Sets the player's timer for what it will report next. Only after the player did

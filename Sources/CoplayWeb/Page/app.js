@@ -349,7 +349,7 @@ video.addEventListener('error', async () => {
 // MARK: Saying why it cannot play
 //
 // A failure is said at the top of the page, in words, with what to do; the core is told which
-// kind it is (PlaybackProblem: format, notFound, unreachable, noRanges, localPath, live), leaves
+// kind it is (PlaybackProblem: format, notFound, unreachable, noRanges, localPath, live, noCopy), leaves
 // the item, and the group sees why this participant is not watching (its row says so everywhere).
 
 /// The last part of a URL's path, decoded: how a person names the file.
@@ -427,7 +427,7 @@ function reasonWords(reason) {
   const problem = reason.startsWith('cannotPlay:') ? reason.slice(11) : null;
   if (!problem) return reason === 'stallRecovery' ? 'catching up' : reason;
   return { format: "can't play this format", notFound: 'its file is missing', unreachable: "can't reach the film",
-    noRanges: "can't seek in it", localPath: "can't read a path", live: "can't play live streams" }[problem] || "can't play it";
+    noRanges: "can't seek in it", localPath: "can't read a path", live: "can't play live streams", noCopy: 'has no copy' }[problem] || "can't play it";
 }
 
 // The page hidden and shown: the follower stops steering a hidden page (its timers are throttled)

@@ -1,0 +1,50 @@
+import CoplayCore
+
+/// A player that plays this machine's own copy of an item known by its content: every load of
+/// an item whose id is a `Fingerprint`'s text is resolved (`OwnCopies`) before the player behind
+/// it sees it, to a file of this machine that is that film, else to the item's URL, else to a
+/// `cannotPlay:noCopy` that says in words what is missing. Every other command, and every item
+/// known by its URL, passes through untouched.
+struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
+    private(set) var inner: Inner
+    private var copies: OwnCopies
+    /// What to tell the person (the copy played, when it is not at the item's own path).
+    private var notes: [String] = []
+    var kind: String { inner.kind }
+
+    init(_ inner: Inner, folders: [String]) {
+        self.inner = inner
+        copies = OwnCopies(folders: folders)
+    }
+
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+        guard case .load(var item, let position) = command, let fingerprint = Fingerprint(text: item.id) else {
+            return inner.perform(command, now: now)
+        }
+        switch copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
+        case .file(let path):
+            if path != OwnCopies.localPath(item.url) { notes.append("playing your own copy of the group's item: \(path)") }
+            item.url = path
+            return inner.perform(.load(item, position: position), now: now)
+        case .url:
+            return inner.perform(command, now: now)
+        case .none(let words):
+            // Nothing for the player to load: whatever it held is let go, as after a failed load.
+            return inner.perform(.unload, now: now) + [.loadFailed(words, problem: .noCopy)]
+        }
+    }
+
+    func nextEvent(now: Timestamp) -> MonotonicInstant? { inner.nextEvent(now: now) }
+    mutating func advance(now: Timestamp) -> [PlayerReport] { inner.advance(now: now) }
+    mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { inner.receive(line: line, at: at) }
+    mutating func connected(now: Timestamp) -> [PlayerReport] { inner.connected(now: now) }
+    mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
+        inner.disconnected(now: now)
+    }
+    mutating func close() { inner.close() }
+
+    mutating func takeNotes() -> [String] {
+        defer { notes.removeAll() }
+        return notes + inner.takeNotes()
+    }
+}

@@ -1,0 +1,84 @@
+import CoplayHarness
+import Foundation
+import Testing
+
+/// Each friend with a copy of their own: a film shared from alice's disk is known by its
+/// content, and bob's mpv plays bob's own copy of it, under another name in another folder
+/// (`--media`), in sync with alice's; carol, with no copy at all, says so in words and stands
+/// aside as `cannotPlay:noCopy` while the others play on.
+@Suite(.onALane, .enabled(if: MpvClient.isInstalled, "mpv is not installed (.ci/run installs it)"))
+struct MpvOwnCopyTests {
+    @Test func aFriendsOwnCopyUnderAnotherName_playsInSync_andNoCopyIsSaid() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("own-copy-\(getpid())")
+        let (homeA, homeB) = (directory.appendingPathComponent("a"), directory.appendingPathComponent("b/Films/2026"))
+        for home in [homeA, homeB] { try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true) }
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let film = homeA.appendingPathComponent("film.mkv").path
+        try MpvClient.makeTestMedia(at: film, seconds: 60)
+        let copy = homeB.appendingPathComponent("Our Film (2026).mkv").path
+        try FileManager.default.copyItem(atPath: film, toPath: copy)
+
+        let mpv = MpvAgentTests()
+        let common = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(29))", "--session", "own-copy", "--player",
+            "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
+        let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
+        var agents = [alice]
+        defer {
+            for agent in agents {
+                agent.closeInput()
+                _ = agent.waitForExit(timeout: .seconds(5))
+            }
+        }
+        let mpvA = try MpvClient(path: sockets[0])
+        #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
+        alice.send("share \(film) duration=60")
+        #expect(mpv.waitUntil(.seconds(10)) { mpvA.property("path") as? String == film }, "alice's mpv loaded it")
+        let shared = try #require(alice.waitForEvent(timeout: .seconds(5)) { $0.name == "item-changed" })
+        let item = try #require(shared["item"] as? String)
+        let size = try fileSize(film)
+        #expect(item.hasPrefix("v1-\(size)-") && item.count == "v1-\(size)-".count + 64, "\(item)")
+
+        // alice's file moves away (her mpv holds it open): no other agent can find it by its path.
+        try FileManager.default.moveItem(atPath: film, toPath: film + ".moved")
+        let bob = try AgentProcess(
+            executable: coplay, name: "bob",
+            arguments: common + ["--mpv-socket", sockets[1], "--media", directory.appendingPathComponent("b").path])
+        agents.append(bob)
+        let carol = try AgentProcess(
+            executable: coplay, name: "carol", arguments: Array(common.prefix(6)))
+        agents.append(carol)
+        let mpvB = try MpvClient(path: sockets[1])
+        #expect(mpv.waitUntil(.seconds(10)) { mpvB.property("path") as? String == copy }, "bob's mpv plays his copy")
+        #expect(bob.diagnostics.contains { $0.contains("playing your own copy of the group's item: \(copy)") })
+
+        let said = carol.waitForEvent(timeout: .seconds(10)) { $0.name == "player-error" }
+        let words = said?["message"] as? String ?? said?.line ?? ""
+        #expect(words.contains("no copy of \"film.mkv\"") && words.contains("1:00"), "\(said?.line ?? "no player-error")")
+        #expect(
+            mpv.waitUntil(.seconds(5)) {
+                (carol.status()?["suspensions"] as? [String])?.contains("cannotPlay:noCopy") == true
+            }, "carol stands aside: \(carol.status()?.line ?? "-")")
+
+        alice.send("play")
+        #expect(mpv.waitUntil(.seconds(10)) { mpvB.property("pause") as? Bool == false }, "bob plays on")
+        #expect(mpvA.property("pause") as? Bool == false, "alice plays on")
+        usleep(3_000_000)
+        var offsets: [Double] = []
+        for _ in 0..<20 {
+            if let offset = mpvA.audioOffset(of: mpvB)?.offset { offsets.append(abs(offset) * 1000) }
+            usleep(100_000)
+        }
+        offsets.sort()
+        let median = offsets.isEmpty ? Double.nan : offsets[offsets.count / 2]
+        print("bob's own copy against alice's film: |offset| median \(median) ms, max \(offsets.last ?? .nan) ms")
+        #expect(offsets.count >= 10 && median < 20, "alice − bob: \(offsets) ms")
+        try? FileManager.default.moveItem(atPath: film + ".moved", toPath: film)
+    }
+
+    private func fileSize(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+    }
+}

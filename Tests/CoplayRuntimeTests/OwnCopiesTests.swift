@@ -1,0 +1,162 @@
+import CoplayCore
+import CoplaySimulatedPlayer
+import Foundation
+import Testing
+
+@testable import CoplayRuntime
+
+/// Items known by their content: a local file shared is named by its fingerprint, and every
+/// agent plays its own copy of it, found at the item's path or in its `--media` folders under any
+/// name, or says in words that it has none.
+@Suite struct OwnCopiesTests {
+    let directory: URL = {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("own-copies-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    /// A file of `count` bytes of a pattern of `seed`, at `relative` under the test's directory.
+    @discardableResult
+    func file(_ relative: String, count: Int = 1_500_000, seed: UInt8 = 1) throws -> String {
+        let url = directory.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }).write(to: url)
+        return url.path
+    }
+
+    func path(_ relative: String) -> String { directory.appendingPathComponent(relative).path }
+    let now = MonotonicInstant(nanos: 1_000_000_000)
+    let timestamp = Timestamp(monotonic: MonotonicInstant(nanos: 1_000_000_000), wall: WallInstant(unixNanos: 0))
+
+    @Test func aShareOfALocalFile_isNamedByItsContent_withItsNameAndContainer() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let film = try file("Films/Our Film (2026).mkv")
+        let fingerprint = try FileFingerprint.of(path: film)
+        let shared = ContentIdentity.identify(try #require(try ConsoleCommand.parse("share \"\(film)\"").get()))
+        guard case .share(let activity, _, _) = shared else { Issue.record("\(shared)"); return }
+        #expect(activity.itemID == fingerprint.text && activity.url == film)
+        #expect(activity.title == "Our Film (2026).mkv" && activity.type == "video/x-matroska")
+
+        // The person's own id, title and type stay; so does an item given by URL.
+        let named = ContentIdentity.identify(
+            try #require(try ConsoleCommand.parse("share \"\(film)\" id=film title=Ours type=video/webm").get()))
+        guard case .share(let kept, _, _) = named else { Issue.record("\(named)"); return }
+        #expect(kept.itemID == "film" && kept.title == "Ours" && kept.type == "video/webm")
+        let web = try #require(try ConsoleCommand.parse("share https://example.com/a.mp4").get())
+        #expect(ContentIdentity.identify(web) == web)
+
+        // Queued and loaded files too; a missing file stays known by its path (its player says why).
+        let queued = ContentIdentity.identify(try #require(try ConsoleCommand.parse("queue add \"\(film)\"").get()))
+        #expect(
+            queued
+                == .queue(
+                    .add(url: film, id: fingerprint.text, title: "Our Film (2026).mkv", durationSeconds: nil, after: .last)
+                ))
+        let loaded = ContentIdentity.identify(try #require(try ConsoleCommand.parse("load \"\(film)\"").get()))
+        #expect(loaded == .load(LoadedItem(id: fingerprint.text, url: film)))
+        let missing = try #require(try ConsoleCommand.parse("share \(path("gone.mp4"))").get())
+        #expect(ContentIdentity.identify(missing) == missing)
+    }
+
+    /// The copy under another name, two folders down; a file of the same size that is another
+    /// film, a hidden one and a link back to a parent folder are passed over.
+    @Test func aCopyUnderAnotherName_isFoundInTheMediaFolders() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try file("home-a/film.mp4")
+        let fingerprint = try FileFingerprint.of(path: original)
+        try file("home-b/Other film.mp4", seed: 2)  // the same size, another film
+        try file("home-b/.hidden/film.mp4")
+        try FileManager.default.createSymbolicLink(atPath: path("home-b/loop"), withDestinationPath: path("home-b"))
+        let copy = try file("home-b/Films/2026/Our Film (2026).mp4")
+        var copies = OwnCopies(folders: [path("home-b")])
+        let item = LoadedItem(id: fingerprint.text, url: path("elsewhere/film.mp4"), durationSeconds: 5400)
+        #expect(copies.find(item, fingerprint: fingerprint, now: now) == .file(copy))
+        #expect(copies.filesIndexed == 2, "the copy and the other film: not the hidden one, not through the link")
+
+        // At its own path, the item's file is played where it is, whatever the folders hold.
+        let atHome = LoadedItem(id: fingerprint.text, url: original)
+        #expect(copies.find(atHome, fingerprint: fingerprint, now: now) == .file(original))
+        // By URL, with no copy here: the URL is tried.
+        var empty = OwnCopies(folders: [])
+        let remote = LoadedItem(id: fingerprint.text, url: "http://192.0.2.1/media/x/film.mp4")
+        #expect(empty.find(remote, fingerprint: fingerprint, now: now) == .url)
+        #expect(copies.find(remote, fingerprint: fingerprint, now: now) == .file(copy), "a copy here before the URL")
+    }
+
+    /// No copy: the words name the film, its size and length, where it was looked for and what
+    /// to do. A copy put in a folder afterwards is found once the index is `reindexAfter` old.
+    @Test func noCopy_isSaidInWords_andACopyAddedLaterIsFound() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try file("home-a/film.mp4")
+        let fingerprint = try FileFingerprint.of(path: original)
+        try file("home-b/unrelated.mp4", count: 1000)
+        let item = LoadedItem(id: fingerprint.text, url: path("home-a/gone/film.mp4"), durationSeconds: 5530)
+        var copies = OwnCopies(folders: [path("home-b")])
+        guard case .none(let words) = copies.find(item, fingerprint: fingerprint, now: now) else {
+            Issue.record("a copy was found"); return
+        }
+        for part in [
+            "no copy of \"film.mp4\"", "1.5 MB", "1:32:10", "is not here", "none of the 1 file under --media",
+            "load PATH",
+        ] {
+            #expect(words.contains(part), "\(part) in: \(words)")
+        }
+        var none = OwnCopies(folders: [])
+        guard case .none(let alone) = none.find(item, fingerprint: fingerprint, now: now) else {
+            Issue.record("a copy was found"); return
+        }
+        #expect(alone.contains("no --media folder was given"), "\(alone)")
+
+        let copy = try file("home-b/new/film (copy).mp4")
+        #expect(copies.find(item, fingerprint: fingerprint, now: now + .seconds(1)) != .file(copy), "not walked yet")
+        #expect(
+            copies.find(item, fingerprint: fingerprint, now: now + Settings.OwnCopies.reindexAfter) == .file(copy))
+    }
+
+    /// Folders deeper than `depthMax` are not walked, so a deep tree costs a bounded walk.
+    @Test func foldersDeeperThanTheBound_areNotWalked() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let deep = Array(repeating: "d", count: Settings.OwnCopies.depthMax + 1).joined(separator: "/")
+        try file("library/\(deep)/film.mp4")
+        try file("library/\(deep.dropLast(2))film.mp4")
+        var copies = OwnCopies(folders: [path("library")])
+        copies.index(now: now)
+        #expect(copies.filesIndexed == 1)
+    }
+
+    /// The player behind sees the copy's path; with none, it is told to let go of what it held,
+    /// and the core gets `cannotPlay:noCopy` with the words. An item known by URL passes as it is.
+    @Test func thePlayer_loadsTheOwnCopy_orReportsNoCopy() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try file("home-a/film.mp4")
+        let fingerprint = try FileFingerprint.of(path: original)
+        let copy = try file("home-b/Our Film.mp4")
+        var player = OwnCopyPlayer(SimulatedPlayer(), folders: [path("home-b")])
+        let shared = LoadedItem(id: fingerprint.text, url: path("home-a/moved/film.mp4"))
+        _ = player.perform(.load(shared, position: 0), now: timestamp)
+        #expect(player.inner.item?.url == copy && player.inner.item?.id == fingerprint.text)
+        #expect(player.takeNotes() == ["playing your own copy of the group's item: \(copy)"])
+        #expect(player.takeNotes().isEmpty)
+
+        let other = try FileFingerprint.of(path: try file("home-a/another.mp4", seed: 9))
+        let reports = player.perform(.load(LoadedItem(id: other.text, url: path("x/another.mp4")), position: 0), now: timestamp)
+        #expect(player.inner.item == nil, "what it held is let go")
+        guard case .loadFailed(let words, .noCopy)? = reports.last else { Issue.record("\(reports)"); return }
+        #expect(words.contains("no copy of \"another.mp4\""))
+
+        let byURL = LoadedItem(id: "bbb", url: "https://example.com/bbb.mp4")
+        _ = player.perform(.load(byURL, position: 0), now: timestamp)
+        #expect(player.inner.item == byURL)
+    }
+
+    @Test func sizesAndDurations_readAsAPersonReadsThem() {
+        #expect(OwnCopies.size(4_294_967_296) == "4.3 GB")
+        #expect(OwnCopies.size(700_000_000) == "700 MB")
+        #expect(OwnCopies.size(1_500_000) == "1.5 MB")
+        #expect(OwnCopies.size(999) == "999 bytes")
+        #expect(OwnCopies.clock(5530) == "1:32:10" && OwnCopies.clock(245) == "4:05")
+        #expect(ContentIdentity.container(of: "a.MP4") == "video/mp4" && ContentIdentity.container(of: ".mkv") == nil)
+    }
+}
