@@ -32,7 +32,8 @@ let package = Package(
         .executableTarget(
             name: "coplay", dependencies: ["CoplayCore", "CoplayRuntime"],
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux]))]),
-        .executableTarget(name: "coplay-bench", dependencies: ["CoplayCore", "CoplayHarness", "CoplaySimulation"]),
+        .executableTarget(
+            name: "coplay-bench", dependencies: ["CoplayCore", "CoplayHarness", "CoplaySimulation", "CoplayRuntime"]),
         .testTarget(name: "CoplayCoreTests", dependencies: ["CoplayCore"]),
         .testTarget(
             name: "CoplaySimulationTests", dependencies: ["CoplayCore", "CoplaySimulatedPlayer", "CoplaySimulation"]),

@@ -28,6 +28,7 @@ let usage = """
            coplay-bench live [--runs N] [--players 2|3] [--gap S] [--coplay PATH]
            coplay-bench party [--runs N] [--coplay PATH]
            coplay-bench hiccup [--runs N] [--seconds S] [--coplay PATH]
+           coplay-bench fingerprint [--gib N] [--runs N] [--dir DIR]
            coplay-bench party-scale [--sizes N,…] [--sites 1-3] [--seconds S] [--seed N]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
@@ -111,6 +112,10 @@ let usage = """
                   each mpv stopped (SIGSTOP) 50-600 ms every 0.5-2 s, --runs N times (default 10): the group
                   commands either agent issued that nobody typed (exit 1 if any), each mpv's speed and pause
                   after, |A-B| after
+      fingerprint a film known by its content: a file of --gib N GiB (default 4) written in --dir (default
+                  the temporary folder; needs that much free space), fingerprinted --runs N times (default 10)
+                  with its pages dropped from the page cache before each, then from the cache; a 50 GiB sparse
+                  file; removes both
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -210,6 +215,19 @@ if kind == "hiccup" {
         }
     }
     measure { try Benchmarks.hiccup(executable: coplay, runs: runs, seconds: seconds) }
+}
+if kind == "fingerprint" {
+    var (gib, runs, directory) = (4, 10, FileManager.default.temporaryDirectory.path)
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--gib": gib = numbers(value, in: 1...64, "--gib takes a size in GiB", "4")[0]
+        case "--runs": runs = numbers(value, in: 1...100, "--runs takes a count", "10")[0]
+        case "--dir": directory = value
+        default: fail("unknown option '\(flag)' for fingerprint (--gib, --runs, --dir)")
+        }
+    }
+    measure { try FingerprintCost.run(gib: gib, runs: runs, directory: directory) }
 }
 if kind == "relay" {
     var options = Benchmarks.Options(
