@@ -29,6 +29,7 @@ let usage = """
            coplay-bench party [--runs N] [--coplay PATH]
            coplay-bench hiccup [--runs N] [--seconds S] [--coplay PATH]
            coplay-bench fingerprint [--gib N] [--runs N] [--dir DIR]
+           coplay-bench homes [--trials N] [--seconds S] [--coplay PATH]
            coplay-bench party-scale [--sizes N,…] [--sites 1-3] [--seconds S] [--seed N]
       membership  discovery, graceful leave and crash detection against N resident agents, R rounds
       clock       clock-offset error of N agents skewed across ±500 ms, polled for S seconds
@@ -116,6 +117,12 @@ let usage = """
                   the temporary folder; needs that much free space), fingerprinted --runs N times (default 10)
                   with its pages dropped from the page cache before each, then from the cache; a 50 GiB sparse
                   file; removes both
+      homes       across homes (root; needs mpv, ffmpeg, caddy, nats-server, tcpdump, tshark, nft): a hub
+                  (coplay hub --tls internal) and two homes behind NATs on the wan model, home A a party
+                  with mpv, home B coplay join of its link for anywhere with mpv and its own copy under
+                  another name (--media): the hub's start, |A-B|, pause A → B (--trials N, default 10,
+                  over --seconds S, default 10), what a capture at the hub reads in clear, the hub killed
+                  and started again
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -215,6 +222,23 @@ if kind == "hiccup" {
         }
     }
     measure { try Benchmarks.hiccup(executable: coplay, runs: runs, seconds: seconds) }
+}
+if kind == "homes" {
+    var coplay = coplayBeside
+    var (trials, seconds) = (10, 10)
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+        switch flag {
+        case "--trials": trials = numbers(value, in: 1...100, "--trials takes a count", "10")[0]
+        case "--seconds": seconds = numbers(value, in: 2...600, "--seconds takes a duration", "10")[0]
+        case "--coplay": coplay = value
+        default: fail("unknown option '\(flag)' for homes (--trials, --seconds, --coplay)")
+        }
+    }
+    measure {
+        Benchmarks.printHomes(
+            try Benchmarks.homes(executable: coplay, bench: ownPath, trials: trials, seconds: seconds))
+    }
 }
 if kind == "fingerprint" {
     var (gib, runs, directory) = (4, 10, FileManager.default.temporaryDirectory.path)

@@ -24,16 +24,12 @@ case .success(.party(let plan)):
     status = await Party.run(plan)
 case .success(.invite(let invitation, let qr)):
     status = CommandLineOptions.runInvite(invitation, qr: qr)
+case .success(.hub(let plan)):
+    status = Hub.run(plan)
 case .success(.demo):
     status = await Demo.run()
 case .success(.runAgent(let configuration)):
-    do {
-        let shell = try AgentShell(configuration: configuration)
-        status = await shell.run()
-    } catch {
-        StandardStreams.writeError("coplay: cannot start: \(error)")
-        status = 1
-    }
+    status = await Agent.run(configuration)
 case .failure(let error):
     StandardStreams.writeError("coplay: \(error.message)\nTry 'coplay --help'.")
     status = 2

@@ -151,6 +151,37 @@ import Testing
         #expect(player.inner.item == byURL)
     }
 
+    /// A player that cannot fetch what it is given: the party's film at a URL of its LAN, seen
+    /// from another home.
+    struct Unreachable: PlayerDriver {
+        var kind: String { "unreachable" }
+        func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] { [] }
+        func nextEvent(now: Timestamp) -> MonotonicInstant? { nil }
+        func advance(now: Timestamp) -> [PlayerReport] { [] }
+        func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] {
+            [.loadFailed("mpv could not play it: loading failed", problem: .unreachable)]
+        }
+        func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], false) }
+        func close() {}
+    }
+
+    /// An item known by its content, with no copy here and a URL that cannot be reached: no
+    /// copy, in words (the film, and why its URL did not do); an item known by its URL keeps
+    /// the player's own kind of failure.
+    @Test func anUnreachableURL_ofAnItemKnownByItsContent_isNoCopy() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fingerprint = try FileFingerprint.of(path: try file("home-a/film.mkv"))
+        var player = OwnCopyPlayer(Unreachable(), folders: [])
+        let item = LoadedItem(
+            id: fingerprint.text, url: "http://192.0.2.7:4000/media/1f2e/Our%20Film.mkv", durationSeconds: 5400)
+        _ = player.perform(.load(item, position: 0), now: timestamp)
+        let reports = player.receive(line: [], at: timestamp)
+        guard case .loadFailed(let words, .noCopy)? = reports.first else { Issue.record("\(reports)"); return }
+        #expect(words.contains("no copy of \"Our Film.mkv\" (1.5 MB, 1:30:00)") && words.contains("loading failed"), "\(words)")
+        _ = player.perform(.load(LoadedItem(id: "film", url: item.url), position: 0), now: timestamp)
+        #expect(player.receive(line: [], at: timestamp) == [.loadFailed("mpv could not play it: loading failed", problem: .unreachable)])
+    }
+
     @Test func sizesAndDurations_readAsAPersonReadsThem() {
         #expect(OwnCopies.size(4_294_967_296) == "4.3 GB")
         #expect(OwnCopies.size(700_000_000) == "700 MB")

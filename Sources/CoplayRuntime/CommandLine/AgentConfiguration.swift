@@ -41,6 +41,13 @@ public struct AgentConfiguration: Sendable {
     /// What the command line accepted but a person may not have meant (a custom `--wait-for`
     /// reason): said once, to standard error, when the agent starts.
     public var notes: [String] = []
+    /// A hub this agent reaches through a nats-server of its own, on loopback, that is the hub's
+    /// leaf node (`coplay join` of a link for anywhere: its relay is the hub's `wss://`, and the
+    /// agent speaks no TLS itself). Started with the agent, tied to its life.
+    public var hub: HubLink?
+    /// A CA to trust for the hub's certificate besides the system's (`--hub-ca FILE`: a hub
+    /// with `--tls internal`).
+    public var hubCA: String?
     /// The folders this agent finds its own copies of items known by their content in
     /// (`--media DIR`, repeatable; at most `mediaFoldersMax`).
     public var mediaFolders: [String] = []

@@ -23,6 +23,8 @@ public enum Invocation: Sendable {
     case party(PartyPlan)
     /// `coplay invite …`: print an invitation link and its QR code.
     case invite(Invitation, qr: Bool)
+    /// `coplay hub …`: nats-server behind Caddy, for parties across homes.
+    case hub(HubPlan)
 }
 
 /// A command line that cannot be run: printed with the usage, exit status 2.
@@ -38,10 +40,16 @@ public enum CommandLineOptions {
 
         Usage:
           coplay party FILE|URL… [--listen ADDRESS] [--player mpv|none] [--no-qr]
-                       [--relay WSURL] [--key-file PATH] [--web-port N] [--root DIR] [options]
+                       [--relay WSURL] [--hub LINK] [--key-file PATH] [--web-port N]
+                       [--root DIR] [options]
                                             host a watch party: serves the films and the page,
                                             starts the relay, prints a link and QR code for
-                                            every phone in the room (coplay help party)
+                                            every phone in the room, and with --hub one for
+                                            anywhere (coplay help party)
+          coplay hub (--tls internal|--domain NAME|--cert F --key F) [--port N] [--listen A]
+                     [--name HOST] [--state DIR]
+                                            a hub for parties across homes: nats-server behind
+                                            Caddy, HTTPS and wss:// only (coplay help hub)
           coplay demo                       several agents on loopback run a scripted session
           coplay dump FILE|- [--json] [--key-file PATH]
                                             decode the coplay datagrams of a pcap/pcapng capture
@@ -126,6 +134,9 @@ public enum CommandLineOptions {
                                     (vo=null and ao=null for a headless mpv, fullscreen=yes …)
           --mpv-attach              drive an mpv already started with --input-ipc-server=PATH
                                     (give the PATH with --mpv-socket) instead of starting one
+          --hub-ca FILE             trust this CA (PEM) for a hub's certificate besides the
+                                    system's: a hub run with --tls internal (coplay join of a
+                                    hub's link, coplay party --hub)
           --media DIR               a folder with your own copies of films; repeatable. An
                                     item shared from a file is known by its content, so your
                                     copy is played whatever its name or path (indexed at the
@@ -142,7 +153,7 @@ public enum CommandLineOptions {
 
     /// Each subcommand's usage, for `coplay help SUB` and `coplay SUB --help`.
     public static let subcommandUsages: [(name: String, text: String)] =
-        webUsages + [
+        webUsages + [("hub", HubPlan.usage)] + [
             (
                 "dump",
                 """
@@ -258,6 +269,7 @@ public enum CommandLineOptions {
         if remaining.first == "party" { return PartyPlan.parse(remaining.dropFirst()) }
         if remaining.first == "invite" { return parseInvite(remaining.dropFirst()) }
         if remaining.first == "join" { return parseJoin(remaining.dropFirst()) }
+        if remaining.first == "hub" { return HubPlan.parse(remaining.dropFirst()) }
         if remaining.first == "ctl" {
             remaining.removeFirst()
             return parseControl(Array(remaining))
@@ -407,6 +419,12 @@ public enum CommandLineOptions {
                     configuration.controlPath = path
                 case "--mpv-attach":
                     configuration.mpvOptions.attach = true
+                case "--hub-ca":
+                    let path = try value().get()
+                    guard access(path, R_OK) == 0 else {
+                        throw UsageError(message: "--hub-ca \(path): \(String(cString: strerror(errno)))")
+                    }
+                    configuration.hubCA = path
                 case "--media":
                     let path = try value().get()
                     var status = stat()

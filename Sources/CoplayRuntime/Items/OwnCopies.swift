@@ -147,7 +147,7 @@ struct OwnCopies {
 
     /// What is missing, in words: the film (its name, size and duration), where it was looked for.
     private func missing(_ item: LoadedItem, fingerprint: Fingerprint, path: String) -> String {
-        let name = path.split(separator: "/").last.map(String.init) ?? path
+        let name = Self.fileName(path)
         var facts = [Self.size(fingerprint.size)]
         if let duration = item.durationSeconds { facts.append(Self.clock(duration)) }
         var exists = stat()
@@ -162,6 +162,38 @@ struct OwnCopies {
             text += "; put your copy in one of them (another name is fine: the film is known by its content)"
         }
         return text + ", or `load PATH` your own copy"
+    }
+
+    /// What is missing when the item's URL is all there was and the player could not fetch it.
+    func missingByURL(_ item: LoadedItem, fingerprint: Fingerprint, because failure: String) -> String {
+        var facts = [Self.size(fingerprint.size)]
+        if let duration = item.durationSeconds { facts.append(Self.clock(duration)) }
+        let name = Self.fileName(item.url)
+        var text = "no copy of \"\(name)\" (\(facts.joined(separator: ", "))) on this machine, and its URL cannot be played from here (\(failure))"
+        text +=
+            folders.isEmpty
+            ? "; start coplay with --media DIR naming the folder that has your copy"
+            : "; none of the \(filesIndexed) file\(filesIndexed == 1 ? "" : "s") under --media \(folders.joined(separator: ", ")) is it"
+        return text + ", or `load PATH` your own copy"
+    }
+
+    /// The last part of a URL's or a path's path, percent-decoded: how a person names the file.
+    static func fileName(_ url: String) -> String {
+        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        let last = path.split(separator: "/").last.map(String.init) ?? url
+        var bytes: [UInt8] = []
+        var utf8 = Array(last.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == 0x25, utf8.count >= 2, let high = Hex.value(of: utf8[utf8.startIndex]),
+                let low = Hex.value(of: utf8[utf8.startIndex + 1])
+            {
+                bytes.append(high << 4 | low)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A size as a person reads it: "4.2 GB", "700 MB", "12 KB".

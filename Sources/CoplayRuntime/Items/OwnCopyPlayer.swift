@@ -10,6 +10,9 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     private var copies: OwnCopies
     /// What to tell the person (the copy played, when it is not at the item's own path).
     private var notes: [String] = []
+    /// The item known by its content that was handed to the player by its URL alone (no copy
+    /// here): if the player cannot reach it, that is this machine having no copy.
+    private var byURL: (item: LoadedItem, fingerprint: Fingerprint)?
     var kind: String { inner.kind }
 
     init(_ inner: Inner, folders: [String]) {
@@ -18,25 +21,39 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     }
 
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
-        guard case .load(var item, let position) = command, let fingerprint = Fingerprint(text: item.id) else {
-            return inner.perform(command, now: now)
-        }
+        guard case .load(var item, let position) = command else { return translated(inner.perform(command, now: now)) }
+        byURL = nil
+        guard let fingerprint = Fingerprint(text: item.id) else { return inner.perform(command, now: now) }
         switch copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
         case .file(let path):
             if path != OwnCopies.localPath(item.url) { notes.append("playing your own copy of the group's item: \(path)") }
             item.url = path
             return inner.perform(.load(item, position: position), now: now)
         case .url:
-            return inner.perform(command, now: now)
+            byURL = (item, fingerprint)
+            return translated(inner.perform(command, now: now))
         case .none(let words):
             // Nothing for the player to load: whatever it held is let go, as after a failed load.
             return inner.perform(.unload, now: now) + [.loadFailed(words, problem: .noCopy)]
         }
     }
 
+    /// A URL that is missing or unreachable from here, for an item known by its content, is no
+    /// copy here: said as such, with what the film is (a friend in another home cannot reach the
+    /// host's LAN, and should hear what to find, not a network error alone).
+    private mutating func translated(_ reports: [PlayerReport]) -> [PlayerReport] {
+        guard let (item, fingerprint) = byURL else { return reports }
+        return reports.map { report in
+            guard case .loadFailed(let text, let problem) = report, problem == .notFound || problem == .unreachable
+            else { return report }
+            byURL = nil
+            return .loadFailed(copies.missingByURL(item, fingerprint: fingerprint, because: text), problem: .noCopy)
+        }
+    }
+
     func nextEvent(now: Timestamp) -> MonotonicInstant? { inner.nextEvent(now: now) }
-    mutating func advance(now: Timestamp) -> [PlayerReport] { inner.advance(now: now) }
-    mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { inner.receive(line: line, at: at) }
+    mutating func advance(now: Timestamp) -> [PlayerReport] { translated(inner.advance(now: now)) }
+    mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { translated(inner.receive(line: line, at: at)) }
     mutating func connected(now: Timestamp) -> [PlayerReport] { inner.connected(now: now) }
     mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
         inner.disconnected(now: now)

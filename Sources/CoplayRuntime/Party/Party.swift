@@ -88,7 +88,7 @@ public enum Party {
                 browserRelay = given
                 configuration.relays = [try CommandLineOptions.parseRelay(given)]
             } else {
-                let started = try PartyRelay.start(host: host)
+                let started = try PartyRelay.start(host: host, hub: plan.hub?.leaf(caFile: configuration.hubCA))
                 relay = started
                 browserRelay = "ws://\(started.token)@\(host):\(started.webSocketPort)"
                 configuration.relays = [
@@ -115,7 +115,20 @@ public enum Party {
             relay?.stop()
             return .failure(error)
         }
-        configuration.startupOutput = announcement(invitation, items: urls, json: configuration.json, qr: plan.qr)
+        // With a hub: a second link, for anywhere, whose page and relay are the hub's.
+        var anywhere: Invitation?
+        if let hub = plan.hub {
+            switch Invitation.make(
+                page: hub.page, relay: hub.relay, session: configuration.sessionName, key: configuration.keys![0])
+            {
+            case .success(let made): anywhere = made
+            case .failure(let error):
+                relay?.stop()
+                return .failure(error)
+            }
+        }
+        configuration.startupOutput = announcement(
+            invitation, anywhere: anywhere, items: urls, json: configuration.json, qr: plan.qr)
         let shell: AgentShell
         do {
             shell = try AgentShell(configuration: configuration)
@@ -129,17 +142,19 @@ public enum Party {
     /// The link, its QR code and one line saying what to do with it (with `--json`: one `party`
     /// event line that carries the link and the media's URLs). The agent prints it once it
     /// handles Ctrl-C.
-    static func announcement(_ invitation: Invitation, items: [(url: String, title: String)], json: Bool, qr: Bool)
-        -> String
-    {
+    static func announcement(
+        _ invitation: Invitation, anywhere: Invitation? = nil, items: [(url: String, title: String)], json: Bool,
+        qr: Bool
+    ) -> String {
         let link = invitation.link
         if json {
-            let event: JSONValue = .object([
+            var fields: [(String, JSONValue)] = [
                 ("event", "party"), ("link", .string(link)), ("page", .string(invitation.page)),
                 ("relay", .string(invitation.relay)), ("session", .string(invitation.session)),
                 ("items", .array(items.map { .string($0.url) })),
-            ])
-            return event.serialized
+            ]
+            if let anywhere { fields.append(("anywhere", .string(anywhere.link))) }
+            return JSONValue.object(fields).serialized
         }
         let what =
             items.isEmpty
@@ -149,6 +164,10 @@ public enum Party {
         var text = "coplay party: \(what)\n\n  \(link)\n"
         if qr, let code = try? QRCode(bytes: Array(link.utf8)) {
             text += "\n" + code.terminalText(ansi: isatty(STDOUT_FILENO) == 1)
+        }
+        if let anywhere {
+            text +=
+                "\nFor friends in other homes (a phone, a laptop, or coplay join on Linux), through the hub:\n\n  \(anywhere.link)\n"
         }
         text +=
             "\nOpen the link on every phone, tablet or laptop in the room (or scan the code), type a name, press Join.\n"

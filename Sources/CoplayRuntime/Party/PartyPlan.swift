@@ -14,6 +14,9 @@ public struct PartyPlan: Sendable {
     /// A nats-server that already runs, as the browsers reach it (`--relay ws://…`); nil: the
     /// party starts its own.
     public var relay: String?
+    /// A hub whose leaf node the party's own nats-server becomes (`--hub LINK`): the other
+    /// homes reach the party through it.
+    public var hub: HubLink?
     /// The web server's port (`--web-port`); 0: any free one.
     public var webPort: UInt16 = 0
     /// The page's folder (`--root`).
@@ -33,6 +36,7 @@ public struct PartyPlan: Sendable {
         var items: [String] = []
         var listen: String?
         var relay: String?
+        var hub: HubLink?
         var webPort: UInt16 = 0
         var root: String?
         var qr = true
@@ -63,6 +67,8 @@ public struct PartyPlan: Sendable {
                         )
                     }
                     relay = text
+                case "--hub":
+                    hub = try HubLink.parse(try value()).get()
                 case "--web-port":
                     let text = try value()
                     guard let port = UInt16(text) else {
@@ -112,11 +118,14 @@ public struct PartyPlan: Sendable {
         case .success(let other): return .success(other)  // --help, --version
         case .failure(let error): return .failure(error)
         }
-        return .success(
-            .party(
-                PartyPlan(
-                    agent: agent, items: items, listen: listen, relay: relay, webPort: webPort,
-                    webRoot: root ?? CommandLineOptions.defaultWebRoot(), qr: qr)))
+        if hub != nil, relay != nil {
+            return .failure(UsageError(message: "party takes --hub or --relay, not both: with a hub the party runs its own relay, the hub's leaf node"))
+        }
+        var plan = PartyPlan(
+            agent: agent, items: items, listen: listen, relay: relay, webPort: webPort,
+            webRoot: root ?? CommandLineOptions.defaultWebRoot(), qr: qr)
+        plan.hub = hub
+        return .success(.party(plan))
     }
 
     /// Why an item cannot be watched by the room, if it cannot: a URL every device can fetch

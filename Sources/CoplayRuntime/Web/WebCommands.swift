@@ -139,7 +139,16 @@ extension CommandLineOptions {
             return parse(options)  // its error, or --help and --version
         }
         do throws(UsageError) {
-            configuration.relays = try invitation.relays.map { relay throws(UsageError) in try parseRelay(relay) }
+            // A link for anywhere names a hub's wss://: the agent reaches it through a
+            // nats-server of its own, the hub's leaf node (it speaks no TLS itself).
+            if let first = invitation.relays.first, first.hasPrefix("wss://"),
+                case .success(let hub) = HubLink.parse(first)
+            {
+                configuration.hub = hub
+                configuration.relays = []
+            } else {
+                configuration.relays = try invitation.relays.map { relay throws(UsageError) in try parseRelay(relay) }
+            }
             configuration.sessionName = try checkedName(
                 invitation.session, flag: "the link's session", bytesMax: configuration.settings.sessionNameBytesMax)
         } catch {

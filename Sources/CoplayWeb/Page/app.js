@@ -89,7 +89,7 @@ function utf8Prefix(text, bytes) {
 const relayState = { up: false, everUp: false, refused: false };
 function relayUnreachable(server, lost) {
   const host = (() => { try { return new URL(server).host; } catch { return server; } })();  // as a person names it
-  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running? Trying again…`);
+  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: ${location.protocol === 'https:' ? 'is the hub running?' : "is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running?"} Trying again…`);
 }
 
 function send(message) { worker?.postMessage(message); }
@@ -390,7 +390,9 @@ async function explainFailure(url, code) {
     try { await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store' }); reachable = true; } catch { /* not reachable */ }
     if (!reachable || code === 2) {
       const host = (() => { try { return new URL(url).host; } catch { return url; } })();
-      return { problem: 'unreachable', text: `This device cannot reach ${host}, where ${file} is. Is it on the same network as the others (the room's Wi-Fi, not mobile data)?` };
+      return { problem: 'unreachable', text: location.protocol === 'https:'
+        ? `This device cannot reach ${host}, where ${file} is: it is on the host's own network. From another home, a copy of your own is needed (or ask the host to share a URL every home reaches).`
+        : `This device cannot reach ${host}, where ${file} is. Is it on the same network as the others (the room's Wi-Fi, not mobile data)?` };
     }
   }
   return { problem: 'format', text: formatText(url, false) };

@@ -1,0 +1,95 @@
+import CoplayCore
+import Testing
+
+@testable import CoplayRuntime
+
+/// `coplay hub`'s link, its command line and the configuration it gives Caddy and the leaf nodes.
+@Suite struct HubTests {
+    let secret = "0123456789abcdef0123456789abcdef"
+
+    @Test func aHubLink_readsBackAsPrinted_andAsAnInvitationsRelay() throws {
+        let link = HubLink(host: "hub.example.org", port: 443, secret: secret)
+        #expect(link.text == "https://hub.example.org/#hub=\(secret)")
+        #expect(try HubLink.parse(link.text).get() == link)
+        let other = HubLink(host: "10.77.0.1", port: 8443, secret: secret)
+        #expect(other.relay == "wss://\(secret)@10.77.0.1:8443" && other.page == "https://10.77.0.1:8443/")
+        #expect(try HubLink.parse(other.text).get() == other)
+        #expect(try HubLink.parse(other.relay).get() == other)
+        #expect(other.leaf(caFile: nil).url == "wss://leaf:\(secret)@10.77.0.1:8443")
+        #expect(
+            other.leaf(caFile: "/ca.crt").configuration
+                == "leafnodes { reconnect: 1, remotes [ { url: \"wss://leaf:\(secret)@10.77.0.1:8443\", tls { ca_file: \"/ca.crt\" } } ] }"
+        )
+    }
+
+    @Test func aMangledHubLink_isRefusedInWords() {
+        func refusal(_ text: String) -> String? {
+            if case .failure(let error) = HubLink.parse(text) { return error.message }
+            return nil
+        }
+        #expect(refusal("http://hub.example.org/#hub=\(secret)")?.contains("https://") == true)
+        #expect(refusal("https://hub.example.org/")?.contains("no #hub=") == true)
+        #expect(refusal("https://hub.example.org/#key=\(secret)")?.contains("not hub=") == true)
+        #expect(refusal("https://hub.example.org/#hub=abc")?.contains("32 lowercase hex") == true)
+        #expect(refusal("https://hub.example.org/#hub=\(secret.uppercased())")?.contains("lowercase") == true)
+        #expect(refusal("https://hub.example.org:0/#hub=\(secret)")?.contains("port") == true)
+        #expect(refusal("https://hub.example.org:99999/#hub=\(secret)")?.contains("port") == true)
+        #expect(refusal("https://hub\"x/#hub=\(secret)")?.contains("host") == true)
+        #expect(refusal("https://:443/#hub=\(secret)")?.contains("host") == true)
+    }
+
+    func plan(_ arguments: [String]) -> Result<Invocation, UsageError> { HubPlan.parse(arguments[...]) }
+
+    @Test func theCommandLine_needsOneCertificate_andSaysWhatIsWrong() throws {
+        guard case .success(.hub(let internalCA)) = plan(["--tls", "internal", "--listen", "10.0.0.5", "--port", "8443"])
+        else { Issue.record("--tls internal"); return }
+        #expect(internalCA.tls == .internalCA && internalCA.port == 8443 && internalCA.linkHost == "10.0.0.5")
+        guard case .success(.hub(let domain)) = plan(["--domain", "Hub.Example.org"]) else {
+            Issue.record("--domain")
+            return
+        }
+        #expect(domain.tls == .domain("hub.example.org") && domain.port == 443 && domain.linkHost == "hub.example.org")
+        guard case .success(.hub(let files)) = plan(["--cert", "/c.pem", "--key", "/k.pem", "--name", "friend.lan"]) else {
+            Issue.record("--cert --key")
+            return
+        }
+        #expect(files.tls == .files(certificate: "/c.pem", key: "/k.pem") && files.linkHost == "friend.lan")
+        func refusal(_ arguments: [String]) -> String? {
+            if case .failure(let error) = plan(arguments) { return error.message }
+            return nil
+        }
+        #expect(refusal([])?.contains("needs its certificate") == true)
+        #expect(refusal(["--tls", "internal", "--domain", "a.example"])?.contains("give one of") == true)
+        #expect(refusal(["--cert", "/c.pem"]) == "--cert and --key go together")
+        #expect(refusal(["--tls", "acme"])?.contains("--tls takes internal") == true)
+        #expect(refusal(["--tls", "internal", "--listen", "::1"])?.contains("IPv4") == true)
+        #expect(refusal(["--tls", "internal", "--port", "0"])?.contains("1 to 65535") == true)
+        #expect(refusal(["--domain", "10.0.0.1"])?.contains("DNS name") == true)
+        #expect(refusal(["--tls", "internal", "--bogus", "x"]) == "hub: unknown option '--bogus'")
+        #expect(refusal(["--tls"]) == "--tls needs a value")
+        #expect(plan(["--help"]).isSuccess)
+    }
+
+    /// Caddy carries the WebSocket upgrades to nats-server on loopback and serves the page; it
+    /// speaks HTTP/1.1 and 2 over TCP only, with no admin endpoint, and with its own CA, no HTTP
+    /// listener at all.
+    @Test func caddysConfiguration() throws {
+        guard case .success(.hub(var hub)) = plan(["--tls", "internal", "--port", "8443", "--state", "/var/lib/hub"]) else {
+            Issue.record("plan")
+            return
+        }
+        hub.webRoot = "/usr/share/coplay/web"
+        let text = Hub.caddyfile(hub, host: "10.0.0.5", webSocketPort: 4567)
+        for part in [
+            "admin off", "storage file_system \"/var/lib/hub/caddy\"", "https_port 8443", "protocols h1 h2",
+            "auto_https disable_redirects", "https://10.0.0.5:8443 {", "bind 0.0.0.0", "tls internal",
+            "@nats header Upgrade websocket", "reverse_proxy @nats 127.0.0.1:4567", "root * \"/usr/share/coplay/web\"",
+            "Cross-Origin-Embedder-Policy credentialless",
+        ] {
+            #expect(text.contains(part), "\(part) in:\n\(text)")
+        }
+        hub.tls = .domain("hub.example.org")
+        let acme = Hub.caddyfile(hub, host: "hub.example.org", webSocketPort: 4567)
+        #expect(!acme.contains("tls internal") && !acme.contains("disable_redirects"))
+    }
+}
