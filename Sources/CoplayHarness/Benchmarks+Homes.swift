@@ -26,6 +26,10 @@ extension Benchmarks {
         public var playedThrough = false
         /// After the hub came back, a pause in home A reached home B.
         public var followedAfter = false
+        /// The hub's own film (`--media`), fetched from home B over HTTPS: a byte range of it
+        /// answered 206 with those bytes; the film's name without the hub's token, 404.
+        public var hubMediaRanged = false
+        public var hubMediaGuessRefused = false
     }
 
     /// `coplay-bench homes`: two homes and a hub on a `Tools/lan` LAN of the `wan` model (the hub
@@ -38,7 +42,7 @@ extension Benchmarks {
     public static func homes(executable: String, bench: String, trials: Int, seconds: Int) throws -> HomesFigures {
         guard getuid() == 0 else { throw BenchError(description: "homes makes network namespaces: run it as root") }
         guard MpvClient.isInstalled else { throw BenchError(description: "mpv is not installed (apt-get install mpv)") }
-        for program in ["caddy", "nats-server", "tcpdump", "tshark", "nft", "ethtool"] where Locations.onPath(program) == nil {
+        for program in ["caddy", "nats-server", "tcpdump", "tshark", "nft", "ethtool", "curl"] where Locations.onPath(program) == nil {
             throw BenchError(description: "homes needs \(program) (apt-get install \(program == "nft" ? "nftables" : program))")
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-homes-\(getpid())")
@@ -53,6 +57,9 @@ extension Benchmarks {
         try MpvClient.makeTestMedia(at: film, seconds: 120 + seconds + trials * 6)
         let copy = homeB.appendingPathComponent("Our Film (2026).mkv").path
         try FileManager.default.copyItem(atPath: film, toPath: copy)
+        let hubFilms = directory.appendingPathComponent("hub-films")
+        try FileManager.default.createDirectory(at: hubFilms, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: film, toPath: hubFilms.appendingPathComponent("film.mkv").path)
         var figures = HomesFigures()
 
         try onLAN(hosts: 3, link: "wan", dtim: 1, bench: bench) { prefix in
@@ -85,8 +92,18 @@ extension Benchmarks {
                 throw BenchError(description: "the hub printed no link: \(hub.output)")
             }
             figures.linkPrinted = Double(hub.linkAt! - started) / 1e6
-            print("  homes: the hub's link in \(Int(figures.linkPrinted!)) ms; the party in home A")
             let ca = state.appendingPathComponent("caddy/pki/authorities/local/root.crt").path
+            if let base = hub.mediaBase {
+                func fetch(_ url: String, range: Bool) throws -> String {
+                    try Locations.run(
+                        "/usr/sbin/ip",
+                        ["netns", "exec", "\(prefix)-h3", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                         "--cacert", ca] + (range ? ["-r", "1000-1999"] : []) + [url]).output
+                }
+                figures.hubMediaRanged = try fetch(base + "film.mkv", range: true) == "206 1000"
+                figures.hubMediaGuessRefused = try fetch("https://10.77.0.1:8443/media/film.mkv", range: false).hasPrefix("404")
+            }
+            print("  homes: the hub's link in \(Int(figures.linkPrinted!)) ms; the party in home A")
             let sockets = ["a", "b"].map { directory.appendingPathComponent("mpv-\($0).sock").path }
             let mpv = ["--player", "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null"]
             let party = try AgentProcess(
@@ -237,6 +254,10 @@ extension Benchmarks {
             "  the hub killed and started again → home B sees home A again: "
                 + (figures.hubBack.map { String(format: "%.2f s", $0) } ?? "never") + " (target ≤ 5 s); players played on: "
                 + (figures.playedThrough ? "yes" : "no") + "; a pause afterwards followed: " + (figures.followedAfter ? "yes" : "no"))
+        print(
+            "  the hub's own film (--media) from home B over HTTPS: a byte range "
+                + (figures.hubMediaRanged ? "answered 206" : "NOT answered") + "; its name without the token: "
+                + (figures.hubMediaGuessRefused ? "404" : "SERVED"))
     }
 }
 
@@ -251,7 +272,8 @@ struct HubProcess {
         process.arguments = [
             "netns", "exec", namespace, executable, "hub", "--tls", "internal", "--listen", "10.77.0.1", "--port",
             "8443", "--state", state, "--json", "--no-qr", "--root", URL(fileURLWithPath: state).deletingLastPathComponent()
-                .appendingPathComponent("page").path,
+                .appendingPathComponent("page").path, "--media",
+            URL(fileURLWithPath: state).deletingLastPathComponent().appendingPathComponent("hub-films").path,
         ]
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -274,6 +296,8 @@ struct HubProcess {
     }
 
     var output: String { lines.all.map(\.line).joined(separator: "\n") }
+    /// The first `--media` folder's URL, from the `hub` event.
+    private(set) var mediaBase: String?
 
     /// The link of the hub's `hub` event, waited for.
     mutating func link(timeout: Duration) -> String? {
@@ -284,6 +308,7 @@ struct HubProcess {
                     let link = object["link"] as? String
                 else { continue }
                 linkAt = at
+                mediaBase = (object["media"] as? [String])?.first
                 return link
             }
             usleep(10_000)

@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized, .onALane) struct HomesLANTests {
     static let enabled =
         isRoot && ProcessInfo.processInfo.environment["COPLAY_HOMES"] == "1" && MpvClient.isInstalled
-        && ["caddy", "nats-server", "tcpdump", "tshark", "nft", "ethtool"].allSatisfy { Locations.onPath($0) != nil }
+        && ["caddy", "nats-server", "tcpdump", "tshark", "nft", "ethtool", "curl"].allSatisfy { Locations.onPath($0) != nil }
 
     @Test(.enabled(if: enabled, "COPLAY_HOMES=1, as root, with mpv, caddy, nats-server, tcpdump, tshark, nft"),
         .timeLimit(.minutes(3)))
@@ -27,5 +27,6 @@ import Testing
         #expect(figures.inClear.values.allSatisfy { $0 == 0 }, "in clear at the hub: \(figures.inClear.filter { $0.value > 0 })")
         #expect((figures.hubBack ?? .infinity) <= 5, "back after \(figures.hubBack ?? -1) s")
         #expect(figures.playedThrough && figures.followedAfter)
+        #expect(figures.hubMediaRanged && figures.hubMediaGuessRefused)
     }
 }

@@ -67,6 +67,7 @@ import Testing
         #expect(refusal(["--domain", "10.0.0.1"])?.contains("DNS name") == true)
         #expect(refusal(["--tls", "internal", "--bogus", "x"]) == "hub: unknown option '--bogus'")
         #expect(refusal(["--tls"]) == "--tls needs a value")
+        #expect(refusal(["--tls", "internal", "--media", "/nonexistent"])?.contains("not a folder") == true)
         #expect(plan(["--help"]).isSuccess)
     }
 
@@ -74,12 +75,18 @@ import Testing
     /// speaks HTTP/1.1 and 2 over TCP only, with no admin endpoint, and with its own CA, no HTTP
     /// listener at all.
     @Test func caddysConfiguration() throws {
-        guard case .success(.hub(var hub)) = plan(["--tls", "internal", "--port", "8443", "--state", "/var/lib/hub"]) else {
+        guard
+            case .success(.hub(var hub)) = plan(["--tls", "internal", "--port", "8443", "--state", "/var/lib/hub", "--media", "/"])
+        else {
             Issue.record("plan")
             return
         }
         hub.webRoot = "/usr/share/coplay/web"
-        let text = Hub.caddyfile(hub, host: "10.0.0.5", webSocketPort: 4567)
+        let text = Hub.caddyfile(hub, host: "10.0.0.5", webSocketPort: 4567, secret: secret)
+        let media = Hub.mediaPath(secret: secret, index: 0)
+        #expect(media.count == "/media/".count + 32 + 1 && media != Hub.mediaPath(secret: secret, index: 1))
+        #expect(media != Hub.mediaPath(secret: String(secret.reversed()), index: 0), "made from the secret")
+        #expect(text.contains("handle_path \(media)* {\n\t\troot * \"/\"\n\t\tfile_server {\n\t\t\thide .*"), "\(text)")
         for part in [
             "admin off", "storage file_system \"/var/lib/hub/caddy\"", "https_port 8443", "protocols h1 h2",
             "auto_https disable_redirects", "https://10.0.0.5:8443 {", "bind 0.0.0.0", "tls internal",
@@ -89,7 +96,7 @@ import Testing
             #expect(text.contains(part), "\(part) in:\n\(text)")
         }
         hub.tls = .domain("hub.example.org")
-        let acme = Hub.caddyfile(hub, host: "hub.example.org", webSocketPort: 4567)
+        let acme = Hub.caddyfile(hub, host: "hub.example.org", webSocketPort: 4567, secret: secret)
         #expect(!acme.contains("tls internal") && !acme.contains("disable_redirects"))
     }
 }

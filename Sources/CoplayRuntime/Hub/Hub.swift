@@ -28,10 +28,16 @@ public struct HubPlan: Sendable, Equatable {
     public var webRoot: String
     public var qr: Bool
     public var json: Bool
+    /// Folders whose films the hub serves itself (`--media DIR`), for a friend with a phone and
+    /// no copy: over HTTPS, with byte ranges, under a path nobody guesses.
+    public var media: [String] = []
+
+    /// A person names a few folders; each is one route of Caddy's.
+    public static let mediaFoldersMax = 16
 
     static let usage = """
         coplay hub (--tls internal | --domain NAME | --cert FILE --key FILE) [--listen ADDRESS]
-                   [--port N] [--name HOST] [--state DIR] [--root DIR] [--no-qr] [--json]
+                   [--port N] [--name HOST] [--state DIR] [--media DIR]… [--root DIR] [--no-qr] [--json]
           Run a hub for parties across homes, on a machine every home reaches (a VPS, a
           friend's server): nats-server, its client port on loopback only, behind Caddy,
           which serves the page over HTTPS and carries wss:// for the tabs and for parties'
@@ -51,6 +57,10 @@ public struct HubPlan: Sendable, Equatable {
             --state DIR       the hub's secret and Caddy's certificates, kept across
                               restarts so that links stay good (default: $STATE_DIRECTORY,
                               else ~/.local/state/coplay/hub)
+            --media DIR       serve the films of DIR from the hub's own disk (repeatable), over
+                              HTTPS with byte ranges, at https://HOST/media/TOKEN/NAME (TOKEN
+                              made from the hub's secret: nobody guesses it); share one with
+                              coplay party URL --hub LINK, for friends with no copy of their own
           Needs nats-server and caddy (apt install nats-server caddy); both end with the
           hub however it ends. Ctrl-C or SIGTERM stops it. Exit status 1 if it cannot
           start, 2 on a bad command line.
@@ -112,6 +122,15 @@ public struct HubPlan: Sendable, Equatable {
                     plan.name = value
                 case "--state": plan.state = value
                 case "--root": plan.webRoot = value
+                case "--media":
+                    var status = stat()
+                    guard stat(value, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+                        throw UsageError(message: "--media \(value): not a folder (the hub serves the films of a folder)")
+                    }
+                    guard plan.media.count < HubPlan.mediaFoldersMax else {
+                        throw UsageError(message: "--media: at most \(HubPlan.mediaFoldersMax) folders")
+                    }
+                    plan.media.append(value)
                 default: throw UsageError(message: "hub: unknown option '\(word)'")
                 }
             }
@@ -242,7 +261,9 @@ public enum Hub {
             let caddyfile = folder + "/Caddyfile"
             let caddyLog = plan.state + "/caddy.log"
             defer { unlink(caddyfile) }
-            guard TiedServer.writePrivateFile(caddyfile, Self.caddyfile(plan, host: host, webSocketPort: webSocket))
+            guard
+                TiedServer.writePrivateFile(
+                    caddyfile, Self.caddyfile(plan, host: host, webSocketPort: webSocket, secret: secret))
             else {
                 natsServer.stop()
                 return .failure(UsageError(message: "cannot write \(caddyfile): \(String(cString: strerror(errno)))"))
@@ -276,7 +297,7 @@ public enum Hub {
     /// Caddy's configuration: the page's files and, for a WebSocket upgrade (a tab, a party's
     /// leaf node), the hub's nats-server on loopback; no admin endpoint, no HTTP listener but
     /// the ACME challenge's with a domain.
-    static func caddyfile(_ plan: HubPlan, host: String, webSocketPort: UInt16) -> String {
+    static func caddyfile(_ plan: HubPlan, host: String, webSocketPort: UInt16, secret: String) -> String {
         // HTTP/1.1 and 2 only: every connection to the hub is TCP with TLS, which a capture can check.
         var global = [
             "admin off", "storage file_system \(quoted(plan.state + "/caddy"))", "https_port \(plan.port)",
@@ -293,6 +314,12 @@ public enum Hub {
         case .domain:
             tls = ""
         }
+        // Each folder under its token: its files by name, with byte ranges; no listing, no
+        // hidden file.
+        let media = plan.media.enumerated().map { index, folder in
+            "\thandle_path \(mediaPath(secret: secret, index: index))* {\n\t\troot * \(quoted(folder))\n"
+                + "\t\tfile_server {\n\t\t\thide .*\n\t\t}\n\t}\n"
+        }.joined()
         return """
             # written by coplay hub; removed once read
             {
@@ -310,10 +337,16 @@ public enum Hub {
             \t\tX-Content-Type-Options nosniff
             \t\tReferrer-Policy no-referrer
             \t}
-            \troot * \(quoted(plan.webRoot))
+            \(media)\troot * \(quoted(plan.webRoot))
             \tfile_server
             }
             """
+    }
+
+    /// Where the films of the `index`th `--media` folder are served: under a token made from the
+    /// hub's secret, so that it is the same after a restart and guessed by nobody.
+    static func mediaPath(secret: String, index: Int) -> String {
+        "/media/" + Hex.encode(Array(SHA256.hash(Array("coplay hub media \(index) \(secret)".utf8)).prefix(16))) + "/"
     }
 
     private static func quoted(_ text: String) -> String {
@@ -329,6 +362,10 @@ public enum Hub {
         if plan.json {
             var fields: [(String, JSONValue)] = [("event", "hub"), ("link", .string(link.text)), ("page", .string(link.page))]
             if plan.tls == .internalCA { fields.append(("ca", .string(HubState.caRoot(in: plan.state)))) }
+            if !plan.media.isEmpty {
+                let bases = plan.media.indices.map { JSONValue.string(String(link.page.dropLast()) + mediaPath(secret: link.secret, index: $0)) }
+                fields.append(("media", .array(bases)))
+            }
             return JSONValue.object(fields).serialized
         }
         var text = "coplay hub: listening on \(plan.listen):\(plan.port)\n\n  \(link.text)\n"
@@ -336,6 +373,9 @@ public enum Hub {
             text += "\n" + code.terminalText(ansi: isatty(STDOUT_FILENO) == 1)
         }
         text += "\nIn the host's home: coplay party FILM --hub '\(link.text)'\n"
+        for (index, folder) in plan.media.enumerated() {
+            text += "Films of \(folder), for friends with no copy: \(link.page.dropLast())\(mediaPath(secret: link.secret, index: index))NAME\n"
+        }
         if plan.tls == .internalCA {
             text +=
                 "The certificate is of this hub's own CA: every device must trust \(HubState.caRoot(in: plan.state)) (a party: --hub-ca FILE).\n"
