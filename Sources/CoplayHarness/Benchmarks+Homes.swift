@@ -42,15 +42,19 @@ extension Benchmarks {
     public static func homes(executable: String, bench: String, trials: Int, seconds: Int) throws -> HomesFigures {
         guard getuid() == 0 else { throw BenchError(description: "homes makes network namespaces: run it as root") }
         guard MpvClient.isInstalled else { throw BenchError(description: "mpv is not installed (apt-get install mpv)") }
-        for program in ["caddy", "nats-server", "tcpdump", "tshark", "nft", "ethtool", "curl"] where Locations.onPath(program) == nil {
-            throw BenchError(description: "homes needs \(program) (apt-get install \(program == "nft" ? "nftables" : program))")
+        for program in ["caddy", "nats-server", "tcpdump", "tshark", "nft", "ethtool", "curl"]
+        where Locations.onPath(program) == nil {
+            throw BenchError(
+                description: "homes needs \(program) (apt-get install \(program == "nft" ? "nftables" : program))")
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-homes-\(getpid())")
         let (page, homeB, state) = (
             directory.appendingPathComponent("page"), directory.appendingPathComponent("home-b/Films/2026"),
             directory.appendingPathComponent("hub-state")
         )
-        for folder in [page, homeB] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        for folder in [page, homeB] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data("<!doctype html><title>coplay</title>".utf8).write(to: page.appendingPathComponent("index.html"))
         let film = directory.appendingPathComponent("film.mkv").path
@@ -67,13 +71,18 @@ extension Benchmarks {
             for (home, other) in [(2, 3), (3, 2)] {
                 let (status, output) = try Locations.run(
                     "/usr/sbin/ip",
-                    ["netns", "exec", "\(prefix)-h\(home)", "nft", "add table inet coplaynat; add chain inet coplaynat input { type filter hook input priority 0; policy accept; }; add rule inet coplaynat input ip saddr 10.77.0.\(other) drop"])
+                    [
+                        "netns", "exec", "\(prefix)-h\(home)", "nft",
+                        "add table inet coplaynat; add chain inet coplaynat input { type filter hook input priority 0; policy accept; }; add rule inet coplaynat input ip saddr 10.77.0.\(other) drop",
+                    ])
                 guard status == 0 else { throw BenchError(description: "nft in home \(home): \(output)") }
             }
             let capture = directory.appendingPathComponent("hub.pcap").path
             let dump = Process()
             dump.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            dump.arguments = ["netns", "exec", "\(prefix)-hub", "tcpdump", "-i", "p1", "-U", "-s", "0", "-w", capture, "tcp"]
+            dump.arguments = [
+                "netns", "exec", "\(prefix)-hub", "tcpdump", "-i", "p1", "-U", "-s", "0", "-w", capture, "tcp",
+            ]
             dump.standardOutput = FileHandle.nullDevice
             dump.standardError = FileHandle.nullDevice
             try dump.run()
@@ -97,11 +106,16 @@ extension Benchmarks {
                 func fetch(_ url: String, range: Bool) throws -> String {
                     try Locations.run(
                         "/usr/sbin/ip",
-                        ["netns", "exec", "\(prefix)-h3", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                         "--cacert", ca] + (range ? ["-r", "1000-1999"] : []) + [url]).output
+                        [
+                            "netns", "exec", "\(prefix)-h3", "curl", "-s", "-o", "/dev/null", "-w",
+                            "%{http_code} %{size_download}",
+                            "--cacert", ca,
+                        ] + (range ? ["-r", "1000-1999"] : []) + [url]
+                    ).output
                 }
                 figures.hubMediaRanged = try fetch(base + "film.mkv", range: true) == "206 1000"
-                figures.hubMediaGuessRefused = try fetch("https://10.77.0.1:8443/media/film.mkv", range: false).hasPrefix("404")
+                figures.hubMediaGuessRefused = try fetch("https://10.77.0.1:8443/media/film.mkv", range: false)
+                    .hasPrefix("404")
             }
             print("  homes: the hub's link in \(Int(figures.linkPrinted!)) ms; the party in home A")
             let sockets = ["a", "b"].map { directory.appendingPathComponent("mpv-\($0).sock").path }
@@ -139,7 +153,9 @@ extension Benchmarks {
             party.send("play")
             usleep(10_000_000)  // the clocks across the wan warmed up, the players steered together
             let air = try measureAir(players, seconds: seconds, trials: trials)
-            (figures.offsets, figures.pause, figures.unpause, figures.lost) = (air.offsets, air.pause, air.unpause, air.lost)
+            (figures.offsets, figures.pause, figures.unpause, figures.lost) = (
+                air.offsets, air.pause, air.unpause, air.lost
+            )
 
             // The hub killed and started again; the homes play on meanwhile.
             for player in players where player.property("pause") as? Bool != false { player.set("pause", false) }
@@ -161,7 +177,8 @@ extension Benchmarks {
             let back = ContinuousClock.now + .seconds(15)
             while ContinuousClock.now < back {
                 let heard = friend.peers(timeout: .seconds(1))?.contains {
-                    ($0["name"] as? String) == "ann" && (($0["lastSeenMillis"] as? NSNumber)?.doubleValue ?? .infinity) < 600
+                    ($0["name"] as? String) == "ann"
+                        && (($0["lastSeenMillis"] as? NSNumber)?.doubleValue ?? .infinity) < 600
                 }
                 if heard == true {
                     figures.hubBack = Double(MpvClient.unixNanos() - restarted) / 1e9
@@ -186,7 +203,9 @@ extension Benchmarks {
                 for event in friend.allEvents.suffix(12) { print("    \(event.line.prefix(240))") }
                 print("  home A's: ")
                 for event in party.allEvents.suffix(8) { print("    \(event.line.prefix(240))") }
-                print("  mpv B pause=\(players[1].property("pause") ?? "-"), mpv A pause=\(players[0].property("pause") ?? "-")")
+                print(
+                    "  mpv B pause=\(players[1].property("pause") ?? "-"), mpv A pause=\(players[0].property("pause") ?? "-")"
+                )
             }
 
             print("  homes: the capture read")
@@ -240,20 +259,28 @@ extension Benchmarks {
 
     public static func printHomes(_ figures: HomesFigures) {
         func ms(_ value: Double?) -> String { value.map { String(format: "%.0f ms", $0) } ?? "never" }
-        print("homes: a hub and two homes on the test LAN's wan model (home B 20 ms away), each home behind its own NAT")
+        print(
+            "homes: a hub and two homes on the test LAN's wan model (home B 20 ms away), each home behind its own NAT")
         print("  coplay hub --tls internal → hub link printed: \(ms(figures.linkPrinted)) (target ≤ 2 s)")
         print("  home B plays its own copy (another name, another folder): \(figures.ownCopy ? "yes" : "no")")
-        print("  |home A's mpv − home B's mpv| while playing: \(figures.offsets.summary(unit: "ms")) (target p99 ≤ 2 ms)")
-        print("  pause in home A → paused in home B: \(figures.pause.summary(unit: "ms")) (target p50 ≤ one crossing + 25 ms)")
-        print("  unpause → playing in home B: \(figures.unpause.summary(unit: "ms")); pauses not followed: \(figures.lost)")
+        print(
+            "  |home A's mpv − home B's mpv| while playing: \(figures.offsets.summary(unit: "ms")) (target p99 ≤ 2 ms)")
+        print(
+            "  pause in home A → paused in home B: \(figures.pause.summary(unit: "ms")) (target p50 ≤ one crossing + 25 ms)"
+        )
+        print(
+            "  unpause → playing in home B: \(figures.unpause.summary(unit: "ms")); pauses not followed: \(figures.lost)"
+        )
         let clear = figures.inClear.filter { $0.value > 0 }
         print(
             "  the hub's TCP captured at its port: \(figures.capturedSegments) segments with a payload; in clear: "
                 + (clear.isEmpty ? "nothing (no NATS verb, secret, key, film name or session)" : "\(clear)"))
         print(
             "  the hub killed and started again → home B sees home A again: "
-                + (figures.hubBack.map { String(format: "%.2f s", $0) } ?? "never") + " (target ≤ 5 s); players played on: "
-                + (figures.playedThrough ? "yes" : "no") + "; a pause afterwards followed: " + (figures.followedAfter ? "yes" : "no"))
+                + (figures.hubBack.map { String(format: "%.2f s", $0) } ?? "never")
+                + " (target ≤ 5 s); players played on: "
+                + (figures.playedThrough ? "yes" : "no") + "; a pause afterwards followed: "
+                + (figures.followedAfter ? "yes" : "no"))
         print(
             "  the hub's own film (--media) from home B over HTTPS: a byte range "
                 + (figures.hubMediaRanged ? "answered 206" : "NOT answered") + "; its name without the token: "
@@ -271,7 +298,8 @@ struct HubProcess {
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = [
             "netns", "exec", namespace, executable, "hub", "--tls", "internal", "--listen", "10.77.0.1", "--port",
-            "8443", "--state", state, "--json", "--no-qr", "--root", URL(fileURLWithPath: state).deletingLastPathComponent()
+            "8443", "--state", state, "--json", "--no-qr", "--root",
+            URL(fileURLWithPath: state).deletingLastPathComponent()
                 .appendingPathComponent("page").path, "--media",
             URL(fileURLWithPath: state).deletingLastPathComponent().appendingPathComponent("hub-films").path,
         ]
@@ -288,7 +316,8 @@ struct HubProcess {
                 if chunk.isEmpty { return }
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: 0x0A) {
-                    lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self), at: MpvClient.unixNanos())
+                    lines.append(
+                        String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self), at: MpvClient.unixNanos())
                     buffer.removeSubrange(buffer.startIndex...newline)
                 }
             }

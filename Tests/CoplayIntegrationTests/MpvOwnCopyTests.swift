@@ -11,7 +11,9 @@ struct MpvOwnCopyTests {
     @Test func aFriendsOwnCopyUnderAnotherName_playsInSync_andNoCopyIsSaid() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("own-copy-\(getpid())")
         let (homeA, homeB) = (directory.appendingPathComponent("a"), directory.appendingPathComponent("b/Films/2026"))
-        for home in [homeA, homeB] { try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true) }
+        for home in [homeA, homeB] {
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        }
         defer { try? FileManager.default.removeItem(at: directory) }
         let film = homeA.appendingPathComponent("film.mkv").path
         try MpvClient.makeTestMedia(at: film, seconds: 60)
@@ -24,7 +26,8 @@ struct MpvOwnCopyTests {
             "mpv", "--mpv-option", "vo=null", "--mpv-option", "ao=null",
         ]
         let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
-        let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
+        let alice = try AgentProcess(
+            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
         var agents = [alice]
         defer {
             for agent in agents {
@@ -56,7 +59,8 @@ struct MpvOwnCopyTests {
 
         let said = carol.waitForEvent(timeout: .seconds(10)) { $0.name == "player-error" }
         let words = said?["message"] as? String ?? said?.line ?? ""
-        #expect(words.contains("no copy of \"film.mkv\"") && words.contains("1:00"), "\(said?.line ?? "no player-error")")
+        #expect(
+            words.contains("no copy of \"film.mkv\"") && words.contains("1:00"), "\(said?.line ?? "no player-error")")
         #expect(
             mpv.waitUntil(.seconds(5)) {
                 (carol.status()?["suspensions"] as? [String])?.contains("cannotPlay:noCopy") == true

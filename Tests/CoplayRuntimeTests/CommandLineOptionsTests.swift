@@ -83,7 +83,9 @@ import Testing
         #expect(error(["--media", "/nonexistent/films"]) == "--media /nonexistent/films: no such folder")
         #expect(error(["--media", "/etc/hostname"])?.contains("is not a folder") == true)
         #expect(error(["--media"]) == "--media needs a value")
-        let many = Array(repeating: ["--media", temporary], count: AgentConfiguration.mediaFoldersMax + 1).flatMap { $0 }
+        let many = Array(repeating: ["--media", temporary], count: AgentConfiguration.mediaFoldersMax + 1).flatMap {
+            $0
+        }
         #expect(error(many)?.contains("at most \(AgentConfiguration.mediaFoldersMax) folders") == true)
     }
 

@@ -41,15 +41,20 @@ import Testing
     func plan(_ arguments: [String]) -> Result<Invocation, UsageError> { HubPlan.parse(arguments[...]) }
 
     @Test func theCommandLine_needsOneCertificate_andSaysWhatIsWrong() throws {
-        guard case .success(.hub(let internalCA)) = plan(["--tls", "internal", "--listen", "10.0.0.5", "--port", "8443"])
-        else { Issue.record("--tls internal"); return }
+        guard
+            case .success(.hub(let internalCA)) = plan(["--tls", "internal", "--listen", "10.0.0.5", "--port", "8443"])
+        else {
+            Issue.record("--tls internal")
+            return
+        }
         #expect(internalCA.tls == .internalCA && internalCA.port == 8443 && internalCA.linkHost == "10.0.0.5")
         guard case .success(.hub(let domain)) = plan(["--domain", "Hub.Example.org"]) else {
             Issue.record("--domain")
             return
         }
         #expect(domain.tls == .domain("hub.example.org") && domain.port == 443 && domain.linkHost == "hub.example.org")
-        guard case .success(.hub(let files)) = plan(["--cert", "/c.pem", "--key", "/k.pem", "--name", "friend.lan"]) else {
+        guard case .success(.hub(let files)) = plan(["--cert", "/c.pem", "--key", "/k.pem", "--name", "friend.lan"])
+        else {
             Issue.record("--cert --key")
             return
         }
@@ -76,7 +81,9 @@ import Testing
     /// listener at all.
     @Test func caddysConfiguration() throws {
         guard
-            case .success(.hub(var hub)) = plan(["--tls", "internal", "--port", "8443", "--state", "/var/lib/hub", "--media", "/"])
+            case .success(.hub(var hub)) = plan([
+                "--tls", "internal", "--port", "8443", "--state", "/var/lib/hub", "--media", "/",
+            ])
         else {
             Issue.record("plan")
             return

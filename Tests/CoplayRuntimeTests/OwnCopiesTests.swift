@@ -35,14 +35,20 @@ import Testing
         let film = try file("Films/Our Film (2026).mkv")
         let fingerprint = try FileFingerprint.of(path: film)
         let shared = ContentIdentity.identify(try #require(try ConsoleCommand.parse("share \"\(film)\"").get()))
-        guard case .share(let activity, _, _) = shared else { Issue.record("\(shared)"); return }
+        guard case .share(let activity, _, _) = shared else {
+            Issue.record("\(shared)")
+            return
+        }
         #expect(activity.itemID == fingerprint.text && activity.url == film)
         #expect(activity.title == "Our Film (2026).mkv" && activity.type == "video/x-matroska")
 
         // The person's own id, title and type stay; so does an item given by URL.
         let named = ContentIdentity.identify(
             try #require(try ConsoleCommand.parse("share \"\(film)\" id=film title=Ours type=video/webm").get()))
-        guard case .share(let kept, _, _) = named else { Issue.record("\(named)"); return }
+        guard case .share(let kept, _, _) = named else {
+            Issue.record("\(named)")
+            return
+        }
         #expect(kept.itemID == "film" && kept.title == "Ours" && kept.type == "video/webm")
         let web = try #require(try ConsoleCommand.parse("share https://example.com/a.mp4").get())
         #expect(ContentIdentity.identify(web) == web)
@@ -52,7 +58,9 @@ import Testing
         #expect(
             queued
                 == .queue(
-                    .add(url: film, id: fingerprint.text, title: "Our Film (2026).mkv", durationSeconds: nil, after: .last)
+                    .add(
+                        url: film, id: fingerprint.text, title: "Our Film (2026).mkv", durationSeconds: nil,
+                        after: .last)
                 ))
         let loaded = ContentIdentity.identify(try #require(try ConsoleCommand.parse("load \"\(film)\"").get()))
         #expect(loaded == .load(LoadedItem(id: fingerprint.text, url: film)))
@@ -95,7 +103,8 @@ import Testing
         let item = LoadedItem(id: fingerprint.text, url: path("home-a/gone/film.mp4"), durationSeconds: 5530)
         var copies = OwnCopies(folders: [path("home-b")])
         guard case .none(let words) = copies.find(item, fingerprint: fingerprint, now: now) else {
-            Issue.record("a copy was found"); return
+            Issue.record("a copy was found")
+            return
         }
         for part in [
             "no copy of \"film.mp4\"", "1.5 MB", "1:32:10", "is not here", "none of the 1 file under --media",
@@ -105,7 +114,8 @@ import Testing
         }
         var none = OwnCopies(folders: [])
         guard case .none(let alone) = none.find(item, fingerprint: fingerprint, now: now) else {
-            Issue.record("a copy was found"); return
+            Issue.record("a copy was found")
+            return
         }
         #expect(alone.contains("no --media folder was given"), "\(alone)")
 
@@ -141,9 +151,13 @@ import Testing
         #expect(player.takeNotes().isEmpty)
 
         let other = try FileFingerprint.of(path: try file("home-a/another.mp4", seed: 9))
-        let reports = player.perform(.load(LoadedItem(id: other.text, url: path("x/another.mp4")), position: 0), now: timestamp)
+        let reports = player.perform(
+            .load(LoadedItem(id: other.text, url: path("x/another.mp4")), position: 0), now: timestamp)
         #expect(player.inner.item == nil, "what it held is let go")
-        guard case .loadFailed(let words, .noCopy)? = reports.last else { Issue.record("\(reports)"); return }
+        guard case .loadFailed(let words, .noCopy)? = reports.last else {
+            Issue.record("\(reports)")
+            return
+        }
         #expect(words.contains("no copy of \"another.mp4\""))
 
         let byURL = LoadedItem(id: "bbb", url: "https://example.com/bbb.mp4")
@@ -176,10 +190,18 @@ import Testing
             id: fingerprint.text, url: "http://192.0.2.7:4000/media/1f2e/Our%20Film.mkv", durationSeconds: 5400)
         _ = player.perform(.load(item, position: 0), now: timestamp)
         let reports = player.receive(line: [], at: timestamp)
-        guard case .loadFailed(let words, .noCopy)? = reports.first else { Issue.record("\(reports)"); return }
-        #expect(words.contains("no copy of \"Our Film.mkv\" (1.5 MB, 1:30:00)") && words.contains("loading failed"), "\(words)")
+        guard case .loadFailed(let words, .noCopy)? = reports.first else {
+            Issue.record("\(reports)")
+            return
+        }
+        #expect(
+            words.contains("no copy of \"Our Film.mkv\" (1.5 MB, 1:30:00)") && words.contains("loading failed"),
+            "\(words)")
         _ = player.perform(.load(LoadedItem(id: "film", url: item.url), position: 0), now: timestamp)
-        #expect(player.receive(line: [], at: timestamp) == [.loadFailed("mpv could not play it: loading failed", problem: .unreachable)])
+        #expect(
+            player.receive(line: [], at: timestamp) == [
+                .loadFailed("mpv could not play it: loading failed", problem: .unreachable)
+            ])
     }
 
     @Test func sizesAndDurations_readAsAPersonReadsThem() {

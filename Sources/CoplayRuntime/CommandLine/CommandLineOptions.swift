@@ -433,7 +433,9 @@ public enum CommandLineOptions {
                     }
                     guard (status.st_mode & S_IFMT) == S_IFDIR else {
                         throw UsageError(
-                            message: "--media \(path) is not a folder: name the folder your copies are in (a file is shared with share PATH)")
+                            message:
+                                "--media \(path) is not a folder: name the folder your copies are in (a file is shared with share PATH)"
+                        )
                     }
                     guard configuration.mediaFolders.count < AgentConfiguration.mediaFoldersMax else {
                         throw UsageError(message: "--media: at most \(AgentConfiguration.mediaFoldersMax) folders")

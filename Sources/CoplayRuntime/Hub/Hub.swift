@@ -75,7 +75,9 @@ public struct HubPlan: Sendable, Equatable {
             tls: .internalCA, listen: "0.0.0.0", port: 443, name: nil, state: defaultState(),
             webRoot: CommandLineOptions.defaultWebRoot(), qr: true, json: false)
         func choose(_ chosen: HubTLS) throws(UsageError) {
-            guard tls == nil else { throw UsageError(message: "hub: give one of --tls internal, --domain, --cert/--key") }
+            guard tls == nil else {
+                throw UsageError(message: "hub: give one of --tls internal, --domain, --cert/--key")
+            }
             tls = chosen
         }
         do throws(UsageError) {
@@ -125,7 +127,8 @@ public struct HubPlan: Sendable, Equatable {
                 case "--media":
                     var status = stat()
                     guard stat(value, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
-                        throw UsageError(message: "--media \(value): not a folder (the hub serves the films of a folder)")
+                        throw UsageError(
+                            message: "--media \(value): not a folder (the hub serves the films of a folder)")
                     }
                     guard plan.media.count < HubPlan.mediaFoldersMax else {
                         throw UsageError(message: "--media: at most \(HubPlan.mediaFoldersMax) folders")
@@ -141,7 +144,9 @@ public struct HubPlan: Sendable, Equatable {
             }
             guard let tls else {
                 throw UsageError(
-                    message: "hub needs its certificate: --domain NAME (obtained for you), --tls internal (a private CA), or --cert FILE --key FILE")
+                    message:
+                        "hub needs its certificate: --domain NAME (obtained for you), --tls internal (a private CA), or --cert FILE --key FILE"
+                )
             }
             plan.tls = tls
         } catch {
@@ -219,7 +224,8 @@ public enum Hub {
         guard access(plan.webRoot + "/index.html", R_OK) == 0 else {
             return .failure(
                 UsageError(
-                    message: "no page at \(plan.webRoot) (index.html): build it with Tools/wasm-core, or give --root DIR"))
+                    message:
+                        "no page at \(plan.webRoot) (index.html): build it with Tools/wasm-core, or give --root DIR"))
         }
         let secret: String
         switch HubState.secret(in: plan.state) {
@@ -272,13 +278,18 @@ public enum Hub {
             let front: TiedServer
             do {
                 front = try TiedServer.start(
-                    ["/usr/bin/env", "HOME=\(plan.state)", "XDG_DATA_HOME=\(plan.state)/data",
-                     "XDG_CONFIG_HOME=\(plan.state)/config", caddy, "run", "--config", caddyfile, "--adapter", "caddyfile"],
+                    [
+                        "/usr/bin/env", "HOME=\(plan.state)", "XDG_DATA_HOME=\(plan.state)/data",
+                        "XDG_CONFIG_HOME=\(plan.state)/config", caddy, "run", "--config", caddyfile, "--adapter",
+                        "caddyfile",
+                    ],
                     name: "coplay-hub-caddy", log: caddyLog,
                     listening: { TiedServer.canConnect(probeHost, plan.port) },
                     fatal: { log in
-                        log.split(separator: "\n").first { $0.hasPrefix("Error:") || $0.contains("\"level\":\"error\"") }
-                            .map { String($0.suffix(400)) }
+                        log.split(separator: "\n").first {
+                            $0.hasPrefix("Error:") || $0.contains("\"level\":\"error\"")
+                        }
+                        .map { String($0.suffix(400)) }
                     })
             } catch {
                 natsServer.stop()
@@ -360,10 +371,14 @@ public enum Hub {
 
     static func announcement(_ link: HubLink, plan: HubPlan) -> String {
         if plan.json {
-            var fields: [(String, JSONValue)] = [("event", "hub"), ("link", .string(link.text)), ("page", .string(link.page))]
+            var fields: [(String, JSONValue)] = [
+                ("event", "hub"), ("link", .string(link.text)), ("page", .string(link.page)),
+            ]
             if plan.tls == .internalCA { fields.append(("ca", .string(HubState.caRoot(in: plan.state)))) }
             if !plan.media.isEmpty {
-                let bases = plan.media.indices.map { JSONValue.string(String(link.page.dropLast()) + mediaPath(secret: link.secret, index: $0)) }
+                let bases = plan.media.indices.map {
+                    JSONValue.string(String(link.page.dropLast()) + mediaPath(secret: link.secret, index: $0))
+                }
                 fields.append(("media", .array(bases)))
             }
             return JSONValue.object(fields).serialized
@@ -374,7 +389,8 @@ public enum Hub {
         }
         text += "\nIn the host's home: coplay party FILM --hub '\(link.text)'\n"
         for (index, folder) in plan.media.enumerated() {
-            text += "Films of \(folder), for friends with no copy: \(link.page.dropLast())\(mediaPath(secret: link.secret, index: index))NAME\n"
+            text +=
+                "Films of \(folder), for friends with no copy: \(link.page.dropLast())\(mediaPath(secret: link.secret, index: index))NAME\n"
         }
         if plan.tls == .internalCA {
             text +=
@@ -411,18 +427,22 @@ public enum Hub {
 enum HubState {
     static func secret(in folder: String) -> Result<String, UsageError> {
         guard makeFolders(folder) else {
-            return .failure(UsageError(message: "cannot make the state folder \(folder): \(String(cString: strerror(errno)))"))
+            return .failure(
+                UsageError(message: "cannot make the state folder \(folder): \(String(cString: strerror(errno)))"))
         }
         let path = folder + "/secret"
         if let bytes = WebServer.readWholeFile(path, bytesMax: 256) {
             let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \n\t")
             guard case .success = HubLink.parse("https://h/#hub=" + text) else {
-                return .failure(UsageError(message: "\(path) is not a hub's secret (32 lowercase hex digits): remove it for a new one"))
+                return .failure(
+                    UsageError(
+                        message: "\(path) is not a hub's secret (32 lowercase hex digits): remove it for a new one"))
             }
             return .success(text)
         }
         var random = SystemRandomNumberGenerator()
-        let secret = Hex.encode((0..<(HubLink.secretHexDigits / 2)).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let secret = Hex.encode(
+            (0..<(HubLink.secretHexDigits / 2)).map { _ in UInt8.random(in: 0...255, using: &random) })
         guard TiedServer.writePrivateFile(path, secret + "\n") else {
             return .failure(UsageError(message: "cannot write \(path): \(String(cString: strerror(errno)))"))
         }

@@ -31,7 +31,11 @@ public struct HubLink: Equatable, Sendable {
     /// A hub link, or the `wss://SECRET@HOST[:PORT]` relay of an invitation made for one.
     public static func parse(_ text: String) -> Result<HubLink, UsageError> {
         func fail(_ why: String) -> Result<HubLink, UsageError> {
-            .failure(UsageError(message: "'\(text.prefix(200))' is not a hub link (https://HOST[:PORT]/#hub=SECRET, as coplay hub prints it): \(why)"))
+            .failure(
+                UsageError(
+                    message:
+                        "'\(text.prefix(200))' is not a hub link (https://HOST[:PORT]/#hub=SECRET, as coplay hub prints it): \(why)"
+                ))
         }
         let secret: String
         let authority: Substring
@@ -44,11 +48,13 @@ public struct HubLink: Equatable, Sendable {
             authority = rest[..<hash].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
         } else if text.hasPrefix("wss://"), let at = text.firstIndex(of: "@") {
             secret = String(text[text.index(text.startIndex, offsetBy: 6)..<at])
-            authority = text[text.index(after: at)...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            authority =
+                text[text.index(after: at)...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
         } else {
             return fail("it does not start with https://")
         }
-        guard secret.utf8.count == secretHexDigits, secret.utf8.allSatisfy({ Hex.value(of: $0) != nil && !(65...70).contains($0) })
+        guard secret.utf8.count == secretHexDigits,
+            secret.utf8.allSatisfy({ Hex.value(of: $0) != nil && !(65...70).contains($0) })
         else {
             return fail("its secret is not \(secretHexDigits) lowercase hex digits")
         }
@@ -62,7 +68,10 @@ public struct HubLink: Equatable, Sendable {
             host = authority[..<colon]
         }
         guard !host.isEmpty, host.utf8.count <= 253,
-            host.utf8.allSatisfy({ $0 == 0x2E || $0 == 0x2D || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) })
+            host.utf8.allSatisfy({
+                $0 == 0x2E || $0 == 0x2D || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0)
+                    || (0x41...0x5A).contains($0)
+            })
         else {
             return fail("its host is not a name or an IPv4 address")
         }

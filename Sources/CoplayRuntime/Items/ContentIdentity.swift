@@ -19,7 +19,8 @@ enum ContentIdentity {
         case .queue(.add(let url, nil, let title, let duration, let after)):
             guard let (fingerprint, name) = file(url) else { return command }
             return .queue(
-                .add(url: url, id: fingerprint.text, title: title.isEmpty ? name : title, durationSeconds: duration,
+                .add(
+                    url: url, id: fingerprint.text, title: title.isEmpty ? name : title, durationSeconds: duration,
                     after: after))
         case .load(var item):
             guard item.id == item.url, let (fingerprint, _) = file(item.url) else { return command }

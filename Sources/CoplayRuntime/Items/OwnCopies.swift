@@ -152,12 +152,14 @@ struct OwnCopies {
         if let duration = item.durationSeconds { facts.append(Self.clock(duration)) }
         var exists = stat()
         let there =
-            stat(path, &exists) == 0 ? "the file at \(path) is another film (its content differs)" : "\(path) is not here"
+            stat(path, &exists) == 0
+            ? "the file at \(path) is another film (its content differs)" : "\(path) is not here"
         var text = "no copy of \"\(name)\" (\(facts.joined(separator: ", "))) on this machine: \(there)"
         if folders.isEmpty {
             text += ", and no --media folder was given; start coplay with --media DIR naming the folder that has it"
         } else {
-            text += " and none of the \(filesIndexed) file\(filesIndexed == 1 ? "" : "s") under --media \(folders.joined(separator: ", ")) is it"
+            text +=
+                " and none of the \(filesIndexed) file\(filesIndexed == 1 ? "" : "s") under --media \(folders.joined(separator: ", ")) is it"
             if indexIncomplete { text += " (indexing stopped at its bound: name a smaller folder)" }
             text += "; put your copy in one of them (another name is fine: the film is known by its content)"
         }
@@ -169,7 +171,8 @@ struct OwnCopies {
         var facts = [Self.size(fingerprint.size)]
         if let duration = item.durationSeconds { facts.append(Self.clock(duration)) }
         let name = Self.fileName(item.url)
-        var text = "no copy of \"\(name)\" (\(facts.joined(separator: ", "))) on this machine, and its URL cannot be played from here (\(failure))"
+        var text =
+            "no copy of \"\(name)\" (\(facts.joined(separator: ", "))) on this machine, and its URL cannot be played from here (\(failure))"
         text +=
             folders.isEmpty
             ? "; start coplay with --media DIR naming the folder that has your copy"

@@ -26,7 +26,9 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
         guard let fingerprint = Fingerprint(text: item.id) else { return inner.perform(command, now: now) }
         switch copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
         case .file(let path):
-            if path != OwnCopies.localPath(item.url) { notes.append("playing your own copy of the group's item: \(path)") }
+            if path != OwnCopies.localPath(item.url) {
+                notes.append("playing your own copy of the group's item: \(path)")
+            }
             item.url = path
             return inner.perform(.load(item, position: position), now: now)
         case .url:
@@ -53,7 +55,9 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
 
     func nextEvent(now: Timestamp) -> MonotonicInstant? { inner.nextEvent(now: now) }
     mutating func advance(now: Timestamp) -> [PlayerReport] { translated(inner.advance(now: now)) }
-    mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { translated(inner.receive(line: line, at: at)) }
+    mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] {
+        translated(inner.receive(line: line, at: at))
+    }
     mutating func connected(now: Timestamp) -> [PlayerReport] { inner.connected(now: now) }
     mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
         inner.disconnected(now: now)

@@ -119,7 +119,11 @@ public struct PartyPlan: Sendable {
         case .failure(let error): return .failure(error)
         }
         if hub != nil, relay != nil {
-            return .failure(UsageError(message: "party takes --hub or --relay, not both: with a hub the party runs its own relay, the hub's leaf node"))
+            return .failure(
+                UsageError(
+                    message:
+                        "party takes --hub or --relay, not both: with a hub the party runs its own relay, the hub's leaf node"
+                ))
         }
         var plan = PartyPlan(
             agent: agent, items: items, listen: listen, relay: relay, webPort: webPort,

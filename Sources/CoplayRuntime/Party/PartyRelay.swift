@@ -31,8 +31,9 @@ final class PartyRelay {
     static func start(host: String, hub: HubLink.Leaf? = nil) throws(StartError) -> PartyRelay {
         guard let program = serverPath() else {
             throw StartError(
-                description:
-                    "a party needs nats-server, the relay the room's browsers reach: apt install nats-server (or give --relay ws://TOKEN@HOST:PORT of a server that runs)"
+                description: host == "127.0.0.1" && hub != nil
+                    ? "reaching a hub needs nats-server on this machine: apt install nats-server (it is this agent's own leaf node of the hub, and speaks its TLS)"
+                    : "a party needs nats-server, the relay the room's browsers reach: apt install nats-server (or give --relay ws://TOKEN@HOST:PORT of a server that runs)"
             )
         }
         let clientPort = try TiedServer.freePort(host)

@@ -15,7 +15,8 @@ public enum Agent {
                     try CommandLineOptions.parseRelay("nats://\(started.token)@127.0.0.1:\(started.clientPort)")
                 ]
                 configuration.notes.append(
-                    "reaching the hub \(hub.hostPort) through a nats-server of this agent's own (its leaf node, over wss://)")
+                    "reaching the hub \(hub.hostPort) through a nats-server of this agent's own (its leaf node, over wss://)"
+                )
             } catch {
                 StandardStreams.writeError("coplay: cannot reach the hub \(hub.hostPort): \(error)")
                 return 1

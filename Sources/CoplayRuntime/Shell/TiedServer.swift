@@ -45,7 +45,8 @@ final class TiedServer {
         do {
             pair = try ChildProcess.connectionPair()
             defer { close(pair.child) }
-            watchdog = try ChildProcess.spawn(["/bin/sh", "-c", watchdogScript, name, log] + command, connection: pair.child)
+            watchdog = try ChildProcess.spawn(
+                ["/bin/sh", "-c", watchdogScript, name, log] + command, connection: pair.child)
         } catch {
             throw StartError(description: "cannot start \(command[0]): \(error)")
         }
