@@ -100,7 +100,7 @@ public struct HubPlan: Sendable, Equatable {
                     }
                     try choose(.internalCA)
                 case "--domain":
-                    guard HubLink.parse("https://\(value)/#hub=" + String(repeating: "0", count: 32)).isSuccess,
+                    guard HubLink.isHost(value),
                         value.contains(where: { $0.isLetter })
                     else { throw UsageError(message: "--domain takes a DNS name, not '\(value)'") }
                     try choose(.domain(value.lowercased()))
@@ -118,7 +118,7 @@ public struct HubPlan: Sendable, Equatable {
                     }
                     plan.port = port
                 case "--name":
-                    guard HubLink.parse("https://\(value)/#hub=" + String(repeating: "0", count: 32)).isSuccess else {
+                    guard HubLink.isHost(value) else {
                         throw UsageError(message: "--name takes a host name or an IPv4 address, not '\(value)'")
                     }
                     plan.name = value
@@ -433,7 +433,7 @@ enum HubState {
         let path = folder + "/secret"
         if let bytes = WebServer.readWholeFile(path, bytesMax: 256) {
             let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \n\t")
-            guard case .success = HubLink.parse("https://h/#hub=" + text) else {
+            guard HubLink.isSecret(text) else {
                 return .failure(
                     UsageError(
                         message: "\(path) is not a hub's secret (32 lowercase hex digits): remove it for a new one"))

@@ -53,11 +53,7 @@ public struct HubLink: Equatable, Sendable {
         } else {
             return fail("it does not start with https://")
         }
-        guard secret.utf8.count == secretHexDigits,
-            secret.utf8.allSatisfy({ Hex.value(of: $0) != nil && !(65...70).contains($0) })
-        else {
-            return fail("its secret is not \(secretHexDigits) lowercase hex digits")
-        }
+        guard Self.isSecret(secret) else { return fail("its secret is not \(secretHexDigits) lowercase hex digits") }
         var host = authority
         var port: UInt16 = 443
         if let colon = authority.lastIndex(of: ":") {
@@ -67,15 +63,23 @@ public struct HubLink: Equatable, Sendable {
             port = number
             host = authority[..<colon]
         }
-        guard !host.isEmpty, host.utf8.count <= 253,
-            host.utf8.allSatisfy({
+        guard Self.isHost(host) else { return fail("its host is not a name or an IPv4 address") }
+        return .success(HubLink(host: String(host), port: port, secret: secret))
+    }
+
+    /// A hub's secret: `secretHexDigits` lowercase hex digits.
+    static func isSecret(_ text: some StringProtocol) -> Bool {
+        text.utf8.count == secretHexDigits
+            && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// A DNS name or an IPv4 address: letters, digits, dots and hyphens, at most 253 bytes.
+    static func isHost(_ text: some StringProtocol) -> Bool {
+        !text.isEmpty && text.utf8.count <= 253
+            && text.utf8.allSatisfy {
                 $0 == 0x2E || $0 == 0x2D || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0)
                     || (0x41...0x5A).contains($0)
-            })
-        else {
-            return fail("its host is not a name or an IPv4 address")
-        }
-        return .success(HubLink(host: String(host), port: port, secret: secret))
+            }
     }
 
     /// What makes a nats-server this hub's leaf node, over `wss://` through the hub's front door.
