@@ -16,7 +16,8 @@
 // since joining or since the connection was lost); 15
 // an action for the player, for a participant whose player follows through the core
 // (`coplay_follow`: `FollowerRecord`), whose observations come back through
-// `coplay_player_observe`.
+// `coplay_player_observe`; 16 a fingerprint's windows or its text (`coplay_fingerprint_windows`,
+// `coplay_fingerprint`: a copy of one's own).
 
 /// One participant of the module: the instance lives in a box, so that each call changes it in
 /// place (a copy of an `Instance` in and out of the table on every call cost time and 20 KB).
@@ -482,7 +483,8 @@ public func coplayQuit(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
 /// What the page's player reported. `kind`: 1 ready, 2 stalled, 3 stall over, 4 ended (at
 /// `position`); 5 a sample (`position` at wall instant `at`, moving at `rate`); 6 the person
 /// pressed play (`rate`), 7 pause, 8 seeked (to `position`), 9 next, 10 previous; 14 the item's
-/// length (in `position`), found once loaded; 11 it failed,
+/// length (in `position`), found once loaded; 15 it has a copy now of the item it could not load
+/// (the person picked their own: `PlayerReport.copyFound`); 11 it failed,
 /// 12 it could not load the item, 13 the interstitial failed (`text` says how; for 12, a first
 /// line naming a `PlaybackProblem`, such as `format`, says which kind of failure: the names the
 /// socket protocol and the group's announcements use). Values out of range are refused as the
@@ -506,6 +508,7 @@ public func coplayPlayerReport(
     case 9: report = .userAction(.next)
     case 10: report = .userAction(.previous)
     case 14: report = .duration(position)
+    case 15: report = .copyFound
     case 11, 12, 13:
         let raw = bytes(pointer, min(count, 512))
         switch kind {
@@ -588,6 +591,51 @@ public func coplayPlayerObserve(
     }
     carryFollower(participant.follower!.observe(observation, now: now), participant, now)
     return finish(participant, now)
+}
+
+// MARK: A copy of one's own
+
+/// The windows of a file of `size` bytes that its fingerprint reads (`Fingerprint.windows`): one
+/// record of kind 16, pairs of f64 LE (offset, length), in order, that the page's Worker reads
+/// from the `File` a person picked. Sizes are exact in a Double up to `Fingerprint.sizeMax`;
+/// returns -1 for a size that is not a whole number from 0 to it.
+@_cdecl("coplay_fingerprint_windows")
+public func coplayFingerprintWindows(_ size: Double) -> Int32 {
+    guard let size = fingerprintSize(size) else { return -1 }
+    var record: [UInt8] = []
+    for window in Fingerprint.windows(size: size) {
+        record += littleEndian(Double(window.offset).bitPattern, bytes: 8)
+        record += littleEndian(Double(window.length).bitPattern, bytes: 8)
+    }
+    begin()
+    append(16, record)
+    return Int32(output.count)
+}
+
+/// The fingerprint of a file of `size` bytes whose windows (`coplay_fingerprint_windows`, in
+/// order) are the `count` bytes at `pointer`, one after another: one record of kind 16, its text
+/// (`v1-SIZE-HEX`, the item id a film shared from that file has). Returns -1 for a size out of
+/// range or bytes that are not the windows' (a short read: the file changed).
+@_cdecl("coplay_fingerprint")
+public func coplayFingerprint(_ size: Double, _ pointer: UnsafePointer<UInt8>?, _ count: Int32) -> Int32 {
+    guard let size = fingerprintSize(size), count >= 0 else { return -1 }
+    let read = bytes(pointer, count)
+    var windows: [[UInt8]] = []
+    var start = 0
+    for window in Fingerprint.windows(size: size) {
+        guard start + window.length <= read.count else { return -1 }
+        windows.append(Array(read[start..<start + window.length]))
+        start += window.length
+    }
+    guard start == read.count, let fingerprint = try? Fingerprint(size: size, windows: windows) else { return -1 }
+    begin()
+    append(16, Array(fingerprint.text.utf8))
+    return Int32(output.count)
+}
+
+func fingerprintSize(_ size: Double) -> UInt64? {
+    guard size.isFinite, size >= 0, size <= Double(Fingerprint.sizeMax), size.rounded(.down) == size else { return nil }
+    return UInt64(size)
 }
 
 @_cdecl("coplay_peer_count") public func coplayPeerCount(_ handle: Int32) -> Int32 {

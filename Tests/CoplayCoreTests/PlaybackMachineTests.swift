@@ -187,6 +187,40 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(!alice.statusReport(now: at(4)).suspensions.contains("cannotPlay:format"))
     }
 
+    /// A participant with no copy of a film known by its content stands aside; once its person
+    /// picks a copy (a page's file input) the player says so, and the item is loaded again where
+    /// the group is: nothing is lost, `cannotPlay` is cleared for everyone. A report of it at any
+    /// other moment (the player has an item, or never failed) reloads nothing.
+    @Test func aCopyFoundAfterNoCopy_loadsTheGroupsItemAgain_whereTheGroupIs() {
+        var alice = sharing("/home/ann/Films/film.webm", duration: 600)
+        func playerCommands(_ directives: [Directive]) -> [PlayerCommand] {
+            directives.compactMap { if case .player(let command) = $0 { command } else { nil } }
+        }
+        #expect(playerCommands(alice.onPlayerReport(.copyFound, now: at(1.5))).isEmpty, "it has the item")
+        _ = alice.onPlayerReport(.ready(position: 0), now: at(2))
+        _ = alice.onCommand(.play(rate: 1), now: at(3))
+        var millis = 3.0
+        while millis < 10_000 {
+            millis += 50
+            _ = alice.onTick(now: at(millis))
+            if millis == 2_003 {
+                _ = alice.onPlayerReport(.loadFailed("no copy of film.webm", problem: .noCopy), now: at(millis))
+                #expect(alice.player.item == nil)
+                #expect(alice.announcement(isReply: false).suspensions == ["cannotPlay:noCopy"])
+            }
+        }
+        let found = alice.onPlayerReport(.copyFound, now: at(10_000))
+        let loads = found.compactMap { directive -> Double? in
+            if case .player(.load(let item, let position)) = directive, item.id == "a" { position } else { nil }
+        }
+        #expect(loads.count == 1, "\(found)")
+        // The group has played since its start lead after the play at 3 ms: about 10 s in.
+        #expect(loads.first.map { (9.5...10.0).contains($0) } == true, "\(loads)")
+        #expect(alice.player.item?.id == "a")
+        #expect(!alice.announcement(isReply: false).suspensions.contains("cannotPlay:noCopy"))
+        #expect(playerCommands(alice.onPlayerReport(.copyFound, now: at(10_050))).isEmpty, "loaded once")
+    }
+
     /// A stall its player never ends (an mpv that cannot seek where the group is) ends after
     /// `stallRecoveryMax` with the reason: not suspended any more (its commands drive the group
     /// again), standing aside from the item, and no suspension carried into the next item.

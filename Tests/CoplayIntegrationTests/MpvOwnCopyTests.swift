@@ -50,8 +50,10 @@ struct MpvOwnCopyTests {
             executable: coplay, name: "bob",
             arguments: common + ["--mpv-socket", sockets[1], "--media", directory.appendingPathComponent("b").path])
         agents.append(bob)
+        let homeC = directory.appendingPathComponent("c")
+        try FileManager.default.createDirectory(at: homeC, withIntermediateDirectories: true)
         let carol = try AgentProcess(
-            executable: coplay, name: "carol", arguments: Array(common.prefix(6)))
+            executable: coplay, name: "carol", arguments: Array(common.prefix(6)) + ["--media", homeC.path])
         agents.append(carol)
         let mpvB = try MpvClient(path: sockets[1])
         #expect(mpv.waitUntil(.seconds(10)) { mpvB.property("path") as? String == copy }, "bob's mpv plays his copy")
@@ -79,6 +81,18 @@ struct MpvOwnCopyTests {
         let median = offsets.isEmpty ? Double.nan : offsets[offsets.count / 2]
         print("bob's own copy against alice's film: |offset| median \(median) ms, max \(offsets.last ?? .nan) ms")
         #expect(offsets.count >= 10 && median < 20, "alice − bob: \(offsets) ms")
+
+        // carol puts a copy in her --media folder: found within `lookAgainEvery` (10 s), and she
+        // plays it where the group is, no longer standing aside.
+        let carolsCopy = homeC.appendingPathComponent("film.mkv").path
+        try FileManager.default.copyItem(atPath: copy, toPath: carolsCopy)
+        #expect(
+            mpv.waitUntil(.seconds(15)) {
+                guard let status = carol.status() else { return false }
+                return status["item"] as? String == item
+                    && !((status["suspensions"] as? [String])?.contains("cannotPlay:noCopy") ?? true)
+            }, "carol plays her copy: \(carol.status()?.line ?? "-")")
+        #expect(carol.diagnostics.contains { $0.contains("found your own copy of the group's item: \(carolsCopy)") })
         try? FileManager.default.moveItem(atPath: film + ".moved", toPath: film)
     }
 

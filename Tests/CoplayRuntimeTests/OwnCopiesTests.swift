@@ -165,6 +165,43 @@ import Testing
         #expect(player.inner.item == byURL)
     }
 
+    /// While it has no copy, the player looks again every `lookAgainEvery`; a copy put in a
+    /// folder meanwhile is found and the core told (`copyFound`, which loads the item again). A
+    /// new item stops the looking.
+    @Test func aCopyPutInAFolderWhileStandingAside_isFound_andTheCoreTold() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fingerprint = try FileFingerprint.of(path: try file("home-a/film.mp4"))
+        try FileManager.default.createDirectory(atPath: path("home-b"), withIntermediateDirectories: true)
+        var player = OwnCopyPlayer(SimulatedPlayer(), folders: [path("home-b")])
+        let item = LoadedItem(id: fingerprint.text, url: path("home-a/gone/film.mp4"))
+        let reports = player.perform(.load(item, position: 0), now: timestamp)
+        guard case .loadFailed(_, .noCopy)? = reports.last else {
+            Issue.record("\(reports)")
+            return
+        }
+        let every = Settings.OwnCopies.lookAgainEvery
+        #expect(player.nextEvent(now: timestamp) == now + every)
+        func later(_ duration: Duration) -> Timestamp {
+            Timestamp(monotonic: now + duration, wall: WallInstant(unixNanos: 0))
+        }
+        #expect(!player.advance(now: later(every)).contains(.copyFound), "nothing there yet")
+        #expect(player.nextEvent(now: later(every)) == now + every * 2)
+        let copy = try file("home-b/Films/film (copy).mp4")
+        #expect(player.advance(now: later(every * 2)).contains(.copyFound))
+        #expect(player.takeNotes() == ["found your own copy of the group's item: \(copy)"])
+        #expect(player.nextEvent(now: later(every * 2)) == nil, "found: it looks no more")
+        // The core loads the item again: the copy plays.
+        _ = player.perform(.load(item, position: 42), now: later(every * 2))
+        #expect(player.inner.item?.url == copy)
+
+        // A new item, with no copy either, then another: the first is no longer looked for.
+        let other = try FileFingerprint.of(path: try file("home-a/other.mp4", seed: 7))
+        _ = player.perform(.load(LoadedItem(id: other.text, url: path("x/other.mp4")), position: 0), now: timestamp)
+        #expect(player.nextEvent(now: timestamp) != nil)
+        _ = player.perform(.load(LoadedItem(id: "bbb", url: "https://example.com/b.mp4"), position: 0), now: timestamp)
+        #expect(player.nextEvent(now: timestamp) == nil)
+    }
+
     /// A player that cannot fetch what it is given: the party's film at a URL of its LAN, seen
     /// from another home.
     struct Unreachable: PlayerDriver {

@@ -422,6 +422,44 @@ try {
   const moved = await until(() => page.evaluate('coplayPlayer.item === "second" && !document.getElementById("video").paused'), 8000);
   check(moved, 'the queue advances the tab too (next from the deck)');
   await sleep(1500);
+
+  // A copy of the tab's own: the deck shares a film from its disk, known by its content (its
+  // fingerprint is its id; its address is a path no browser reads). The tab says in words that it
+  // has no copy and stands aside (cannotPlay:noCopy, at the deck too); the copy its person picks in
+  // the page's file input (another name, in another folder, through the engine's own protocol)
+  // plays from the device, in sync with mpv.
+  mkdirSync(`${work}/phone`, { recursive: true });
+  copyFileSync(`${work}/second.webm`, `${work}/phone/Our copy (2026).webm`);
+  say(deck, `share ${work}/second.webm`);
+  const lacking = await until(() => page.evaluate('coplayPlayer.lacking && !document.getElementById("problem").hidden && document.getElementById("problem").textContent'), 8000);
+  check(lacking && /second\.webm/.test(lacking) && /no copy/.test(lacking), `the tab says it has no copy of the film, in words ("${lacking}")`);
+  // The deck's `peers`: its entry for one participant (the late tab, still open, has no copy either).
+  const entry = async (who) => {
+    say(deck, 'peers');
+    await sleep(150);
+    const line = deck.lines.findLast((l) => /^peers /.test(l)) ?? '';
+    return line.replace(/^peers \d+: /, '').split(' | ').find((e) => e.startsWith(`${who} `)) ?? '';
+  };
+  const noCopyAt = await until(async () => /cannotPlay:noCopy/.test(await entry('tab')), 5000, 50);
+  check(noCopyAt, 'the deck lists the tab as cannotPlay:noCopy');
+  say(deck, 'play');
+  await sleep(1000);
+  const picked = wallMs();
+  await page.setFiles('#own-file', [`${work}/phone/Our copy (2026).webm`]);
+  const ownPlaying = await until(() => page.evaluate('coplayPlayer.url?.startsWith("blob:") && !document.getElementById("video").paused && document.getElementById("video").currentTime > 0.5'), 10000);
+  check(ownPlaying, 'the copy picked in the page plays from the device (an object URL)');
+  if (ownPlaying) figure('own-copy-picked-to-playing', wallMs() - picked);
+  await sleep(2500);
+  const own = await offsets(page, 30);
+  const ownAbsolute = own.map(Math.abs);
+  if (own.length) {
+    figure('own-copy-offset-tab-mpv-p50', quantile(ownAbsolute, 0.5));
+    figure('own-copy-offset-tab-mpv-p99', quantile(ownAbsolute, 0.99));
+  }
+  check(own.length >= 20 && quantile(ownAbsolute, 0.5) < 40, `the tab's own copy plays within 40 ms of mpv (p50 ${quantile(ownAbsolute, 0.5).toFixed(1)} ms of ${own.length})`);
+  const cleared = await until(async () => { const e = await entry('tab'); return /^tab .* ready/.test(e) && !/cannotPlay/.test(e); }, 5000, 50);
+  check(cleared, 'the deck lists the tab as ready at the item, with its copy');
+  check(/cannotPlay:noCopy/.test(await entry('late')), 'the late tab, with no copy of its own, still stands aside');
   mkdirSync(artifacts, { recursive: true });
   writeFileSync(`${artifacts}/browser-tab-${engine}.png`, await page.screenshot());
   console.log(`screenshot: ${artifacts}/browser-tab-${engine}.png`);

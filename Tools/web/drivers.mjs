@@ -9,6 +9,7 @@
 //   const page = await browser.newPage(url);
 //   await page.evaluate('1 + 1'); await page.type('#name', 'tab'); const at = await page.click('#join');
 //   await page.screenshot(); await page.hide(); await page.show(); await page.close(); browser.close();
+//   await page.setFiles('#own-file', ['/path/film.webm']);  // as a person picks files in a file input
 //
 // A page's `evaluate` returns the expression's value as JSON carries it (awaited when it is a
 // promise). `click` is a real click (a user gesture: the page may start sound) and returns the
@@ -60,6 +61,11 @@ class ChromiumPage {
   evaluate(expression) { return this.page.evaluate(expression); }
   click(selector) { return this.page.click(selector); }
   type(selector, text) { return this.page.type(selector, text); }
+  async setFiles(selector, files) {
+    const { root } = await this.page.send('DOM.getDocument', { depth: 0 });
+    const { nodeId } = await this.page.send('DOM.querySelector', { nodeId: root.nodeId, selector });
+    await this.page.send('DOM.setFileInputFiles', { nodeId, files });
+  }
   screenshot() { return this.page.screenshot(); }
   async hide() {
     this.blank = await this.browser.cdp.newPage('about:blank');
@@ -176,6 +182,12 @@ class BiDiPage {
     await this.browser.send('input.performActions', { context: this.context, actions: [{ type: 'key', id: 'keyboard',
       actions: [...text].flatMap((c) => [{ type: 'keyDown', value: c }, { type: 'keyUp', value: c }]) }] });
   }
+  async setFiles(selector, files) {
+    const r = await this.browser.send('script.evaluate', { expression: `document.querySelector(${JSON.stringify(selector)})`,
+      target: { context: this.context }, awaitPromise: false, resultOwnership: 'root' });
+    if (r.type === 'exception' || !r.result?.sharedId) throw new Error(`no element ${selector}`);
+    await this.browser.send('input.setFiles', { context: this.context, element: { sharedId: r.result.sharedId }, files });
+  }
   async screenshot() {
     const { data } = await this.browser.send('browsingContext.captureScreenshot', { context: this.context });
     return Buffer.from(data, 'base64');
@@ -274,6 +286,10 @@ class WebDriverPage {
     const id = await this.element(selector);
     await this.call('POST', `/element/${id}/clear`, {});
     await this.call('POST', `/element/${id}/value`, { text });
+  }
+  async setFiles(selector, files) {
+    const id = await this.element(selector);
+    await this.call('POST', `/element/${id}/value`, { text: files.join('\n') });
   }
   async screenshot() { return Buffer.from(await this.call('GET', '/screenshot'), 'base64'); }
   /// MiniBrowser keeps a tab behind another one visible (a new tab is a new window there), but a

@@ -15,6 +15,7 @@ extension Playback {
             return [.emit(.playerError(text))] + onLoadFailed(problem, context)
         case .interstitialFailed(let text):
             return [.emit(.playerError(text))] + endInterstitial(cutShort: text, context)
+        case .copyFound: return onCopyFound(context)
         default: break
         }
         guard let item = player.item else { return [] }
@@ -46,7 +47,7 @@ extension Playback {
             (correction.samplePosition, correction.sampleAt) = (position, at)
             out.append(.count(.playerSamples))
             out += correct(toSample: position, at: at, context)
-        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed, .duration:
+        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed, .duration, .copyFound:
             break
         }
         return out
@@ -337,6 +338,18 @@ extension Playback {
         tell(.unload, into: &out)
         out.append(.emit(.itemUnloaded(item: item.id, reason: "the player could not load it")))
         out.append(.announce)  // the group sees why at once
+        return out
+    }
+
+    /// The player has a copy of the group's item now (a file the person picked, a folder that
+    /// gained it), after it could not load it: loaded again, where the group is (`makeCurrent`
+    /// clears `cannotPlay` and announces). Only then: a player with an item, or one that never
+    /// failed, is not reloaded by a report it may send at any moment.
+    private mutating func onCopyFound(_ context: PlaybackContext) -> [Output] {
+        guard player.item == nil, suspensions.cannotPlay != nil, let proposed = sharedActivity else { return [] }
+        let local = localItemSettings?.itemID == proposed.itemID ? localItemSettings : nil
+        var out: [Output] = []
+        makeCurrent(LoadedItem(activity: proposed, buffer: local?.buffer ?? 0), source: "own copy", context, into: &out)
         return out
     }
 }

@@ -61,6 +61,10 @@ public enum PlayerReport: Hashable, Sendable {
     /// without `duration=` takes it here, so that positions past its end are clamped to it (a
     /// live item ignores it).
     case duration(Double)
+    /// The player now has what it lacked for the group's item, which it could not load (a copy
+    /// of its own, picked or found since: `cannotPlay:noCopy`): the item is loaded again here,
+    /// where the group is. Nothing happens when the player has an item or the group has none.
+    case copyFound
 
     /// A transport action taken in the player itself.
     public enum UserAction: Hashable, Sendable {

@@ -24,6 +24,10 @@ extension Settings {
         /// Fingerprints remembered (by path, size and modification time), so that the same
         /// file is read once across the items of a queue.
         public static let rememberedMax = 512
+        /// While this agent has no copy of the group's item, it looks again this often (its own
+        /// path, then its folders, walked at most every `reindexAfter`): a copy the person puts in
+        /// a `--media` folder meanwhile plays within this, where the group is.
+        public static let lookAgainEvery: Duration = .seconds(10)
     }
 }
 

@@ -13,6 +13,9 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     /// The item known by its content that was handed to the player by its URL alone (no copy
     /// here): if the player cannot reach it, that is this machine having no copy.
     private var byURL: (item: LoadedItem, fingerprint: Fingerprint)?
+    /// The item this machine has no copy of, looked for again at `next` (`lookAgainEvery`): once
+    /// found, the core is told (`copyFound`) and loads it again where the group is.
+    private var lacking: (item: LoadedItem, fingerprint: Fingerprint, next: MonotonicInstant)?
     var kind: String { inner.kind }
 
     init(_ inner: Inner, folders: [String]) {
@@ -21,8 +24,11 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     }
 
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
-        guard case .load(var item, let position) = command else { return translated(inner.perform(command, now: now)) }
+        guard case .load(var item, let position) = command else {
+            return translated(inner.perform(command, now: now), now: now)
+        }
         byURL = nil
+        lacking = nil
         guard let fingerprint = Fingerprint(text: item.id) else { return inner.perform(command, now: now) }
         switch copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
         case .file(let path):
@@ -33,9 +39,10 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
             return inner.perform(.load(item, position: position), now: now)
         case .url:
             byURL = (item, fingerprint)
-            return translated(inner.perform(command, now: now))
+            return translated(inner.perform(command, now: now), now: now)
         case .none(let words):
             // Nothing for the player to load: whatever it held is let go, as after a failed load.
+            lookAgain(for: item, fingerprint, now: now)
             return inner.perform(.unload, now: now) + [.loadFailed(words, problem: .noCopy)]
         }
     }
@@ -43,20 +50,40 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     /// A URL that is missing or unreachable from here, for an item known by its content, is no
     /// copy here: said as such, with what the film is (a friend in another home cannot reach the
     /// host's LAN, and should hear what to find, not a network error alone).
-    private mutating func translated(_ reports: [PlayerReport]) -> [PlayerReport] {
+    private mutating func translated(_ reports: [PlayerReport], now: Timestamp) -> [PlayerReport] {
         guard let (item, fingerprint) = byURL else { return reports }
         return reports.map { report in
             guard case .loadFailed(let text, let problem) = report, problem == .notFound || problem == .unreachable
             else { return report }
             byURL = nil
+            lookAgain(for: item, fingerprint, now: now)
             return .loadFailed(copies.missingByURL(item, fingerprint: fingerprint, because: text), problem: .noCopy)
         }
     }
 
-    func nextEvent(now: Timestamp) -> MonotonicInstant? { inner.nextEvent(now: now) }
-    mutating func advance(now: Timestamp) -> [PlayerReport] { translated(inner.advance(now: now)) }
+    private mutating func lookAgain(for item: LoadedItem, _ fingerprint: Fingerprint, now: Timestamp) {
+        lacking = (item, fingerprint, now.monotonic + Settings.OwnCopies.lookAgainEvery)
+    }
+
+    func nextEvent(now: Timestamp) -> MonotonicInstant? {
+        [inner.nextEvent(now: now), lacking?.next].compactMap { $0 }.min()
+    }
+
+    mutating func advance(now: Timestamp) -> [PlayerReport] {
+        var reports = translated(inner.advance(now: now), now: now)
+        if let (item, fingerprint, next) = lacking, now.monotonic >= next {
+            if case .file(let path) = copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
+                lacking = nil
+                notes.append("found your own copy of the group's item: \(path)")
+                reports.append(.copyFound)
+            } else {
+                lookAgain(for: item, fingerprint, now: now)
+            }
+        }
+        return reports
+    }
     mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] {
-        translated(inner.receive(line: line, at: at))
+        translated(inner.receive(line: line, at: at), now: at)
     }
     mutating func connected(now: Timestamp) -> [PlayerReport] { inner.connected(now: now) }
     mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {

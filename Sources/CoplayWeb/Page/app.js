@@ -116,6 +116,7 @@ function onWorker(message) {
       // warning (the screenshot showed "⚠ relay: connected").
       log(/^relay: (connected|the cluster announced)/.test(message.text) ? message.text : `⚠ ${message.text}`);
       break;
+    case 'fingerprint': fingerprinting.get(message.token)?.(message.id); fingerprinting.delete(message.token); break;
     case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
     case 'left': log('left the group'); break;
   }
@@ -158,21 +159,26 @@ function perform(action) {
   trace({ type: action.op, command: JSON.stringify(action) });
   switch (action.op) {
     case 'load': {
-      player.item = action.item; player.awaitingReady = true;
+      player.item = action.item; player.awaitingReady = true; player.lacking = null;
+      player.sharedURL = action.url;
       $('item').textContent = action.item;
       clearProblem('media');
-      const refusal = refusalBeforeLoad(action.url);
+      // A film known by its content plays from the person's own copy where they picked one.
+      const own = ownCopies.get(action.item);
+      const url = own ? own.url : action.url;
+      drawOwnCopy();
+      const refusal = refusalBeforeLoad(url);
       if (refusal) {
         player.url = null;
         video.removeAttribute('src'); video.load();
         return cannotPlay(refusal);
       }
       player.loading = true; player.settling = true;
-      if (player.url !== action.url) {
-        player.url = action.url;
+      if (player.url !== url) {
+        player.url = url;
         player.pendingPosition = null;
         player.ranges = null;  // known once the element has the media's metadata
-        video.src = action.url;
+        video.src = url;
       } else {
         video.currentTime = 0;  // the same media again: from its start, as a load is
       }
@@ -379,6 +385,11 @@ function cannotSeek(position) {
 /// Why the element could not play `url`: the server's answer to a HEAD tells a missing file and
 /// an unreachable server from a format this browser does not decode.
 async function explainFailure(url, code) {
+  // A copy of the person's own is on this device: what fails there is its format.
+  if (url.startsWith('blob:')) {
+    const own = [...ownCopies.values()].find((copy) => copy.url === url);
+    return { problem: 'format', text: formatText(own?.name ?? url, false) };
+  }
   const file = fileName(url);
   let response = null;
   try { response = await fetch(url, { method: 'HEAD', cache: 'no-store' }); } catch { /* unreachable, or another origin */ }
@@ -408,11 +419,84 @@ function formatText(url, soundOnly) {
 }
 
 /// Says why at the top of the page, and tells the core, which leaves the item and tells the group.
+/// A film known by its content that this device cannot reach is one to play from a copy of the
+/// person's own: said so (`noCopy`), and picking it plays it (`useOwnCopies`).
 function cannotPlay({ problem, text, detail }) {
+  if (isFingerprint(player.item) && ['localPath', 'unreachable', 'notFound'].includes(problem)) {
+    player.lacking = player.item;
+    problem = 'noCopy';
+    text = `${lackingWords(player.item)} Choose your own copy of it below (“Your own copy of the film”): it plays from this device, and nothing of it leaves it.`;
+  }
   showProblem('media', text);
   log(`⚠ ${text}${detail ? ` (${detail})` : ''}`);
   player.settling = false; player.awaitingReady = false;
   report('loadFailed', { problem, text: `${player.url ?? ''}: ${text}` });
+}
+
+// MARK: A copy of one's own
+//
+// A film shared from a file is known by its content (its item id is the file's fingerprint:
+// PROTOCOL.md, "Fingerprints"), so a person with a copy of it plays that copy, wherever it came
+// from and whatever it is called: the Worker reads the windows the core names (1 MiB, whatever
+// the size) and the core hashes them; the element plays the file from an object URL, and nothing
+// of it leaves the device. The group's timeline is the same: only where the bytes come from differs.
+
+const ownCopies = new Map();  // fingerprint -> { name, url }, oldest first
+const ownCopiesMax = 32;      // files a person picks in one tab: their object URLs hold only a reference
+const fingerprinting = new Map();
+let fingerprintToken = 0;
+const isFingerprint = (id) => /^v1-[0-9]{1,16}-[0-9a-f]{64}$/.test(id ?? '');
+function fingerprint(file) {
+  return new Promise((resolve) => { const token = ++fingerprintToken; fingerprinting.set(token, resolve); send({ type: 'fingerprint', file, token }); });
+}
+
+/// What this device lacks, in words: the film's name (its address's last part), size and length.
+function lackingWords(id) {
+  const size = Number(id.split('-')[1]);
+  const name = fileName(player.sharedURL ?? '') || 'the film';
+  const length = view?.item === id && view.duration ? `, ${clock(view.duration)} long` : '';
+  return `The group is watching ${name} (${megabytes(size)}${length}), and this device has no copy it can reach.`;
+}
+const megabytes = (bytes) => bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`;
+
+async function useOwnCopies(files) {
+  for (const file of [...files].slice(0, 8)) {
+    $('own-copy').textContent = `reading ${file.name}…`;
+    const id = await fingerprint(file);
+    if (!id) { log(`⚠ cannot read ${file.name}: choose it again`); continue; }
+    if (!ownCopies.has(id)) {
+      if (ownCopies.size >= ownCopiesMax) {
+        const [oldest, copy] = ownCopies.entries().next().value;
+        URL.revokeObjectURL(copy.url);
+        ownCopies.delete(oldest);
+      }
+      ownCopies.set(id, { name: file.name, url: URL.createObjectURL(file) });
+    }
+    const wanted = player.lacking ?? player.item;
+    if (id === player.lacking) {
+      log(`your copy ${file.name} is the film the group is watching: it plays from this device`);
+      player.lacking = null;
+      clearProblem('media');
+      report('copyFound');  // the core loads the item again, where the group is
+    } else if (id === wanted) {
+      log(`your copy ${file.name} is the film the group is watching: from its next load, it plays from this device`);
+    } else {
+      log(`${file.name} is not the film the group is watching${isFingerprint(wanted) ? ` (${megabytes(Number(wanted.split('-')[1]))})` : ''}: kept, should the group watch it`);
+    }
+  }
+  drawOwnCopy();
+}
+function drawOwnCopy() {
+  const own = ownCopies.get(player.item ?? player.lacking);
+  $('own-copy').textContent = own ? `playing ${own.name} from this device` : ownCopies.size ? `${ownCopies.size} of yours known` : '';
+}
+$('own-file').onchange = () => { useOwnCopies($('own-file').files); };
+for (const type of ['dragover', 'drop']) {
+  document.querySelector('.stage').addEventListener(type, (e) => {
+    if (!e.dataTransfer?.types.includes('Files')) return;
+    e.preventDefault();
+    if (type === 'drop') useOwnCopies(e.dataTransfer.files);
+  });
 }
 
 // The banner: one sentence per topic (the media, the relay), newest first.

@@ -40,6 +40,30 @@ export class Core {
     const p = this.put(data);
     try { return body(p); } finally { this.x.coplay_dealloc(p); }
   }
+  /// The fingerprint of a `File` (or any Blob) a person picked: the item id a film shared from
+  /// that file has (`v1-SIZE-HEX`; PROTOCOL.md, "Fingerprints"). The core names the windows and
+  /// hashes them; only they are read (1 MiB, whatever the size), and nothing leaves the device.
+  /// Null for a file that cannot be read whole or changed while it was read.
+  async fingerprint(file) {
+    const length = this.x.coplay_fingerprint_windows(file.size);
+    if (length < 0) return null;
+    const layout = this.records(length)[0].data;
+    const v = new DataView(layout.buffer, layout.byteOffset, layout.byteLength);
+    const windows = [];
+    for (let i = 0; i + 16 <= v.byteLength; i += 16) windows.push([v.getFloat64(i, true), v.getFloat64(i + 8, true)]);
+    const bytes = new Uint8Array(windows.reduce((n, [, count]) => n + count, 0));
+    let at = 0;
+    try {
+      for (const [offset, count] of windows) {
+        const part = new Uint8Array(await file.slice(offset, offset + count).arrayBuffer());
+        if (part.length !== count) return null;
+        bytes.set(part, at);
+        at += count;
+      }
+    } catch { return null; }  // a file changed or removed since it was picked: NotReadableError
+    const n = this.withBytes(bytes, (p) => this.x.coplay_fingerprint(file.size, p, bytes.length));
+    return n < 0 ? null : dec.decode(this.records(n)[0].data);
+  }
   records(length) {
     const out = [], base = this.x.coplay_output();
     const view = new DataView(this.x.memory.buffer, base, length);
@@ -107,7 +131,7 @@ export const observationKinds = { loaded: 1, restarted: 2, position: 3, unavaila
 
 /// What a player reports (coplay_player_report's kinds).
 export const reportKinds = { ready: 1, stalled: 2, stallEnded: 3, ended: 4, sample: 5, play: 6, pause: 7, seek: 8,
-  next: 9, previous: 10, failed: 11, loadFailed: 12, interstitialFailed: 13, duration: 14 };
+  next: 9, previous: 10, failed: 11, loadFailed: 12, interstitialFailed: 13, duration: 14, copyFound: 15 };
 
 /// The relay's address from an invitation: `ws://TOKEN@HOST:PORT` (wss for TLS). The token is
 /// the server's authorization token, sent in CONNECT; a browser's WebSocket takes no user part.

@@ -5,8 +5,10 @@
 //
 // Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steering,
 //               deadBand, readsInSteps}}, {type:'share', url, queue}, {type:'report', kind, position, rate, text},
-//               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}
+//               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'},
+//               {type:'fingerprint', file, token} (a copy of one's own: its item id)
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
+//               {type:'fingerprint', token, id (null: unreadable)},
 //               {type:'connection', up, refused, unreachable, server}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
 import { Core, Participant, parseKey } from './participant.mjs';
 
@@ -71,6 +73,15 @@ onmessage = async ({ data }) => {
         if (participant && !participant.observe(data.kind, data)) post({ type: 'diagnostic', text: `the core refused a ${data.kind} observation` });
       });
       break;
+    case 'fingerprint': {
+      // The windows are read here, off the page's thread: a phone's page stays responsive.
+      let id = null;
+      try { id = core ? await core.fingerprint(data.file) : null; } catch (error) {
+        if (error instanceof WebAssembly.RuntimeError) guarded(() => { throw error; });
+      }
+      post({ type: 'fingerprint', token: data.token, id });
+      break;
+    }
     case 'resume': guarded(() => participant?.reconnectNow()); break;
     case 'leave': guarded(() => participant?.leave()); break;
   }
