@@ -159,7 +159,7 @@ public enum FollowerScript {
         case .userAction(.previous): return "user previous"
         case .failed: return "failed"
         case .duration(let seconds): return "duration \(f(seconds))"
-        case .liveWindow, .loadFailed, .interstitialFailed, .copyFound: return "other"
+        case .liveWindow, .loadFailed, .interstitialFailed, .copyFound, .anotherEncode: return "other"
         }
     }
 }

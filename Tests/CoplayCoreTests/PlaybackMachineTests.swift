@@ -221,6 +221,24 @@ private let alice = Member(id: aliceID, incarnation: Incarnation(1))
         #expect(playerCommands(alice.onPlayerReport(.copyFound, now: at(10_050))).isEmpty, "loaded once")
     }
 
+    /// Another encode played: announced after the suspensions until another item is loaded; not
+    /// a suspension (this participant is followed and waited for as anyone), and only with an item.
+    @Test func anotherEncode_isAnnounced_untilAnotherItem() {
+        var alice = sharing("/home/ann/Films/film.webm", duration: 600)
+        _ = alice.onPlayerReport(.anotherEncode, now: at(2))
+        #expect(alice.announcement(isReply: false).suspensions == [Suspensions.anotherEncode])
+        #expect(!alice.isSuspended)
+        _ = alice.onCommand(
+            .share(Activity(url: "https://example.com/b.webm", itemID: "b"), durationSeconds: 100, bufferSeconds: 0),
+            now: at(3))
+        #expect(alice.announcement(isReply: false).suspensions.isEmpty)
+        _ = alice.onCommand(.quit, now: at(4))
+        var idle = makeInstance()
+        _ = idle.start(now: at(0))
+        _ = idle.onPlayerReport(.anotherEncode, now: at(1))
+        #expect(idle.announcement(isReply: false).suspensions.isEmpty, "no item: nothing to say")
+    }
+
     /// A stall its player never ends (an mpv that cannot seek where the group is) ends after
     /// `stallRecoveryMax` with the reason: not suspended any more (its commands drive the group
     /// again), standing aside from the item, and no suspension carried into the next item.

@@ -37,7 +37,7 @@ struct MpvOwnCopyTests {
         }
         let mpvA = try MpvClient(path: sockets[0])
         #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "session" } != nil)
-        alice.send("share \(film) duration=60")
+        alice.send("share \(film)")  // its length read by ffprobe: the share carries it
         #expect(mpv.waitUntil(.seconds(10)) { mpvA.property("path") as? String == film }, "alice's mpv loaded it")
         let shared = try #require(alice.waitForEvent(timeout: .seconds(5)) { $0.name == "item-changed" })
         let item = try #require(shared["item"] as? String)
@@ -93,7 +93,50 @@ struct MpvOwnCopyTests {
                     && !((status["suspensions"] as? [String])?.contains("cannotPlay:noCopy") ?? true)
             }, "carol plays her copy: \(carol.status()?.line ?? "-")")
         #expect(carol.diagnostics.contains { $0.contains("found your own copy of the group's item: \(carolsCopy)") })
+
+        // dave has another encode of the film (other bytes, the same name and length): offered
+        // in words, played once he accepts, and listed as another encode by the others.
+        let homeD = directory.appendingPathComponent("d/Movies")
+        try FileManager.default.createDirectory(at: homeD, withIntermediateDirectories: true)
+        let encode = homeD.appendingPathComponent("Film.mkv").path
+        try remux(film + ".moved", to: encode)
+        let dave = try AgentProcess(
+            executable: coplay, name: "dave", arguments: Array(common.prefix(6)) + ["--media", homeD.path])
+        agents.append(dave)
+        let offer = dave.waitForEvent(timeout: .seconds(10)) { $0.name == "player-error" }
+        let offered = offer?["message"] as? String ?? offer?.line ?? ""
+        #expect(
+            offered.contains("another encode of it is here: \(encode)") && offered.contains("type `accept`"),
+            "\(offered)")
+        dave.send("accept")
+        #expect(
+            mpv.waitUntil(.seconds(5)) {
+                guard let status = dave.status() else { return false }
+                return status["item"] as? String == item
+                    && !((status["suspensions"] as? [String])?.contains("cannotPlay:noCopy") ?? true)
+            }, "dave plays his encode: \(dave.status()?.line ?? "-")")
+        #expect(
+            mpv.waitUntil(.seconds(5)) {
+                alice.peers()?.contains { $0["name"] as? String == "dave" && $0["copy"] as? String == "anotherEncode" }
+                    == true
+            }, "alice lists dave's copy as another encode")
+        #expect(
+            alice.peers()?.first { $0["name"] as? String == "dave" }?["suspensions"] as? [String] == [],
+            "another encode is not a suspension: dave is waited for as anyone")
         try? FileManager.default.moveItem(atPath: film + ".moved", toPath: film)
+    }
+
+    /// The same film in other bytes: its streams copied into a new container with another title.
+    private func remux(_ source: String, to path: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "ffmpeg", "-y", "-loglevel", "error", "-i", source, "-map", "0", "-c", "copy", "-metadata",
+            "title=another encode", path,
+        ]
+        try process.run()
+        for _ in 0..<1000 where process.isRunning { usleep(10_000) }  // (waitUntilExit can hang on a lane)
+        #expect(!process.isRunning && process.terminationStatus == 0, "ffmpeg remuxed the film")
     }
 
     private func fileSize(_ path: String) throws -> Int {

@@ -202,6 +202,40 @@ import Testing
         #expect(player.nextEvent(now: timestamp) == nil)
     }
 
+    /// Two names of one film, as Syncplay compares them: case, the characters it strips and the
+    /// extension aside; anything else tells two films apart.
+    @Test func names_areComparedAsSyncplayDoes_withoutTheirExtension() {
+        let film = OwnCopies.normalisedName("film.mkv")
+        for same in ["Film.mp4", "FILM.webm", "f_i-l.m.m4v", "[film].mov", "film"] {
+            #expect(OwnCopies.normalisedName(same) == film, "\(same)")
+        }
+        #expect(OwnCopies.normalisedName("Our.Film.(2026).mkv") == OwnCopies.normalisedName("our film [2026].mp4"))
+        for other in ["film 2.mkv", "films.mkv", "flim.mkv"] {
+            #expect(OwnCopies.normalisedName(other) != film, "\(other)")
+        }
+        #expect(OwnCopies.normalisedName(".mkv") == "mkv", "a name that is all extension keeps it")
+    }
+
+    /// A film's length, read by ffprobe; nothing for what is not a film, or not there.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ffprobe"), "ffmpeg is not installed"))
+    func aFilmsLength_isReadByFFprobe_andNothingElseIsTakenForOne() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let film = path("Our Film (2026).mkv")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = [
+            "-y", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=10", "-t", "3.5", "-c:v",
+            "libx264", "-preset", "ultrafast", film,
+        ]
+        try process.run()
+        for _ in 0..<1000 where process.isRunning { usleep(10_000) }
+        let length = try #require(MediaDuration.probe(film))
+        #expect(abs(length - 3.5) < 0.15, "\(length)")
+        #expect(MediaDuration.probe(try file("not-a-film.mkv", count: 5000)) == nil)
+        #expect(MediaDuration.probe(path("missing.mkv")) == nil)
+        #expect(MediaDuration.probe("") == nil)
+    }
+
     /// A player that cannot fetch what it is given: the party's film at a URL of its LAN, seen
     /// from another home.
     struct Unreachable: PlayerDriver {

@@ -244,6 +244,8 @@ public struct PeerInfo: Hashable, Sendable {
     public var isReady = false
     public var waitsOutSuspensions = false
     public var suspensions: [String] = []
+    /// How its copy of the item differs (`anotherEncode`), else nil.
+    public var copy: String? = nil
     /// Multicast reaches it late or incompletely: it gets time-critical datagrams by unicast too.
     public var wantsUnicast = false
     /// "web" for a browser tab (it announces `LocalIdentity.browserPort`), else "agent".

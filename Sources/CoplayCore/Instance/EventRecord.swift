@@ -271,6 +271,7 @@ public enum EventRecord {
         json.bool("waiting", info.isWaiting)
         json.bool("ready", info.isReady)
         json.raw("suspensions", strings(info.suspensions))
+        if let copy = info.copy { json.string("copy", copy) }
         // Its multicast is slow or lossy (Wi-Fi): it gets commands by unicast too.
         json.bool("unicastCopies", info.wantsUnicast)
         if let offset = info.offset {

@@ -120,13 +120,13 @@ struct Membership: Sendable {
         }
         let changed =
             record.item != announcement.item || record.isWaiting != announcement.isWaiting
-            || record.isReady != announcement.isReady || record.suspensions != announcement.suspensions
+            || record.isReady != announcement.isReady || record.announced != announcement.suspensions
             || record.waitsOutSuspensions != announcement.waitsOutSuspensions
         record.item = announcement.item
         record.isWaiting = announcement.isWaiting
         record.isReady = announcement.isReady
         record.waitsOutSuspensions = announcement.waitsOutSuspensions
-        record.suspensions = announcement.suspensions
+        record.announced = announcement.suspensions
         record.digest = announcement.digest
         record.wantsUnicast = announcement.wantsUnicast
         record.seated = announcement.seat

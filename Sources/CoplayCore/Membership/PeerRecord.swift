@@ -36,6 +36,19 @@ public struct PeerRecord: Hashable, Sendable {
     /// By its own waiting policy it holds coordinated starts of its item for a suspended participant.
     public var waitsOutSuspensions = false
     public var suspensions: [String] = []
+    /// How its copy of the item differs (`anotherEncode`, announced as `copy:anotherEncode`),
+    /// else nil. Announced after the suspensions, but not one: it is waited for and followed as
+    /// anyone.
+    public var copy: String?
+    /// Its announcement's list, as it came: the suspensions, then the copy's kind (one kind so
+    /// far, compared whole: the page's module stays small).
+    var announced: [String] {
+        get { suspensions + (copy == nil ? [] : [Suspensions.anotherEncode]) }
+        set {
+            suspensions = newValue.filter { $0 != Suspensions.anotherEncode }
+            copy = newValue.contains(Suspensions.anotherEncode) ? "anotherEncode" : nil
+        }
+    }
     /// The commands it had delivered, from its last announcement.
     public var digest = VectorClock()
     /// Multicast reaches it late or incompletely: it asks for time-critical datagrams by unicast.
@@ -69,6 +82,7 @@ public struct PeerRecord: Hashable, Sendable {
         info.isReady = isReady
         info.waitsOutSuspensions = waitsOutSuspensions
         info.suspensions = suspensions
+        info.copy = copy
         info.wantsUnicast = wantsUnicast
         return info
     }

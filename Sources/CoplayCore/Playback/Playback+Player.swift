@@ -16,6 +16,10 @@ extension Playback {
         case .interstitialFailed(let text):
             return [.emit(.playerError(text))] + endInterstitial(cutShort: text, context)
         case .copyFound: return onCopyFound(context)
+        case .anotherEncode:
+            guard player.item != nil, !suspensions.playsAnotherEncode else { return [] }
+            suspensions.playsAnotherEncode = true
+            return [.announce]
         default: break
         }
         guard let item = player.item else { return [] }
@@ -47,7 +51,7 @@ extension Playback {
             (correction.samplePosition, correction.sampleAt) = (position, at)
             out.append(.count(.playerSamples))
             out += correct(toSample: position, at: at, context)
-        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed, .duration, .copyFound:
+        case .liveWindow, .userAction, .failed, .loadFailed, .interstitialFailed, .duration, .copyFound, .anotherEncode:
             break
         }
         return out

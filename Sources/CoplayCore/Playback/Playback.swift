@@ -268,6 +268,7 @@ struct Playback: Sendable {
                             id: stall.id, reason: stall.reason, began: false, item: player.item?.id ?? item.id))))
         }
         suspensions.cannotPlay = nil  // another item: this player may well play it
+        suspensions.playsAnotherEncode = false
         let group = items[item.id]
         let now = context.now
         tell(.load(item, position: group.map { timeline(of: $0, context).position(at: now.wall) } ?? 0), into: &out)

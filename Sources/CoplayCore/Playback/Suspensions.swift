@@ -41,6 +41,13 @@ struct Suspensions: Sendable {
     /// not watching, until another item is loaded. Not a suspension: this participant's commands
     /// still drive the group.
     var cannotPlay: PlaybackProblem?
+    /// The player plays another encode of the current item (`PlayerReport.anotherEncode`):
+    /// announced as `Suspensions.anotherEncode` after the rest, until another item is loaded. Not
+    /// a suspension either: peers take it out of the list (`PeerRecord.copy`) and wait for this
+    /// participant as for any other.
+    var playsAnotherEncode = false
+    /// How an announcement says that its player plays another encode of the item.
+    public static let anotherEncode = "copy:anotherEncode"
 
     var isSuspended: Bool { !active.isEmpty }
     var reasons: [String] { active.map { $0.reason } }
@@ -73,7 +80,7 @@ struct Suspensions: Sendable {
     /// What announcements carry: each reason cut to the wire's limit, the player's problem last
     /// (in the last place when the suspensions fill the list).
     var announced: [String] {
-        let problem = cannotPlay.map { [$0.announcedReason] } ?? []
+        let problem = (cannotPlay.map { [$0.announcedReason] } ?? []) + (playsAnotherEncode ? [Self.anotherEncode] : [])
         return active.prefix(Announcement.suspensionsMax - problem.count).map {
             String($0.reason.utf8.prefix(Announcement.suspensionReasonBytesMax)) ?? "custom"
         } + problem

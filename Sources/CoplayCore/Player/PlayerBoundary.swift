@@ -65,6 +65,10 @@ public enum PlayerReport: Hashable, Sendable {
     /// of its own, picked or found since: `cannotPlay:noCopy`): the item is loaded again here,
     /// where the group is. Nothing happens when the player has an item or the group has none.
     case copyFound
+    /// The player plays another encode of the current item, which its person accepted (the same
+    /// film by its name and length, other bytes): announced as `copy:anotherEncode` until another
+    /// item is loaded, so that every participant sees whose copy differs. Ignored with no item.
+    case anotherEncode
 
     /// A transport action taken in the player itself.
     public enum UserAction: Hashable, Sendable {

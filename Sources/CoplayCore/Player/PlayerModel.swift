@@ -128,7 +128,7 @@ public struct PlayerModel: Hashable, Sendable {
             guard !isLive, item?.durationSeconds == nil else { break }
             item?.durationSeconds = seconds
             durationFromPlayer = true
-        case .userAction, .failed, .loadFailed, .interstitialFailed, .copyFound:
+        case .userAction, .failed, .loadFailed, .interstitialFailed, .copyFound, .anotherEncode:
             break
         }
     }

@@ -31,7 +31,7 @@ extension PlayerReport {
                 ? nil : "a rate from 0.01 to 64"
         case .userAction(.seek(let value)):
             return position(value) ? nil : positionText
-        case .userAction(.pause), .userAction(.next), .userAction(.previous), .copyFound:
+        case .userAction(.pause), .userAction(.next), .userAction(.previous), .copyFound, .anotherEncode:
             return nil
         case .duration(let value):
             return value.isFinite && value > 0 && value <= WireFormat.positionMax

@@ -2,7 +2,8 @@ import CoplayCore
 
 /// A local file shared, queued or loaded is known to the group by its content: the shell reads
 /// its `Fingerprint` and gives the item that id (where the person named none), the file's name
-/// as its title and its container as its type (where they are empty), so that every other
+/// as its title, its container as its type and its length as its duration (where they are
+/// empty), so that every other
 /// participant finds its own copy of the same film wherever it lies and whatever it is called
 /// (`OwnCopyPlayer`). An item given by URL, or with an id of the person's, is left as it is; so
 /// is a file that cannot be fingerprinted (missing, a folder, still being written): its player
@@ -15,13 +16,13 @@ enum ContentIdentity {
             activity.itemID = fingerprint.text
             if activity.title.isEmpty { activity.title = name }
             if activity.type.isEmpty { activity.type = container(of: name) ?? "" }
-            return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
+            return .share(activity, durationSeconds: duration ?? length(activity.url), bufferSeconds: buffer)
         case .queue(.add(let url, nil, let title, let duration, let after)):
             guard let (fingerprint, name) = file(url) else { return command }
             return .queue(
                 .add(
-                    url: url, id: fingerprint.text, title: title.isEmpty ? name : title, durationSeconds: duration,
-                    after: after))
+                    url: url, id: fingerprint.text, title: title.isEmpty ? name : title,
+                    durationSeconds: duration ?? length(url), after: after))
         case .load(var item):
             guard item.id == item.url, let (fingerprint, _) = file(item.url) else { return command }
             item.id = fingerprint.text
@@ -40,6 +41,10 @@ enum ContentIdentity {
         while name.utf8.count > WireFormat.metadataBytesMax { name.removeLast() }
         return (fingerprint, name)
     }
+
+    /// The film's length (ffprobe), which the share carries where the person gave none: every
+    /// participant then says how long the film it lacks is, and knows another encode of it.
+    private static func length(_ url: String) -> Double? { OwnCopies.localPath(url).flatMap(MediaDuration.probe) }
 
     /// The container a file's name says, as a media type: what the share's `type` carries.
     static func container(of name: String) -> String? {

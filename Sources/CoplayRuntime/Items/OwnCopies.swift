@@ -28,6 +28,18 @@ extension Settings {
         /// path, then its folders, walked at most every `reindexAfter`): a copy the person puts in
         /// a `--media` folder meanwhile plays within this, where the group is.
         public static let lookAgainEvery: Duration = .seconds(10)
+        /// How long ffprobe may take to read a film's length (it reads the container's header:
+        /// tens of milliseconds); the agent waits for it, so a file on a hung network share costs
+        /// at most this.
+        public static let probeTimeout: Duration = .seconds(2)
+        /// What of ffprobe's answer is read: a length is a few digits.
+        public static let probeAnswerMax = 256
+        /// Files with the item's name (and another size) whose length is read in one lookup, for
+        /// another encode of the same film: each costs an ffprobe.
+        public static let otherEncodesMax = 4
+        /// Another encode is the same film when its length is within this of the item's: what
+        /// Syncplay allows between two copies of one film.
+        public static let otherEncodeDurationSlack = 2.5
     }
 }
 
@@ -147,6 +159,47 @@ struct OwnCopies {
                 }
             }
         }
+    }
+
+    /// Another encode of the item's film in the folders, where there is no copy of it: a file
+    /// whose name is the item's (its URL's or path's last part) once normalised (`normalisedName`: as Syncplay compares names)
+    /// and whose length is within `otherEncodeDurationSlack` of the item's, read with ffprobe for
+    /// at most `otherEncodesMax` files. Nil where the item's length is not known: a name alone
+    /// does not make the same film.
+    mutating func otherEncode(of item: LoadedItem, fingerprint: Fingerprint, now: MonotonicInstant)
+        -> (path: String, duration: Double)?
+    {
+        guard let duration = item.durationSeconds, !folders.isEmpty else { return nil }
+        if indexedAt == nil { index(now: now) }
+        let wanted = Self.normalisedName(Self.fileName(item.url))
+        guard !wanted.isEmpty else { return nil }
+        var probed = 0
+        for (size, paths) in bySize where size != fingerprint.size {
+            for path in paths where Self.normalisedName(Self.fileName(path)) == wanted {
+                guard probed < Settings.OwnCopies.otherEncodesMax else { return nil }
+                probed += 1
+                if let length = MediaDuration.probe(path),
+                    abs(length - duration) <= Settings.OwnCopies.otherEncodeDurationSlack
+                {
+                    return (path, length)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// A file's name as two copies of one film are compared: without its extension, lowercased,
+    /// and without the characters Syncplay strips (`-~_.[]():` and spaces), so that
+    /// `Our.Film.(2026).mkv` and `our film [2026].mp4` are one name.
+    static func normalisedName(_ name: String) -> String {
+        var base = Substring(name)
+        if let dot = base.lastIndex(of: "."), dot != base.startIndex,
+            base.distance(from: dot, to: base.endIndex) <= 6
+        {
+            base = base[..<dot]
+        }
+        let stripped: Set<Character> = ["-", "~", "_", ".", "[", "]", "(", ")", ":", " "]
+        return String(base.lowercased().filter { !stripped.contains($0) })
     }
 
     /// What is missing, in words: the film (its name, size and duration), where it was looked for.

@@ -1,4 +1,5 @@
 import CoplayCore
+import Glibc
 
 /// A player that plays this machine's own copy of an item known by its content: every load of
 /// an item whose id is a `Fingerprint`'s text is resolved (`OwnCopies`) before the player behind
@@ -16,6 +17,11 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     /// The item this machine has no copy of, looked for again at `next` (`lookAgainEvery`): once
     /// found, the core is told (`copyFound`) and loads it again where the group is.
     private var lacking: (item: LoadedItem, fingerprint: Fingerprint, next: MonotonicInstant)?
+    /// Another encode of the item this machine lacks, offered to the person (`accept`).
+    private var offered: (itemID: String, path: String)?
+    /// Other encodes the person accepted, by item id: played for that item from then on (at most
+    /// `Settings.OwnCopies.rememberedMax`; the oldest is forgotten first).
+    private var accepted: [(itemID: String, path: String)] = []
     var kind: String { inner.kind }
 
     init(_ inner: Inner, folders: [String]) {
@@ -29,8 +35,18 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
         }
         byURL = nil
         lacking = nil
+        offered = nil
         guard let fingerprint = Fingerprint(text: item.id) else { return inner.perform(command, now: now) }
-        switch copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
+        let found = copies.find(item, fingerprint: fingerprint, now: now.monotonic)
+        if case .file = found {
+        } else if let other = accepted.last(where: { $0.itemID == item.id }),
+            access(other.path, R_OK) == 0
+        {
+            notes.append("playing another encode of the group's item, as you accepted: \(other.path)")
+            item.url = other.path
+            return inner.perform(.load(item, position: position), now: now) + [.anotherEncode]
+        }
+        switch found {
         case .file(let path):
             if path != OwnCopies.localPath(item.url) {
                 notes.append("playing your own copy of the group's item: \(path)")
@@ -43,7 +59,8 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
         case .none(let words):
             // Nothing for the player to load: whatever it held is let go, as after a failed load.
             lookAgain(for: item, fingerprint, now: now)
-            return inner.perform(.unload, now: now) + [.loadFailed(words, problem: .noCopy)]
+            let offer = offerOtherEncode(of: item, fingerprint, now: now)
+            return inner.perform(.unload, now: now) + [.loadFailed(words + offer, problem: .noCopy)]
         }
     }
 
@@ -57,8 +74,35 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
             else { return report }
             byURL = nil
             lookAgain(for: item, fingerprint, now: now)
-            return .loadFailed(copies.missingByURL(item, fingerprint: fingerprint, because: text), problem: .noCopy)
+            let words = copies.missingByURL(item, fingerprint: fingerprint, because: text)
+            return .loadFailed(words + offerOtherEncode(of: item, fingerprint, now: now), problem: .noCopy)
         }
+    }
+
+    /// Another encode of the film in the folders (`OwnCopies.otherEncode`), offered in words: the
+    /// person decides, since its picture may differ in length or in cut by a few frames.
+    private mutating func offerOtherEncode(of item: LoadedItem, _ fingerprint: Fingerprint, now: Timestamp) -> String {
+        guard let (path, length) = copies.otherEncode(of: item, fingerprint: fingerprint, now: now.monotonic) else {
+            return ""
+        }
+        offered = (item.id, path)
+        var size = stat()
+        let bytes = stat(path, &size) == 0 ? OwnCopies.size(UInt64(max(0, size.st_size))) + ", " : ""
+        return
+            "; another encode of it is here: \(path) (\(bytes)\(OwnCopies.clock(length))), the same film by its name and"
+            + " length: type `accept` to play it on the group's timeline"
+    }
+
+    /// The person accepts the other encode offered for the item this machine lacks: played from
+    /// now on for that item, where the group is (`copyFound`). Nil when nothing is offered.
+    mutating func acceptOffer() -> [PlayerReport]? {
+        guard let offer = offered, lacking?.item.id == offer.itemID else { return nil }
+        offered = nil
+        lacking = nil
+        accepted.removeAll { $0.itemID == offer.itemID }
+        if accepted.count >= Settings.OwnCopies.rememberedMax { accepted.removeFirst() }
+        accepted.append(offer)
+        return [.copyFound]
     }
 
     private mutating func lookAgain(for item: LoadedItem, _ fingerprint: Fingerprint, now: Timestamp) {

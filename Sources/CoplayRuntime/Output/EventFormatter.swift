@@ -187,7 +187,7 @@ public struct EventFormatter: Sendable {
 
     private static func participantText(_ info: PeerInfo) -> String {
         let suspensions = info.suspensions.isEmpty ? "" : " suspended=\(info.suspensions.joined(separator: ","))"
-        let copies = info.wantsUnicast ? " unicast-copies" : ""
+        let copies = (info.wantsUnicast ? " unicast-copies" : "") + (info.copy.map { " copy=\($0)" } ?? "")
         return
             "item=\(info.item ?? "-") \(info.isWaiting ? "waiting" : (info.isReady ? "ready" : "not-ready"))\(suspensions)\(copies)"
     }

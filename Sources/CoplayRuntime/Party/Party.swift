@@ -51,17 +51,22 @@ public enum Party {
         var urls: [(url: String, title: String)] = []
         // A film from disk is known to the group by its content, not by its URL here: an agent
         // in another home plays its own copy of it (`ContentIdentity`).
+        // Its length too (ffprobe), so that whoever lacks it hears how long it is and another
+        // encode of it is known.
         var ids: [String?] = []
+        var lengths: [Double?] = []
         for item in plan.items {
             if item.hasPrefix("http://") || item.hasPrefix("https://") {
                 urls.append((item, ""))
                 ids.append(nil)
+                lengths.append(nil)
                 continue
             }
             switch media.add(item) {
             case .success(let name?):
                 urls.append((media.url(base: base, name: name), name))
                 ids.append((try? FileFingerprint.of(path: item))?.text)
+                lengths.append(MediaDuration.probe(item))
             case .success(nil): return .failure(UsageError(message: "\(item) is a folder: name its films"))
             case .failure(let error): return .failure(error)
             }
@@ -100,10 +105,12 @@ public enum Party {
         } catch {
             return .failure(UsageError(message: "\(error)"))
         }
-        configuration.startupLines = zip(urls, ids).map { item, id in
+        configuration.startupLines = zip(zip(urls, ids), lengths).map { pair, length in
+            let (item, id) = pair
             // A URL given with a space stays one word in double quotes (the console's rule).
             let url = item.url.contains(" ") && !item.url.contains("\"") ? "\"\(item.url)\"" : item.url
             return "queue add \(url)" + (id.map { " id=\($0)" } ?? "")
+                + (length.map { " duration=\(String(format3: $0))" } ?? "")
                 + (item.title.isEmpty ? "" : " title=\"\(consoleSafe(item.title))\"")
         }
         let invitation: Invitation

@@ -23,11 +23,15 @@ protocol PlayerDriver: PlayerLoop.Player, Sendable {
     /// What the driver has to tell the person since it was last asked (the shell says it on
     /// standard error): which copy of an item it plays, say.
     mutating func takeNotes() -> [String]
+    /// The person accepted what the driver offered (another encode of an item it has no copy of,
+    /// `OwnCopyPlayer`): what it reports then, or nil when nothing is offered.
+    mutating func acceptOffer() -> [PlayerReport]?
 }
 
 extension PlayerDriver {
     func connected(now: Timestamp) -> [PlayerReport] { [] }
     func takeNotes() -> [String] { [] }
+    func acceptOffer() -> [PlayerReport]? { nil }
 }
 
 extension SimulatedPlayer: PlayerDriver {

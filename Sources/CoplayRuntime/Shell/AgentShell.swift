@@ -256,6 +256,16 @@ public actor AgentShell {
     /// queues or loads is known to the group by its content (`ContentIdentity`): read here, since
     /// the core reads no file.
     private func consoleLine(_ line: String) -> [Directive] {
+        // `accept`: the person takes the other encode of the group's item its driver offered (a
+        // choice of this machine's, never a group command).
+        if line.split(whereSeparator: { $0 == " " || $0 == "\t" }) == ["accept"] {
+            guard let reports = player.acceptOffer() else {
+                diagnose("nothing to accept: accept plays another encode of the group's item when one is offered")
+                return []
+            }
+            finishIf(playerChanged(reports: reports))
+            return []
+        }
         guard case .success(let command?) = ConsoleCommand.parse(line, lineBytesMax: commandLineBytesMax) else {
             return instance.onConsoleLine(line, now: clock.now())
         }

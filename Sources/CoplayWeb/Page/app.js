@@ -511,6 +511,7 @@ function drawProblems() {
 /// A peer's suspension or problem, in words.
 function reasonWords(reason) {
   const problem = reason.startsWith('cannotPlay:') ? reason.slice(11) : null;
+  if (reason === 'copy:anotherEncode') return 'plays another encode';
   if (!problem) return reason === 'stallRecovery' ? 'catching up' : reason;
   return { format: "can't play this format", notFound: 'its file is missing', unreachable: "can't reach the film",
     noRanges: "can't seek in it", localPath: "can't read a path", live: "can't play live streams", noCopy: 'has no copy' }[problem] || "can't play it";
@@ -582,7 +583,9 @@ function draw() {
     const offsetMs = p.offsetNanos == null ? null : p.offsetNanos / 1e6, errorMs = (p.offsetErrorNanos ?? 0) / 1e6;
     const clockText = offsetMs == null ? 'measuring' : `${offsetMs >= 0 ? '+' : ''}${offsetMs.toFixed(2)} ± ${errorMs.toFixed(2)} ms`;
     const state = p.state === 'suspected' ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
-    peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state, clockText]));
+    // Whose copy of the film differs: another encode (the same film by name and length), said beside its state.
+    const copy = p.copy === 'anotherEncode' ? ', another encode' : '';
+    peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state + copy, clockText]));
   }
   // A party with an audience: the stage's count of those who watch (this tab among them when it is
   // a viewer), since the table lists only the stage member a viewer follows.
