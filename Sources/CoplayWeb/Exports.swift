@@ -484,7 +484,8 @@ public func coplayQuit(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {
 /// `position`); 5 a sample (`position` at wall instant `at`, moving at `rate`); 6 the person
 /// pressed play (`rate`), 7 pause, 8 seeked (to `position`), 9 next, 10 previous; 14 the item's
 /// length (in `position`), found once loaded; 15 it has a copy now of the item it could not load
-/// (the person picked their own: `PlayerReport.copyFound`); 11 it failed,
+/// (the person picked their own: `PlayerReport.copyFound`); 16 it plays another encode of it,
+/// which its person accepted (`anotherEncode`); 11 it failed,
 /// 12 it could not load the item, 13 the interstitial failed (`text` says how; for 12, a first
 /// line naming a `PlaybackProblem`, such as `format`, says which kind of failure: the names the
 /// socket protocol and the group's announcements use). Values out of range are refused as the
@@ -509,6 +510,7 @@ public func coplayPlayerReport(
     case 10: report = .userAction(.previous)
     case 14: report = .duration(position)
     case 15: report = .copyFound
+    case 16: report = .anotherEncode
     case 11, 12, 13:
         let raw = bytes(pointer, min(count, 512))
         switch kind {

@@ -20,7 +20,9 @@
     json.string("url", participant.instance.player.item?.url)
     json.string("title", status.activity?.title)
     json.number("position", status.item == nil ? nil : status.positionSeconds)
-    json.number("duration", participant.instance.player.item?.durationSeconds)
+    // The current item's length; with none loaded (no copy of it here), the group's activity's,
+    // which a tab's own copy or another encode is compared with.
+    json.number("duration", participant.instance.player.item?.durationSeconds ?? status.activity?.durationSeconds)
     json.number("rate", status.rate, decimals: 4)
     json.bool("waiting", status.isWaiting)
     json.raw("suspensions", EventRecord.strings(status.suspensions))

@@ -3,13 +3,14 @@
 // hashlib), through the page's own code (Core.fingerprint in participant.mjs: the windows the
 // core names, read from a Blob, hashed by the core). The files are made as they are read (the
 // 4 GiB one is never in memory). Then what a page may hand it: sizes out of range, a file that
-// shrank while it was read.
+// shrank while it was read. Then the page's comparison of two copies' names, for another
+// encode (participant.mjs, normalisedName), against the vectors the agent's is checked with.
 //
-//   node Tools/web/fingerprints.mjs coplay.wasm Tests/Vectors/fingerprints.json
+//   node Tools/web/fingerprints.mjs coplay.wasm Tests/Vectors/fingerprints.json [Tests/Vectors/names.json]
 import { readFileSync } from 'node:fs';
-import { Core } from '../../Sources/CoplayWeb/Page/participant.mjs';
+import { Core, normalisedName } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
-const [wasmPath, vectorsPath] = process.argv.slice(2);
+const [wasmPath, vectorsPath, namesPath = vectorsPath.replace(/fingerprints\.json$/, 'names.json')] = process.argv.slice(2);
 const core = await Core.load(readFileSync(wasmPath));
 const vectors = JSON.parse(readFileSync(vectorsPath, 'utf8'));
 const failures = [];
@@ -63,6 +64,11 @@ for (const [what, file] of [
 }
 if (core.x.coplay_fingerprint(1000, 0, 5) !== -1) failures.push('bytes that are not the windows were taken');
 
+const names = JSON.parse(readFileSync(namesPath, 'utf8'));
+for (const [a, b] of names.same) if (normalisedName(a) !== normalisedName(b)) failures.push(`"${a}" and "${b}" are one name`);
+for (const [a, b] of names.different) if (normalisedName(a) === normalisedName(b)) failures.push(`"${a}" and "${b}" are two names`);
+for (const [a, n] of names.normalised) if (normalisedName(a) !== n) failures.push(`"${a}" is "${normalisedName(a)}", not "${n}"`);
+
 for (const failure of failures) console.error(`fingerprints: ${failure}`);
 if (failures.length) process.exit(1);
-console.log(`fingerprints: ${vectors.cases.length} vectors as Python's hashlib computed them, inside the module; 6 hostile inputs refused`);
+console.log(`fingerprints: ${vectors.cases.length} vectors as Python's hashlib computed them, inside the module; 6 hostile inputs refused; ${names.same.length + names.different.length + names.normalised.length} name vectors as the agent compares them`);

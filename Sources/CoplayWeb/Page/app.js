@@ -116,7 +116,7 @@ function onWorker(message) {
       // warning (the screenshot showed "⚠ relay: connected").
       log(/^relay: (connected|the cluster announced)/.test(message.text) ? message.text : `⚠ ${message.text}`);
       break;
-    case 'fingerprint': fingerprinting.get(message.token)?.(message.id); fingerprinting.delete(message.token); break;
+    case 'fingerprint': fingerprinting.get(message.token)?.(message); fingerprinting.delete(message.token); break;
     case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
     case 'left': log('left the group'); break;
   }
@@ -161,12 +161,14 @@ function perform(action) {
     case 'load': {
       player.item = action.item; player.awaitingReady = true; player.lacking = null;
       player.sharedURL = action.url;
+      if (player.offer) { URL.revokeObjectURL(player.offer.url); player.offer = null; $('own-offer').hidden = true; }
       $('item').textContent = action.item;
       clearProblem('media');
       // A film known by its content plays from the person's own copy where they picked one.
       const own = ownCopies.get(action.item);
       const url = own ? own.url : action.url;
       drawOwnCopy();
+      if (own?.another) report('anotherEncode');  // every participant lists this copy as another encode
       const refusal = refusalBeforeLoad(url);
       if (refusal) {
         player.url = null;
@@ -446,15 +448,35 @@ const ownCopiesMax = 32;      // files a person picks in one tab: their object U
 const fingerprinting = new Map();
 let fingerprintToken = 0;
 const isFingerprint = (id) => /^v1-[0-9]{1,16}-[0-9a-f]{64}$/.test(id ?? '');
-function fingerprint(file) {
-  return new Promise((resolve) => { const token = ++fingerprintToken; fingerprinting.set(token, resolve); send({ type: 'fingerprint', file, token }); });
+/// The file's fingerprint (`id`, null when it cannot be read) and whether its name is `wanted`'s
+/// as another encode's is (`sameName`): the Worker's, by the core's rule and the agent's.
+function fingerprint(file, wanted) {
+  return new Promise((resolve) => {
+    const token = ++fingerprintToken;
+    fingerprinting.set(token, resolve);
+    send({ type: 'fingerprint', file, token, wanted });
+  });
 }
+
+/// A film's length as this browser reads it from its own copy (null: it cannot say within 5 s).
+function mediaLength(url) {
+  return new Promise((resolve) => {
+    const probe = document.createElement('video');
+    const done = (length) => { clearTimeout(timer); probe.removeAttribute('src'); probe.load(); resolve(length); };
+    const timer = setTimeout(() => done(null), 5000);
+    probe.preload = 'metadata'; probe.muted = true;
+    probe.onloadedmetadata = () => done(Number.isFinite(probe.duration) && probe.duration > 0 ? probe.duration : null);
+    probe.onerror = () => done(null);
+    probe.src = url;
+  });
+}
+const otherEncodeSlack = 2.5;  // seconds between two encodes' lengths: the agent's, and Syncplay's
 
 /// What this device lacks, in words: the film's name (its address's last part), size and length.
 function lackingWords(id) {
   const size = Number(id.split('-')[1]);
   const name = fileName(player.sharedURL ?? '') || 'the film';
-  const length = view?.item === id && view.duration ? `, ${clock(view.duration)} long` : '';
+  const length = view?.duration ? `, ${clock(view.duration)} long` : '';
   return `The group is watching ${name} (${megabytes(size)}${length}), and this device has no copy it can reach.`;
 }
 const megabytes = (bytes) => bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`;
@@ -462,16 +484,11 @@ const megabytes = (bytes) => bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `
 async function useOwnCopies(files) {
   for (const file of [...files].slice(0, 8)) {
     $('own-copy').textContent = `reading ${file.name}…`;
-    const id = await fingerprint(file);
+    const lacking = player.lacking;
+    const { id, sameName } = await fingerprint(file, lacking ? fileName(player.sharedURL ?? '') : null);
     if (!id) { log(`⚠ cannot read ${file.name}: choose it again`); continue; }
-    if (!ownCopies.has(id)) {
-      if (ownCopies.size >= ownCopiesMax) {
-        const [oldest, copy] = ownCopies.entries().next().value;
-        URL.revokeObjectURL(copy.url);
-        ownCopies.delete(oldest);
-      }
-      ownCopies.set(id, { name: file.name, url: URL.createObjectURL(file) });
-    }
+    if (lacking && id !== lacking && sameName && await offerOtherEncode(file, lacking)) continue;
+    if (!ownCopies.has(id)) rememberCopy(id, { name: file.name, url: URL.createObjectURL(file) });
     const wanted = player.lacking ?? player.item;
     if (id === player.lacking) {
       log(`your copy ${file.name} is the film the group is watching: it plays from this device`);
@@ -486,9 +503,50 @@ async function useOwnCopies(files) {
   }
   drawOwnCopy();
 }
+/// A file with the film's name but other bytes is another encode of it when its length is the
+/// group's (within `otherEncodeSlack`): offered, and played on the group's timeline once the
+/// person accepts it. False: it is not one (said why).
+async function offerOtherEncode(file, lacking) {
+  const url = URL.createObjectURL(file);
+  const length = await mediaLength(url), wanted = view?.duration;
+  if (!length || !wanted || Math.abs(length - wanted) > otherEncodeSlack) {
+    URL.revokeObjectURL(url);
+    log(`${file.name} has the film's name but ${!wanted ? "the group's film has no known length" : !length ? 'this browser cannot read its length' : `lasts ${clock(length)}, not ${clock(wanted)}`}: not another encode of it`);
+    return false;
+  }
+  if (player.offer) URL.revokeObjectURL(player.offer.url);
+  player.offer = { id: lacking, name: file.name, url };
+  $('own-offer').textContent = `Play ${file.name} (another encode)`;
+  $('own-offer').hidden = false;
+  log(`${file.name} is another encode of the film (the same name and length, ${clock(length)}, other bytes): play it with the button`);
+  return true;
+}
+$('own-offer').onclick = () => {
+  const offer = player.offer;
+  $('own-offer').hidden = true;
+  player.offer = null;
+  if (!offer || offer.id !== player.lacking) { if (offer) URL.revokeObjectURL(offer.url); return; }
+  rememberCopy(offer.id, { name: offer.name, url: offer.url, another: true });
+  player.lacking = null;
+  clearProblem('media');
+  report('copyFound');  // loaded again where the group is, from this encode
+};
+
+/// A copy kept for its item, the oldest let go past `ownCopiesMax`.
+function rememberCopy(id, copy) {
+  if (ownCopies.has(id)) URL.revokeObjectURL(ownCopies.get(id).url);
+  ownCopies.delete(id);
+  if (ownCopies.size >= ownCopiesMax) {
+    const [oldest, old] = ownCopies.entries().next().value;
+    URL.revokeObjectURL(old.url);
+    ownCopies.delete(oldest);
+  }
+  ownCopies.set(id, copy);
+}
+
 function drawOwnCopy() {
   const own = ownCopies.get(player.item ?? player.lacking);
-  $('own-copy').textContent = own ? `playing ${own.name} from this device` : ownCopies.size ? `${ownCopies.size} of yours known` : '';
+  $('own-copy').textContent = own ? `playing ${own.name} from this device${own.another ? ' (another encode)' : ''}` : ownCopies.size ? `${ownCopies.size} of yours known` : '';
 }
 $('own-file').onchange = () => { useOwnCopies($('own-file').files); };
 for (const type of ['dragover', 'drop']) {

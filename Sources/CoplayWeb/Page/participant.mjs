@@ -76,6 +76,16 @@ export class Core {
   }
 }
 
+/// A file's name as two copies of one film are compared for another encode (PROTOCOL.md,
+/// "Fingerprints"; the agent's OwnCopies.normalisedName, the same vectors:
+/// Tests/Vectors/names.json): without an extension of up to 5 characters, lowercased, without
+/// the characters Syncplay strips.
+export function normalisedName(name) {
+  const dot = name.lastIndexOf('.');
+  const base = dot > 0 && name.length - dot <= 6 ? name.slice(0, dot) : name;
+  return base.toLowerCase().replace(/[-~_.[\](): ]/g, '');
+}
+
 /// A player command record (kind 9) as an object; see PlayerRecord in Exports.swift.
 export function playerCommand(r) {
   const v = new DataView(r.buffer, r.byteOffset, r.byteLength);
@@ -131,7 +141,8 @@ export const observationKinds = { loaded: 1, restarted: 2, position: 3, unavaila
 
 /// What a player reports (coplay_player_report's kinds).
 export const reportKinds = { ready: 1, stalled: 2, stallEnded: 3, ended: 4, sample: 5, play: 6, pause: 7, seek: 8,
-  next: 9, previous: 10, failed: 11, loadFailed: 12, interstitialFailed: 13, duration: 14, copyFound: 15 };
+  next: 9, previous: 10, failed: 11, loadFailed: 12, interstitialFailed: 13, duration: 14, copyFound: 15,
+  anotherEncode: 16 };
 
 /// The relay's address from an invitation: `ws://TOKEN@HOST:PORT` (wss for TLS). The token is
 /// the server's authorization token, sent in CONNECT; a browser's WebSocket takes no user part.

@@ -6,11 +6,12 @@
 // Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steering,
 //               deadBand, readsInSteps}}, {type:'share', url, queue}, {type:'report', kind, position, rate, text},
 //               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'},
-//               {type:'fingerprint', file, token} (a copy of one's own: its item id)
+//               {type:'fingerprint', file, token, wanted} (a copy of one's own: its item id, and
+//               whether its name is `wanted`'s as another encode's is: sameName)
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
-//               {type:'fingerprint', token, id (null: unreadable)},
+//               {type:'fingerprint', token, id (null: unreadable), sameName},
 //               {type:'connection', up, refused, unreachable, server}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
-import { Core, Participant, parseKey } from './participant.mjs';
+import { Core, Participant, parseKey, normalisedName } from './participant.mjs';
 
 let core, participant, joined, bytes, viewTimer, traps = 0, lastTrapAt = 0;
 const post = (message) => postMessage(message);
@@ -79,7 +80,8 @@ onmessage = async ({ data }) => {
       try { id = core ? await core.fingerprint(data.file) : null; } catch (error) {
         if (error instanceof WebAssembly.RuntimeError) guarded(() => { throw error; });
       }
-      post({ type: 'fingerprint', token: data.token, id });
+      const sameName = !!data.wanted && normalisedName(data.file.name) === normalisedName(data.wanted);
+      post({ type: 'fingerprint', token: data.token, id, sameName });
       break;
     }
     case 'resume': guarded(() => participant?.reconnectNow()); break;
