@@ -87,11 +87,7 @@ struct MpvOwnCopyTests {
         let carolsCopy = homeC.appendingPathComponent("film.mkv").path
         try FileManager.default.copyItem(atPath: copy, toPath: carolsCopy)
         #expect(
-            mpv.waitUntil(.seconds(15)) {
-                guard let status = carol.status() else { return false }
-                return status["item"] as? String == item
-                    && !((status["suspensions"] as? [String])?.contains("cannotPlay:noCopy") ?? true)
-            }, "carol plays her copy: \(carol.status()?.line ?? "-")")
+            mpv.waitUntil(.seconds(15)) { plays(carol, item) }, "carol plays her copy: \(carol.status()?.line ?? "-")")
         #expect(carol.diagnostics.contains { $0.contains("found your own copy of the group's item: \(carolsCopy)") })
 
         // dave has another encode of the film (other bytes, the same name and length): offered
@@ -110,11 +106,7 @@ struct MpvOwnCopyTests {
             "\(offered)")
         dave.send("accept")
         #expect(
-            mpv.waitUntil(.seconds(5)) {
-                guard let status = dave.status() else { return false }
-                return status["item"] as? String == item
-                    && !((status["suspensions"] as? [String])?.contains("cannotPlay:noCopy") ?? true)
-            }, "dave plays his encode: \(dave.status()?.line ?? "-")")
+            mpv.waitUntil(.seconds(5)) { plays(dave, item) }, "dave plays his encode: \(dave.status()?.line ?? "-")")
         #expect(
             mpv.waitUntil(.seconds(5)) {
                 alice.peers()?.contains { $0["name"] as? String == "dave" && $0["copy"] as? String == "anotherEncode" }
@@ -124,6 +116,13 @@ struct MpvOwnCopyTests {
             alice.peers()?.first { $0["name"] as? String == "dave" }?["suspensions"] as? [String] == [],
             "another encode is not a suspension: dave is waited for as anyone")
         try? FileManager.default.moveItem(atPath: film + ".moved", toPath: film)
+    }
+
+    /// The agent has the item loaded and no longer stands aside for want of a copy.
+    private func plays(_ agent: AgentProcess, _ item: String) -> Bool {
+        guard let status = agent.status() else { return false }
+        return status["item"] as? String == item
+            && !((status["suspensions"] as? [String])?.contains("cannotPlay:noCopy") ?? true)
     }
 
     /// The same film in other bytes: its streams copied into a new container with another title.

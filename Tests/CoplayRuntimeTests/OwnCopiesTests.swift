@@ -220,6 +220,7 @@ import Testing
             #expect(OwnCopies.normalisedName(pair[0]) != OwnCopies.normalisedName(pair[1]), "\(pair)")
         }
         for pair in normalised { #expect(OwnCopies.normalisedName(pair[0]) == pair[1], "\(pair)") }
+        #expect(vectors["durationSlack"] as? Double == Settings.OwnCopies.otherEncodeDurationSlack)
     }
 
     /// A film's length, read by ffprobe; nothing for what is not a film, or not there.

@@ -8,7 +8,7 @@
 //
 //   node Tools/web/fingerprints.mjs coplay.wasm Tests/Vectors/fingerprints.json [Tests/Vectors/names.json]
 import { readFileSync } from 'node:fs';
-import { Core, normalisedName } from '../../Sources/CoplayWeb/Page/participant.mjs';
+import { Core, normalisedName, otherEncodeSlack } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
 const [wasmPath, vectorsPath, namesPath = vectorsPath.replace(/fingerprints\.json$/, 'names.json')] = process.argv.slice(2);
 const core = await Core.load(readFileSync(wasmPath));
@@ -65,6 +65,7 @@ for (const [what, file] of [
 if (core.x.coplay_fingerprint(1000, 0, 5) !== -1) failures.push('bytes that are not the windows were taken');
 
 const names = JSON.parse(readFileSync(namesPath, 'utf8'));
+if (otherEncodeSlack !== names.durationSlack) failures.push(`the page's slack is ${otherEncodeSlack} s, the agent's ${names.durationSlack} s`);
 for (const [a, b] of names.same) if (normalisedName(a) !== normalisedName(b)) failures.push(`"${a}" and "${b}" are one name`);
 for (const [a, b] of names.different) if (normalisedName(a) === normalisedName(b)) failures.push(`"${a}" and "${b}" are two names`);
 for (const [a, n] of names.normalised) if (normalisedName(a) !== n) failures.push(`"${a}" is "${normalisedName(a)}", not "${n}"`);

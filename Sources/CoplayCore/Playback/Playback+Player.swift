@@ -334,6 +334,7 @@ extension Playback {
         guard let item = player.item else { return [] }
         var out: [Output] = []
         suspensions.cannotPlay = problem
+        suspensions.playsAnotherEncode = false  // it plays nothing of the item now
         for reason in [Suspension.stallRecovery, Suspension.whatHappened] {
             guard let ended = suspensions.end(reason: reason) else { continue }
             out.append(

@@ -42,7 +42,10 @@ enum MediaDuration {
             default: break reading  // its end closed: it has answered
             }
         }
-        child.waitForExit(patience: .milliseconds(200))
+        // Its answer is in (or its time is up): it ends now. A probe stuck in a read the kernel
+        // does not interrupt (a hung network share) is left to end by itself, never waited for.
+        if child.exitStatus() == nil { kill(child.pid, SIGKILL) }
+        for _ in 0..<20 where child.exitStatus() == nil { usleep(10_000) }
         let text = String(decoding: answer, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first
         guard let text, let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= WireFormat.positionMax
         else { return nil }

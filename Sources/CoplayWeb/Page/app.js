@@ -432,7 +432,7 @@ function cannotPlay({ problem, text, detail }) {
   showProblem('media', text);
   log(`⚠ ${text}${detail ? ` (${detail})` : ''}`);
   player.settling = false; player.awaitingReady = false;
-  report('loadFailed', { problem, text: `${player.url ?? ''}: ${text}` });
+  report('loadFailed', { problem, text: player.url ? `${player.url}: ${text}` : text });
 }
 
 // MARK: A copy of one's own
@@ -470,7 +470,6 @@ function mediaLength(url) {
     probe.src = url;
   });
 }
-const otherEncodeSlack = 2.5;  // seconds between two encodes' lengths: the agent's, and Syncplay's
 
 /// What this device lacks, in words: the film's name (its address's last part), size and length.
 function lackingWords(id) {
@@ -485,9 +484,9 @@ async function useOwnCopies(files) {
   for (const file of [...files].slice(0, 8)) {
     $('own-copy').textContent = `reading ${file.name}…`;
     const lacking = player.lacking;
-    const { id, sameName } = await fingerprint(file, lacking ? fileName(player.sharedURL ?? '') : null);
+    const { id, sameName, slack } = await fingerprint(file, lacking ? fileName(player.sharedURL ?? '') : null);
     if (!id) { log(`⚠ cannot read ${file.name}: choose it again`); continue; }
-    if (lacking && id !== lacking && sameName && await offerOtherEncode(file, lacking)) continue;
+    if (lacking && id !== lacking && sameName && await offerOtherEncode(file, lacking, slack)) continue;
     if (!ownCopies.has(id)) rememberCopy(id, { name: file.name, url: URL.createObjectURL(file) });
     const wanted = player.lacking ?? player.item;
     if (id === player.lacking) {
@@ -504,12 +503,12 @@ async function useOwnCopies(files) {
   drawOwnCopy();
 }
 /// A file with the film's name but other bytes is another encode of it when its length is the
-/// group's (within `otherEncodeSlack`): offered, and played on the group's timeline once the
+/// group's (within the Worker's `otherEncodeSlack`, the agent's: the names' vectors hold both): offered, and played on the group's timeline once the
 /// person accepts it. False: it is not one (said why).
-async function offerOtherEncode(file, lacking) {
+async function offerOtherEncode(file, lacking, slack) {
   const url = URL.createObjectURL(file);
   const length = await mediaLength(url), wanted = view?.duration;
-  if (!length || !wanted || Math.abs(length - wanted) > otherEncodeSlack) {
+  if (!length || !wanted || Math.abs(length - wanted) > slack) {
     URL.revokeObjectURL(url);
     log(`${file.name} has the film's name but ${!wanted ? "the group's film has no known length" : !length ? 'this browser cannot read its length' : `lasts ${clock(length)}, not ${clock(wanted)}`}: not another encode of it`);
     return false;

@@ -80,6 +80,9 @@ export class Core {
 /// "Fingerprints"; the agent's OwnCopies.normalisedName, the same vectors:
 /// Tests/Vectors/names.json): without an extension of up to 5 characters, lowercased, without
 /// the characters Syncplay strips.
+/// Two encodes of one film last the same within this (seconds): Syncplay's allowance, and the
+/// agent's `Settings.OwnCopies.otherEncodeDurationSlack` (names.json's `durationSlack`).
+export const otherEncodeSlack = 2.5;
 export function normalisedName(name) {
   const dot = name.lastIndexOf('.');
   const base = dot > 0 && name.length - dot <= 6 ? name.slice(0, dot) : name;

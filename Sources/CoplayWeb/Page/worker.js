@@ -9,9 +9,9 @@
 //               {type:'fingerprint', file, token, wanted} (a copy of one's own: its item id, and
 //               whether its name is `wanted`'s as another encode's is: sameName)
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
-//               {type:'fingerprint', token, id (null: unreadable), sameName},
+//               {type:'fingerprint', token, id (null: unreadable), sameName, slack (seconds)},
 //               {type:'connection', up, refused, unreachable, server}, {type:'diagnostic', text}, {type:'trap', text}, {type:'left'}
-import { Core, Participant, parseKey, normalisedName } from './participant.mjs';
+import { Core, Participant, parseKey, normalisedName, otherEncodeSlack } from './participant.mjs';
 
 let core, participant, joined, bytes, viewTimer, traps = 0, lastTrapAt = 0;
 const post = (message) => postMessage(message);
@@ -81,7 +81,7 @@ onmessage = async ({ data }) => {
         if (error instanceof WebAssembly.RuntimeError) guarded(() => { throw error; });
       }
       const sameName = !!data.wanted && normalisedName(data.file.name) === normalisedName(data.wanted);
-      post({ type: 'fingerprint', token: data.token, id, sameName });
+      post({ type: 'fingerprint', token: data.token, id, sameName, slack: otherEncodeSlack });
       break;
     }
     case 'resume': guarded(() => participant?.reconnectNow()); break;
