@@ -137,6 +137,25 @@ public final class AgentProcess: @unchecked Sendable {
         return stderrLines
     }
 
+    /// Whether a diagnostic line satisfying `predicate` arrives within `timeout`. Standard error
+    /// is read by a thread of its own, so a line the agent wrote before it answered `status` can
+    /// still be on its way when the answer is in: a test reads a diagnostic by waiting for it (the
+    /// own-copy test once read `diagnostics` at once and missed the line on a busy machine).
+    public func waitForDiagnostic(timeout: Duration, where predicate: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        var checked = 0
+        while true {
+            while checked < stderrLines.count {
+                if predicate(stderrLines[checked]) { return true }
+                checked += 1
+            }
+            if errorsEnded || !condition.wait(until: deadline) { return false }
+        }
+    }
+
     /// The first event, at or after index `from`, that satisfies `predicate`, waiting up to
     /// `timeout`. The predicate runs under this agent's lock, once per event: it must not call
     /// back into the agent.

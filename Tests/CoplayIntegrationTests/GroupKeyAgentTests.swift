@@ -38,8 +38,7 @@ import Testing
         #expect(((drops["missingTag"] as? NSNumber)?.intValue ?? 0) >= 1, "the forged hello")
         // A key can be rotated without stopping: alice rereads her file on SIGHUP.
         alice.signal(SIGHUP)
-        usleep(300_000)
-        #expect(alice.diagnostics.contains { $0.contains("key file reread, 1 key in force") })
+        #expect(alice.waitForDiagnostic(timeout: .seconds(3)) { $0.contains("key file reread, 1 key in force") })
         #expect(alice.status()?["state"] as? String == "joined")
         for agent in [alice, bob, mallory] { agent.closeInput() }
         for agent in [alice, bob, mallory] { #expect(agent.waitForExit(timeout: .seconds(5)) == 0) }

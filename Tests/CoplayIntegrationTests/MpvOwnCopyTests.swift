@@ -57,7 +57,10 @@ struct MpvOwnCopyTests {
         agents.append(carol)
         let mpvB = try MpvClient(path: sockets[1])
         #expect(mpv.waitUntil(.seconds(10)) { mpvB.property("path") as? String == copy }, "bob's mpv plays his copy")
-        #expect(bob.diagnostics.contains { $0.contains("playing your own copy of the group's item: \(copy)") })
+        #expect(
+            bob.waitForDiagnostic(timeout: .seconds(2)) {
+                $0.contains("playing your own copy of the group's item: \(copy)")
+            })
 
         let said = carol.waitForEvent(timeout: .seconds(10)) { $0.name == "player-error" }
         let words = said?["message"] as? String ?? said?.line ?? ""
@@ -88,7 +91,10 @@ struct MpvOwnCopyTests {
         try FileManager.default.copyItem(atPath: copy, toPath: carolsCopy)
         #expect(
             mpv.waitUntil(.seconds(15)) { plays(carol, item) }, "carol plays her copy: \(carol.status()?.line ?? "-")")
-        #expect(carol.diagnostics.contains { $0.contains("found your own copy of the group's item: \(carolsCopy)") })
+        #expect(
+            carol.waitForDiagnostic(timeout: .seconds(2)) {
+                $0.contains("found your own copy of the group's item: \(carolsCopy)")
+            }, "carol is told: \(carol.diagnostics.suffix(4))")
 
         // dave has another encode of the film (other bytes, the same name and length): offered
         // in words, played once he accepts, and listed as another encode by the others.
