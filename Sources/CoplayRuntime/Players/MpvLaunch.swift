@@ -29,7 +29,7 @@ extension MpvPlayer {
         let process: ChildProcess
         do {
             defer { Glibc.close(pair.child) }
-            process = try ChildProcess.spawn(arguments, connection: pair.child)
+            process = try ChildProcess.spawn(arguments, connection: pair.child, output: try output())
         } catch {
             Glibc.close(pair.agent)
             throw error
@@ -49,6 +49,11 @@ extension MpvPlayer {
                 ownedSocketPath: options.socketPath),
             socket
         )
+    }
+
+    /// Where mpv's own output goes: read by the agent, its first line said once (`ChildOutput`).
+    static func output() throws(SocketError) -> ChildOutput {
+        try ChildOutput(name: "mpv", hint: "--mpv-option log-file=PATH keeps mpv's log")
     }
 
     /// Asks the mpv just started a question and waits until it answers, so that an mpv that

@@ -204,7 +204,7 @@ struct MpvPlayer: PlayerDriver {
                 "--input-ipc-client=fd://\(ChildProcess.connectionDescriptor)",
             ] + options.map { "--\($0)" } + ["--", interstitial.url]
         do {
-            interstitialProcess = try ChildProcess.spawnTied(arguments)
+            interstitialProcess = try ChildProcess.spawnTied(arguments, output: try Self.output())
             processCheckAt = now.monotonic + settings.mpvProcessCheckInterval
         } catch {
             return [.interstitialFailed("mpv could not show the interstitial \(interstitial.url): \(error)")]

@@ -2,7 +2,8 @@ import Glibc
 import Synchronization
 
 /// A program the agent starts and owns (mpv): started from `PATH` with `posix_spawnp`, its
-/// standard input closed, its output shared with the agent's standard error.
+/// standard input closed, its output shared with the agent's standard error or read by the
+/// agent (`ChildOutput`).
 final class ChildProcess: Sendable {
     let pid: pid_t
     let name: String
@@ -29,11 +30,11 @@ final class ChildProcess: Sendable {
     /// ends, however it ends. A child that quits when that end closes (mpv with
     /// `--input-ipc-client`) cannot outlive the agent. What it writes there is never read: the
     /// few events of an interstitial's mpv fit in the socket's buffer many times over.
-    static func spawnTied(_ arguments: [String]) throws(SocketError) -> ChildProcess {
+    static func spawnTied(_ arguments: [String], output: ChildOutput? = nil) throws(SocketError) -> ChildProcess {
         let pair = try connectionPair()
         defer { close(pair.child) }
         do {
-            return try spawn(arguments, connection: pair.child, tie: pair.agent)
+            return try spawn(arguments, connection: pair.child, tie: pair.agent, output: output)
         } catch {
             close(pair.agent)
             throw error
@@ -52,19 +53,27 @@ final class ChildProcess: Sendable {
 
     /// Starts `arguments[0]` from `PATH`. `connection`: a descriptor of the agent's (close-on-exec,
     /// as all of them are) that the child gets as `connectionDescriptor`, and only the child.
-    static func spawn(_ arguments: [String], connection: Int32? = nil) throws(SocketError) -> ChildProcess {
-        try spawn(arguments, connection: connection, tie: -1)
+    /// `output`: where its standard output and error go instead of the agent's standard error.
+    static func spawn(_ arguments: [String], connection: Int32? = nil, output: ChildOutput? = nil) throws(SocketError)
+        -> ChildProcess
+    {
+        try spawn(arguments, connection: connection, tie: -1, output: output)
     }
 
-    private static func spawn(_ arguments: [String], connection: Int32?, tie: Int32) throws(SocketError)
-        -> ChildProcess
+    private static func spawn(_ arguments: [String], connection: Int32?, tie: Int32, output: ChildOutput?)
+        throws(SocketError) -> ChildProcess
     {
         precondition(!arguments.isEmpty)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+        if let output {
+            posix_spawn_file_actions_adddup2(&actions, output.childEnd, STDOUT_FILENO)
+            posix_spawn_file_actions_adddup2(&actions, output.childEnd, STDERR_FILENO)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+        }
         var moved: Int32 = -1
         defer { if moved >= 0 { close(moved) } }
         if var connection {
@@ -98,6 +107,7 @@ final class ChildProcess: Sendable {
         guard status == 0 else {
             throw SocketError("start \(arguments[0]) (is it installed and on PATH?)", code: status)
         }
+        output?.started()
         return ChildProcess(pid: pid, name: arguments[0], tie: tie)
     }
 
