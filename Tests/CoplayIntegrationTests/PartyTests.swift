@@ -125,15 +125,40 @@ import Testing
     }
 
     @Test(.enabled(if: serverInstalled, "needs nats-server (apt-get install nats-server)"))
-    func aPartyEndedByCtrlC_exitsZero_andLeavesNothingBehind() throws {
+    func aPartyEndedByCtrlC_exitsZero_tellsEveryone_andLeavesNothingBehind() throws {
         let room = try Room(films: [("film.webm", Data([1, 2, 3]))])
         defer { room.remove() }
         let host = try room.party(player: ["--player", "none"], salt: 25)
-        #expect(host.waitForEvent(timeout: .seconds(10)) { $0.name == "party" } != nil)
+        let link = try #require(host.waitForEvent(timeout: .seconds(10)) { $0.name == "party" }?["link"] as? String)
         let server = try #require(Self.relayServer(of: host), "the party's nats-server")
         #expect(try FileManager.default.contentsOfDirectory(atPath: room.runtime).isEmpty, "the token stays on disk")
+        // An agent joined from the link is done when the party is: told, it exits 0, rather than
+        // try the party's gone relay for good.
+        let sofa = try AgentProcess(
+            executable: coplay, name: "sofa", subcommand: ["join", link],
+            arguments: ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(26))", "--player", "simulated"])
+        #expect(
+            sofa.waitForEvent(timeout: .seconds(10)) {
+                $0.name == "peer-joined" && $0.peer("name") as? String == "host"
+            }
+                != nil, "sofa joined the party")
+        let ended = ContinuousClock.now
         host.signal(SIGINT)
         #expect(host.waitForExit(timeout: .seconds(8)) == 0)
+        #expect(
+            host.diagnostics.contains { $0.contains("the party is over: ending the session for everyone in it") },
+            "\(host.diagnostics.suffix(3))")
+        #expect(sofa.waitForExit(timeout: .seconds(3)) == 0, "sofa exits when the party ends")
+        print(
+            "party: a joined agent exited \((ContinuousClock.now - ended).formatted(.units(allowed: [.milliseconds]))) after the party's Ctrl-C"
+        )
+        #expect(
+            sofa.allEvents.contains {
+                $0.name == "session" && $0["reason"] as? String == "ended by host: the party is over"
+            }, "\(sofa.allEvents.suffix(3).map(\.line))")
+        #expect(
+            sofa.diagnostics.contains { $0.contains("host ended the session: the party is over; exiting") },
+            "\(sofa.diagnostics.suffix(3))")
         #expect(!ProcessTable.isRunning(server), "nats-server outlived the party")
         #expect(ProcessTable.children(of: host.pid).isEmpty)
     }

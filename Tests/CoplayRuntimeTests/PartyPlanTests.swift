@@ -56,6 +56,8 @@ import Testing
         defer { unlink(film) }
         let cases: [([String], String)] = [
             (["/nonexistent/film.mp4"], "no such file"),
+            ([], "party needs a film to watch"),
+            (["--listen", "127.0.0.1", "--root", "/nonexistent"], "party needs a film to watch"),
             (["ftp://host/film.mp4"], "http:// and https://"),
             ([NSTemporaryDirectory()], "is not a file"),
             ([film, "--player", "vlc"], "--player mpv"),

@@ -15,7 +15,8 @@
 //     second tab: it says why, and the TV lists it as cannotPlay:noRanges;
 //   - a link with a wrong token, and one to a relay that cannot be reached, are said at the top of
 //     the page; a new link pasted into the tab is followed;
-//   - Ctrl-C ends the party with exit status 0 and nothing of it left running.
+//   - Ctrl-C ends the party with exit status 0 and nothing of it left running; the phone says
+//     the party has ended within 2 s, and nothing of the relay after.
 // Prints one figure per line and a summary (JSON) last; exits 1 when a check fails. With
 // PARTY_TRACE=1 it also prints the phone's player steps from its Join, and its element's
 // position read every 5 ms for its first 4 s (how its clock started).
@@ -272,9 +273,19 @@ try {
   check(followed, 'a new link in the same tab is followed (the page starts again, ready to join)');
 
   // MARK: Ctrl-C
+  const ctrlC = wallMs();
   party.kill('SIGINT');
+  // The phone is told, in words, rather than left trying the gone relay for good.
+  const endedText = 'var p = document.getElementById("problem"); p.hidden || !p.textContent.includes("The party has ended") ? null : p.textContent';
+  const endedSaid = await until(() => page.evaluate(endedText).catch(() => null), 2000, 20);
+  check(endedSaid, `the phone says the party has ended within 2 s of Ctrl-C: "${endedSaid ?? (await page.evaluate('document.getElementById("problem").textContent').catch(() => '?'))}"`);
+  if (endedSaid) figure('ctrl-c-to-phone-said-ended', wallMs() - ctrlC);
   const exited = await until(() => party.exitCode != null ? { code: party.exitCode } : null, 8000);
   check(exited?.code === 0, `Ctrl-C ends the party with exit status 0 (${exited?.code})`);
+  check(party.errors.includes('the party is over: ending the session for everyone in it'), 'the party says it is over');
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const after = await page.evaluate('document.getElementById("problem").textContent').catch(() => '?');
+  check(!after.includes('relay'), `once the party is over, the phone says nothing of the relay: "${after}"`);
   let left = '';
   try { left = execFileSync('pgrep', ['-af', `${work}/run`]).toString(); } catch { /* none: pgrep exits 1 */ }
   check(left.trim() === '', `nothing of the party is left running (${left.trim()})`);

@@ -91,7 +91,7 @@ extension Instance {
         sharedSettings = seatSettings
         clockSync.takeSeat(seatSettings)
         out.append(.resubscribe)
-        out.append(.diagnose("on the stage: this agent took a seat (its role is now stage)"))
+        out.append(.diagnose("in the group in full now (it joined as a viewer)"))
         membership.takeSeat(seatSettings, now: now.monotonic, random: &random)
         routeMembership(membership.tick(now: now.monotonic, random: &random), at: now.monotonic, source: nil)
     }

@@ -35,6 +35,13 @@ public struct AgentConfiguration: Sendable {
     public var controlPath: String?
     /// Console lines the agent carries out once started, as if typed (a party's queue).
     public var startupLines: [String] = []
+    /// What quitting this agent does to the session (a party's host: `coplay party`'s Ctrl-C,
+    /// `quit` or SIGTERM ends the party for everyone, with this reason, rather than leaving it:
+    /// the tabs and the joined agents are told, instead of trying the gone relay for good).
+    public var endsSessionOnQuit: String?
+    /// Exit (status 0, saying so) when another participant ends the session (`coplay join`:
+    /// an agent joined to a party from its link is done when the party is).
+    public var exitsWhenEnded = false
     /// Printed to standard output once the agent handles its signals (a party's link: whoever
     /// presses Ctrl-C after seeing it gets a clean end).
     public var startupOutput: String?

@@ -19,7 +19,7 @@ public enum Invocation: Sendable {
     /// `coplay web --listen ADDRESS:PORT [--root DIR] [--media PATH]…`: serve the browser page
     /// and media files.
     case web(host: String, port: UInt16, root: String, media: [String])
-    /// `coplay party [FILE|URL …] [options]`: a watch party in one command.
+    /// `coplay party FILE|URL… [options]`: a watch party in one command.
     case party(PartyPlan)
     /// `coplay invite …`: print an invitation link and its QR code.
     case invite(Invitation, qr: Bool)

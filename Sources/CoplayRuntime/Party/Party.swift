@@ -8,6 +8,9 @@ import Glibc
 /// SIGTERM ends it all; so does `kill -9`, for the relay and mpv (the web server is a thread of
 /// this process).
 public enum Party {
+    /// Why the session ends when the party does (Ctrl-C, `quit`, SIGTERM): every tab and every
+    /// joined agent is told, by the session's `end`, and says so.
+    static let overReason = "the party is over"
     public static func run(_ plan: PartyPlan) async -> Int32 {
         switch prepare(plan) {
         case .failure(let error):
@@ -80,6 +83,7 @@ public enum Party {
         var configuration = plan.agent
         if configuration.interface == nil { configuration.interface = host }
         if configuration.sessionName == "default" { configuration.sessionName = "party" }
+        configuration.endsSessionOnQuit = Self.overReason
         // The host is named on the stage: it joins it at once, and grants the seats that follow.
         if configuration.settings.audience.role == .firstCome { configuration.settings.audience.role = .stage }
         if configuration.keys == nil {
@@ -163,11 +167,10 @@ public enum Party {
             if let anywhere { fields.append(("anywhere", .string(anywhere.link))) }
             return JSONValue.object(fields).serialized
         }
+        // `PartyPlan` refuses a party with nothing to watch: there is a first item.
         let what =
-            items.isEmpty
-            ? "nothing shared yet (share URL, or queue add URL)"
-            : (items[0].title.isEmpty ? items[0].url : items[0].title)
-                + (items.count > 1 ? " and \(items.count - 1) more in the queue" : "")
+            (items.first.map { $0.title.isEmpty ? $0.url : $0.title } ?? "")
+            + (items.count > 1 ? " and \(items.count - 1) more in the queue" : "")
         var text = "coplay party: \(what)\n\n  \(link)\n"
         if qr, let code = try? QRCode(bytes: Array(link.utf8)) {
             text += "\n" + code.terminalText(ansi: isatty(STDOUT_FILENO) == 1)

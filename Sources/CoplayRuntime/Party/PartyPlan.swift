@@ -1,7 +1,7 @@
 import CoplayCore
 import Glibc
 
-/// `coplay party [FILE|URL …] [options]`: what a watch party is started with, from the command
+/// `coplay party FILE|URL… [options]`: what a watch party is started with, from the command
 /// line. The party's own options are read here; every other option is the agent's, read by the
 /// agent's parser, so that `--mpv-option`, `--interface` and the rest mean what they mean there.
 public struct PartyPlan: Sendable {
@@ -109,6 +109,15 @@ public struct PartyPlan: Sendable {
             }
         }
         if !playerGiven { agentArguments += ["--player", "mpv"] }
+        // Said before anything else is looked for (the page's folder was, and a person who forgot
+        // the film read about a folder): a party is for watching something.
+        if items.isEmpty, !agentArguments.contains("--version") {
+            return .failure(
+                UsageError(
+                    message:
+                        "party needs a film to watch: coplay party FILE|URL… (the first is shared, the rest follow in the queue)"
+                ))
+        }
         for item in items {
             if let problem = Self.problem(with: item) { return .failure(UsageError(message: problem)) }
         }

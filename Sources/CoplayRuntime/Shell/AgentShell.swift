@@ -49,6 +49,9 @@ public actor AgentShell {
     /// The exit status, once something handled outside `run()`'s own loop (a datagram, a
     /// timer) ended the agent; `run()` returns it.
     private var exitStatus: Int32?
+    /// `AgentConfiguration.endsSessionOnQuit` and `exitsWhenEnded`.
+    private let endsSessionOnQuit: String?
+    private let exitsWhenEnded: Bool
     /// Where a datagram is read (one byte past the longest accepted, so a longer one is seen
     /// and rejected) and the kernel's ancillary data with it.
     private var receiveBuffer: [UInt8]
@@ -119,6 +122,8 @@ public actor AgentShell {
         keyFile = configuration.keyFile
         relaySeeds = configuration.relays
         startupLines = configuration.startupLines
+        endsSessionOnQuit = configuration.endsSessionOnQuit
+        exitsWhenEnded = configuration.exitsWhenEnded
         startupOutput = configuration.startupOutput
         startupNotes = configuration.notes
         lineSlots = DispatchSemaphore(value: configuration.settings.inputLinesQueuedMax)
@@ -212,7 +217,7 @@ public actor AgentShell {
                     diagnose("standard input closed; running on, for the control socket (quit or SIGTERM ends it)")
                     continue
                 }
-                directives = instance.onCommand(.quit, now: clock.now())
+                directives = quit(now: clock.now())
             case .controlLine(let client, let line):
                 let handled = output.controlLine(line, from: client) { carryOut(consoleLine($0)) }
                 if let status = handled { return status }
@@ -226,7 +231,7 @@ public actor AgentShell {
                     diagnose("second signal \(number): exiting at once")
                     return 0
                 }
-                directives = instance.onCommand(.quit, now: clock.now())
+                directives = quit(now: clock.now())
             case .playerLine(let line, let receivedAt):
                 queuedPlayerLines.leave()
                 if let status = playerChanged(reports: player.receive(line: line, at: receivedAt)) { return status }
@@ -244,8 +249,7 @@ public actor AgentShell {
                 guard !playerGone else { continue }
                 playerGone = true
                 if signalsSeen == 0 { diagnose("the player (\(player.kind)) closed: leaving the session") }
-                directives =
-                    reports.flatMap { instance.onPlayerReport($0, now: now) } + instance.onCommand(.quit, now: now)
+                directives = reports.flatMap { instance.onPlayerReport($0, now: now) } + quit(now: now)
             }
             if let status = carryOut(directives) { return status }
         }
@@ -269,8 +273,31 @@ public actor AgentShell {
         guard case .success(let command?) = ConsoleCommand.parse(line, lineBytesMax: commandLineBytesMax) else {
             return instance.onConsoleLine(line, now: clock.now())
         }
+        if case .quit = command { return quit(now: clock.now()) }
         let identified = ContentIdentity.identify(command)
         return instance.onCommand(identified, now: clock.now())
+    }
+
+    /// Quitting: leaving the session and exiting once the goodbye is out; for a party's host
+    /// (`endsSessionOnQuit`), ending the session for everyone first, while its relay still runs.
+    private func quit(now: Timestamp) -> [Directive] {
+        guard let reason = endsSessionOnQuit, instance.state.isJoined else {
+            return instance.onCommand(.quit, now: now)
+        }
+        diagnose("\(reason): ending the session for everyone in it")
+        return instance.onCommand(.end(reason: reason), now: now) + instance.onCommand(.quit, now: now)
+    }
+
+    /// Another participant ended the session, and this agent is done when it is
+    /// (`exitsWhenEnded`): says so and quits. Nil for any other directives.
+    private func quitIfEnded(_ directives: [Directive]) -> [Directive]? {
+        guard exitsWhenEnded else { return nil }
+        for case .emit(.session(let report)) in directives {
+            guard case .invalidated(.ended(let by, let reason)) = report.state else { continue }
+            diagnose("\(by) ended the session\(reason.isEmpty ? "" : ": \(reason)"); exiting")
+            return instance.onCommand(.quit, now: clock.now())
+        }
+        return nil
     }
 
     /// Reads and handles the datagrams waiting on one socket, in one turn of at most
@@ -324,6 +351,7 @@ public actor AgentShell {
         sayPlayerNotes()
         if let status = outcome.exitStatus { return status }
         if outcome.playerTouched { schedulePlayerTimer() }
+        if let quitting = quitIfEnded(directives) { return carryOut(quitting) }
         return nil
     }
 

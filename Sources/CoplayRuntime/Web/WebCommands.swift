@@ -10,7 +10,9 @@ extension CommandLineOptions {
               Serve the browser page and its WebAssembly module (HTTP/1.1 GET and HEAD of
               the files of DIR, held in memory) to the devices that will join, e.g.
               --listen 0.0.0.0:8080 on a home's LAN. DIR: the page's folder (default:
-              /usr/share/coplay/web, or the one Tools/wasm-core builds beside this coplay).
+              /usr/share/coplay/web, else share/coplay/web beside the folder of this coplay,
+              as /usr/local/share/coplay/web for /usr/local/bin/coplay, else the one
+              Tools/wasm-core builds beside it).
               --media PATH (repeatable): a film, or a folder of films, served from disk at
               /media/NAME, of any size, with byte ranges (browsers and mpv seek with them).
               A bad request gets a 4xx and is counted. Runs until killed; exit status 1 if
@@ -31,7 +33,8 @@ extension CommandLineOptions {
               the invitation link and its QR code, and runs this machine's agent with mpv.
               Open the link on each phone, tablet or laptop, type a name, press Join; type
               play (or press space in mpv) to start. Ctrl-C, quit or SIGTERM ends the party
-              and leaves nothing behind.
+              for everyone (each tab says so; an agent joined from the link exits) and
+              leaves nothing behind.
                 --listen ADDRESS  the IPv4 address the room's devices reach (default: the
                                   address of the interface of the default route)
                 --player none     the host only hosts: no mpv window here
@@ -51,7 +54,8 @@ extension CommandLineOptions {
               one): its relay (the ws:// listener, as the browsers use it), its session and
               its group key, with any other agent option (--name, --player mpv,
               --interface …). A link without a key, or a mangled one, is refused with what
-              is wrong (exit status 2).
+              is wrong (exit status 2). When the party ends (its host's Ctrl-C, or anyone's
+              end), the agent says who ended it and exits 0.
             """
         ),
         (
@@ -157,6 +161,7 @@ extension CommandLineOptions {
         configuration.keys = [invitation.key]
         configuration.keyFile = nil
         if invitation.audience { configuration.settings.audience.role = .viewer }
+        configuration.exitsWhenEnded = true
         return .success(.runAgent(configuration))
     }
 

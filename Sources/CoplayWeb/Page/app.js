@@ -86,8 +86,9 @@ function utf8Prefix(text, bytes) {
 
 // The relay, as the core's client says: connected, lost, refused, or not reached for a while
 // (the core decides when that is worth saying: Settings.Relay.unreachableNotice).
-const relayState = { up: false, everUp: false, refused: false };
+const relayState = { up: false, everUp: false, refused: false, ended: null };
 function relayUnreachable(server, lost) {
+  if (relayState.ended) return;  // the party is over: its relay is gone, and that is no problem
   const host = (() => { try { return new URL(server).host; } catch { return server; } })();  // as a person names it
   showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: ${location.protocol === 'https:' ? 'is the hub running?' : "is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running?"} Trying again…`);
 }
@@ -112,9 +113,10 @@ function onWorker(message) {
       else if (message.unreachable && !relayState.refused) relayUnreachable(message.server, message.unreachable === 'lost');
       break;
     case 'diagnostic':
-      // The relay's client says when it connects and what the cluster announced: news, not a
-      // warning (the screenshot showed "⚠ relay: connected").
-      log(/^relay: (connected|the cluster announced)/.test(message.text) ? message.text : `⚠ ${message.text}`);
+      // The relay's client says when it connects and what the cluster announced, and a viewer
+      // that took a seat says it is in the group in full: news, not warnings (the screenshot
+      // showed "⚠ relay: connected"; every phone at a party showed a seat under an alarm sign).
+      log(/^(relay: (connected|the cluster announced)|in the group in full)/.test(message.text) ? message.text : `⚠ ${message.text}`);
       break;
     case 'fingerprint': fingerprinting.get(message.token)?.(message); fingerprinting.delete(message.token); break;
     case 'trap': log(`⚠ the core stopped (${message.text}); rejoining`); break;
@@ -627,7 +629,7 @@ function draw() {
   const playing = view.rate > 0;
   $('play').textContent = player.intended === 'playing' ? 'Pause' : 'Play';
   // Beside the item's title, this tab's part: "joined" alone read like a person of that name joining.
-  const part = { joined: 'you are in the group', waiting: 'joining…', invalidated: 'you left the group' }[view.state] || view.state;
+  const part = { joined: 'you are in the group', waiting: 'joining…', invalidated: relayState.ended ? 'the session has ended' : 'you left the group' }[view.state] || view.state;
   $('state').textContent = `· ${part}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.map(reasonWords).join(', ')}` : ''}`;
   $('item').textContent = view.title || view.item || 'nothing';
   const duration = video.duration || view.duration || 0;
@@ -697,6 +699,19 @@ function onEvent(e) {
     case 'error': case 'player-error': log(`⚠ ${e.message}`); break;
     case 'suspension-began': log(`you are ${e.reason === 'stallRecovery' ? 'catching up' : e.reason}`); break;
     case 'message': log(`${e.from.name}: ${e.text}`); break;
+    case 'session':
+      // Someone ended the session (the party's host, by Ctrl-C or quit, or an `end`): said once,
+      // in words, and this tab leaves rather than try the gone relay for good.
+      if (e.state === 'invalidated' && /^ended by /.test(e.reason || '') && !relayState.ended) {
+        relayState.ended = e.reason.slice('ended by '.length);
+        clearProblem('relay');
+        const [who, ...why] = relayState.ended.split(': ');
+        showProblem('ended', why.length && why.join(': ') === 'the party is over'
+          ? `The party has ended (${who} ended it).` : `${who} ended the session${why.length ? `: ${why.join(': ')}` : ''}.`);
+        log(`${who} ended the session${why.length ? `: ${why.join(': ')}` : ''}`);
+        send({ type: 'leave' });
+      }
+      break;
   }
 }
 
