@@ -4,7 +4,7 @@
 // as the last line (JSON).
 //
 //   node --experimental-websocket Tools/web/tab.mjs coplay.wasm ws://TOKEN@127.0.0.1:PORT \
-//        KEYFILE SESSION NAME SECONDS [COMMAND AT-SECONDS]...
+//        KEYFILE SESSION NAME SECONDS [COMMAND|press:play|press:pause AT-SECONDS]...
 import { readFileSync } from 'node:fs';
 import { Core, Participant, parseKey } from '../../Sources/CoplayWeb/Page/participant.mjs';
 
@@ -27,6 +27,8 @@ participant = new Participant(core, {
   onExit: finish,
 });
 participant.connect();
-// Commands typed at given seconds, as a person at the page would.
-for (let i = 0; i + 1 < script.length; i += 2) setTimeout(() => participant.console(script[i]), Number(script[i + 1]) * 1000);
+// Commands typed at given seconds (a test module's console), or a button the page has pressed
+// (`press:play`, `press:pause`: the page's Play button, a report to the core, as the page makes it).
+const act = (word) => word.startsWith('press:') ? participant.report(word.slice(6), { rate: 1 }) : participant.console(word);
+for (let i = 0; i + 1 < script.length; i += 2) setTimeout(() => act(script[i]), Number(script[i + 1]) * 1000);
 setTimeout(() => { participant.leave(); setTimeout(finish, 500); }, Number(seconds) * 1000);

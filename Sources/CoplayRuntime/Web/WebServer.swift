@@ -91,8 +91,9 @@ public struct WebServer: Sendable {
 
     /// What to do when the page is not where it was looked for.
     static let pageRemedy =
-        "The Debian package installs the page in /usr/share/coplay/web; in a checkout, build it with "
-        + "Tools/wasm-core --build-only (it needs Debian's binaryen), or name its folder with --root DIR"
+        "The Debian package installs the page in /usr/share/coplay/web, the README's install in "
+        + "/usr/local/share/coplay/web; in a checkout, build it with Tools/wasm-core --build-only (it needs "
+        + "Debian's binaryen), or name its folder with --root DIR"
 
     /// A name the server may answer for: letters, digits, dot, dash and underscore, not hidden.
     static func isServable(_ name: String) -> Bool {
