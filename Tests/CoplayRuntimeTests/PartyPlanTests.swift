@@ -1,3 +1,4 @@
+import CoplayCore
 import Foundation
 import Testing
 
@@ -49,6 +50,17 @@ import Testing
                         options.options = ["fullscreen=yes"]
                         return options
                     }()))
+    }
+
+    @Test func aFilmGivenByItsURL_goesByItsFilesName() {
+        #expect(
+            Party.filmName(of: "https://example.org/films/Our%20Film%20(2026).mp4?token=1#t=3") == "Our Film (2026).mp4"
+        )
+        #expect(Party.filmName(of: "http://192.168.1.20:8080/media/film.webm") == "film.webm")
+        #expect(Party.filmName(of: "https://example.org/") == "", "the host alone names no film")
+        #expect(Party.filmName(of: "https://example.org/a/%ZZ.mp4") == "%ZZ.mp4", "a mangled escape stays as it is")
+        let long = Party.filmName(of: "https://example.org/" + String(repeating: "é", count: 400) + ".mp4")
+        #expect(long.utf8.count <= WireFormat.metadataBytesMax && long.hasPrefix("éé"), "cut to a title's bound")
     }
 
     @Test func whatTheRoomCannotWatch_orAMistypedOption_isRefusedWithWhatIsWrong() throws {

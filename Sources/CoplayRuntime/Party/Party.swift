@@ -11,6 +11,19 @@ public enum Party {
     /// Why the session ends when the party does (Ctrl-C, `quit`, SIGTERM): every tab and every
     /// joined agent is told, by the session's `end`, and says so.
     static let overReason = "the party is over"
+
+    /// The name a film given by its URL goes by: the last part of its path, percent-decoded
+    /// ("Our Film (2026).mp4"), without the query or fragment; "" when the path names none. A
+    /// party given a URL showed its id on every phone ("01e77e-48947-1 · you are in the group").
+    static func filmName(of url: String) -> String {
+        let parts = url.prefix { $0 != "?" && $0 != "#" }.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.first?.hasSuffix(":") == true else { return "" }  // `scheme:` then the host
+        let path = parts.dropFirst(2)
+        guard let last = path.last else { return "" }  // the host alone: no name
+        var name = Invitation.percentDecoded(String(last)) ?? String(last)
+        while name.utf8.count > WireFormat.metadataBytesMax { name.removeLast() }  // a title's bound
+        return name
+    }
     public static func run(_ plan: PartyPlan) async -> Int32 {
         switch prepare(plan) {
         case .failure(let error):
@@ -60,7 +73,7 @@ public enum Party {
         var lengths: [Double?] = []
         for item in plan.items {
             if item.hasPrefix("http://") || item.hasPrefix("https://") {
-                urls.append((item, ""))
+                urls.append((item, filmName(of: item)))  // its title: what a person calls it
                 ids.append(nil)
                 lengths.append(nil)
                 continue

@@ -631,27 +631,34 @@ function draw() {
   // Beside the item's title, this tab's part: "joined" alone read like a person of that name joining.
   const part = { joined: 'you are in the group', waiting: 'joining…', invalidated: relayState.ended ? 'the session has ended' : 'you left the group' }[view.state] || view.state;
   $('state').textContent = `· ${part}${view.waiting ? ', waiting for the group' : ''}${view.suspensions.length ? `, ${view.suspensions.map(reasonWords).join(', ')}` : ''}`;
-  $('item').textContent = view.title || view.item || 'nothing';
+  // The film by its title, else by its file's name: never by its id, which says nothing to a person.
+  const film = view.title || filmName(view.url) || (view.item ? 'the group\'s film' : 'nothing');
+  $('item').textContent = film;
   const duration = video.duration || view.duration || 0;
   $('time').textContent = view.position == null ? '–' : `${clock(video.currentTime)} / ${duration ? clock(duration) : '?'}${playing ? '' : ' (paused)'}`;
-  if (duration > 0 && !$('seek').dataset.dragging) $('seek').value = Math.round(1000 * video.currentTime / duration);
+  // With nothing of known length, the bar rests at the start (a range with no value sat at its far right).
+  if (!$('seek').dataset.dragging) $('seek').value = duration > 0 ? Math.round(1000 * video.currentTime / duration) : 0;
   const peers = $('peers');
   const own = view.suspensions.length ? view.suspensions.map(reasonWords).join(', ') : view.waiting ? 'waiting' : playing ? 'playing' : 'paused';
-  peers.replaceChildren(row(['you', `${name} (${view.id.slice(0, 6)})`, 'web', view.item || '–', own, '–']));
+  const itemWords = (item) => !item ? '–' : item === view.item ? film : 'another film';
+  peers.replaceChildren(row(['you', `${name} (${view.id.slice(0, 6)})`, 'web', itemWords(view.item), own, '–']));
   for (const p of view.peers) {
     const offsetMs = p.offsetNanos == null ? null : p.offsetNanos / 1e6, errorMs = (p.offsetErrorNanos ?? 0) / 1e6;
     const clockText = offsetMs == null ? 'measuring' : `${offsetMs >= 0 ? '+' : ''}${offsetMs.toFixed(2)} ± ${errorMs.toFixed(2)} ms`;
-    const state = p.state === 'suspected' ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting' : p.ready ? 'ready' : 'here';
+    // A peer ready on the group's film plays or pauses with the group ('ready' read as if the TV
+    // that played had not started).
+    const state = p.state === 'suspected' ? 'silent' : p.suspensions.length ? p.suspensions.map(reasonWords).join(', ') : p.waiting ? 'waiting'
+      : !p.item ? 'no film' : p.item !== view.item ? 'on another film' : p.ready ? (playing ? 'playing' : 'paused') : 'loading';
     // Whose copy of the film differs: another encode (the same film by name and length), said beside its state.
     const copy = p.copy === 'anotherEncode' ? ', another encode' : '';
-    peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, p.item || '–', state + copy, clockText]));
+    peers.append(row(['', `${p.name} (${p.id.slice(0, 6)})`, p.kind, itemWords(p.item), state + copy, clockText]));
   }
   // A party with an audience: the stage's count of those who watch (this tab among them when it is
   // a viewer), since the table lists only the stage member a viewer follows.
   $('watching').hidden = !view.watching;
   $('watching').textContent = view.watching ? `${view.watching.toLocaleString('en')} watching in the audience` : '';
   const queue = $('queue');
-  queue.replaceChildren(...view.queue.map((e) => { const li = document.createElement('li'); li.textContent = e.title || e.url; if (e.current) li.className = 'current'; return li; }));
+  queue.replaceChildren(...view.queue.map((e) => { const li = document.createElement('li'); li.textContent = e.title || filmName(e.url) || e.url; if (e.current) li.className = 'current'; return li; }));
   $('queue-empty').hidden = view.queue.length > 0;
   if (view.errorMs != null && playing) history.push([wallMs(), view.errorMs]);
   while (history.length && history[0][0] < wallMs() - 60000) history.shift();
@@ -663,6 +670,14 @@ function row(cells) {
   const tr = document.createElement('tr');
   for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.append(td); }
   return tr;
+}
+/// A film's name from its URL: the last part of its path, decoded ("Our Film (2026).mp4"); '' for none.
+function filmName(url) {
+  if (!url) return '';
+  try {
+    const last = new URL(url, location.href).pathname.split('/').filter(Boolean).pop() || '';
+    return decodeURIComponent(last);
+  } catch { return ''; }
 }
 function clock(s) { const m = Math.floor(s / 60); return `${m}:${String(Math.floor(s % 60)).padStart(2, '0')}`; }
 
@@ -690,7 +705,7 @@ function onEvent(e) {
     case 'peer-joined': log(`${e.peer.name} joined`); break;
     case 'peer-left': log(`${e.peer.name} left (${e.reason})`); break;
     case 'peer-unresponsive': log(`${e.peer.name} went silent`); break;
-    case 'activity': log(`now watching ${e.title || e.item}${by}`); break;
+    case 'activity': log(`now watching ${e.title || filmName(e.url) || 'a film'}${by}`); break;
     case 'playing': log(`playing${at}${by}`); break;
     case 'paused': log(e.reason === 'ended' ? `the end${at}` : `paused${at}${by}`); break;
     case 'time-jumped': log(`jumped${at}${by}`); break;
