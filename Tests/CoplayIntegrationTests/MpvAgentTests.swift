@@ -184,10 +184,22 @@ struct MpvAgentTests {
         let socketA = directory.appendingPathComponent("a.sock").path
         let socketB = directory.appendingPathComponent("b.sock").path
         let alice = try AgentProcess(executable: coplay, name: "alice", arguments: common + ["--mpv-socket", socketA])
-        let bob = try AgentProcess(executable: coplay, name: "bob", arguments: common + ["--mpv-socket", socketB])
+        // Bob's mpv logs the commands it runs: what it shows on its screen is read from there.
+        let logB = directory.appendingPathComponent("b.log").path
+        let bob = try AgentProcess(
+            executable: coplay, name: "bob",
+            arguments: common + [
+                "--mpv-socket", socketB, "--mpv-option", "log-file=\(logB)", "--mpv-option", "msg-level=cplayer=trace",
+            ])
         let mpvA = try MpvClient(path: socketA)
         let mpvB = try MpvClient(path: socketB)
         #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        /// What bob's mpv showed on its screen so far (its `show-text` commands, as it logged them).
+        func shownB() -> [String] {
+            ((try? String(contentsOfFile: logB, encoding: .utf8)) ?? "").split(separator: "\n")
+                .filter { $0.contains("Run command: show-text") }.map(String.init)
+        }
+        #expect(waitUntil(.seconds(5)) { shownB().contains { $0.contains(#"text="alice joined""#) } }, "\(shownB())")
         #expect(alice.status()?["player"].flatMap { ($0 as? [String: Any])?["kind"] as? String } == "mpv")
 
         // A coordinated start: both mpv play the file, from the same instant.
@@ -218,6 +230,15 @@ struct MpvAgentTests {
         #expect(bob.waitForEvent(timeout: .seconds(2)) { $0.name == "paused" }?["originator"] != nil)
         usleep(500_000)
         #expect(bob.allEvents.filter { $0.name == "paused" }.count == pausesBefore + 1, "one pause, no echo loop")
+        // Who paused, on bob's screen; and a message, as text: mpv's IPC expands nothing in it.
+        #expect(
+            waitUntil(.seconds(2)) { shownB().contains { $0.contains(#"text="paused by alice at 0:0"#) } },
+            "\(shownB())")
+        alice.send("msg the ${pause} <b>end</b>")
+        #expect(
+            waitUntil(.seconds(2)) {
+                shownB().contains { $0.contains(#"flags=64, args=[text="alice: the ${pause} <b>end</b>""#) }
+            }, "\(shownB())")
         #expect(alice.allEvents.filter { $0.name == "playing" }.count == 1, "alice's mpv was not restarted by an echo")
 
         // A seek from agent B's console reaches both players.

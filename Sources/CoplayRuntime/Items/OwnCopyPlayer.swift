@@ -134,6 +134,7 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
         inner.disconnected(now: now)
     }
     mutating func close() { inner.close() }
+    mutating func show(_ text: String) { inner.show(text) }
 
     mutating func takeNotes() -> [String] {
         defer { notes.removeAll() }

@@ -15,10 +15,12 @@ public enum Party {
     /// The name a film given by its URL goes by: the last part of its path, percent-decoded
     /// ("Our Film (2026).mp4"), without the query or fragment; "" when the path names none. A
     /// party given a URL showed its id on every phone ("01e77e-48947-1 · you are in the group").
+    /// A path on this machine's disk goes by its file's name too.
     static func filmName(of url: String) -> String {
         let parts = url.prefix { $0 != "?" && $0 != "#" }.split(separator: "/", omittingEmptySubsequences: true)
-        guard parts.first?.hasSuffix(":") == true else { return "" }  // `scheme:` then the host
-        let path = parts.dropFirst(2)
+        let isPath = url.hasPrefix("/")
+        guard isPath || parts.first?.hasSuffix(":") == true else { return "" }  // `scheme:` then the host
+        let path = isPath ? parts[...] : parts.dropFirst(parts.first == "file:" ? 1 : 2)
         guard let last = path.last else { return "" }  // the host alone: no name
         var name = Invitation.percentDecoded(String(last)) ?? String(last)
         while name.utf8.count > WireFormat.metadataBytesMax { name.removeLast() }  // a title's bound

@@ -140,6 +140,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
     }
 
     mutating func close() { inner.close() }
+    mutating func show(_ text: String) { inner.show(text) }
 
     // MARK: Readings
 

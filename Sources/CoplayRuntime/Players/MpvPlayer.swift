@@ -444,6 +444,12 @@ struct MpvPlayer: PlayerDriver {
         send(["seek", .double(max(0, position)), "absolute+exact"], as: .seek)
     }
 
+    /// A line on mpv's on-screen display (`OnScreen`). Its IPC takes the text as it is (a
+    /// command's arguments are not expanded there, and an OSD message is no ASS markup).
+    mutating func show(_ text: String) {
+        send(["show-text", .string(text), .int(Int64(Settings.OnScreen.showMillis))], as: .other)
+    }
+
     // MARK: Sending
 
     @discardableResult

@@ -26,9 +26,13 @@ protocol PlayerDriver: PlayerLoop.Player, Sendable {
     /// The person accepted what the driver offered (another encode of an item it has no copy of,
     /// `OwnCopyPlayer`): what it reports then, or nil when nothing is offered.
     mutating func acceptOffer() -> [PlayerReport]?
+    /// A line for the person on the player's own screen (`OnScreen`: who did what); a player
+    /// with no screen of its own shows nothing.
+    mutating func show(_ text: String)
 }
 
 extension PlayerDriver {
+    func show(_ text: String) {}
     func connected(now: Timestamp) -> [PlayerReport] { [] }
     func takeNotes() -> [String] { [] }
     func acceptOffer() -> [PlayerReport]? { nil }

@@ -52,6 +52,10 @@ public actor AgentShell {
     /// `AgentConfiguration.endsSessionOnQuit` and `exitsWhenEnded`.
     private let endsSessionOnQuit: String?
     private let exitsWhenEnded: Bool
+    /// Who did what, for the player's own screen: gathered while the loop holds the player,
+    /// shown once it lets go (`sayPlayerNotes`).
+    private var onScreen = OnScreen()
+    private var onScreenLines: [String] = []
     /// Where a datagram is read (one byte past the longest accepted, so a longer one is seen
     /// and rejected) and the kernel's ancillary data with it.
     private var receiveBuffer: [UInt8]
@@ -368,9 +372,13 @@ public actor AgentShell {
         return nil
     }
 
-    /// What the player's driver has to tell the person (the copy it plays).
+    /// What the player's driver has to tell the person (the copy it plays), and what the player
+    /// shows of who did what.
     private func sayPlayerNotes() {
         for note in player.takeNotes() { diagnose(note) }
+        guard !onScreenLines.isEmpty else { return }
+        for line in onScreenLines { player.show(line) }
+        onScreenLines.removeAll(keepingCapacity: true)
     }
 
     /// Sets the player's timer for what it will report next. Only after the player did
@@ -412,6 +420,15 @@ public actor AgentShell {
             var wire = transport.statistics
             wire.relay = relay?.statistics
             output.emit(event, wire: wire)
+            if let line = OnScreen.text(for: event) {
+                if onScreen.admit(now: clock.now().monotonic) {
+                    onScreenLines.append(line)
+                } else if onScreen.dropped == 1 || onScreen.dropped % 1000 == 0 {
+                    diagnose(
+                        "\(onScreen.dropped) line(s) not shown on the player's screen: more than \(Settings.OnScreen.perWindowMax) came within \(Settings.OnScreen.window)"
+                    )
+                }
+            }
         case .diagnose(let text):
             diagnose(text)
         case .wake(let instant):
