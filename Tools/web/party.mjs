@@ -84,6 +84,11 @@ mkdirSync(`${work}/run`, { recursive: true });
 const encode = (file, seconds, video, audio) => execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=30',
   '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(seconds), ...video, ...audio, file]);
 encode(`${work}/films/film.webm`, 120, ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '100k', '-g', '30'], ['-c:a', 'libopus', '-b:a', '48k']);
+// Its subtitles beside it, in English and French: a cue every 10 s, "en 3" from 0:30 to 0:39.5.
+const srtTime = (s) => `00:${String(Math.floor(s / 60)).padStart(2, '0')}:${String(Math.floor(s % 60)).padStart(2, '0')},${String(Math.round((s % 1) * 1000)).padStart(3, '0')}`;
+for (const language of ['en', 'fr']) {
+  writeFileSync(`${work}/films/film.${language}.srt`, Array.from({ length: 12 }, (_, i) => `${i + 1}\r\n${srtTime(i * 10)} --> ${srtTime(i * 10 + 9.5)}\r\n${language} ${i}\r\n`).join('\r\n'));
+}
 encode(`${work}/films/hevc.mp4`, 60, ['-c:v', 'libx265', '-pix_fmt', 'yuv420p', '-tag:v', 'hvc1', '-x265-params', 'log-level=error'], ['-c:a', 'aac']);
 // A server that answers no byte ranges: python3's http.server, as the newcomer used.
 mkdirSync(`${work}/plain`, { recursive: true });
@@ -142,6 +147,25 @@ try {
   figure('media-offset-phone-tv-p50', quantile(media.map(Math.abs), 0.5));
   figure('media-offset-phone-tv-p99', quantile(media.map(Math.abs), 0.99));
   check(media.length >= 40 && quantile(media.map(Math.abs), 0.5) < 40, 'the phone stays within 40 ms of the TV (p50)');
+
+  // MARK: Subtitles: the film's SRT sidecars, as this tab's own choice
+  const offered = await until(() => page.evaluate('(() => { const s = document.getElementById("subtitles"); return !s.hidden && [...s.options].map((o) => o.textContent).join("|"); })()'), 5000, 50);
+  check(offered === 'Subtitles off|English|French', `the tab offers the film's subtitles: ${offered}`);
+  const eventsBefore = party.events.length;
+  await page.evaluate('(() => { const s = document.getElementById("subtitles"); s.value = [...s.options].find((o) => o.textContent === "French").value; s.dispatchEvent(new Event("change")); })()');
+  const cueNow = `(() => { const t = [...${video}.textTracks].find((t) => t.mode === "showing"); return { t: ${video}.currentTime, language: t?.language, cue: t?.activeCues?.[0]?.text ?? null, modes: [...${video}.textTracks].map((t) => t.mode).join(",") }; })()`;
+  // (The track is fetched once it is chosen: the first cue shown says it is in.)
+  const loaded = await until(async () => (await page.evaluate(cueNow)).cue, 3000, 20);
+  check(loaded, 'the chosen track is fetched and shows a cue');
+  const cues = [];
+  for (let i = 0; i < 20; i++) { cues.push(await page.evaluate(cueNow)); await sleep(150); }
+  // The cue shown is the SRT's for that moment, within one frame (1/30 s) of a cue's edges.
+  const wrongCues = cues.filter((c) => { const inCue = c.t % 10; const edge = Math.min(inCue, Math.abs(inCue - 9.5)) < 1 / 30; return !edge && c.cue !== (inCue < 9.5 ? `fr ${Math.floor(c.t / 10)}` : null); });
+  check(cues[cues.length - 1].language === 'fr' && wrongCues.length === 0, `the French cue shown is the SRT's for its moment (${wrongCues.length} of ${cues.length} not: ${JSON.stringify(wrongCues.slice(0, 2))})`);
+  check(cues.every((c) => c.modes === 'disabled,showing'), `only the chosen track shows (${cues[0].modes})`);
+  check(await page.evaluate('localStorage.getItem("coplay.subtitles")') === 'fr', 'the browser remembers the language');
+  const commands = party.events.slice(eventsBefore).filter((e) => ['paused', 'playing', 'time-jumped', 'rate-changed'].includes(e.event));
+  check(commands.length === 0, `a subtitle choice is no group command (${commands.map((e) => e.event).join(', ')})`);
 
   // A pause pressed in the TV's mpv pauses the phone.
   // Each round must end with the phone paused; the latency is its element's pause event's (an

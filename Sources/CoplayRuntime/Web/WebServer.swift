@@ -174,6 +174,11 @@ public struct WebServer: Sendable {
         if let media, let file = media.path(forRequest: path) {
             return respondWithFile(file, range: range, headOnly: headOnly)
         }
+        if let media, let (body, type) = media.subtitles(forRequest: path) {
+            let answer = partialAnswer(range, count: body.count, contentType: type)
+            guard let span = answer.range else { return answer.refusal! }
+            return Response(head: answer.head, body: headOnly ? .none : .bytes(body[span]), status: answer.status)
+        }
         let name = path == "/" ? "index.html" : String(path.dropFirst())
         guard WebServer.isServable(name), let file = files[name] else { return refuse(404, "Not Found") }
         let answer = partialAnswer(range, count: file.bytes.count, contentType: file.contentType)

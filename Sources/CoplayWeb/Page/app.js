@@ -170,6 +170,7 @@ function perform(action) {
       const own = ownCopies.get(action.item);
       const url = own ? own.url : action.url;
       drawOwnCopy();
+      loadSubtitles(action.url);  // beside the group's film, whichever copy plays here
       if (own?.another) report('anotherEncode');  // every participant lists this copy as another encode
       const refusal = refusalBeforeLoad(url);
       if (refusal) {
@@ -671,6 +672,60 @@ function row(cells) {
   for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.append(td); }
   return tr;
 }
+// MARK: Subtitles
+
+// The subtitles beside the film, as the party's server lists them (URL.tracks.json, WebVTT, an
+// SRT converted): each tab picks its own, never a group command, and the browser remembers the
+// language (localStorage; 'off' for none).
+const subtitleChoice = 'coplay.subtitles';
+let subtitlesFor = null, subtitleTracks = [];
+async function loadSubtitles(url) {
+  subtitlesFor = url;
+  for (const old of [...video.querySelectorAll('track')]) old.remove();
+  $('subtitles').hidden = true;
+  let listing;
+  try {
+    const film = new URL(url, location.href);
+    if (film.origin !== location.origin) return;  // another server's film: nothing is listed here
+    const response = await fetch(`${film.origin}${film.pathname}.tracks.json`);
+    if (!response.ok) return;
+    listing = await response.json();
+  } catch { return; }
+  if (subtitlesFor !== url) return;  // another film since
+  const tracks = (Array.isArray(listing?.tracks) ? listing.tracks : []).slice(0, 16)
+    .filter((t) => typeof t.url === 'string' && t.url.startsWith('/') && typeof t.language === 'string' && t.language.length <= 12);
+  subtitleTracks = tracks;
+  if (!tracks.length) return;
+  const select = $('subtitles');
+  const option = (value, text) => { const o = document.createElement('option'); o.value = value; o.textContent = text; return o; };
+  select.replaceChildren(option('', 'Subtitles off'), ...tracks.map((t, i) => option(String(i), languageName(t.language))));
+  for (const t of tracks) {
+    const element = document.createElement('track');
+    element.kind = 'subtitles'; element.src = t.url; element.srclang = t.language || 'und'; element.label = languageName(t.language);
+    video.append(element);
+  }
+  let wanted = null;
+  try { wanted = localStorage.getItem(subtitleChoice); } catch { /* storage refused */ }
+  const chosen = tracks.findIndex((t) => t.language === wanted);
+  select.value = wanted !== null && chosen >= 0 ? String(chosen) : '';
+  showSubtitles();
+  select.hidden = false;
+}
+function showSubtitles() {
+  const chosen = $('subtitles').value;
+  [...video.querySelectorAll('track')].forEach((element, i) => { element.track.mode = String(i) === chosen ? 'showing' : 'disabled'; });
+}
+$('subtitles').onchange = () => {
+  showSubtitles();
+  const value = $('subtitles').value;
+  try { localStorage.setItem(subtitleChoice, value === '' ? 'off' : subtitleTracks[Number(value)]?.language ?? 'off'); } catch { /* storage refused */ }
+};
+/// A language tag in words where the browser knows it ("fr" → "French"), else as it is.
+function languageName(tag) {
+  if (!tag) return 'Subtitles';
+  try { return new Intl.DisplayNames([navigator.language || 'en'], { type: 'language' }).of(tag) || tag; } catch { return tag; }
+}
+
 /// A film's name from its URL: the last part of its path, decoded ("Our Film (2026).mp4"); '' for none.
 function filmName(url) {
   if (!url) return '';
