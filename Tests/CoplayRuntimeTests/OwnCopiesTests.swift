@@ -91,6 +91,11 @@ import Testing
         let remote = LoadedItem(id: fingerprint.text, url: "http://192.0.2.1/media/x/film.mp4")
         #expect(empty.find(remote, fingerprint: fingerprint, now: now) == .url)
         #expect(copies.find(remote, fingerprint: fingerprint, now: now) == .file(copy), "a copy here before the URL")
+        // A party's own film, known by its path: played from disk, not from the party's server;
+        // a known file that is another film is not taken.
+        var party = OwnCopies(folders: [], files: [path("home-b/Other film.mp4"), original])
+        #expect(party.find(remote, fingerprint: fingerprint, now: now) == .file(original))
+        #expect(party.filesIndexed == 0, "no folder walked")
     }
 
     /// No copy: the words name the film, its size and length, where it was looked for and what

@@ -164,6 +164,22 @@ try {
   check(cues[cues.length - 1].language === 'fr' && wrongCues.length === 0, `the French cue shown is the SRT's for its moment (${wrongCues.length} of ${cues.length} not: ${JSON.stringify(wrongCues.slice(0, 2))})`);
   check(cues.every((c) => c.modes === 'disabled,showing'), `only the chosen track shows (${cues[0].modes})`);
   check(await page.evaluate('localStorage.getItem("coplay.subtitles")') === 'fr', 'the browser remembers the language');
+  // The TV's mpv plays the film from disk, so it has the subtitles beside it too, and shows the
+  // same cue as the phone once French is picked there (its own choice, as the phone's is).
+  const tvPath = (await mpvCommand('get_property', 'path')).data;
+  check(tvPath === 'film.webm' || String(tvPath).endsWith('/films/film.webm'), `the TV's mpv plays the film from disk (${tvPath})`);
+  const subtitleTracks = ((await mpvCommand('get_property', 'track-list')).data ?? []).filter((t) => t.type === 'sub');
+  const frenchTrack = subtitleTracks.find((t) => t.lang === 'fr');
+  check(frenchTrack && subtitleTracks.some((t) => t.lang === 'en'), `the TV's mpv has the English and French subtitles (${subtitleTracks.map((t) => t.lang).join(', ')})`);
+  if (frenchTrack) {
+    await mpvCommand('set_property', 'sid', frenchTrack.id);
+    const tvCue = await until(async () => {
+      const [text, at] = [(await mpvCommand('get_property', 'sub-text')).data, (await mpvCommand('get_property', 'time-pos')).data];
+      const inCue = at % 10;
+      return typeof text === 'string' && text !== '' && inCue > 0.1 && inCue < 9.4 ? { text, at } : null;
+    }, 3000, 50);
+    check(tvCue && tvCue.text === `fr ${Math.floor(tvCue.at / 10)}`, `the TV's mpv shows the same French cue (${JSON.stringify(tvCue)})`);
+  }
   const commands = party.events.slice(eventsBefore).filter((e) => ['paused', 'playing', 'time-jumped', 'rate-changed'].includes(e.event));
   check(commands.length === 0, `a subtitle choice is no group command (${commands.map((e) => e.event).join(', ')})`);
 

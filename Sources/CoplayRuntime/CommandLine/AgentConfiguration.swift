@@ -58,6 +58,9 @@ public struct AgentConfiguration: Sendable {
     /// The folders this agent finds its own copies of items known by their content in
     /// (`--media DIR`, repeatable; at most `mediaFoldersMax`).
     public var mediaFolders: [String] = []
+    /// Files this agent knows are its own copies (a party's films, by their absolute paths):
+    /// looked at before `mediaFolders`.
+    public var ownFiles: [String] = []
     /// A person names a few folders (films, series, downloads); each is walked at every index.
     public static let mediaFoldersMax = 16
     /// The mpv flags as read (they may come before `--player mpv`).

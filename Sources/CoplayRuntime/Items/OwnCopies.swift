@@ -50,6 +50,10 @@ extension Settings {
 /// of thousands of films costs one walk and a read of 1 MiB per candidate.
 struct OwnCopies {
     let folders: [String]
+    /// Files known to be this machine's copies, looked at before the folders: a party's films,
+    /// which the host's player plays from disk (its subtitles beside it) rather than from the
+    /// party's own server.
+    let files: [String]
     /// Regular files by size, from the last walk.
     private var bySize: [UInt64: [String]] = [:]
     private(set) var filesIndexed = 0
@@ -58,7 +62,10 @@ struct OwnCopies {
     private var indexedAt: MonotonicInstant?
     private var remembered: [String: (size: Int, modified: timespec, fingerprint: Fingerprint)] = [:]
 
-    init(folders: [String]) { self.folders = folders }
+    init(folders: [String], files: [String] = []) {
+        self.folders = folders
+        self.files = files
+    }
 
     /// How an item is found here.
     enum Found: Equatable {
@@ -74,6 +81,7 @@ struct OwnCopies {
     mutating func find(_ item: LoadedItem, fingerprint: Fingerprint, now: MonotonicInstant) -> Found {
         let path = Self.localPath(item.url)
         if let path, self.fingerprint(of: path) == fingerprint { return .file(path) }
+        for file in files where self.fingerprint(of: file) == fingerprint { return .file(file) }
         if let copy = lookUp(fingerprint, now: now) { return .file(copy) }
         if path == nil { return .url }
         return .none(missing(item, fingerprint: fingerprint, path: path!))

@@ -24,9 +24,9 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     private var accepted: [(itemID: String, path: String)] = []
     var kind: String { inner.kind }
 
-    init(_ inner: Inner, folders: [String]) {
+    init(_ inner: Inner, folders: [String], files: [String] = []) {
         self.inner = inner
-        copies = OwnCopies(folders: folders)
+        copies = OwnCopies(folders: folders, files: files)
     }
 
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
@@ -48,7 +48,7 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
         }
         switch found {
         case .file(let path):
-            if path != OwnCopies.localPath(item.url) {
+            if path != OwnCopies.localPath(item.url), !copies.files.contains(path) {  // a party's own film: no news
                 notes.append("playing your own copy of the group's item: \(path)")
             }
             item.url = path

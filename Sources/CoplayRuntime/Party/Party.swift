@@ -73,6 +73,9 @@ public enum Party {
         // encode of it is known.
         var ids: [String?] = []
         var lengths: [Double?] = []
+        // The host's player plays them from disk, not from the party's server: mpv finds a
+        // film's subtitles beside it (sub-auto), and a film is read once, not through HTTP.
+        var ownFiles: [String] = []
         for item in plan.items {
             if item.hasPrefix("http://") || item.hasPrefix("https://") {
                 urls.append((item, filmName(of: item)))  // its title: what a person calls it
@@ -84,6 +87,10 @@ public enum Party {
             case .success(let name?):
                 urls.append((media.url(base: base, name: name), name))
                 ids.append((try? FileFingerprint.of(path: item))?.text)
+                if let absolute = realpath(item, nil) {
+                    ownFiles.append(String(cString: absolute))
+                    free(absolute)
+                }
                 lengths.append(MediaDuration.probe(item))
             case .success(nil): return .failure(UsageError(message: "\(item) is a folder: name its films"))
             case .failure(let error): return .failure(error)
@@ -99,6 +106,7 @@ public enum Party {
         if configuration.interface == nil { configuration.interface = host }
         if configuration.sessionName == "default" { configuration.sessionName = "party" }
         configuration.endsSessionOnQuit = Self.overReason
+        configuration.ownFiles = ownFiles
         // The host is named on the stage: it joins it at once, and grants the seats that follow.
         if configuration.settings.audience.role == .firstCome { configuration.settings.audience.role = .stage }
         if configuration.keys == nil {

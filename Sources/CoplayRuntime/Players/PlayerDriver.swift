@@ -53,22 +53,24 @@ struct PlayerConnections {
 
     /// Opens the player: its driver, and its connections. Each plays this machine's own copy of
     /// an item known by its content, found in `mediaFolders` too (`OwnCopyPlayer`).
-    static func open(_ choice: PlayerChoice, mediaFolders: [String], settings: Settings, clock: AgentClock) throws
+    static func open(
+        _ choice: PlayerChoice, mediaFolders: [String], ownFiles: [String] = [], settings: Settings, clock: AgentClock
+    ) throws
         -> (any PlayerDriver, PlayerConnections)
     {
         switch choice {
         case .simulated:
-            return (OwnCopyPlayer(SimulatedPlayer(), folders: mediaFolders), PlayerConnections())
+            return (OwnCopyPlayer(SimulatedPlayer(), folders: mediaFolders, files: ownFiles), PlayerConnections())
         case .mpv(let options):
             let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
             return (
-                OwnCopyPlayer(LivePlayer(mpv, settings: settings), folders: mediaFolders),
+                OwnCopyPlayer(LivePlayer(mpv, settings: settings), folders: mediaFolders, files: ownFiles),
                 PlayerConnections(connection: socket)
             )
         case .socket(let path):
             let server = try LineServer.listen(path: path)
             let driver = SocketPlayer(server: server, clock: clock, settings: settings)
-            return (OwnCopyPlayer(driver, folders: mediaFolders), PlayerConnections(server: server))
+            return (OwnCopyPlayer(driver, folders: mediaFolders, files: ownFiles), PlayerConnections(server: server))
         }
     }
 

@@ -99,7 +99,8 @@ public actor AgentShell {
         let control: ControlServer?
         do {
             (player, playerConnections) = try PlayerConnections.open(
-                configuration.player, mediaFolders: configuration.mediaFolders, settings: configuration.settings,
+                configuration.player, mediaFolders: configuration.mediaFolders, ownFiles: configuration.ownFiles,
+                settings: configuration.settings,
                 clock: clock)
         } catch {
             transport.close()
