@@ -239,6 +239,20 @@ try {
   const layout = await page.evaluate(`(() => { const t = document.querySelector('#peers').closest('table').getBoundingClientRect(); return { page: document.documentElement.scrollWidth, table: t.right }; })()`);
   check(layout.page <= 390 && layout.table <= 390, `at 390 px nothing is wider than the screen (page ${layout.page}, table's right edge ${layout.table.toFixed(0)})`);
   writeFileSync(`${artifacts}/party-390.png`, await page.screenshot());
+  // Full screen on the phone: the film fills the screen, and a tap on it pauses everyone (the TV's
+  // mpv), then plays everyone again.
+  await page.click('#fullscreen');
+  const filled = await until(() => page.evaluate(`(() => { const f = document.fullscreenElement; const r = ${video}.getBoundingClientRect(); return f && f.classList.contains('stage') ? { w: r.width, h: r.height, sw: window.innerWidth, sh: window.innerHeight } : null; })()`), 3000, 50);
+  check(filled && filled.w >= filled.sw - 1 && filled.h >= filled.sh - 1, `full screen: the film fills the screen (${JSON.stringify(filled)})`);
+  writeFileSync(`${artifacts}/party-fullscreen.png`, await page.screenshot());
+  const tapped = await page.click('#video');
+  const tvPaused = await until(async () => (await mpvCommand('get_property', 'pause')).data === true, 3000, 10);
+  check(tvPaused, 'in full screen, a tap on the film pauses the TV');
+  if (tvPaused) figure('fullscreen-tap-to-tv-paused', wallMs() - tapped);
+  await page.click('#video');
+  check(await until(async () => (await mpvCommand('get_property', 'pause')).data === false, 5000, 10), 'a second tap plays everyone again');
+  await page.evaluate('document.exitFullscreen()');
+  await until(() => page.evaluate('!document.fullscreenElement'), 2000, 50);
   await page.send('Emulation.clearDeviceMetricsOverride');
   await sleep(300);
   writeFileSync(`${artifacts}/party-1000.png`, await page.screenshot());

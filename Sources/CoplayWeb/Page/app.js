@@ -609,7 +609,44 @@ $('seek').onchange = () => {
   const duration = video.duration || view?.duration || 0;
   if (duration > 0) report('seek', { position: duration * $('seek').value / 1000 });
 };
-$('unmute').onclick = () => { video.muted = false; $('unmute').hidden = true; };
+$('unmute').onclick = () => { video.muted = false; $('unmute').hidden = true; drawSound(); };
+
+// MARK: This device's player: full screen, picture in picture, volume (none is a group command)
+
+// Full screen: the stage (the film and what shows over it) where the engine can; only the video
+// element where that is all it can (an iPhone: webkitEnterFullscreen, with the system's controls,
+// whose pause is the person's and so the group's). A tap on the film is the group's play or pause.
+const stage = document.querySelector('.stage');
+const fullscreenElement = () => document.fullscreenElement || document.webkitFullscreenElement || null;
+$('fullscreen').onclick = async () => {
+  if (fullscreenElement()) return (document.exitFullscreen || document.webkitExitFullscreen).call(document);
+  try {
+    if (stage.requestFullscreen) return await stage.requestFullscreen({ navigationUI: 'hide' });
+    if (stage.webkitRequestFullscreen) return stage.webkitRequestFullscreen();
+  } catch { /* refused: the video alone, below */ }
+  if (video.webkitEnterFullscreen) video.webkitEnterFullscreen();
+};
+const drawFullscreen = () => { $('fullscreen').textContent = fullscreenElement() ? 'Exit full screen' : 'Full screen'; };
+document.addEventListener('fullscreenchange', drawFullscreen);
+document.addEventListener('webkitfullscreenchange', drawFullscreen);
+video.addEventListener('click', () => { if (view?.item) $('play').click(); });
+// Picture in picture, where the engine has it.
+$('pip').hidden = !(document.pictureInPictureEnabled && video.requestPictureInPicture);
+$('pip').onclick = () => (document.pictureInPictureElement ? document.exitPictureInPicture() : video.requestPictureInPicture()).catch(() => {});
+// Volume and mute: this device's own, remembered by the browser.
+const soundKey = 'coplay.volume';
+try { const kept = JSON.parse(localStorage.getItem(soundKey) || 'null'); if (kept && Number.isFinite(kept.volume)) video.volume = Math.min(1, Math.max(0, kept.volume)); } catch { /* none kept */ }
+function drawSound() {
+  $('volume').value = String(Math.round(video.volume * 100));
+  $('mute').textContent = video.muted ? 'Unmute' : 'Mute';
+}
+$('volume').oninput = () => { video.volume = Number($('volume').value) / 100; if (video.muted && video.volume > 0) { video.muted = false; $('unmute').hidden = true; } };
+$('mute').onclick = () => { video.muted = !video.muted; if (!video.muted) $('unmute').hidden = true; };
+video.addEventListener('volumechange', () => {
+  drawSound();
+  try { localStorage.setItem(soundKey, JSON.stringify({ volume: video.volume })); } catch { /* storage refused */ }
+});
+drawSound();
 $('share-form').onsubmit = (e) => {
   e.preventDefault();
   const url = $('share-url').value.trim();
