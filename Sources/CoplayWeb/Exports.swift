@@ -472,6 +472,18 @@ public func coplayShare(
     }
 }
 
+/// The page's chat: a message to everyone, as the console's `msg TEXT` sends it (reliable; the
+/// core's bounds and errors, `Settings.messageBytesMax`).
+@_cdecl("coplay_message")
+public func coplayMessage(
+    _ handle: Int32, _ bytes: UnsafePointer<UInt8>?, _ count: Int32, _ mono: Int64, _ wall: Int64
+) -> Int32 {
+    let now = timestamp(mono, wall)
+    guard let participant = participant(handle) else { return 0 }
+    let command = ConsoleCommand.message(to: nil, unreliable: false, text: text(bytes, count))
+    return carry(participant.instance.onCommand(command, now: now), handle, now)
+}
+
 /// Leave the group and end (the page's Leave, a tab closing): `quit`.
 @_cdecl("coplay_quit")
 public func coplayQuit(_ handle: Int32, _ mono: Int64, _ wall: Int64) -> Int32 {

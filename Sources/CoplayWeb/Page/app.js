@@ -793,6 +793,12 @@ function plot() {
 function onEvent(e) {
   const by = e.originator ? ` by ${e.originator.local ? 'you' : e.originator.name}` : '';
   const at = e.position != null ? ` at ${clock(e.position)}` : '';
+  // Another participant's action, over the film (the follower's own corrections are not said).
+  const other = e.originator && !e.originator.local ? e.originator.name : null;
+  if (other && e.event === 'paused' && e.reason === 'pause') toast(`paused by ${other}${at}`);
+  if (other && e.event === 'playing' && ['play', 'start', 'play-now'].includes(e.reason)) toast(`played by ${other}`);
+  if (other && e.event === 'time-jumped' && e.reason === 'seek') toast(`${other} jumped${at}`);
+  if (e.event === 'peer-joined') toast(`${e.peer.name} joined`);
   switch (e.event) {
     case 'peer-joined': log(`${e.peer.name} joined`); break;
     case 'peer-left': log(`${e.peer.name} left (${e.reason})`); break;
@@ -805,7 +811,7 @@ function onEvent(e) {
     case 'state-adopted': log(`caught up from ${e.from.name}`); break;
     case 'error': case 'player-error': log(`⚠ ${e.message}`); break;
     case 'suspension-began': log(`you are ${e.reason === 'stallRecovery' ? 'catching up' : e.reason}`); break;
-    case 'message': log(`${e.from.name}: ${e.text}`); break;
+    case 'message': log(`${e.from.name}: ${e.text}`); toast(`${e.from.local ? 'you' : e.from.name}: ${e.text}`); break;
     case 'session':
       // Someone ended the session (the party's host, by Ctrl-C or quit, or an `end`): said once,
       // in words, and this tab leaves rather than try the gone relay for good.
@@ -821,6 +827,26 @@ function onEvent(e) {
       break;
   }
 }
+
+// Over the film, for a few seconds: who did what, and what was said. Text only (textContent):
+// a name or a message from the network is never markup. At most three at once.
+const toastMillis = 5000, toastsMax = 3;
+function toast(text) {
+  const li = document.createElement('li');
+  li.textContent = text.length > 300 ? `${text.slice(0, 299)}…` : text;
+  $('toasts').append(li);
+  while ($('toasts').children.length > toastsMax) $('toasts').firstChild.remove();
+  setTimeout(() => li.remove(), toastMillis);
+}
+$('chat').onsubmit = (e) => {
+  e.preventDefault();
+  const text = $('chat-text').value.trim();
+  if (!text) return;
+  trace({ type: 'message-sent', text });
+  send({ type: 'message', text });
+  toast(`you: ${text}`);
+  $('chat-text').value = '';
+};
 
 function log(text) {
   const li = document.createElement('li');

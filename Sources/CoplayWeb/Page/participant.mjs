@@ -196,6 +196,11 @@ export class Participant {
     const bytes = enc.encode(url);
     this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_share(h, p, bytes.length, queue ? 1 : 0, monoNanos(), wallNanos())));
   }
+  /// A message to everyone (the page's chat): the group's `msg`.
+  message(text) {
+    const bytes = enc.encode(text);
+    this.enter((x, h) => this.core.withBytes(bytes, p => x.coplay_message(h, p, bytes.length, monoNanos(), wallNanos())));
+  }
   /// A command line, as on an agent's standard input: only the test module has a console
   /// (Tools/wasm-core's coplay-fuzz.wasm); the page's module has none.
   console(line) {

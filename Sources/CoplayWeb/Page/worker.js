@@ -5,7 +5,7 @@
 //
 // Messages in:  {type:'join', relay, session, key (hex), name, wasm (URL), player: {steering,
 //               deadBand, readsInSteps}}, {type:'share', url, queue}, {type:'report', kind, position, rate, text},
-//               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'},
+//               {type:'observe', kind, position, at}, {type:'resume'}, {type:'leave'}, {type:'message', text},
 //               {type:'fingerprint', file, token, wanted} (a copy of one's own: its item id, and
 //               whether its name is `wanted`'s as another encode's is: sameName)
 // Messages out: {type:'event', event}, {type:'player', action}, {type:'view', view},
@@ -64,6 +64,7 @@ onmessage = async ({ data }) => {
       }
       break;
     case 'share': guarded(() => participant?.share(data.url, { queue: data.queue === true })); break;
+    case 'message': guarded(() => participant?.message(String(data.text))); break;
     case 'report':
       guarded(() => {
         if (participant && !participant.report(data.kind, data)) post({ type: 'diagnostic', text: `the core refused a ${data.kind} report` });
