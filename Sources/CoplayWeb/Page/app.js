@@ -433,7 +433,8 @@ function cannotPlay({ problem, text, detail }) {
     text = `${lackingWords(player.item)} Choose your own copy of it below (“Your own copy of the film”): it plays from this device, and nothing of it leaves it.`;
   }
   showProblem('media', text);
-  log(`⚠ ${text}${detail ? ` (${detail})` : ''}`);
+  // The log gets the words once: from the core's player-error, which this report makes.
+  if (detail) log(`⚠ ${detail}`);
   player.settling = false; player.awaitingReady = false;
   report('loadFailed', { problem, text: player.url ? `${player.url}: ${text}` : text });
 }
