@@ -22,7 +22,7 @@ public enum Party {
         guard isPath || parts.first?.hasSuffix(":") == true else { return "" }  // `scheme:` then the host
         let path = isPath ? parts[...] : parts.dropFirst(parts.first == "file:" ? 1 : 2)
         guard let last = path.last else { return "" }  // the host alone: no name
-        var name = Invitation.percentDecoded(String(last)) ?? String(last)
+        var name = OwnCopies.fileName(String(last))  // decoded as an own copy's name is
         while name.utf8.count > WireFormat.metadataBytesMax { name.removeLast() }  // a title's bound
         return name
     }

@@ -363,9 +363,9 @@ video.addEventListener('error', async () => {
 // kind it is (PlaybackProblem: format, notFound, unreachable, noRanges, localPath, live, noCopy), leaves
 // the item, and the group sees why this participant is not watching (its row says so everywhere).
 
-/// The last part of a URL's path, decoded: how a person names the file.
-function fileName(url) {
-  try { return decodeURIComponent(new URL(url, location.href).pathname.split('/').pop()) || url; } catch { return url; }
+/// The last part of a URL's path, decoded: how a person names the file (`fallback` for none).
+function fileName(url, fallback = url) {
+  try { return decodeURIComponent(new URL(url, location.href).pathname.split('/').pop()) || fallback; } catch { return fallback; }
 }
 
 /// What cannot play here before trying: a path on another machine, or a live HLS stream in a
@@ -764,14 +764,8 @@ function languageName(tag) {
   try { return new Intl.DisplayNames([navigator.language || 'en'], { type: 'language' }).of(tag) || tag; } catch { return tag; }
 }
 
-/// A film's name from its URL: the last part of its path, decoded ("Our Film (2026).mp4"); '' for none.
-function filmName(url) {
-  if (!url) return '';
-  try {
-    const last = new URL(url, location.href).pathname.split('/').filter(Boolean).pop() || '';
-    return decodeURIComponent(last);
-  } catch { return ''; }
-}
+/// A film's name from its URL ("Our Film (2026).mp4"), '' for none: where a title is missing.
+const filmName = (url) => (url ? fileName(url, '') : '');
 function clock(s) { const m = Math.floor(s / 60); return `${m}:${String(Math.floor(s % 60)).padStart(2, '0')}`; }
 
 function plot() {
