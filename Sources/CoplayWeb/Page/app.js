@@ -89,8 +89,7 @@ function utf8Prefix(text, bytes) {
 const relayState = { up: false, everUp: false, refused: false, ended: null };
 function relayUnreachable(server, lost) {
   if (relayState.ended) return;  // the party is over: its relay is gone, and that is no problem
-  const host = (() => { try { return new URL(server).host; } catch { return server; } })();  // as a person names it
-  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${host}: ${location.protocol === 'https:' ? 'is the hub running?' : "is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running?"} Trying again…`);
+  showProblem('relay', `${lost ? 'Lost the relay' : 'Cannot reach the relay'} at ${hostOf(server)}: ${location.protocol === 'https:' ? 'is the hub running?' : "is this device on the same network as the party (the room's Wi-Fi, not mobile data), and is the party still running?"} Trying again…`);
 }
 
 function send(message) { worker?.postMessage(message); }
@@ -100,7 +99,13 @@ function onWorker(message) {
   switch (message.type) {
     case 'event': onEvent(message.event); break;
     case 'player': perform(message.action); break;
-    case 'view': view = message.view; if (view.steering) player.steering = view.steering; draw(); break;
+    case 'view': {
+      const length = view?.duration;
+      view = message.view; if (view.steering) player.steering = view.steering;
+      // The film's length, once known, joins what this device is said to lack.
+      if (player.lacking && view.duration && view.duration !== length) showProblem('media', lackingText(player.lacking));
+      draw(); break;
+    }
     case 'connection':
       $('connection').textContent = message.up ? 'connected' : relayState.everUp ? 'relay lost: reconnecting…' : 'connecting…';
       $('connection').className = message.up ? 'up' : 'down';
@@ -368,12 +373,22 @@ function fileName(url, fallback = url) {
   try { return decodeURIComponent(new URL(url, location.href).pathname.split('/').pop()) || fallback; } catch { return fallback; }
 }
 
-/// What cannot play here before trying: a path on another machine, or a live HLS stream in a
-/// browser that does not play HLS itself. Null: try it.
+const hostOf = (url) => { try { return new URL(url).host; } catch { return url; } };
+const isLoopback = (url) => { try { return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname); } catch { return false; } };
+
+/// What cannot play here before trying: a path on another machine, an http:// film from a page
+/// that came over https://, or a live HLS stream in a browser that does not play HLS itself.
+/// Null: try it.
 function refusalBeforeLoad(url) {
   if (!/^(https?|blob):/i.test(url)) {
     return { problem: 'localPath',
       text: `The group is watching ${url}, a file on another machine's disk: a browser can only play an http:// address. Ask whoever shared it to share it with coplay party, which serves files to every device.` };
+  }
+  // A page from https:// (a hub's) plays no http:// film but this device's own: browsers block it
+  // (Firefox) or ask for it over https:// (Chromium), which the host's own server does not speak.
+  if (location.protocol === 'https:' && /^http:/i.test(url) && !isLoopback(url)) {
+    return { problem: 'unreachable',
+      text: `This page came through the hub, and ${fileName(url)} is on the host's own network (${hostOf(url)}), which a browser does not reach from here. From another home, a copy of your own is needed (or ask the host to share a URL every home reaches, such as the hub's).` };
   }
   if (/\.m3u8(\?|#|$)/i.test(url) && !video.canPlayType('application/vnd.apple.mpegurl')) {
     return { problem: 'live',
@@ -402,10 +417,13 @@ async function explainFailure(url, code) {
     return { problem: 'notFound', text: `${file} is not at its address any more (its server answered ${response.status}). Ask whoever shared it to share it again.` };
   }
   if (!response) {
+    // (A network error is said so whatever a second question would find.)
     let reachable = false;
-    try { await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store' }); reachable = true; } catch { /* not reachable */ }
-    if (!reachable || code === 2) {
-      const host = (() => { try { return new URL(url).host; } catch { return url; } })();
+    if (code !== 2) {
+      try { await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store' }); reachable = true; } catch { /* not reachable */ }
+    }
+    if (!reachable) {
+      const host = hostOf(url);
       return { problem: 'unreachable', text: location.protocol === 'https:'
         ? `This device cannot reach ${host}, where ${file} is: it is on the host's own network. From another home, a copy of your own is needed (or ask the host to share a URL every home reaches).`
         : `This device cannot reach ${host}, where ${file} is. Is it on the same network as the others (the room's Wi-Fi, not mobile data)?` };
@@ -430,7 +448,7 @@ function cannotPlay({ problem, text, detail }) {
   if (isFingerprint(player.item) && ['localPath', 'unreachable', 'notFound'].includes(problem)) {
     player.lacking = player.item;
     problem = 'noCopy';
-    text = `${lackingWords(player.item)} Choose your own copy of it below (“Your own copy of the film”): it plays from this device, and nothing of it leaves it.`;
+    text = lackingText(player.item);
   }
   showProblem('media', text);
   // The log gets the words once: from the core's player-error, which this report makes.
@@ -482,6 +500,7 @@ function lackingWords(id) {
   const length = view?.duration ? `, ${clock(view.duration)} long` : '';
   return `The group is watching ${name} (${megabytes(size)}${length}), and this device has no copy it can reach.`;
 }
+const lackingText = (id) => `${lackingWords(id)} Choose your own copy of it below (“Your own copy of the film”): it plays from this device, and nothing of it leaves it.`;
 const megabytes = (bytes) => bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`;
 
 async function useOwnCopies(files) {
