@@ -23,6 +23,7 @@ import { spawnOwned } from './owned.mjs';
 import { writeFileSync, mkdirSync, copyFileSync, readdirSync, existsSync, createWriteStream, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { launch } from './drivers.mjs';
+import { freshPosition } from './probes.mjs';
 
 const [coplay, webDir, work, artifacts = work] = process.argv.slice(2);
 const engine = process.env.BROWSER_ENGINE ?? 'chromium';
@@ -178,19 +179,6 @@ try {
   // Where they move continuously, their mean is: Chromium's clock here runs a sawtooth of about
   // 10 ms (its audio output has no device in a namespace; MEASUREMENTS.md), and the highest
   // reading was its top, a steady +3 ms that was the measure's, not the tab's.
-  const freshPosition = `new Promise((done) => {
-    const v = document.getElementById('video'), readings = [], began = performance.now();
-    const read = () => {
-      readings.push([v.currentTime, performance.now()]);
-      if (performance.now() - began < 60) { setTimeout(read, 1); return; }
-      const [, last] = readings[readings.length - 1];
-      const carried = readings.map(([p, t]) => p + (last - t) / 1000 * v.playbackRate);
-      const stepped = readings.filter(([p], i) => i > 0 && p === readings[i - 1][0]).length * 2 > readings.length;
-      const p = stepped ? Math.max(...carried) : carried.reduce((a, b) => a + b, 0) / carried.length;
-      done({ p, at: performance.timeOrigin + last, r: v.playbackRate, paused: v.paused, single: readings[readings.length - 1][0], stepped, top: Math.max(...carried) });
-    };
-    read();
-  })`;
   // `singles`, when given, gets the offsets by the last reading alone, and `tops` by the highest
   // (the measure before it told stepped readings from continuous ones).
   let steppedCount = 0;

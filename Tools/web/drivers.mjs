@@ -10,6 +10,7 @@
 //   await page.evaluate('1 + 1'); await page.type('#name', 'tab'); const at = await page.click('#join');
 //   await page.screenshot(); await page.hide(); await page.show(); await page.close(); browser.close();
 //   await page.setFiles('#own-file', ['/path/film.webm']);  // as a person picks files in a file input
+//   await launch('chromium', { work, trust: 'root.crt' });   // a CA the engine trusts (HTTPS, wss://)
 //
 // A page's `evaluate` returns the expression's value as JSON carries it (awaited when it is a
 // promise). `click` is a real click (a user gesture: the page may start sound) and returns the
@@ -17,6 +18,7 @@
 // visibilityState should become 'hidden'; WebKit's minimizes the window); `freeze`/`resume` exist only where the engine can
 // freeze a page (Chromium: `page.canFreeze`).
 import { spawnOwned } from './owned.mjs';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Browser as CDPBrowser } from './cdp.mjs';
 
@@ -26,10 +28,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /// The engines, as `--engine` names them.
 export const engines = ['chromium', 'firefox', 'webkit'];
 
-export async function launch(engine, { work, log, prefix = [], port = 19222 } = {}) {
+/// `trust`: a CA's certificate (PEM) the browser trusts as a person's would once it is installed:
+/// in the NSS database the engine reads (Chromium's in $HOME/.pki/nssdb, Firefox's in its
+/// profile), by NSS's certutil; Firefox then accepts no other certificate. Chromium and Firefox
+/// only.
+export async function launch(engine, { work, log, prefix = [], port = 19222, trust } = {}) {
+  if (trust && engine === 'webkit') throw new Error('trust is for Chromium and Firefox (their NSS databases) only');
   switch (engine) {
-    case 'chromium': return ChromiumBrowser.launch({ work, log, prefix });
-    case 'firefox': return FirefoxBrowser.launch({ work, log, prefix, port });
+    case 'chromium': return ChromiumBrowser.launch({ work, log, prefix, trust });
+    case 'firefox': return FirefoxBrowser.launch({ work, log, prefix, port, trust });
     case 'webkit': return WebKitBrowser.launch({ work, log, prefix, port: port + 1 });
     default: throw new Error(`no engine ${engine} (one of ${engines.join(', ')})`);
   }
@@ -39,11 +46,23 @@ export async function launch(engine, { work, log, prefix = [], port = 19222 } = 
 const asJSON = (expression) =>
   `(async () => { const v = await (${expression}); return JSON.stringify(v === undefined ? null : v); })()`;
 
+/// An NSS database in `folder` that trusts `ca` to name servers (certutil, from libnss3-tools).
+function trustIn(folder, ca) {
+  mkdirSync(folder, { recursive: true });
+  if (!existsSync(`${folder}/cert9.db`)) execFileSync('certutil', ['-N', '-d', `sql:${folder}`, '--empty-password']);
+  execFileSync('certutil', ['-A', '-d', `sql:${folder}`, '-n', 'coplay-test-ca', '-t', 'C,,', '-i', ca]);
+}
+
 // MARK: Chromium, over the DevTools protocol
 
 class ChromiumBrowser {
-  static async launch({ work, log, prefix }) {
+  static async launch({ work, log, prefix, trust }) {
     const browser = new ChromiumBrowser();
+    if (trust) {
+      // Chromium on Linux reads the user's NSS database: a home of the run's own holds it.
+      trustIn(`${work}/home-chromium/.pki/nssdb`, trust);
+      prefix = [...prefix, 'env', `HOME=${work}/home-chromium`];
+    }
     browser.cdp = await CDPBrowser.launch(['--headless=new', '--no-sandbox', `--user-data-dir=${work}/profile-chromium`,
       '--mute-audio', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--window-size=1200,1000'],
     { prefix });  // its own output is not kept (a stream for `log` must be open before the spawn)
@@ -88,9 +107,10 @@ class ChromiumPage {
 // MARK: Firefox, over WebDriver BiDi
 
 class FirefoxBrowser {
-  static async launch({ work, log, prefix, port }) {
+  static async launch({ work, log, prefix, port, trust }) {
     const profile = `${work}/profile-firefox`;
     mkdirSync(profile, { recursive: true });
+    if (trust) trustIn(profile, trust);
     // A profile that asks nothing and fetches nothing: no first run, no updates, no telemetry.
     writeFileSync(`${profile}/user.js`, [
       'user_pref("browser.shell.checkDefaultBrowser", false);',
@@ -121,7 +141,7 @@ class FirefoxBrowser {
       child.on('exit', (code) => reject(new Error(`firefox-esr exited (${code}): ${text.slice(-500)}`)));
     });
     await browser.connect(`${url.replace(/\/$/, '')}/session`);
-    await browser.send('session.new', { capabilities: { alwaysMatch: { acceptInsecureCerts: true } } });
+    await browser.send('session.new', { capabilities: { alwaysMatch: { acceptInsecureCerts: !trust } } });
     await browser.send('session.subscribe', { events: ['log.entryAdded'] });
     return browser;
   }

@@ -25,21 +25,14 @@
 import { execFileSync } from 'node:child_process';
 import { spawnOwned } from './owned.mjs';
 import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import { Browser } from './cdp.mjs';
+import { wallMs, sleep, until, quantile, mpvClient, tabAgainstMpv } from './probes.mjs';
 
 const [coplay, work, artifacts, phone] = process.argv.slice(2);
 const tvAddress = '10.79.0.1', plainPort = 18081;
-const wallMs = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const failures = [], figures = {}, children = [];
 function check(ok, what) { if (!ok) failures.push(what); console.log(`${ok ? 'ok' : 'FAIL'}: ${what}`); }
 function figure(name, value, unit = 'ms') { figures[name] = value; console.log(`${name}: ${typeof value === 'number' ? value.toFixed(2) : value} ${unit}`); }
-function quantile(values, q) { const s = [...values].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN; }
-async function until(test, ms, step = 10) {
-  const end = wallMs() + ms;
-  for (;;) { const value = await test(); if (value) return value; if (wallMs() > end) return null; await sleep(step); }
-}
 function start(command, args, options = {}) {
   const child = spawnOwned(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...options });
   child.events = []; child.errors = '';
@@ -54,29 +47,6 @@ function start(command, args, options = {}) {
   return child;
 }
 const say = (agent, line) => agent.stdin.write(line + '\n');
-
-/// mpv's IPC at `path` (waiting up to 10 s for it): `command(...)` resolves with the reply and
-/// node's instants around it (`mid`: the middle of its round trip); null if it never answers.
-async function mpvClient(path) {
-  const socket = await until(() => new Promise((resolve) => {
-    const connection = net.connect(path, () => resolve(connection));
-    connection.on('error', () => resolve(null));
-  }), 10000, 100);
-  if (!socket) return null;
-  const waiting = new Map();
-  let nextID = 1, partial = '';
-  socket.on('data', (d) => {
-    const at = wallMs();
-    partial += d;
-    const lines = partial.split('\n'); partial = lines.pop();
-    for (const line of lines) { const m = JSON.parse(line); if (m.request_id && waiting.has(m.request_id)) { waiting.get(m.request_id)({ ...m, at }); waiting.delete(m.request_id); } }
-  });
-  return (...command) => {
-    const id = nextID++, sent = wallMs();
-    socket.write(JSON.stringify({ command, request_id: id }) + '\n');
-    return new Promise((resolve) => waiting.set(id, (m) => resolve({ ...m, sent, mid: (sent + m.at) / 2 })));
-  };
-}
 
 // MARK: The films
 mkdirSync(`${work}/films`, { recursive: true });
@@ -124,12 +94,7 @@ try {
   const clicked = await page.click('#join');
   if (process.env.PARTY_TRACE) await page.evaluate('(() => { const v = document.getElementById("video"); window.samples = []; const h = setInterval(() => { window.samples.push([performance.timeOrigin + performance.now(), v.currentTime, v.playbackRate, v.paused]); if (window.samples.length > 800) clearInterval(h); }, 5); })()');
   const video = 'document.getElementById("video")';
-  const tabNow = `(() => { const v = ${video}; return { p: v.currentTime, at: performance.timeOrigin + performance.now(), r: v.playbackRate, paused: v.paused }; })()`;
-  async function offset(target) {
-    const tab = await target.evaluate(tabNow);
-    const m = await mpvCommand('get_property', 'audio-pts');
-    return !tab.paused && typeof m.data === 'number' ? (tab.p + (m.mid - tab.at) / 1000 * tab.r - m.data) * 1000 : null;
-  }
+  const offset = (target) => tabAgainstMpv(target, mpvCommand);
   // In sync: from the first of readings that stay within 10 ms of mpv's for a second (a reading
   // that passes through on its way does not count).
   let streak = null;
