@@ -5,7 +5,8 @@ import Testing
 /// Each friend with a copy of their own: a film shared from alice's disk is known by its
 /// content, and bob's mpv plays bob's own copy of it, under another name in another folder
 /// (`--media`), in sync with alice's; carol, with no copy at all, says so in words and stands
-/// aside as `cannotPlay:noCopy` while the others play on.
+/// aside as `cannotPlay:noCopy` while the others play on; erin's copy is the file her own mpv
+/// has open when her agent attaches to it.
 @Suite(.onALane, .enabled(if: MpvClient.isInstalled, "mpv is not installed (.ci/run installs it)"))
 struct MpvOwnCopyTests {
     @Test func aFriendsOwnCopyUnderAnotherName_playsInSync_andNoCopyIsSaid() throws {
@@ -129,6 +130,40 @@ struct MpvOwnCopyTests {
         #expect(
             alice.peers()?.first { $0["name"] as? String == "dave" }?["suspensions"] as? [String] == [],
             "another encode is not a suspension: dave is waited for as anyone")
+
+        // erin opened her copy in her own mpv before her agent attached to it (`--mpv-attach`),
+        // in a folder no `--media` names: the file her player has open is her copy.
+        let homeE = directory.appendingPathComponent("e/Downloads")
+        try FileManager.default.createDirectory(at: homeE, withIntermediateDirectories: true)
+        let erinsCopy = homeE.appendingPathComponent("film (1).mkv").path
+        try FileManager.default.copyItem(atPath: copy, toPath: erinsCopy)
+        let erinsSocket = directory.appendingPathComponent("e.sock").path
+        let erinsMpv = Process()
+        erinsMpv.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        erinsMpv.arguments = [
+            "mpv", "--no-config", "--idle=yes", "--pause", "--vo=null", "--ao=null", "--no-terminal",
+            "--input-ipc-server=\(erinsSocket)", erinsCopy,
+        ]
+        erinsMpv.standardOutput = FileHandle.nullDevice
+        erinsMpv.standardError = FileHandle.nullDevice
+        try erinsMpv.run()
+        // (SIGKILL: a child of the test's thread inherits its blocked signals, SIGTERM among them.)
+        defer { kill(erinsMpv.processIdentifier, SIGKILL) }
+        let mpvE = try MpvClient(path: erinsSocket)
+        #expect(mpv.waitUntil(.seconds(10)) { mpvE.property("path") as? String == erinsCopy }, "erin's mpv has it open")
+        let erin = try AgentProcess(
+            executable: coplay, name: "erin",
+            arguments: Array(common.prefix(6)) + ["--player", "mpv", "--mpv-attach", "--mpv-socket", erinsSocket])
+        agents.append(erin)
+        #expect(
+            mpv.waitUntil(.seconds(10)) { plays(erin, item) && mpvE.property("pause") as? Bool == false },
+            "erin plays the copy her mpv has open: \(erin.status()?.line ?? "-")")
+        #expect(mpvE.property("path") as? String == erinsCopy)
+        #expect(
+            erin.waitForDiagnostic(timeout: .seconds(2)) {
+                // (before the group's item, or as mpv's word of it comes after: "found")
+                $0.contains("own copy of the group's item: \(erinsCopy)")
+            }, "erin is told: \(erin.diagnostics.suffix(4))")
         try? FileManager.default.moveItem(atPath: film + ".moved", toPath: film)
     }
 

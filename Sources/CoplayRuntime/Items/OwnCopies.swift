@@ -40,11 +40,15 @@ extension Settings {
         /// Another encode is the same film when its length is within this of the item's: what
         /// Syncplay allows between two copies of one film.
         public static let otherEncodeDurationSlack = 2.5
+        /// The longest path of a file a player says it has open that is looked at (Linux's
+        /// PATH_MAX): mpv's word is the player's, not this machine's.
+        public static let pathBytesMax = 4096
     }
 }
 
 /// Where this agent finds its own copy of an item known by its content (an item whose id is a
-/// `Fingerprint`'s text): the item's own path if it is here and is that film, else a file of the
+/// `Fingerprint`'s text): the item's own path if it is here and is that film, else one of the
+/// files known here (a party's films, the file the player has open), else a file of the
 /// folders given with `--media DIR`. The folders are indexed lazily (at the first item that needs
 /// them), by size first: a file is fingerprinted only when its size is the item's, so a library
 /// of thousands of films costs one walk and a read of 1 MiB per candidate.
@@ -78,10 +82,14 @@ struct OwnCopies {
     }
 
     /// The copy of `item` (whose id is `fingerprint`) this agent plays.
-    mutating func find(_ item: LoadedItem, fingerprint: Fingerprint, now: MonotonicInstant) -> Found {
+    /// `opened`: the file the player has open, if any (a person's own mpv holding the film).
+    mutating func find(
+        _ item: LoadedItem, fingerprint: Fingerprint, opened: String? = nil, now: MonotonicInstant
+    ) -> Found {
         let path = Self.localPath(item.url)
         if let path, self.fingerprint(of: path) == fingerprint { return .file(path) }
         for file in files where self.fingerprint(of: file) == fingerprint { return .file(file) }
+        if let opened, self.fingerprint(of: opened) == fingerprint { return .file(opened) }
         if let copy = lookUp(fingerprint, now: now) { return .file(copy) }
         if path == nil { return .url }
         return .none(missing(item, fingerprint: fingerprint, path: path!))

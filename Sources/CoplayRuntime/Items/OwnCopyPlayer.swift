@@ -23,6 +23,7 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     /// `Settings.OwnCopies.rememberedMax`; the oldest is forgotten first).
     private var accepted: [(itemID: String, path: String)] = []
     var kind: String { inner.kind }
+    var openFile: String? { inner.openFile }
 
     init(_ inner: Inner, folders: [String], files: [String] = []) {
         self.inner = inner
@@ -37,7 +38,7 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
         lacking = nil
         offered = nil
         guard let fingerprint = Fingerprint(text: item.id) else { return inner.perform(command, now: now) }
-        let found = copies.find(item, fingerprint: fingerprint, now: now.monotonic)
+        let found = copies.find(item, fingerprint: fingerprint, opened: inner.openFile, now: now.monotonic)
         if case .file = found {
         } else if let other = accepted.last(where: { $0.itemID == item.id }),
             access(other.path, R_OK) == 0
@@ -114,20 +115,32 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     }
 
     mutating func advance(now: Timestamp) -> [PlayerReport] {
-        var reports = translated(inner.advance(now: now), now: now)
-        if let (item, fingerprint, next) = lacking, now.monotonic >= next {
-            if case .file(let path) = copies.find(item, fingerprint: fingerprint, now: now.monotonic) {
-                lacking = nil
-                notes.append("found your own copy of the group's item: \(path)")
-                reports.append(.copyFound)
-            } else {
-                lookAgain(for: item, fingerprint, now: now)
-            }
-        }
-        return reports
+        let reports = translated(inner.advance(now: now), now: now)
+        guard let next = lacking?.next, now.monotonic >= next else { return reports }
+        return reports + lookNow(now: now)
     }
+
+    /// Looks for the item this machine lacks: found, the core is told (`copyFound`).
+    private mutating func lookNow(now: Timestamp) -> [PlayerReport] {
+        guard let (item, fingerprint, _) = lacking else { return [] }
+        guard
+            case .file(let path) = copies.find(
+                item, fingerprint: fingerprint, opened: inner.openFile, now: now.monotonic)
+        else {
+            lookAgain(for: item, fingerprint, now: now)
+            return []
+        }
+        lacking = nil
+        notes.append("found your own copy of the group's item: \(path)")
+        return [.copyFound]
+    }
+
+    /// A file the player opened (the person's, or mpv's word of it arriving after the group's
+    /// item did, as when the agent attaches to an mpv that holds the film) is looked at at once.
     mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] {
-        translated(inner.receive(line: line, at: at), now: at)
+        let opened = inner.openFile
+        let reports = translated(inner.receive(line: line, at: at), now: at)
+        return inner.openFile != opened && lacking != nil ? reports + lookNow(now: at) : reports
     }
     mutating func connected(now: Timestamp) -> [PlayerReport] { inner.connected(now: now) }
     mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {

@@ -17,6 +17,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
     private(set) var inner: Inner
     private let settings: Settings
     var kind: String { inner.kind }
+    var openFile: String? { inner.openFile }
 
     /// The current live item: its playlist and the map of its positions.
     private struct Live {

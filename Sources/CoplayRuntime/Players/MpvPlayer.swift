@@ -56,6 +56,7 @@ struct MpvPlayer: PlayerDriver {
 
     private var item: LoadedItem?
     private var fileLoaded = false
+    private(set) var openFile: String?
     /// The file the last `loadfile` plays, as mpv numbers it (its answer's `playlist_entry_id`),
     /// and the one whose `start-file` came last. A `file-loaded` is the last load's only once
     /// mpv has answered that load (it answers a command before any event of what it started)
@@ -79,7 +80,7 @@ struct MpvPlayer: PlayerDriver {
     private var audioUnavailable = 0
 
     /// Properties observed, by observation id.
-    private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached", "duration"]
+    private static let observed = ["pause", "speed", "paused-for-cache", "eof-reached", "duration", "path"]
     /// Answers in a row that `audio-pts` is unavailable before the frames' clock is read instead.
     static let audioUnavailableMax = 3
 
@@ -373,6 +374,15 @@ struct MpvPlayer: PlayerDriver {
         case "duration":
             guard let seconds = value.number else { return [] }
             return observe(.duration(seconds), now: now)
+        case "path":
+            // A file on this disk (a person's mpv, attached, opened it): kept after it closes. A
+            // relative path is from mpv's working directory, which is not this agent's: not kept.
+            if let path = value.string, path.utf8.count <= Settings.OwnCopies.pathBytesMax,
+                let local = OwnCopies.localPath(path), local.hasPrefix("/")
+            {
+                openFile = local
+            }
+            return []
         case "eof-reached":
             let reached = value.bool ?? false
             defer { eofReached = reached }

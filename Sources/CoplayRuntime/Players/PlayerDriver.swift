@@ -29,10 +29,14 @@ protocol PlayerDriver: PlayerLoop.Player, Sendable {
     /// A line for the person on the player's own screen (`OnScreen`: who did what); a player
     /// with no screen of its own shows nothing.
     mutating func show(_ text: String)
+    /// The last file of this machine's disk the player had open (a person's own mpv, attached,
+    /// holding the film): looked at for the group's item known by its content (`OwnCopies`).
+    var openFile: String? { get }
 }
 
 extension PlayerDriver {
     func show(_ text: String) {}
+    var openFile: String? { nil }
     func connected(now: Timestamp) -> [PlayerReport] { [] }
     func takeNotes() -> [String] { [] }
     func acceptOffer() -> [PlayerReport]? { nil }
