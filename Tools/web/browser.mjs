@@ -315,8 +315,10 @@ try {
   // Playing again, a second tab joins mid-item and starts in place.
   say(deck, 'play');
   await sleep(2000);
-  // The late tab steers by skips alone, as on a browser whose playbackRate does not steer.
-  late = await browser.newPage(link.replace('/#', '/?steer=skip#'));
+  // The late tab steers by skips alone, as on a browser whose playbackRate does not steer. It has
+  // a window of its own: a tab in the first one's would hide that one, or be hidden by it (a
+  // hidden page is not steered), and the two are watched at once.
+  late = await browser.newPage(link.replace('/#', '/?steer=skip#'), { window: true });
   await late.type('#name', 'late');
   const lateClicked = await late.click('#join');
   const latePlaying = await until(() => late.evaluate('!document.getElementById("video").paused && document.getElementById("video").currentTime > 1'), 10000);
@@ -341,12 +343,13 @@ try {
     check(perThree <= 1, `skip-only steering makes no seek loop (${perThree.toFixed(2)} skips per 3 s)`);
   }
 
-  // A frozen page (bfcache, a phone's tab in the background): the first tab and its worker are
-  // frozen 8 s (agents count it gone), then resumed: it reconnects, and must play in sync with
-  // mpv again within 2 s.
+  // A frozen page (bfcache, a phone's tab in the background): the first tab, hidden, and its
+  // worker are frozen 8 s (agents count it gone; a browser freezes only a page out of view),
+  // then resumed as it is shown: it reconnects, and must play in sync with mpv again within 2 s.
   if (!page.canFreeze) {
     console.log(`skip: ${engine}'s driver cannot freeze a page`);
   } else {
+    await page.hide();
     await page.freeze();
     await sleep(8000);
     const resumed = wallMs();
@@ -367,13 +370,13 @@ try {
     check(seen, 'the resumed tab lists the others again');
   }
 
-  // A hidden tab (another tab in front, as on a phone or a desktop): its page's timers are
+  // A hidden tab (another tab in front, a window minimized, as on a phone or a desktop): its page's timers are
   // throttled but its core runs in a Worker. It must stay a member, make no group pause, and be
   // in sync with mpv within 2 s of being shown again.
   const hiddenAt = wallMs(), linesBefore = deck.lines.length;
   await page.hide();
   const hidden = await page.evaluate('document.visibilityState');
-  // Every engine's driver hides it now (WebKit's by minimizing its window): a page that stays
+  // Every engine's driver hides it (Firefox's by a tab in front, the others' by minimizing its window): a page that stays
   // visible is a failure, not a step skipped.
   check(hidden === 'hidden', `the tab is hidden (${hidden})`);
   if (hidden === 'hidden') {
@@ -450,13 +453,22 @@ try {
   if (ownPlaying) figure('other-encode-accepted-to-playing', wallMs() - accepted);
   await sleep(2500);
   for (const [name, target] of [['own-copy', late], ['other-encode', page]]) {
+    const shown = await target.evaluate('document.visibilityState');
+    check(shown === 'visible', `the ${name === 'own-copy' ? 'late tab' : 'tab'} playing its own copy is in view (${shown})`);
     const own = await offsets(target, 30);
     const ownAbsolute = own.map(Math.abs);
     if (own.length) {
       figure(`${name}-offset-tab-mpv-p50`, quantile(ownAbsolute, 0.5));
       figure(`${name}-offset-tab-mpv-p99`, quantile(ownAbsolute, 0.99));
     }
-    check(own.length >= 20 && quantile(ownAbsolute, 0.5) < 60, `the ${name === 'own-copy' ? "late tab's own copy" : "tab's other encode"} plays within 60 ms of mpv (p50 ${quantile(ownAbsolute, 0.5).toFixed(1)} ms of ${own.length})`);
+    const inStep = own.length >= 20 && quantile(ownAbsolute, 0.5) < 60;
+    check(inStep, `the ${name === 'own-copy' ? "late tab's own copy" : "tab's other encode"} plays within 60 ms of mpv (p50 ${quantile(ownAbsolute, 0.5).toFixed(1)} ms of ${own.length})`);
+    // Out of step, what the tab did since the copy was picked says why (its steps, its steering).
+    if (!inStep || process.env.COPLAY_BROWSER_DEBUG) {
+      console.log(`${name} offsets: ${own.map((o) => o.toFixed(1)).join(' ')}`);
+      console.log(`${name} steering: ${JSON.stringify(await target.evaluate('coplayPlayer.steering'))}`);
+      console.log(`${name} trace: ${JSON.stringify(await target.evaluate(`coplayPlayer.trace.filter((t) => t.atMs >= ${picked - 500})`))}`);
+    }
   }
   const cleared = await until(async () => {
     const [tab, other] = [await entry('late'), await entry('tab')];

@@ -52,8 +52,9 @@ export class Browser {
       this.listeners.push(listener);
     });
   }
-  async newPage(url) {
-    const { targetId } = await this.send('Target.createTarget', { url: 'about:blank' });
+  /// `window`: in a window of its own, where no other page's tab can hide it.
+  async newPage(url, { window = false } = {}) {
+    const { targetId } = await this.send('Target.createTarget', { url: 'about:blank', newWindow: window });
     const { sessionId } = await this.send('Target.attachToTarget', { targetId, flatten: true });
     const page = new Page(this, sessionId, targetId);
     await page.send('Page.enable');

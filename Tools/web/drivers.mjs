@@ -6,7 +6,7 @@
 //               under the Xvfb display the caller provides.
 //
 //   const browser = await launch('firefox', { work, log });
-//   const page = await browser.newPage(url);
+//   const page = await browser.newPage(url);  // newPage(url, { window: true }): in a window of its own
 //   await page.evaluate('1 + 1'); await page.type('#name', 'tab'); const at = await page.click('#join');
 //   await page.screenshot(); await page.hide(); await page.show(); await page.close(); browser.close();
 //   await page.setFiles('#own-file', ['/path/film.webm']);  // as a person picks files in a file input
@@ -14,8 +14,10 @@
 //
 // A page's `evaluate` returns the expression's value as JSON carries it (awaited when it is a
 // promise). `click` is a real click (a user gesture: the page may start sound) and returns the
-// wall instant (ms) just before its release. `hide` puts another tab in front (the page's
-// visibilityState should become 'hidden'; WebKit's minimizes the window); `freeze`/`resume` exist only where the engine can
+// wall instant (ms) just before its release. A page opened as a tab hides the window's page
+// before it, as a person's browser does: two pages that are both watched each have a window.
+// `hide` hides the page (its visibilityState becomes 'hidden': Firefox's puts a blank tab in
+// front in its window; Chromium's and WebKit's minimize the window); `freeze`/`resume` exist only where the engine can
 // freeze a page (Chromium: `page.canFreeze`).
 import { spawnOwned } from './owned.mjs';
 import { execFileSync } from 'node:child_process';
@@ -68,8 +70,8 @@ class ChromiumBrowser {
     { prefix });  // its own output is not kept (a stream for `log` must be open before the spawn)
     return browser;
   }
-  async newPage(url) {
-    const page = await this.cdp.newPage(url);
+  async newPage(url, options) {
+    const page = await this.cdp.newPage(url, options);
     return new ChromiumPage(this, page);
   }
   close() { this.cdp.close(); }
@@ -86,19 +88,21 @@ class ChromiumPage {
     await this.page.send('DOM.setFileInputFiles', { nodeId, files });
   }
   screenshot() { return this.page.screenshot(); }
-  async hide() {
-    this.blank = await this.browser.cdp.newPage('about:blank');
-    await this.browser.cdp.send('Target.activateTarget', { targetId: this.blank.targetId });
-  }
+  async hide() { await this.windowState('minimized'); }
   async show() {
+    await this.windowState('normal');
     await this.browser.cdp.send('Target.activateTarget', { targetId: this.page.targetId });
-    await this.blank?.send('Page.close').catch(() => {});
-    this.blank = null;
+  }
+  /// Minimized, a window's page is hidden (a tab put in front would open in whichever window was
+  /// last in front, and hide another page's).
+  async windowState(windowState) {
+    const { windowId } = await this.browser.cdp.send('Browser.getWindowForTarget', { targetId: this.page.targetId });
+    await this.browser.cdp.send('Browser.setWindowBounds', { windowId, bounds: { windowState } });
   }
   freeze() { return this.page.send('Page.setWebLifecycleState', { state: 'frozen' }); }
   async resume() {
     await this.page.send('Page.setWebLifecycleState', { state: 'active' });
-    await this.browser.cdp.send('Target.activateTarget', { targetId: this.page.targetId });
+    await this.show();
   }
   close() { return this.page.send('Page.close').catch(() => {}); }
   get console() { return this.page.console; }
@@ -169,8 +173,8 @@ class FirefoxBrowser {
     this.socket.send(JSON.stringify({ id, method, params }));
     return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
   }
-  async newPage(url) {
-    const { context } = await this.send('browsingContext.create', { type: 'tab' });
+  async newPage(url, { window = false } = {}) {
+    const { context } = await this.send('browsingContext.create', { type: window ? 'window' : 'tab' });
     const page = new BiDiPage(this, context);
     if (url) await page.navigate(url);
     return page;
@@ -213,7 +217,7 @@ class BiDiPage {
     return Buffer.from(data, 'base64');
   }
   async hide() {
-    const { context } = await this.browser.send('browsingContext.create', { type: 'tab' });
+    const { context } = await this.browser.send('browsingContext.create', { type: 'tab', referenceContext: this.context });
     this.blank = context;
     await this.browser.send('browsingContext.activate', { context });
   }
@@ -264,7 +268,7 @@ class WebKitBrowser {
     await this.http('POST', this.s('/window'), { handle });
     this.current = handle;
   }
-  async newPage(url) {
+  async newPage(url) {  // a new tab is a new window in MiniBrowser: `window` is its way already
     // A page closed is kept blank for the next (closing a session's last window ends the session).
     const handle = this.spare.pop() ?? (await this.http('POST', this.s('/window/new'), { type: 'tab' })).handle;
     const page = new WebDriverPage(this, handle);
