@@ -67,16 +67,7 @@ extension Benchmarks {
         var figures = HomesFigures()
 
         try onLAN(hosts: 3, link: "wan", dtim: 1, bench: bench) { prefix in
-            // Two NATs: each home hears the hub, never the other home.
-            for (home, other) in [(2, 3), (3, 2)] {
-                let (status, output) = try Locations.run(
-                    "/usr/sbin/ip",
-                    [
-                        "netns", "exec", "\(prefix)-h\(home)", "nft",
-                        "add table inet coplaynat; add chain inet coplaynat input { type filter hook input priority 0; policy accept; }; add rule inet coplaynat input ip saddr 10.77.0.\(other) drop",
-                    ])
-                guard status == 0 else { throw BenchError(description: "nft in home \(home): \(output)") }
-            }
+            try separateHomes(prefix: prefix, homes: [2, 3])
             let capture = directory.appendingPathComponent("hub.pcap").path
             let dump = Process()
             dump.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
@@ -294,15 +285,24 @@ struct HubProcess {
     private let lines = LockedLines()
     private(set) var linkAt: Int64?
 
+    /// The homes benchmark's hub: its own CA, on port 8443, the page and films beside `state`.
     init(executable: String, namespace: String, state: String) throws {
+        let folder = URL(fileURLWithPath: state).deletingLastPathComponent()
+        try self.init(
+            executable: executable, namespace: namespace,
+            arguments: [
+                "--tls", "internal", "--listen", "10.77.0.1", "--port", "8443", "--state", state, "--json", "--no-qr",
+                "--root", folder.appendingPathComponent("page").path, "--media",
+                folder.appendingPathComponent("hub-films").path,
+            ])
+    }
+
+    /// `coplay hub ARGUMENTS` in `namespace` (with `--json`, for `link`).
+    init(executable: String, namespace: String, arguments: [String], environment: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = [
-            "netns", "exec", namespace, executable, "hub", "--tls", "internal", "--listen", "10.77.0.1", "--port",
-            "8443", "--state", state, "--json", "--no-qr", "--root",
-            URL(fileURLWithPath: state).deletingLastPathComponent()
-                .appendingPathComponent("page").path, "--media",
-            URL(fileURLWithPath: state).deletingLastPathComponent().appendingPathComponent("hub-films").path,
-        ]
+        process.arguments =
+            ["netns", "exec", namespace] + (environment.isEmpty ? [] : ["/usr/bin/env"] + environment)
+            + [executable, "hub"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -325,6 +325,16 @@ struct HubProcess {
     }
 
     var output: String { lines.all.map(\.line).joined(separator: "\n") }
+
+    /// The first line holding `text`, waited for, and when it came (Unix ns).
+    func line(containing text: String, timeout: Duration) -> (line: String, at: Int64)? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let found = lines.all.first(where: { $0.line.contains(text) }) { return found }
+            usleep(10_000)
+        }
+        return nil
+    }
     /// The first `--media` folder's URL, from the `hub` event.
     private(set) var mediaBase: String?
 

@@ -38,4 +38,24 @@ import Testing
         #expect(figures.playedThrough && figures.followedAfter)
         #expect(figures.hubMediaRanged && figures.hubMediaGuessRefused)
     }
+
+    static let domainEnabled =
+        isRoot && ProcessInfo.processInfo.environment["COPLAY_HOMES"] == "1"
+        && ["caddy", "nats-server", "pebble", "openssl", "nft", "curl"].allSatisfy { Locations.onPath($0) != nil }
+
+    /// `coplay hub --domain NAME`: Caddy obtains the name's certificate from an ACME CA (pebble,
+    /// standing in for Let's Encrypt), the hub says so, and two homes reaching it by that name,
+    /// trusting only that CA's root, play as one group through it; a directory that does not
+    /// answer is said, and the hub runs on (`Benchmarks.hubDomain`).
+    @Test(
+        .enabled(if: domainEnabled, "COPLAY_HOMES=1, as root, with caddy, nats-server, pebble, openssl, nft, curl"),
+        .timeLimit(.minutes(2)))
+    func aHubWithADomain_getsItsCertificateFromACME_andHomesJoinByItsName() throws {
+        let figures = try Benchmarks.hubDomain(executable: coplay, bench: coplayBench)
+        Benchmarks.printHubDomain(figures)
+        #expect((figures.certificateObtained ?? .infinity) <= 15_000)
+        #expect(figures.pageByName)
+        #expect(figures.heardThroughHub && figures.followedPause)
+        #expect(figures.failureSaid?.contains("connection refused") == true, "\(figures.failureSaid ?? "nothing said")")
+    }
 }

@@ -11,6 +11,8 @@ import Testing
         let link = HubLink(host: "hub.example.org", port: 443, secret: secret)
         #expect(link.text == "https://hub.example.org/#hub=\(secret)")
         #expect(try HubLink.parse(link.text).get() == link)
+        // nats-server reads a wss:// remote with no port as its leaf port, 7422: 443 is named.
+        #expect(link.leaf(caFile: nil).url == "wss://leaf:\(secret)@hub.example.org:443")
         let other = HubLink(host: "10.77.0.1", port: 8443, secret: secret)
         #expect(other.relay == "wss://\(secret)@10.77.0.1:8443" && other.page == "https://10.77.0.1:8443/")
         #expect(try HubLink.parse(other.text).get() == other)
@@ -74,6 +76,66 @@ import Testing
         #expect(refusal(["--tls"]) == "--tls needs a value")
         #expect(refusal(["--tls", "internal", "--media", "/nonexistent"])?.contains("not a folder") == true)
         #expect(plan(["--help"]).isSuccess)
+        #expect(
+            refusal(["--tls", "internal", "--acme-ca", "https://ca.example/dir"])?.contains("go with --domain") == true)
+        #expect(refusal(["--domain", "a.example", "--acme-ca", "http://ca.example/dir"])?.contains("https://") == true)
+        #expect(
+            refusal(["--domain", "a.example", "--acme-ca", "https://ca.example/\"x"])?.contains("https://") == true)
+        #expect(refusal(["--domain", "a.example", "--acme-ca-root", "/"]) == "--acme-ca-root goes with --acme-ca URL")
+        #expect(refusal(["--domain", "a.example", "--acme-ca-root", "/nonexistent"])?.contains("No such file") == true)
+    }
+
+    /// With a domain, the ACME directory a person names and the root that directory's HTTPS is
+    /// trusted by go to Caddy as they were given.
+    @Test func aDomainsCertificate_comesFromTheACMEDirectoryNamed() throws {
+        guard
+            case .success(.hub(let hub)) = plan([
+                "--domain", "hub.example.org", "--acme-ca", "https://acme-staging-v02.api.letsencrypt.org/directory",
+                "--acme-ca-root", "/",
+            ])
+        else {
+            Issue.record("plan")
+            return
+        }
+        let text = Hub.caddyfile(hub, host: "hub.example.org", webSocketPort: 4567, secret: secret)
+        #expect(text.contains("acme_ca \"https://acme-staging-v02.api.letsencrypt.org/directory\""), "\(text)")
+        #expect(text.contains("acme_ca_root \"/\""), "\(text)")
+        #expect(text.contains("https://hub.example.org:443 {") && !text.contains("local_certs"))
+    }
+
+    /// Caddy's log, as Caddy 2.6 writes it: the first reason a certificate is not obtained is
+    /// said once (Caddy retries), and its arrival once; other domains' and other loggers' lines
+    /// are not the hub's news.
+    @Test func theCertificatesArrival_andTheFirstReasonItDidNot_areSaidOnce() {
+        let failed =
+            #"{"level":"error","ts":1796297471.26,"logger":"tls.obtain","msg":"could not get certificate from issuer","identifier":"hub.example.org","issuer":"acme","error":"registering account [] with server: connection refused"}"#
+        let retry =
+            #"{"level":"error","ts":1796297471.27,"logger":"tls.obtain","msg":"will retry","error":"[hub.example.org] Obtain: connection refused","attempt":1}"#
+        let other =
+            #"{"level":"info","ts":1796297441.90,"logger":"tls.obtain","msg":"certificate obtained successfully","identifier":"other.example.org"}"#
+        let obtained =
+            #"{"level":"info","ts":1796297531.90,"logger":"tls.obtain","msg":"certificate obtained successfully","identifier":"hub.example.org"}"#
+        var watch = CertificateWatch(domain: "hub.example.org", json: false)
+        var log = [failed, retry, other, "not json", #"{"logger":"tls.obtain""#].joined(separator: "\n")
+        let first = watch.read(log)
+        #expect(
+            first == [
+                .init(
+                    text:
+                        "coplay hub: no certificate for hub.example.org yet (Caddy tries again): registering account [] with server: connection refused",
+                    isError: true)
+            ])
+        log += "\n" + failed
+        #expect(watch.read(log).isEmpty && !watch.obtained, "said once")
+        log += "\n" + obtained
+        #expect(
+            watch.read(log) == [
+                .init(text: "coplay hub: the certificate for hub.example.org is obtained", isError: false)
+            ])
+        #expect(watch.obtained)
+        var json = CertificateWatch(domain: "hub.example.org", json: true)
+        #expect(
+            json.read(obtained).map(\.text) == [#"{"event":"certificate","domain":"hub.example.org"}"#])
     }
 
     /// Caddy carries the WebSocket upgrades to nats-server on loopback and serves the page; it

@@ -47,7 +47,7 @@ public enum CommandLineOptions {
                                             every phone in the room, and with --hub one for
                                             anywhere (coplay help party)
           coplay hub (--tls internal|--domain NAME|--cert F --key F) [--port N] [--listen A]
-                     [--name HOST] [--state DIR]
+                     [--name HOST] [--state DIR] [--acme-ca URL [--acme-ca-root F]]
                                             a hub for parties across homes: nats-server behind
                                             Caddy, HTTPS and wss:// only (coplay help hub)
           coplay demo                       several agents on loopback run a scripted session

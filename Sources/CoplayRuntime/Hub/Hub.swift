@@ -31,6 +31,14 @@ public struct HubPlan: Sendable, Equatable {
     /// Folders whose films the hub serves itself (`--media DIR`), for a friend with a phone and
     /// no copy: over HTTPS, with byte ranges, under a path nobody guesses.
     public var media: [String] = []
+    /// With a domain: the ACME directory to obtain its certificate from (`--acme-ca URL`: Let's
+    /// Encrypt's staging, ZeroSSL, a company's own CA; default Caddy's, Let's Encrypt then
+    /// ZeroSSL), and a root to trust for that directory's own HTTPS (`--acme-ca-root FILE`).
+    public var acmeCA: String?
+    public var acmeCARoot: String?
+
+    /// An ACME directory's URL: a person types it; Caddy takes it quoted.
+    static let acmeURLBytesMax = 2048
 
     /// A person names a few folders; each is one route of Caddy's.
     public static let mediaFoldersMax = 16
@@ -38,6 +46,7 @@ public struct HubPlan: Sendable, Equatable {
     static let usage = """
         coplay hub (--tls internal | --domain NAME | --cert FILE --key FILE) [--listen ADDRESS]
                    [--port N] [--name HOST] [--state DIR] [--media DIR]… [--root DIR] [--no-qr] [--json]
+                   [--acme-ca URL [--acme-ca-root FILE]]
           Run a hub for parties across homes, on a machine every home reaches (a VPS, a
           friend's server): nats-server, its client port on loopback only, behind Caddy,
           which serves the page over HTTPS and carries wss:// for the tabs and for parties'
@@ -48,7 +57,11 @@ public struct HubPlan: Sendable, Equatable {
             --tls internal    Caddy's own CA (a private network, a test): each device must
                               trust its root, STATE/caddy/pki/authorities/local/root.crt
             --domain NAME     a certificate obtained and renewed for NAME (its DNS must
-                              point here, and the port be reachable)
+                              point here, and the port be reachable); the hub says when
+                              it is obtained, or why not
+            --acme-ca URL     with --domain: the ACME directory to obtain it from (default
+                              Let's Encrypt, then ZeroSSL); --acme-ca-root FILE trusts a
+                              root (PEM) for that directory's own HTTPS
             --cert/--key      PEM files of your own
             --listen ADDRESS  the IPv4 address to listen on (default 0.0.0.0)
             --port N          the HTTPS port (default 443)
@@ -134,6 +147,21 @@ public struct HubPlan: Sendable, Equatable {
                         throw UsageError(message: "--media: at most \(HubPlan.mediaFoldersMax) folders")
                     }
                     plan.media.append(value)
+                case "--acme-ca":
+                    guard value.hasPrefix("https://"), value.utf8.count <= HubPlan.acmeURLBytesMax,
+                        value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C })
+                    else {
+                        throw UsageError(
+                            message:
+                                "--acme-ca takes an ACME directory's https:// URL (at most \(HubPlan.acmeURLBytesMax) bytes), not '\(value.prefix(200))'"
+                        )
+                    }
+                    plan.acmeCA = value
+                case "--acme-ca-root":
+                    guard access(value, R_OK) == 0 else {
+                        throw UsageError(message: "--acme-ca-root \(value): \(String(cString: strerror(errno)))")
+                    }
+                    plan.acmeCARoot = value
                 default: throw UsageError(message: "hub: unknown option '\(word)'")
                 }
             }
@@ -149,6 +177,13 @@ public struct HubPlan: Sendable, Equatable {
                 )
             }
             plan.tls = tls
+            if case .domain = tls {
+                if plan.acmeCARoot != nil, plan.acmeCA == nil {
+                    throw UsageError(message: "--acme-ca-root goes with --acme-ca URL")
+                }
+            } else if plan.acmeCA != nil || plan.acmeCARoot != nil {
+                throw UsageError(message: "--acme-ca and --acme-ca-root go with --domain NAME")
+            }
         } catch {
             return .failure(error)
         }
@@ -189,7 +224,7 @@ public enum Hub {
             return 1
         case .success(let running):
             StandardStreams.writeOutput(running.announcement)
-            let status = waitForTheEnd(running)
+            let status = waitForTheEnd(running, plan: plan)
             running.caddy.stop()
             running.nats.stop()
             return status
@@ -286,8 +321,10 @@ public enum Hub {
                     name: "coplay-hub-caddy", log: caddyLog,
                     listening: { TiedServer.canConnect(probeHost, plan.port) },
                     fatal: { log in
+                        // Not a certificate not obtained yet: Caddy retries, and the hub says so.
                         log.split(separator: "\n").first {
-                            $0.hasPrefix("Error:") || $0.contains("\"level\":\"error\"")
+                            $0.hasPrefix("Error:")
+                                || ($0.contains("\"level\":\"error\"") && !$0.contains(CertificateWatch.obtainLogger))
                         }
                         .map { String($0.suffix(400)) }
                     })
@@ -323,6 +360,8 @@ public enum Hub {
             global += ["auto_https disable_redirects"]
             tls = "tls \(quoted(certificate)) \(quoted(key))"
         case .domain:
+            if let directory = plan.acmeCA { global.append("acme_ca \(quoted(directory))") }
+            if let root = plan.acmeCARoot { global.append("acme_ca_root \(quoted(root))") }
             tls = ""
         }
         // Each folder under its token: its files by name, with byte ranges; no listing, no
@@ -392,6 +431,10 @@ public enum Hub {
             text +=
                 "Films of \(folder), for friends with no copy: \(link.page.dropLast())\(mediaPath(secret: link.secret, index: index))NAME\n"
         }
+        if case .domain(let domain) = plan.tls {
+            text +=
+                "The certificate for \(domain) comes from \(plan.acmeCA ?? "Let's Encrypt (else ZeroSSL)"): the hub says when it is obtained.\n"
+        }
         if plan.tls == .internalCA {
             text +=
                 "The certificate is of this hub's own CA: every device must trust \(HubState.caRoot(in: plan.state)) (a party: --hub-ca FILE).\n"
@@ -399,8 +442,11 @@ public enum Hub {
         return text + "Ctrl-C stops the hub.\n"
     }
 
-    /// Until SIGINT or SIGTERM, or one of the servers is gone (said, exit 1).
-    static func waitForTheEnd(_ running: Running) -> Int32 {
+    /// Until SIGINT or SIGTERM, or one of the servers is gone (said, exit 1). With a domain, says
+    /// when Caddy has its certificate, or why not yet.
+    static func waitForTheEnd(_ running: Running, plan: HubPlan) -> Int32 {
+        var watch: CertificateWatch?
+        if case .domain(let domain) = plan.tls { watch = CertificateWatch(domain: domain, json: plan.json) }
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
@@ -410,6 +456,17 @@ public enum Hub {
         while true {
             let signal = sigtimedwait(&signals, nil, &timeout)
             if signal == SIGINT || signal == SIGTERM { return 0 }
+            if var certificate = watch, !certificate.obtained {
+                let log = WebServer.readWholeFile(plan.state + "/caddy.log", bytesMax: CertificateWatch.logBytesMax)
+                for notice in certificate.read(String(decoding: log ?? [], as: UTF8.self)) {
+                    if notice.isError {
+                        StandardStreams.writeError(notice.text)
+                    } else {
+                        StandardStreams.writeOutput(notice.text)
+                    }
+                }
+                watch = log == nil ? nil : certificate
+            }
             if !TiedServer.canConnect(running.probe.host, running.probe.port) {
                 StandardStreams.writeError("coplay hub: caddy stopped answering on \(running.probe.port); stopping")
                 return 1
@@ -419,6 +476,69 @@ public enum Hub {
                 return 1
             }
         }
+    }
+}
+
+/// What Caddy's log says of a domain's certificate, said once to the hub's operator: that it is
+/// obtained, or the first reason it is not yet (Caddy retries on its own, for up to 30 days).
+struct CertificateWatch {
+    var domain: String
+    var json: Bool
+    private(set) var obtained = false
+    private var failureSaid = false
+
+    static let obtainLogger = "\"logger\":\"tls.obtain\""
+    /// Caddy's log is read whole each second until the certificate is there: its first minutes
+    /// are a few kilobytes; one grown past this is no longer read.
+    static let logBytesMax = 1 << 20
+    /// How much of Caddy's reason is said.
+    static let reasonBytesMax = 300
+
+    init(domain: String, json: Bool) {
+        self.domain = domain
+        self.json = json
+    }
+
+    struct Notice: Equatable {
+        var text: String
+        var isError: Bool
+    }
+
+    /// The notices `log` (Caddy's whole log so far) gives that were not given before.
+    mutating func read(_ log: String) -> [Notice] {
+        var notices: [Notice] = []
+        for line in log.split(separator: "\n") where line.contains(Self.obtainLogger) {
+            guard case .object(let fields)? = try? JSONParser.parse(String(line)) else { continue }
+            func field(_ name: String) -> String? {
+                fields.first { $0.0 == name }.flatMap { if case .string(let text) = $0.1 { text } else { nil } }
+            }
+            if field("msg") == "certificate obtained successfully", field("identifier") == domain {
+                obtained = true
+                notices.append(
+                    Notice(
+                        text: json
+                            ? JSONValue.object([("event", "certificate"), ("domain", .string(domain))]).serialized
+                            : "coplay hub: the certificate for \(domain) is obtained",
+                        isError: false))
+                return notices
+            }
+            if !failureSaid, field("msg") == "could not get certificate from issuer",
+                let error = field("error")
+            {
+                failureSaid = true
+                let reason = String(error.prefix(Self.reasonBytesMax))
+                notices.append(
+                    Notice(
+                        text: json
+                            ? JSONValue.object([
+                                ("event", "certificate-failed"), ("domain", .string(domain)),
+                                ("error", .string(reason)),
+                            ]).serialized
+                            : "coplay hub: no certificate for \(domain) yet (Caddy tries again): \(reason)",
+                        isError: !json))
+            }
+        }
+        return notices
     }
 }
 

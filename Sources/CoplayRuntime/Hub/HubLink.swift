@@ -97,5 +97,7 @@ public struct HubLink: Equatable, Sendable {
         }
     }
 
-    public func leaf(caFile: String?) -> Leaf { Leaf(url: "wss://leaf:\(secret)@\(hostPort)", caFile: caFile) }
+    /// The port is always named: nats-server takes a `wss://` remote without one for its leaf
+    /// port (7422), not 443.
+    public func leaf(caFile: String?) -> Leaf { Leaf(url: "wss://leaf:\(secret)@\(host):\(port)", caFile: caFile) }
 }
