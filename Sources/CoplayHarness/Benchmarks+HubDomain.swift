@@ -13,6 +13,10 @@ extension Benchmarks {
         /// hub, and followed a pause made there.
         public var heardThroughHub = false
         public var followedPause = false
+        /// The film the hub listed (`--media`), its URL naming its fingerprint.
+        public var filmListed: String?
+        /// Home B played its own copy of it (another name, another folder), not the hub's.
+        public var ownCopyOfHubFilm = false
         /// A hub pointed at an ACME directory that does not answer said why it has no certificate.
         public var failureSaid: String?
     }
@@ -38,8 +42,17 @@ extension Benchmarks {
         try FileManager.default.createDirectory(at: page, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data("<!doctype html><title>coplay</title>".utf8).write(to: page.appendingPathComponent("index.html"))
-        let film = directory.appendingPathComponent("film.mkv")
-        try Data(repeating: 0x2A, count: 4096).write(to: film)
+        // The hub's film (--media), and home B's own copy of it under another name, in a folder
+        // of its own.
+        let hubFilms = directory.appendingPathComponent("hub-films")
+        let homeB = directory.appendingPathComponent("home-b/Films")
+        for folder in [hubFilms, homeB] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        let film = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try film.write(to: hubFilms.appendingPathComponent("Our Film.mkv"))
+        let copy = homeB.appendingPathComponent("our.film.2026.mkv").path
+        try film.write(to: URL(fileURLWithPath: copy))
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
         // Pebble's own HTTPS, from a CA made here: what --acme-ca-root trusts.
@@ -135,6 +148,7 @@ extension Benchmarks {
                 arguments: [
                     "--domain", domain, "--acme-ca", "https://127.0.0.1:14000/dir", "--acme-ca-root", path("ca.pem"),
                     "--listen", "10.77.0.1", "--state", path("hub-state"), "--json", "--no-qr", "--root", page.path,
+                    "--media", hubFilms.path,
                 ])
             defer { hub.stop() }
             guard let link = hub.link(timeout: .seconds(10)) else {
@@ -156,8 +170,14 @@ extension Benchmarks {
                 try curl(2, ["-o", "/dev/null", "-w", "%{http_code}", "--cacert", root, "https://\(domain)/"]).output
                 == "200"
 
+            // The party shares the hub's film by the URL the hub lists, which names its content.
+            guard let announcedHub = hub.line(containing: "\"event\":\"hub\"", timeout: .seconds(1)),
+                let object = try? JSONSerialization.jsonObject(with: Data(announcedHub.line.utf8)) as? [String: Any],
+                let listed = (object["films"] as? [[String: Any]])?.first?["url"] as? String
+            else { throw BenchError(description: "the hub listed no film: \(hub.output)") }
+            figures.filmListed = listed
             let party = try AgentProcess(
-                executable: executable, name: "ann", subcommand: ["party", film.path],
+                executable: executable, name: "ann", subcommand: ["party", listed],
                 arguments: [
                     "--hub", link, "--hub-ca", root, "--listen", "10.77.0.2", "--interface", "eth0", "--no-qr",
                     "--root",
@@ -174,7 +194,7 @@ extension Benchmarks {
             let friend = try AgentProcess(
                 executable: executable, name: "ben", subcommand: ["join", anywhere],
                 arguments: [
-                    "--hub-ca", root, "--interface", "eth0", "--player", "simulated", "--media", directory.path,
+                    "--hub-ca", root, "--interface", "eth0", "--player", "simulated", "--media", homeB.path,
                 ],
                 namespace: "\(prefix)-h3")
             agents.append(friend)
@@ -192,6 +212,14 @@ extension Benchmarks {
                     description:
                         "home B never heard home A through the hub: peers \(friend.peers(timeout: .seconds(1)) ?? []); \(friend.diagnostics.suffix(8)) / \(party.diagnostics.suffix(8))"
                 )
+            }
+            figures.ownCopyOfHubFilm = friend.waitForDiagnostic(timeout: .seconds(10)) {
+                $0.contains("own copy") && $0.contains(copy)
+            }
+            if !figures.ownCopyOfHubFilm {
+                print("  home B, its last words:")
+                for line in friend.diagnostics.suffix(8) { print("    \(line.prefix(300))") }
+                for event in friend.allEvents.suffix(6) { print("    \(event.line.prefix(300))") }
             }
             let mark = friend.allEvents.count
             party.send("pause")
@@ -228,6 +256,8 @@ extension Benchmarks {
         print(
             "  home B heard home A through the hub: \(figures.heardThroughHub ? "yes" : "no"); followed a pause: \(figures.followedPause ? "yes" : "no")"
         )
+        print("  the hub's film, as listed: \(figures.filmListed ?? "none")")
+        print("  home B plays its own copy of the hub's film: \(figures.ownCopyOfHubFilm ? "yes" : "no")")
         print("  a directory that does not answer → said: \(figures.failureSaid ?? "nothing")")
     }
 }

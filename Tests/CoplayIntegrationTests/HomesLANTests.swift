@@ -45,7 +45,8 @@ import Testing
 
     /// `coplay hub --domain NAME`: Caddy obtains the name's certificate from an ACME CA (pebble,
     /// standing in for Let's Encrypt), the hub says so, and two homes reaching it by that name,
-    /// trusting only that CA's root, play as one group through it; a directory that does not
+    /// trusting only that CA's root, play as one group through it, home B its own copy of the film
+    /// the hub serves (its URL names its content); a directory that does not
     /// answer is said, and the hub runs on (`Benchmarks.hubDomain`).
     @Test(
         .enabled(if: domainEnabled, "COPLAY_HOMES=1, as root, with caddy, nats-server, pebble, openssl, nft, curl"),
@@ -56,6 +57,8 @@ import Testing
         #expect((figures.certificateObtained ?? .infinity) <= 15_000)
         #expect(figures.pageByName)
         #expect(figures.heardThroughHub && figures.followedPause)
+        #expect(figures.filmListed?.contains("/Our%20Film.mkv#v1-300000-") == true, "\(figures.filmListed ?? "none")")
+        #expect(figures.ownCopyOfHubFilm, "home B plays its own copy of the hub's film, known by its content")
         #expect(figures.failureSaid?.contains("connection refused") == true, "\(figures.failureSaid ?? "nothing said")")
     }
 }

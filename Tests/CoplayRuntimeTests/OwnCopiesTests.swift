@@ -68,6 +68,63 @@ import Testing
         #expect(ContentIdentity.identify(missing) == missing)
     }
 
+    /// A film a hub serves, named with its fingerprint (`coplay hub --media` lists each so): the
+    /// URL's fragment is its id, and the URL is shared without it; a fragment that is not a
+    /// fingerprint, or one on a path, leaves the item as it was.
+    @Test func aURLNamingItsFingerprint_isKnownByItsContent() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let film = try file("hub/Our Film (2026).mkv")
+        let fingerprint = try FileFingerprint.of(path: film)
+        try file("hub/.partial.mkv", count: 1000)  // hidden: not listed
+        try file("hub/notes.txt", count: 1000)  // not a film
+        try FileManager.default.createDirectory(atPath: path("hub/extras.mkv"), withIntermediateDirectories: true)
+        let hubFilms = Hub.films(in: [path("hub"), path("nowhere")])
+        #expect(hubFilms == [Hub.Film(folder: 0, name: "Our Film (2026).mkv", fingerprint: fingerprint.text)])
+        let link = HubLink(host: "hub.example.org", port: 443, secret: "0123456789abcdef0123456789abcdef")
+        let url = try #require(hubFilms.first).url(link)
+        let bare =
+            "https://hub.example.org" + Hub.mediaPath(secret: link.secret, index: 0) + "Our%20Film%20%282026%29.mkv"
+        #expect(url == bare + "#" + fingerprint.text)
+
+        // The hub lists it so, in words and in JSON; the folder's base stays for other files.
+        var hub = HubPlan(
+            tls: .internalCA, listen: "0.0.0.0", port: 443, name: nil, state: "/state", webRoot: "/web", qr: false,
+            json: false)
+        hub.media = [path("hub")]
+        let text = Hub.announcement(link, plan: hub, films: hubFilms)
+        #expect(text.contains("\n  \(url)\n") && text.contains("/media/") && text.contains("NAME\n"), "\(text)")
+        hub.json = true
+        #expect(
+            Hub.announcement(link, plan: hub, films: hubFilms).contains(
+                #""films":[{"name":"Our Film (2026).mkv","url":"\#(url)"}]"#))
+
+        let shared = ContentIdentity.identify(try #require(try ConsoleCommand.parse("share \(url)").get()))
+        guard case .share(let activity, _, _) = shared else {
+            Issue.record("\(shared)")
+            return
+        }
+        #expect(activity.itemID == fingerprint.text && activity.url == bare)
+        #expect(activity.title == "Our Film (2026).mkv" && activity.type == "video/x-matroska")
+        #expect(
+            ContentIdentity.identify(try #require(try ConsoleCommand.parse("queue add \(url)").get()))
+                == .queue(
+                    .add(
+                        url: bare, id: fingerprint.text, title: "Our Film (2026).mkv", durationSeconds: nil,
+                        after: .last)))
+        #expect(
+            ContentIdentity.identify(try #require(try ConsoleCommand.parse("load \(url)").get()))
+                == .load(LoadedItem(id: fingerprint.text, url: bare)))
+        for other in [
+            bare + "#chapter-2", bare + "#v1-12-" + String(repeating: "g", count: 64),
+            bare + "#v1-99999999999999999-" + String(repeating: "a", count: 64),
+            "/films/a.mkv#" + fingerprint.text,
+        ] {
+            let command = try #require(try ConsoleCommand.parse("share \"\(other)\" id=film").get())
+            #expect(ContentIdentity.identify(command) == command, "\(other)")
+            #expect(ConsoleCommand.contentNamed(other) == nil, "\(other)")
+        }
+    }
+
     /// The copy under another name, two folders down; a file of the same size that is another
     /// film, a hidden one and a link back to a parent folder are passed over.
     @Test func aCopyUnderAnotherName_isFoundInTheMediaFolders() throws {

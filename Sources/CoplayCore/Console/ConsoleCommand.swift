@@ -230,12 +230,13 @@ public enum ConsoleCommand: Hashable, Sendable {
             let allowed =
                 name == "load"
                 ? ["id", "duration", "buffer"] : ["id", "title", "subtitle", "type", "fallback", "duration", "buffer"]
-            let url = try firstURL(tokens, line: line, options: allowed, command: name, fail: fail)
+            var url = try firstURL(tokens, line: line, options: allowed, command: name, fail: fail)
             // `live` (share only) is a word of its own, not key=value.
             let options = try keyValues(
                 arguments.dropFirst(), allowed: allowed, flag: name == "share" ? "live" : nil, fail: fail)
             let live = options["live"] != nil
-            let id = options["id"]
+            var id = options["id"]
+            if id == nil, let named = contentNamed(url) { (url, id) = (named.url, named.fingerprint.text) }
             if let id, id.isEmpty || id.utf8.count > WireFormat.itemIDBytesMax {
                 throw fail("the item id must be 1 to \(WireFormat.itemIDBytesMax) bytes")
             }
@@ -288,10 +289,11 @@ public enum ConsoleCommand: Hashable, Sendable {
         switch verb {
         case "add":
             let keys = ["id", "title", "duration", "after"]
-            let url = try firstURL(
+            var url = try firstURL(
                 Array(tokens.dropFirst()), line: line, options: keys, command: "queue add", fail: fail)
             let options = try keyValues(arguments.dropFirst(2), allowed: keys, fail: fail)
-            let id = try options["id"].map { text throws(ParseError) in try entryID(text) }
+            var id = try options["id"].map { text throws(ParseError) in try entryID(text) }
+            if id == nil, let named = contentNamed(url) { (url, id) = (named.url, named.fingerprint.text) }
             let title = options["title"] ?? ""
             guard title.utf8.count <= WireFormat.metadataBytesMax else {
                 throw fail("title is longer than \(WireFormat.metadataBytesMax) bytes")
@@ -342,6 +344,18 @@ public enum ConsoleCommand: Hashable, Sendable {
         guard url.utf8.count <= WireFormat.urlBytesMax else {
             throw fail("the URL is longer than \(WireFormat.urlBytesMax) bytes")
         }
+    }
+
+    /// A URL that names its film's fingerprint in its fragment (`https://…/film.mkv#v1-SIZE-HEX`,
+    /// as `coplay hub --media` lists its films): the URL without the fragment, and the
+    /// fingerprint, which is then the item's id. Whoever serves a film can read its windows; a
+    /// participant given only its URL cannot always (an agent speaks no TLS), and a fragment never
+    /// reaches the server. Nil for any other URL, or a fragment that is not a fingerprint.
+    public static func contentNamed(_ url: String) -> (url: String, fingerprint: Fingerprint)? {
+        guard url.hasPrefix("https://") || url.hasPrefix("http://"), let hash = url.lastIndex(of: "#"),
+            let fingerprint = Fingerprint(text: String(url[url.index(after: hash)...]))
+        else { return nil }
+        return (String(url[..<hash]), fingerprint)
     }
 
     /// An item shared without an id is named by its URL, which must then fit an id.

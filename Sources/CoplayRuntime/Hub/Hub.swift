@@ -72,8 +72,10 @@ public struct HubPlan: Sendable, Equatable {
                               else ~/.local/state/coplay/hub)
             --media DIR       serve the films of DIR from the hub's own disk (repeatable), over
                               HTTPS with byte ranges, at https://HOST/media/TOKEN/NAME (TOKEN
-                              made from the hub's secret: nobody guesses it); share one with
+                              made from the hub's secret: nobody guesses it); it lists each
+                              film's URL, naming its content after the #: share one with
                               coplay party URL --hub LINK, for friends with no copy of their own
+                              (a friend with a copy plays their own)
           Needs nats-server and caddy (apt install nats-server caddy); both end with the
           hub however it ends. Ctrl-C or SIGTERM stops it. Exit status 1 if it cannot
           start, 2 on a bad command line.
@@ -334,7 +336,8 @@ public enum Hub {
             }
             let running = Running(
                 nats: natsServer, caddy: front, link: link,
-                announcement: announcement(link, plan: plan), probe: (probeHost, plan.port),
+                announcement: announcement(link, plan: plan, films: films(in: plan.media)),
+                probe: (probeHost, plan.port),
                 natsPorts: [client, webSocket, leaf])
             return .success(running)
         } catch {
@@ -399,6 +402,70 @@ public enum Hub {
         "/media/" + Hex.encode(Array(SHA256.hash(Array("coplay hub media \(index) \(secret)".utf8)).prefix(16))) + "/"
     }
 
+    /// A film of a `--media` folder, as the hub lists it: its name in the folder, and its
+    /// fingerprint, which its URL carries in the fragment (`ContentIdentity.named`), so that a
+    /// party sharing it has it known by its content, and a friend with a copy plays that copy.
+    struct Film: Equatable {
+        var folder: Int
+        var name: String
+        var fingerprint: String
+
+        func url(_ link: HubLink) -> String {
+            String(link.page.dropLast()) + Hub.mediaPath(secret: link.secret, index: folder)
+                + Hub.percentEncoded(name) + "#" + fingerprint
+        }
+    }
+
+    /// The films listed per folder: its top level, media files by name, at most this many (each
+    /// is fingerprinted as the hub starts, 16 reads of 64 KiB). Others are served all the same.
+    static let filmsListedMax = 64
+    /// Entries of a folder looked at for them: a folder of a million files is not read whole.
+    static let folderEntriesMax = 10_000
+
+    /// The films of each folder, by name, that can be fingerprinted.
+    static func films(in folders: [String]) -> [Film] {
+        var films: [Film] = []
+        for (index, folder) in folders.enumerated() {
+            guard let directory = opendir(folder) else { continue }
+            var names: [String] = []
+            var entries = 0
+            while entries < folderEntriesMax, let entry = readdir(directory) {
+                entries += 1
+                let name = withUnsafePointer(to: entry.pointee.d_name) {
+                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                }
+                guard !name.hasPrefix("."), ContentIdentity.container(of: name) != nil else { continue }
+                names.append(name)
+            }
+            closedir(directory)
+            var listed = 0
+            for name in names.sorted() where listed < filmsListedMax {
+                var status = stat()
+                let path = folder + "/" + name
+                guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+                    let fingerprint = try? FileFingerprint.of(path: path)
+                else { continue }
+                films.append(Film(folder: index, name: name, fingerprint: fingerprint.text))
+                listed += 1
+            }
+        }
+        return films
+    }
+
+    /// A file's name as a URL's path segment: unreserved bytes as they are, every other one as %XX.
+    static func percentEncoded(_ name: String) -> String {
+        var text = ""
+        for byte in name.utf8 {
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E:
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                text += "%" + Hex.encode([byte]).uppercased()
+            }
+        }
+        return text
+    }
+
     private static func quoted(_ text: String) -> String {
         var quoted = "\""
         for character in text {
@@ -408,7 +475,7 @@ public enum Hub {
         return quoted + "\""
     }
 
-    static func announcement(_ link: HubLink, plan: HubPlan) -> String {
+    static func announcement(_ link: HubLink, plan: HubPlan, films: [Film] = []) -> String {
         if plan.json {
             var fields: [(String, JSONValue)] = [
                 ("event", "hub"), ("link", .string(link.text)), ("page", .string(link.page)),
@@ -419,6 +486,11 @@ public enum Hub {
                     JSONValue.string(String(link.page.dropLast()) + mediaPath(secret: link.secret, index: $0))
                 }
                 fields.append(("media", .array(bases)))
+                fields.append(
+                    (
+                        "films",
+                        .array(films.map { .object([("name", .string($0.name)), ("url", .string($0.url(link)))]) })
+                    ))
             }
             return JSONValue.object(fields).serialized
         }
@@ -430,6 +502,12 @@ public enum Hub {
         for (index, folder) in plan.media.enumerated() {
             text +=
                 "Films of \(folder), for friends with no copy: \(link.page.dropLast())\(mediaPath(secret: link.secret, index: index))NAME\n"
+            let listed = films.filter { $0.folder == index }
+            if !listed.isEmpty {
+                text +=
+                    "  each known by its content (a friend with a copy plays their own): coplay party URL --hub LINK\n"
+                for film in listed { text += "  \(film.url(link))\n" }
+            }
         }
         if case .domain(let domain) = plan.tls {
             text +=

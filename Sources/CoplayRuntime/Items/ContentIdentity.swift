@@ -5,18 +5,28 @@ import CoplayCore
 /// as its title, its container as its type and its length as its duration (where they are
 /// empty), so that every other
 /// participant finds its own copy of the same film wherever it lies and whatever it is called
-/// (`OwnCopyPlayer`). An item given by URL, or with an id of the person's, is left as it is; so
+/// (`OwnCopyPlayer`). A URL known by its fingerprint gets its name as its title. Any other
+/// item given by URL, or with an id of the person's, is left as it is; so
 /// is a file that cannot be fingerprinted (missing, a folder, still being written): its player
 /// then says why it cannot play it, as before.
 enum ContentIdentity {
     static func identify(_ command: ConsoleCommand) -> ConsoleCommand {
         switch command {
         case .share(var activity, let duration, let buffer):
+            if isNamedURL(activity.url, id: activity.itemID) {
+                let name = Party.filmName(of: activity.url)
+                if activity.title.isEmpty { activity.title = name }
+                if activity.type.isEmpty { activity.type = container(of: name) ?? "" }
+                return .share(activity, durationSeconds: duration, bufferSeconds: buffer)
+            }
             guard activity.itemID == activity.url, let (fingerprint, name) = file(activity.url) else { return command }
             activity.itemID = fingerprint.text
             if activity.title.isEmpty { activity.title = name }
             if activity.type.isEmpty { activity.type = container(of: name) ?? "" }
             return .share(activity, durationSeconds: duration ?? length(activity.url), bufferSeconds: buffer)
+        case .queue(.add(let url, let id?, "", let duration, let after)) where isNamedURL(url, id: id):
+            return .queue(
+                .add(url: url, id: id, title: Party.filmName(of: url), durationSeconds: duration, after: after))
         case .queue(.add(let url, nil, let title, let duration, let after)):
             guard let (fingerprint, name) = file(url) else { return command }
             return .queue(
@@ -30,6 +40,12 @@ enum ContentIdentity {
         default:
             return command
         }
+    }
+
+    /// An item of a URL known by its fingerprint (the console's parser took it from the URL's
+    /// fragment, `ConsoleCommand.contentNamed`, or the person gave it): its name is the URL's.
+    private static func isNamedURL(_ url: String, id: String) -> Bool {
+        (url.hasPrefix("https://") || url.hasPrefix("http://")) && Fingerprint(text: id) != nil
     }
 
     /// The fingerprint and name of the local file `url` names, if it is one that can be read.

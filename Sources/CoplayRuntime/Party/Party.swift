@@ -78,8 +78,11 @@ public enum Party {
         var ownFiles: [String] = []
         for item in plan.items {
             if item.hasPrefix("http://") || item.hasPrefix("https://") {
-                urls.append((item, filmName(of: item)))  // its title: what a person calls it
-                ids.append(nil)
+                // A film the hub serves, named with its fingerprint: known by its content too.
+                let named = ConsoleCommand.contentNamed(item)
+                let url = named?.url ?? item
+                urls.append((url, filmName(of: url)))  // its title: what a person calls it
+                ids.append(named?.fingerprint.text)
                 lengths.append(nil)
                 continue
             }
