@@ -17,20 +17,27 @@ extension Benchmarks {
         public var filmListed: String?
         /// Home B played its own copy of it (another name, another folder), not the hub's.
         public var ownCopyOfHubFilm = false
+        /// What a capture on the internet's bridge saw: TCP segments with a payload (every one
+        /// between a home's router and the hub, after the homes' NATs), and for each string that
+        /// must never cross in clear, how many held it.
+        public var capturedSegments = 0
+        /// Frames on the internet carrying a home's private address (none, through the NATs).
+        public var homeAddressesOnInternet = 0
+        public var inClear: [String: Int] = [:]
         /// A hub pointed at an ACME directory that does not answer said why it has no certificate.
         public var failureSaid: String?
     }
 
     /// `coplay hub --domain NAME` as on a VPS, with an ACME CA of the test's own (Debian's pebble,
-    /// `PEBBLE_VA_ALWAYS_VALID`: the test LAN has no DNS a public CA could check). On a `Tools/lan`
-    /// bridge: the hub and pebble on host 1, home A's party (`--hub LINK`) on host 2, home B's
-    /// `coplay join` of the party's link for anywhere on host 3, each home hearing only the hub
-    /// (`nft`, as two NATs); the hub's name is in each home's own `/etc/hosts` (`ip netns exec`
-    /// binds `/etc/netns/NS/hosts`). The homes trust pebble's issuing root only, as a device
+    /// `PEBBLE_VA_ALWAYS_VALID`: the test's internet has no DNS a public CA could check). The hub
+    /// and pebble on the internet; home A's party (`--hub LINK`, sharing the hub's own film by the
+    /// URL the hub lists) and home B's `coplay join` of the party's link for anywhere, with its own
+    /// copy of that film, each on a LAN behind its router's NAT (`behindNATs`); the hub's name is
+    /// in each home's own `/etc/hosts` (`ip netns exec` binds `/etc/netns/NS/hosts`). The homes trust pebble's issuing root only, as a device
     /// trusts Let's Encrypt's.
     public static func hubDomain(executable: String, bench: String) throws -> HubDomainFigures {
         guard getuid() == 0 else { throw BenchError(description: "the domain check makes namespaces: run it as root") }
-        for program in ["caddy", "nats-server", "pebble", "openssl", "nft", "curl"]
+        for program in ["caddy", "nats-server", "pebble", "openssl", "nft", "curl", "tcpdump", "tshark"]
         where Locations.onPath(program) == nil {
             throw BenchError(
                 description:
@@ -88,13 +95,12 @@ extension Benchmarks {
         ).write(to: directory.appendingPathComponent("pebble.json"))
 
         var figures = HubDomainFigures()
-        try onLAN(hosts: 3, link: nil, dtim: 1, bench: bench) { prefix in
-            try separateHomes(prefix: prefix, homes: [2, 3])
+        try behindNATs(homes: 2) { prefix in
             let netns = URL(fileURLWithPath: "/etc/netns")
             for home in 2...3 {
                 let folder = netns.appendingPathComponent("\(prefix)-h\(home)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try Data("127.0.0.1 localhost\n10.77.0.1 \(domain)\n".utf8)
+                try Data("127.0.0.1 localhost\n\(internetSubnet).1 \(domain)\n".utf8)
                     .write(to: folder.appendingPathComponent("hosts"))
             }
             defer {
@@ -102,6 +108,22 @@ extension Benchmarks {
                     try? FileManager.default.removeItem(at: netns.appendingPathComponent("\(prefix)-h\(home)"))
                 }
             }
+            let capture = path("internet.pcap")
+            let dump = Process()
+            dump.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            dump.arguments = [
+                "netns", "exec", "\(prefix)-inet", "tcpdump", "-i", "br0", "-U", "-s", "0", "-w", capture, "tcp",
+            ]
+            dump.standardOutput = FileHandle.nullDevice
+            dump.standardError = FileHandle.nullDevice
+            try dump.run()
+            defer {
+                if dump.isRunning {
+                    dump.terminate()
+                    waitForExit(dump)
+                }
+            }
+            usleep(300_000)
             let pebble = Process()
             pebble.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             pebble.arguments = [
@@ -134,7 +156,8 @@ extension Benchmarks {
             var failing = try HubProcess(
                 executable: executable, namespace: "\(prefix)-h1",
                 arguments: [
-                    "--domain", domain, "--acme-ca", "https://127.0.0.1:14999/dir", "--listen", "10.77.0.1", "--state",
+                    "--domain", domain, "--acme-ca", "https://127.0.0.1:14999/dir", "--listen", "\(internetSubnet).1",
+                    "--state",
                     path("failing-state"), "--json", "--no-qr", "--root", page.path,
                 ])
             _ = failing.link(timeout: .seconds(10))
@@ -147,7 +170,8 @@ extension Benchmarks {
                 executable: executable, namespace: "\(prefix)-h1",
                 arguments: [
                     "--domain", domain, "--acme-ca", "https://127.0.0.1:14000/dir", "--acme-ca-root", path("ca.pem"),
-                    "--listen", "10.77.0.1", "--state", path("hub-state"), "--json", "--no-qr", "--root", page.path,
+                    "--listen", "\(internetSubnet).1", "--state", path("hub-state"), "--json", "--no-qr", "--root",
+                    page.path,
                     "--media", hubFilms.path,
                 ])
             defer { hub.stop() }
@@ -179,7 +203,7 @@ extension Benchmarks {
             let party = try AgentProcess(
                 executable: executable, name: "ann", subcommand: ["party", listed],
                 arguments: [
-                    "--hub", link, "--hub-ca", root, "--listen", "10.77.0.2", "--interface", "eth0", "--no-qr",
+                    "--hub", link, "--hub-ca", root, "--listen", "\(homeSubnet).2", "--interface", "eth0", "--no-qr",
                     "--root",
                     page.path, "--player", "none",
                 ], namespace: "\(prefix)-h2")
@@ -225,8 +249,93 @@ extension Benchmarks {
             party.send("pause")
             figures.followedPause =
                 friend.waitForEvent(from: mark, timeout: .seconds(5), where: { $0.name == "paused" }) != nil
+            usleep(300_000)
+            dump.terminate()
+            waitForExit(dump)
+            // Through the NATs: no home's own address on the internet, only its router's.
+            let (counted, addresses) = try Locations.run(
+                "/usr/bin/tshark",
+                [
+                    "-r", capture, "-Y", "ip.addr == \(homeSubnet).0/24", "-T", "fields", "-e", "frame.number", "-e",
+                    "ip.src", "-e", "ip.dst", "-e", "tcp.flags.str", "-e", "frame.time_relative",
+                ])
+            guard counted == 0 else { throw BenchError(description: "tshark: \(addresses.prefix(300))") }
+            // (tshark's own warnings share the output: a frame's line starts with its number.)
+            let frames = addresses.split(separator: "\n").filter { $0.first?.isNumber == true }
+            figures.homeAddressesOnInternet = frames.count
+            if figures.homeAddressesOnInternet > 0 {
+                print("  a home's own address on the internet:\n\(frames.joined(separator: "\n"))")
+            }
+            (figures.capturedSegments, figures.inClear) = try inspect(
+                capture,
+                forbidden: [
+                    "CONNECT ", "PUB ", "MSG ", "SUB ", "INFO {", "PING\r\n",
+                    link.components(separatedBy: "#hub=").last ?? "",
+                    anywhere.components(separatedBy: "key=").last ?? "", "Our Film", "our.film", "party",
+                ])
         }
         return figures
+    }
+
+    /// The "internet" of `behindNATs`, and each home's own LAN (the same private range in every
+    /// home, as home routers hand out).
+    static let internetSubnet = "10.78.0"
+    static let homeSubnet = "192.168.1"
+
+    /// An internet and homes behind NAT, in namespaces of their own: `PREFIX-inet` holds the
+    /// internet's bridge; `PREFIX-h1`, the hub host, is on it at `internetSubnet.1`; home `i`
+    /// (2…homes+1) is a router `PREFIX-ri` on the internet at `internetSubnet.i`, masquerading
+    /// (`nft`) what its LAN sends out, and a host `PREFIX-hi` at `homeSubnet.2` behind it, its
+    /// default route the router. Nothing reaches a home from outside but answers to what it
+    /// sent; the homes reach each other only through the hub. Taken down however `body` ends.
+    static func behindNATs<T>(homes: Int, _ body: (String) throws -> T) throws -> T {
+        let prefix = "cpn\(getpid() % 10_000)"
+        let home = (2...(homes + 1)).map(String.init).joined(separator: " ")
+        let up = """
+            set -e
+            p=\(prefix) inet=\(internetSubnet) lan=\(homeSubnet)
+            ip netns add $p-inet
+            ip -n $p-inet link set lo up
+            ip -n $p-inet link add br0 type bridge
+            ip -n $p-inet link set br0 up
+            ip netns add $p-h1
+            ip -n $p-h1 link set lo up
+            ip -n $p-inet link add p1 type veth peer name eth0 netns $p-h1
+            ip -n $p-inet link set p1 master br0 up
+            ip -n $p-h1 addr add $inet.1/24 dev eth0
+            ip -n $p-h1 link set eth0 up
+            for i in \(home); do
+              ip netns add $p-r$i
+              ip netns add $p-h$i
+              ip -n $p-r$i link set lo up
+              ip -n $p-h$i link set lo up
+              ip -n $p-inet link add p$i type veth peer name wan netns $p-r$i
+              ip -n $p-inet link set p$i master br0 up
+              ip -n $p-r$i addr add $inet.$i/24 dev wan
+              ip -n $p-r$i link set wan up
+              ip -n $p-r$i link add lan type veth peer name eth0 netns $p-h$i
+              ip -n $p-r$i addr add $lan.1/24 dev lan
+              ip -n $p-r$i link set lan up
+              ip -n $p-h$i addr add $lan.2/24 dev eth0
+              ip -n $p-h$i link set eth0 up
+              ip -n $p-h$i route add default via $lan.1
+              ip -n $p-h$i route add 224.0.0.0/4 dev eth0
+              ip netns exec $p-r$i sysctl -qw net.ipv4.ip_forward=1
+              ip netns exec $p-r$i nft 'add table ip coplaynat; add chain ip coplaynat outward { type nat hook postrouting priority 100; }; add rule ip coplaynat outward oifname "wan" masquerade; add chain ip coplaynat through { type filter hook forward priority 0; policy drop; }; add rule ip coplaynat through iifname "lan" accept; add rule ip coplaynat through ct state established,related accept'
+            done
+            """
+        let down = """
+            p=\(prefix)
+            for ns in $p-inet $p-h1 \((2...(homes + 1)).map { "$p-r\($0) $p-h\($0)" }.joined(separator: " ")); do
+              ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null
+              ip netns del $ns 2>/dev/null
+            done
+            true
+            """
+        let (status, output) = try Locations.run("/bin/sh", ["-c", up])
+        defer { _ = try? Locations.run("/bin/sh", ["-c", down]) }
+        guard status == 0 else { throw BenchError(description: "the homes behind NAT: \(output.suffix(400))") }
+        return try body(prefix)
     }
 
     /// Two NATs: each of `homes` hears the hub (host 1), never another home.
@@ -258,6 +367,11 @@ extension Benchmarks {
         )
         print("  the hub's film, as listed: \(figures.filmListed ?? "none")")
         print("  home B plays its own copy of the hub's film: \(figures.ownCopyOfHubFilm ? "yes" : "no")")
+        let clear = figures.inClear.filter { $0.value > 0 }
+        print(
+            "  captured on the internet's bridge: \(figures.capturedSegments) TCP segments with a payload; in clear: "
+                + (clear.isEmpty ? "nothing (no NATS verb, secret, key, film name or session)" : "\(clear)")
+                + "; frames with a home's own address: \(figures.homeAddressesOnInternet)")
         print("  a directory that does not answer → said: \(figures.failureSaid ?? "nothing")")
     }
 }

@@ -41,15 +41,19 @@ import Testing
 
     static let domainEnabled =
         isRoot && ProcessInfo.processInfo.environment["COPLAY_HOMES"] == "1"
-        && ["caddy", "nats-server", "pebble", "openssl", "nft", "curl"].allSatisfy { Locations.onPath($0) != nil }
+        && ["caddy", "nats-server", "pebble", "openssl", "nft", "curl", "tcpdump", "tshark"].allSatisfy {
+            Locations.onPath($0) != nil
+        }
 
-    /// `coplay hub --domain NAME`: Caddy obtains the name's certificate from an ACME CA (pebble,
+    /// `coplay hub --domain NAME`, and two homes each behind its router's NAT: Caddy obtains the name's certificate from an ACME CA (pebble,
     /// standing in for Let's Encrypt), the hub says so, and two homes reaching it by that name,
     /// trusting only that CA's root, play as one group through it, home B its own copy of the film
     /// the hub serves (its URL names its content); a directory that does not
     /// answer is said, and the hub runs on (`Benchmarks.hubDomain`).
     @Test(
-        .enabled(if: domainEnabled, "COPLAY_HOMES=1, as root, with caddy, nats-server, pebble, openssl, nft, curl"),
+        .enabled(
+            if: domainEnabled,
+            "COPLAY_HOMES=1, as root, with caddy, nats-server, pebble, openssl, nft, curl, tcpdump, tshark"),
         .timeLimit(.minutes(2)))
     func aHubWithADomain_getsItsCertificateFromACME_andHomesJoinByItsName() throws {
         let figures = try Benchmarks.hubDomain(executable: coplay, bench: coplayBench)
@@ -59,6 +63,11 @@ import Testing
         #expect(figures.heardThroughHub && figures.followedPause)
         #expect(figures.filmListed?.contains("/Our%20Film.mkv#v1-300000-") == true, "\(figures.filmListed ?? "none")")
         #expect(figures.ownCopyOfHubFilm, "home B plays its own copy of the hub's film, known by its content")
+        #expect(figures.capturedSegments > 50, "the capture on the internet saw the homes' traffic")
+        #expect(figures.homeAddressesOnInternet == 0, "the homes reach the internet through their NATs")
+        #expect(
+            figures.inClear.values.allSatisfy { $0 == 0 },
+            "in clear on the internet: \(figures.inClear.filter { $0.value > 0 })")
         #expect(figures.failureSaid?.contains("connection refused") == true, "\(figures.failureSaid ?? "nothing said")")
     }
 }
