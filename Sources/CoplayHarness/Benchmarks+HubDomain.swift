@@ -115,7 +115,9 @@ extension Benchmarks {
                 "netns", "exec", "\(prefix)-inet", "tcpdump", "-i", "br0", "-U", "-s", "0", "-w", capture, "tcp",
             ]
             dump.standardOutput = FileHandle.nullDevice
-            dump.standardError = FileHandle.nullDevice
+            let dumpLog = path("tcpdump.log")
+            FileManager.default.createFile(atPath: dumpLog, contents: nil)
+            dump.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: dumpLog))
             try dump.run()
             defer {
                 if dump.isRunning {
@@ -123,7 +125,13 @@ extension Benchmarks {
                     waitForExit(dump)
                 }
             }
-            usleep(300_000)
+            // Listening before anything crosses (tcpdump says so on its standard error).
+            let listening = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < listening,
+                !((try? String(contentsOfFile: dumpLog, encoding: .utf8))?.contains("listening on") ?? false)
+            {
+                usleep(20_000)
+            }
             let pebble = Process()
             pebble.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             pebble.arguments = [
@@ -273,6 +281,9 @@ extension Benchmarks {
                     link.components(separatedBy: "#hub=").last ?? "",
                     anywhere.components(separatedBy: "key=").last ?? "", "Our Film", "our.film", "party",
                 ])
+            if figures.capturedSegments == 0 {
+                print("  tcpdump said: \((try? String(contentsOfFile: dumpLog, encoding: .utf8)) ?? "nothing")")
+            }
         }
         return figures
     }

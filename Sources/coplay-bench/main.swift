@@ -122,7 +122,9 @@ let usage = """
                   with mpv, home B coplay join of its link for anywhere with mpv and its own copy under
                   another name (--media): the hub's start, |A-B|, pause A → B (--trials N, default 10,
                   over --seconds S, default 10), what a capture at the hub reads in clear, the hub killed
-                  and started again
+                  and started again; then a hub with --domain (its certificate from pebble, an ACME CA of
+                  the test's own; needs pebble, openssl) and two homes behind real NATs, home B playing
+                  its own copy of the hub's film
       cost        CPU per received datagram, by type, in one agent's core among N agents (default 64; no sockets)
       --agents N (2-64, default 4), --rounds N (default 10), --seconds N (default 10)
       --coplay PATH  the agent to measure (default: the coplay built beside this program)
@@ -238,6 +240,7 @@ if kind == "homes" {
     measure {
         Benchmarks.printHomes(
             try Benchmarks.homes(executable: coplay, bench: ownPath, trials: trials, seconds: seconds))
+        Benchmarks.printHubDomain(try Benchmarks.hubDomain(executable: coplay, bench: ownPath))
     }
 }
 if kind == "fingerprint" {
