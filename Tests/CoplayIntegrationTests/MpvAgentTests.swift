@@ -273,6 +273,85 @@ struct MpvAgentTests {
             "bob's mpv quit with its agent")
     }
 
+    /// `--audio-latency 200`: bob's sound leaves a headset 200 ms late, so his mpv's clock runs
+    /// 200 ms ahead of alice's (read from outside, on both mpv's own sockets), playing, after a
+    /// pause, and after a seek; the group's timeline is still one (bob's `seek 20` puts alice at
+    /// 20 s, bob's mpv 200 ms on).
+    @Test func anAgentWithAnAudioLatency_aimsItsMpvEarlyByIt() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coplay-latency-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let media = directory.appendingPathComponent("pattern.mkv").path
+        try MpvClient.makeTestMedia(at: media, seconds: 60)
+        let common = [
+            "--interface", "lo", "--group", "239.255.77.1:\(privatePort(30))", "--session", "latency", "--player",
+            "mpv",
+            "--mpv-option", "vo=null", "--mpv-option", "ao=null",
+        ]
+        let sockets = ["a", "b"].map { directory.appendingPathComponent("\($0).sock").path }
+        let alice = try AgentProcess(
+            executable: coplay, name: "alice", arguments: common + ["--mpv-socket", sockets[0]])
+        let bob = try AgentProcess(
+            executable: coplay, name: "bob", arguments: common + ["--mpv-socket", sockets[1], "--audio-latency", "200"])
+        let (mpvA, mpvB) = (try MpvClient(path: sockets[0]), try MpvClient(path: sockets[1]))
+        #expect(alice.waitForEvent(timeout: .seconds(10)) { $0.name == "peer-joined" } != nil)
+        alice.send("share \(media) id=pattern duration=60")
+        #expect(waitUntil(.seconds(10)) { mpvB.property("path") as? String == media }, "bob's mpv loaded the file")
+        usleep(500_000)
+        /// How far bob's mpv leads alice's (ms), over ten readings.
+        func leads() -> [Double] {
+            (0..<10).compactMap { _ in
+                defer { usleep(100_000) }
+                return offset(mpvB, mpvA).map { $0 * 1000 }
+            }
+        }
+        alice.send("play")
+        #expect(
+            waitUntil(.seconds(5)) {
+                mpvA.property("pause") as? Bool == false && mpvB.property("pause") as? Bool == false
+            })
+        usleep(1_500_000)
+        let playing = leads()
+        #expect(playing.count == 10 && playing.allSatisfy { abs($0 - 200) <= 5 }, "bob's lead: \(playing) ms")
+
+        alice.send("pause")
+        #expect(waitUntil(.seconds(3)) { mpvB.property("pause") as? Bool == true })
+        usleep(500_000)
+        let (heldA, heldB) = (mpvA.number("time-pos") ?? .nan, mpvB.number("time-pos") ?? .nan)
+        #expect(abs(heldB - heldA - 0.2) <= 0.005, "held at \(heldA) and \(heldB)")
+
+        bob.send("seek 20")
+        // (mpv shows the frame it lands on: 20.021 s at this clip's 24 frames a second.)
+        #expect(
+            waitUntil(.seconds(5)) { abs((mpvA.number("time-pos") ?? 0) - 20) < 0.05 },
+            "alice's mpv at 20 s: \(mpvA.number("time-pos") ?? -1)")
+        #expect(
+            waitUntil(.seconds(5)) {
+                abs((mpvB.number("time-pos") ?? 0) - (mpvA.number("time-pos") ?? 0) - 0.2) <= 0.005
+            }, "bob's mpv 200 ms on: \(mpvB.number("time-pos") ?? -1)")
+        bob.send("play")
+        #expect(
+            waitUntil(.seconds(5)) {
+                mpvA.property("pause") as? Bool == false && mpvB.property("pause") as? Bool == false
+            })
+        usleep(1_500_000)
+        let again = leads()
+        let all = (playing + again).sorted()
+        if !all.isEmpty {
+            print(
+                "audio latency 200 ms: bob's mpv leads alice's by p50 \(String(format: "%.2f", all[all.count / 2])) ms, "
+                    + "from \(String(format: "%.2f", all.first!)) to \(String(format: "%.2f", all.last!)) ms (\(all.count) readings); held paused \(String(format: "%.1f", (heldB - heldA) * 1000)) ms"
+            )
+        }
+        #expect(again.count == 10 && again.allSatisfy { abs($0 - 200) <= 5 }, "bob's lead after the seek: \(again) ms")
+        let counters = try #require(bob.status()?["counters"] as? [String: Any])
+        #expect((counters["seekCorrections"] as? NSNumber)?.intValue == 0, "steered there, not by seeks: \(counters)")
+        alice.closeInput()
+        bob.closeInput()
+        #expect(alice.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(bob.waitForExit(timeout: .seconds(5)) == 0)
+    }
+
     /// A queue of three 2-second files played through by two agents with real mpv: at each end
     /// both move to the next file together (one transition, from its start), and `next` typed on
     /// one moves both.

@@ -89,6 +89,20 @@ import Testing
         #expect(error(many)?.contains("at most \(AgentConfiguration.mediaFoldersMax) folders") == true)
     }
 
+    /// `--audio-latency MS`: milliseconds, 0 to a second, kept in seconds.
+    @Test func audioLatency_isMillisecondsUpToASecond() throws {
+        #expect(try configuration([]).audioLatency == 0)
+        #expect(try configuration(["--audio-latency", "200"]).audioLatency == 0.2)
+        #expect(try configuration(["--audio-latency", "37.5"]).audioLatency == 0.0375)
+        #expect(try configuration(["--audio-latency", "1000"]).audioLatency == 1)
+        for wrong in ["-1", "1001", "nan", "inf", "200ms", ""] {
+            #expect(
+                error(["--audio-latency", wrong])
+                    == "--audio-latency takes milliseconds from 0 to 1000 (e.g. 200), not '\(wrong)'")
+        }
+        #expect(error(["--audio-latency"]) == "--audio-latency needs a value")
+    }
+
     @Test func playerOptions_chooseMpvWithItsSocketAndOptions() throws {
         guard
             case .runAgent(let configuration) = try CommandLineOptions.parse([

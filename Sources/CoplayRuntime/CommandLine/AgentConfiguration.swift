@@ -63,6 +63,12 @@ public struct AgentConfiguration: Sendable {
     public var ownFiles: [String] = []
     /// A person names a few folders (films, series, downloads); each is walked at every index.
     public static let mediaFoldersMax = 16
+    /// How late this machine's sound leaves its speaker after its player's clock (`--audio-latency
+    /// MS`, seconds here): the player is aimed early by as much (`OutputLatencyPlayer`).
+    public var audioLatency = 0.0
+    /// Bluetooth headsets add 150-300 ms and a television's sound processing up to about 500:
+    /// a second covers them, and more is a mistake in the number rather than a speaker.
+    public static let audioLatencyMaxMilliseconds = 1000.0
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
 

@@ -137,6 +137,9 @@ public enum CommandLineOptions {
           --hub-ca FILE             trust this CA (PEM) for a hub's certificate besides the
                                     system's: a hub run with --tls internal (coplay join of a
                                     hub's link, coplay party --hub)
+          --audio-latency MS        how late this machine's sound comes out (a Bluetooth
+                                    headset: 150-300, 0 to 1000; default 0): the player runs
+                                    that far ahead, so its sound is heard with everyone's
           --media DIR               a folder with your own copies of films; repeatable. An
                                     item shared from a file is known by its content, so your
                                     copy is played whatever its name or path (indexed at the
@@ -425,6 +428,16 @@ public enum CommandLineOptions {
                         throw UsageError(message: "--hub-ca \(path): \(String(cString: strerror(errno)))")
                     }
                     configuration.hubCA = path
+                case "--audio-latency":
+                    let text = try value().get()
+                    let limit = AgentConfiguration.audioLatencyMaxMilliseconds
+                    guard let milliseconds = Double(text), milliseconds.isFinite, (0...limit).contains(milliseconds)
+                    else {
+                        throw UsageError(
+                            message:
+                                "--audio-latency takes milliseconds from 0 to \(Int(limit)) (e.g. 200), not '\(text)'")
+                    }
+                    configuration.audioLatency = milliseconds / 1000
                 case "--media":
                     let path = try value().get()
                     var status = stat()

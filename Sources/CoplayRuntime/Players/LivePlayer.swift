@@ -92,13 +92,13 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
             }
             guard let live else { return inner.perform(command, now: now) }
             if settling != nil {
-                settling = Self.shift(command, by: -live.offset)
+                settling = command.shifted(by: -live.offset)
                 return []
             }
             if live.stalled, case .prepare(let date) = command {
                 return load(then: command, at: date, now: now)
             }
-            return deliver(inner.perform(Self.shift(command, by: -live.offset), now: now), now: now)
+            return deliver(inner.perform(command.shifted(by: -live.offset), now: now), now: now)
         case .adjustRate, .simulateStall, .interstitial, .endInterstitial:
             if pending != nil || settling != nil, case .adjustRate = command { return [] }
             return deliver(inner.perform(command, now: now), now: now)
@@ -200,7 +200,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
         let segments = live.playlist.segments
         let holding = segments.lastIndex { ($0.date ?? .infinity) <= date } ?? 0
         let fromEnd = max(0, holding - 1) - segments.count
-        settling = Self.shift(then, by: -live.offset)
+        settling = then.shifted(by: -live.offset)
         self.live?.stalled = false
         return deliver(inner.loadLive(live.item, fromEnd: fromEnd, now: now), now: now)
     }
@@ -252,27 +252,7 @@ struct LivePlayer<Inner: LiveStreamPlayer>: PlayerDriver {
     /// A report's positions from the player's media time to program dates.
     private func map(_ reports: [PlayerReport]) -> [PlayerReport] {
         guard let offset = live?.offset else { return reports }
-        return reports.map { report in
-            switch report {
-            case .ready(let position): .ready(position: position + offset)
-            case .stalled(let position): .stalled(position: position + offset)
-            case .stallEnded(let position): .stallEnded(position: position + offset)
-            case .ended(let position): .ended(position: position + offset)
-            case .sample(let position, let rate, let at): .sample(position: position + offset, rate: rate, at: at)
-            case .userAction(.seek(let position)): .userAction(.seek(position: position + offset))
-            default: report
-            }
-        }
-    }
-
-    private static func shift(_ command: PlayerCommand, by offset: Double) -> PlayerCommand {
-        switch command {
-        case .load(let item, let position): .load(item, position: position + offset)
-        case .prepare(let position): .prepare(position: position + offset)
-        case .play(let rate, let position, let at): .play(rate: rate, position: position + offset, at: at)
-        case .pause(let position): .pause(position: position + offset)
-        default: command
-        }
+        return reports.map { $0.shifted(by: offset) }
     }
 
     // MARK: Reading a playlist (on a thread of its own)

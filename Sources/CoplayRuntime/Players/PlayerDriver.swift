@@ -56,25 +56,27 @@ struct PlayerConnections {
     var server: LineServer?
 
     /// Opens the player: its driver, and its connections. Each plays this machine's own copy of
-    /// an item known by its content, found in `mediaFolders` too (`OwnCopyPlayer`).
+    /// an item known by its content, found in `mediaFolders` too (`OwnCopyPlayer`), aimed early
+    /// by its sound's `audioLatency` (seconds, `OutputLatencyPlayer`).
     static func open(
-        _ choice: PlayerChoice, mediaFolders: [String], ownFiles: [String] = [], settings: Settings, clock: AgentClock
+        _ choice: PlayerChoice, mediaFolders: [String], ownFiles: [String] = [], audioLatency: Double = 0,
+        settings: Settings, clock: AgentClock
     ) throws
         -> (any PlayerDriver, PlayerConnections)
     {
+        func owning<P: PlayerDriver>(_ player: P) -> some PlayerDriver {
+            OwnCopyPlayer(OutputLatencyPlayer(player, latency: audioLatency), folders: mediaFolders, files: ownFiles)
+        }
         switch choice {
         case .simulated:
-            return (OwnCopyPlayer(SimulatedPlayer(), folders: mediaFolders, files: ownFiles), PlayerConnections())
+            return (owning(SimulatedPlayer()), PlayerConnections())
         case .mpv(let options):
             let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
-            return (
-                OwnCopyPlayer(LivePlayer(mpv, settings: settings), folders: mediaFolders, files: ownFiles),
-                PlayerConnections(connection: socket)
-            )
+            return (owning(LivePlayer(mpv, settings: settings)), PlayerConnections(connection: socket))
         case .socket(let path):
             let server = try LineServer.listen(path: path)
             let driver = SocketPlayer(server: server, clock: clock, settings: settings)
-            return (OwnCopyPlayer(driver, folders: mediaFolders, files: ownFiles), PlayerConnections(server: server))
+            return (owning(driver), PlayerConnections(server: server))
         }
     }
 

@@ -100,6 +100,7 @@ public actor AgentShell {
         do {
             (player, playerConnections) = try PlayerConnections.open(
                 configuration.player, mediaFolders: configuration.mediaFolders, ownFiles: configuration.ownFiles,
+                audioLatency: configuration.audioLatency,
                 settings: configuration.settings,
                 clock: clock)
         } catch {
