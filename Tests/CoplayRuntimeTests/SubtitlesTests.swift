@@ -70,4 +70,90 @@ import Testing
         }
         #expect(get("/media/s3cret/Other.en.srt").status == "HTTP/1.1 200 OK", "a folder's file, served as itself")
     }
+
+    static let ffmpegInstalled = ["/usr/bin/ffmpeg", "/usr/bin/ffprobe"].allSatisfy {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    /// An MKV with two SubRip streams of its own (English, French) and an MP4 with a mov_text
+    /// one: each stream extracted by ffmpeg, listed beside the sidecars (a sidecar first for its
+    /// language), served as WebVTT with its cues; the listing says it is pending until then.
+    @Test(.enabled(if: ffmpegInstalled, "ffmpeg and ffprobe (apt install ffmpeg)"))
+    func aFilmsOwnTextStreams_areListedAndServed() throws {
+        let folder = NSTemporaryDirectory() + "coplay-embedded-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let english =
+            "1\n00:00:01,000 --> 00:00:02,500\nHello <b>there</b>\n\n2\n00:00:03,000 --> 00:00:04,000\nSecond cue\n"
+        let french = "1\n00:00:01,000 --> 00:00:02,500\nBonjour\n"
+        try Data(english.utf8).write(to: URL(fileURLWithPath: folder + "/e.srt"))
+        try Data(french.utf8).write(to: URL(fileURLWithPath: folder + "/f.srt"))
+        func ffmpeg(_ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            process.arguments = ["-nostdin", "-v", "error", "-y"] + arguments
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "ffmpeg \(arguments)")
+        }
+        let video = ["-f", "lavfi", "-i", "testsrc=size=160x90:rate=24:duration=5"]
+        try ffmpeg(
+            video + [
+                "-i", folder + "/e.srt", "-i", folder + "/f.srt", "-map", "0", "-map", "1", "-map", "2", "-c:v",
+                "libx264", "-c:s", "srt", "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fre",
+                folder + "/Our Film.mkv",
+            ])
+        try ffmpeg(
+            video + [
+                "-i", folder + "/e.srt", "-map", "0", "-map", "1", "-c:v", "libx264", "-c:s", "mov_text",
+                folder + "/clip.mp4",
+            ])
+        // A sidecar for English: it is the English track, the film's own French stream beside it.
+        try Data(Self.srt).write(to: URL(fileURLWithPath: folder + "/Our Film.en.srt"))
+
+        var library = MediaLibrary(prefix: "/media/s3cret/")
+        #expect(try library.add(folder).get() == nil)
+        var server = WebServer(files: [:], media: library)
+        func get(_ path: String) -> (status: String, body: String) {
+            let reply = WebTests.flattened(server.respond(to: Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)))
+            return (reply.status, String(decoding: reply.body, as: UTF8.self))
+        }
+        func listing(_ film: String) throws -> [String: Any] {
+            var parsed: [String: Any] = [:]
+            let deadline = Date().addingTimeInterval(20)
+            repeat {
+                parsed =
+                    try JSONSerialization.jsonObject(with: Data(get("/media/s3cret/\(film).tracks.json").body.utf8))
+                    as? [String: Any] ?? [:]
+                if parsed["pending"] == nil { break }
+                usleep(50_000)
+            } while Date() < deadline
+            return parsed
+        }
+        let film = try listing("Our%20Film.mkv")
+        #expect(film["pending"] == nil, "extracted: \(film)")
+        let tracks = (film["tracks"] as? [[String: Any]]) ?? []
+        #expect(tracks.compactMap { $0["language"] as? String } == ["en", "fr"], "\(film)")
+        #expect(get("/media/s3cret/Our%20Film.mkv.en.vtt").body.contains("Hello, world"), "the sidecar's English")
+        let served = get("/media/s3cret/Our%20Film.mkv.fr.vtt")
+        #expect(served.status == "HTTP/1.1 200 OK" && served.body.hasPrefix("WEBVTT"), "\(served)")
+        #expect(served.body.contains("00:01.000 --> 00:02.500\nBonjour"), "\(served.body)")
+
+        let clip = try listing("clip.mp4")
+        let clipTracks = (clip["tracks"] as? [[String: Any]]) ?? []
+        // mov_text without a language tag reads `und`: no language, served as NAME.vtt.
+        #expect(clipTracks.compactMap { $0["url"] as? String } == ["/media/s3cret/clip.mp4.vtt"], "\(clip)")
+        let cues = get("/media/s3cret/clip.mp4.vtt").body
+        #expect(cues.contains("Hello there") || cues.contains("Hello <b>there</b>"), "\(cues)")
+        #expect(cues.contains("00:03.000 --> 00:04.000\nSecond cue"), "\(cues)")
+    }
+
+    @Test func aStreamsLanguage_isNamedAsASidecarWouldBe() {
+        #expect(EmbeddedSubtitles.language("eng") == "en" && EmbeddedSubtitles.language("FRA") == "fr")
+        #expect(EmbeddedSubtitles.language("und") == "" && EmbeddedSubtitles.language("") == "")
+        #expect(EmbeddedSubtitles.language("pt-br") == "pt-br" && EmbeddedSubtitles.language("tlh") == "tlh")
+        #expect(EmbeddedSubtitles.language("<script>") == "" && EmbeddedSubtitles.language("a,b") == "")
+        #expect(EmbeddedSubtitles.language(String(repeating: "x", count: 40)) == "")
+    }
 }

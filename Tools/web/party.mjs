@@ -24,7 +24,7 @@
 //   node Tools/web/party.mjs COPLAY WORKDIR ARTIFACTS PHONE-NAMESPACE
 import { execFileSync } from 'node:child_process';
 import { spawnOwned } from './owned.mjs';
-import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { Browser } from './cdp.mjs';
 import { wallMs, sleep, until, quantile, mpvClient, tabAgainstMpv } from './probes.mjs';
 
@@ -59,6 +59,12 @@ const srtTime = (s) => `00:${String(Math.floor(s / 60)).padStart(2, '0')}:${Stri
 for (const language of ['en', 'fr']) {
   writeFileSync(`${work}/films/film.${language}.srt`, Array.from({ length: 12 }, (_, i) => `${i + 1}\r\n${srtTime(i * 10)} --> ${srtTime(i * 10 + 9.5)}\r\n${language} ${i}\r\n`).join('\r\n'));
 }
+// And a German stream of the film's own (WebM's WebVTT), which the party extracts with ffmpeg:
+// offered beside the sidecars, "de 3" from 0:30.
+writeFileSync(`${work}/de.srt`, Array.from({ length: 12 }, (_, i) => `${i + 1}\r\n${srtTime(i * 10)} --> ${srtTime(i * 10 + 9.5)}\r\nde ${i}\r\n`).join('\r\n'));
+execFileSync('ffmpeg', ['-v', 'error', '-nostdin', '-i', `${work}/films/film.webm`, '-i', `${work}/de.srt`, '-map', '0', '-map', '1', '-c', 'copy',
+  '-c:s', 'webvtt', '-metadata:s:s:0', 'language=ger', `${work}/film-de.webm`]);
+renameSync(`${work}/film-de.webm`, `${work}/films/film.webm`);
 encode(`${work}/films/hevc.mp4`, 60, ['-c:v', 'libx265', '-pix_fmt', 'yuv420p', '-tag:v', 'hvc1', '-x265-params', 'log-level=error'], ['-c:a', 'aac']);
 // A server that answers no byte ranges: python3's http.server, as the newcomer used.
 mkdirSync(`${work}/plain`, { recursive: true });
@@ -115,9 +121,14 @@ try {
   figure('media-offset-phone-tv-p99', quantile(media.map(Math.abs), 0.99));
   check(media.length >= 40 && quantile(media.map(Math.abs), 0.5) < 40, 'the phone stays within 40 ms of the TV (p50)');
 
-  // MARK: Subtitles: the film's SRT sidecars, as this tab's own choice
-  const offered = await until(() => page.evaluate('(() => { const s = document.getElementById("subtitles"); return !s.hidden && [...s.options].map((o) => o.textContent).join("|"); })()'), 5000, 50);
-  check(offered === 'Subtitles off|English|French', `the tab offers the film's subtitles: ${offered}`);
+  // MARK: Subtitles: the film's SRT sidecars and its own stream, as this tab's own choice
+  const offering = '(() => { const s = document.getElementById("subtitles"); return !s.hidden && [...s.options].map((o) => o.textContent).join("|"); })()';
+  // (The film's own stream is listed once extracted: the page asks again while it is pending.)
+  const offered = await until(async () => { const o = await page.evaluate(offering); return o && o.includes('German') ? o : null; }, 8000, 50) ?? await page.evaluate(offering);
+  check(offered === 'Subtitles off|English|French|German', `the tab offers the film's subtitles, its own German stream among them: ${offered}`);
+  // (Within a frame of the SRT's times: the remux shifts every stream by the sound's 7 ms start.)
+  const german = await page.evaluate(`(async () => { const t = [...${video}.querySelectorAll("track")].find((t) => t.srclang === "de"); return t ? (await fetch(t.src)).text() : ""; })()`);
+  check(german.startsWith('WEBVTT') && /00:30\.0[0-3]\d --> 00:39\.5[0-3]\d\nde 3/.test(german), `the German stream is served as WebVTT with its cues (${german.slice(0, 80).replace(/\n/g, ' ')})`);
   const eventsBefore = party.events.length;
   await page.evaluate('(() => { const s = document.getElementById("subtitles"); s.value = [...s.options].find((o) => o.textContent === "French").value; s.dispatchEvent(new Event("change")); })()');
   const cueNow = `(() => { const t = [...${video}.textTracks].find((t) => t.mode === "showing"); return { t: ${video}.currentTime, language: t?.language, cue: t?.activeCues?.[0]?.text ?? null, modes: [...${video}.textTracks].map((t) => t.mode).join(",") }; })()`;
@@ -129,7 +140,7 @@ try {
   // The cue shown is the SRT's for that moment, within one frame (1/30 s) of a cue's edges.
   const wrongCues = cues.filter((c) => { const inCue = c.t % 10; const edge = Math.min(inCue, Math.abs(inCue - 9.5)) < 1 / 30; return !edge && c.cue !== (inCue < 9.5 ? `fr ${Math.floor(c.t / 10)}` : null); });
   check(cues[cues.length - 1].language === 'fr' && wrongCues.length === 0, `the French cue shown is the SRT's for its moment (${wrongCues.length} of ${cues.length} not: ${JSON.stringify(wrongCues.slice(0, 2))})`);
-  check(cues.every((c) => c.modes === 'disabled,showing'), `only the chosen track shows (${cues[0].modes})`);
+  check(cues.every((c) => c.modes === 'disabled,showing,disabled'), `only the chosen track shows (${cues[0].modes})`);
   check(await page.evaluate('localStorage.getItem("coplay.subtitles")') === 'fr', 'the browser remembers the language');
   // The TV's mpv plays the film from disk, so it has the subtitles beside it too, and shows the
   // same cue as the phone once French is picked there (its own choice, as the phone's is).

@@ -95,6 +95,8 @@ public enum Party {
                     free(absolute)
                 }
                 lengths.append(MediaDuration.probe(item))
+                // Its own subtitle streams, extracted meanwhile for the tabs (ffmpeg reads the film).
+                EmbeddedSubtitles.shared.prepare(item)
             case .success(nil): return .failure(UsageError(message: "\(item) is a folder: name its films"))
             case .failure(let error): return .failure(error)
             }

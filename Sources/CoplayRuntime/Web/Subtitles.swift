@@ -1,5 +1,6 @@
 import CoplayCore
 import Glibc
+import Synchronization
 
 extension Settings {
     /// The subtitles served beside a film (`Subtitles`).
@@ -14,6 +15,17 @@ extension Settings {
         /// Entries of a film's folder looked at for its sidecars: a folder of films and their
         /// subtitles, not a disk.
         public static let folderEntriesMax = 4096
+        /// Films whose own text subtitle streams (an MKV's or an MP4's) are kept, extracted:
+        /// a party's queue, a folder's films as they are asked for.
+        public static let embeddedFilmsMax = 64
+        /// All the extracted tracks together: a film's dozen are a few megabytes; past this,
+        /// a film's streams are not kept (its sidecars still are).
+        public static let embeddedBytesMax = 64 << 20
+        /// How long ffmpeg may take to extract one stream: it reads the whole file, interleaved
+        /// (a 4 GB film from a disk in tens of seconds). A stream not out by then is not listed.
+        public static let extractionTimeout: Duration = .seconds(120)
+        /// What ffprobe's list of a film's subtitle streams may be: a line each.
+        public static let probeAnswerMax = 16 << 10
     }
 }
 
@@ -25,9 +37,23 @@ enum Subtitles {
     struct Track: Equatable {
         /// Its language as its file names it; "" for none.
         var language: String
-        /// The file on disk.
+        /// The file on disk (for a stream of the film's own, the film).
         var path: String
         var isSRT: Bool
+        /// The film's own stream it is (its index in the container), extracted by ffmpeg; nil
+        /// for a sidecar file.
+        var stream: Int? = nil
+    }
+
+    /// A film's tracks: its sidecars, then its own text streams (`EmbeddedSubtitles`, once
+    /// extracted), one per language, a sidecar first. `pending`: its streams are still being
+    /// read.
+    static func tracks(of path: String) -> (tracks: [Track], pending: Bool) {
+        let sidecars = sidecars(of: path)
+        let (embedded, pending) = EmbeddedSubtitles.shared.tracks(of: path)
+        var seen = Set(sidecars.map(\.language))
+        let own = embedded.filter { seen.insert($0.language).inserted }
+        return (Array((sidecars + own).prefix(Settings.Subtitles.tracksMax)), pending)
     }
 
     /// The sidecar files of the film at `path`: in its folder, named as the film without its
@@ -80,7 +106,7 @@ enum Subtitles {
 
     /// `NAME.tracks.json` for the film served as NAME: its tracks, each with its language and
     /// the URL path of its WebVTT (beside the film's, under `prefix`).
-    static func listing(_ tracks: [Track], film name: String, prefix: String) -> [UInt8] {
+    static func listing(_ tracks: [Track], film name: String, prefix: String, pending: Bool = false) -> [UInt8] {
         let entries = tracks.map { track -> JSONValue in
             let served = name + (track.language.isEmpty ? "" : "." + track.language) + ".vtt"
             return .object([
@@ -88,13 +114,16 @@ enum Subtitles {
                 ("url", .string(prefix + MediaLibrary.percentEncoded(served))),
             ])
         }
-        return Array(JSONValue.object([("tracks", .array(entries))]).serialized.utf8)
+        var fields: [(String, JSONValue)] = [("tracks", .array(entries))]
+        if pending { fields.append(("pending", true)) }  // the film's own streams: ask again
+        return Array(JSONValue.object(fields).serialized.utf8)
     }
 
     /// A track as WebVTT: a .vtt as it is, an SRT converted (a byte-order mark dropped, CR LF as
     /// LF, the timing lines' decimal commas as points, the `WEBVTT` header first). Nil when the
     /// file cannot be read or is larger than `fileBytesMax`.
     static func webVTT(of track: Track) -> [UInt8]? {
+        if let stream = track.stream { return EmbeddedSubtitles.shared.webVTT(of: track.path, stream: stream) }
         let descriptor = open(track.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -156,7 +185,8 @@ extension MediaLibrary {
         if name.hasSuffix(".tracks.json") {
             let film = String(name.dropLast(".tracks.json".count))
             guard let path = path(forRequest: Substring(prefix + Self.percentEncoded(film))) else { return nil }
-            return (Subtitles.listing(Subtitles.sidecars(of: path), film: film, prefix: prefix), "application/json")
+            let (tracks, pending) = Subtitles.tracks(of: path)
+            return (Subtitles.listing(tracks, film: film, prefix: prefix, pending: pending), "application/json")
         }
         guard name.hasSuffix(".vtt") else { return nil }
         let named = name.dropLast(4)
@@ -167,11 +197,126 @@ extension MediaLibrary {
         }
         for (film, language) in candidates {
             guard let path = path(forRequest: Substring(prefix + Self.percentEncoded(String(film)))),
-                let track = Subtitles.sidecars(of: path).first(where: { $0.language == language }),
+                let track = Subtitles.tracks(of: path).tracks.first(where: { $0.language == language }),
                 let body = Subtitles.webVTT(of: track)
             else { continue }
             return (body, "text/vtt; charset=utf-8")
         }
         return nil
+    }
+}
+
+/// A film's own text subtitle streams (an MKV's SubRip or ASS, an MP4's mov_text, WebVTT), as
+/// ffmpeg extracts them to WebVTT: once per film, on a thread of its own (ffmpeg reads the whole
+/// film), kept in memory within `Settings.Subtitles`' bounds. The web server's loop never waits
+/// for it: a listing asked for meanwhile says it is pending. Where ffmpeg is not installed, a film
+/// has none.
+final class EmbeddedSubtitles: Sendable {
+    static let shared = EmbeddedSubtitles()
+
+    private enum Film {
+        case extracting
+        case extracted([(track: Subtitles.Track, webVTT: [UInt8])])
+    }
+    private struct Store {
+        var films: [String: Film] = [:]
+        var bytes = 0
+    }
+    private let store = Mutex(Store())
+
+    /// The text codecs a browser's track can show once converted (bitmap subtitles, PGS and
+    /// DVD's, cannot).
+    static let textCodecs: Set<String> = ["subrip", "srt", "ass", "ssa", "webvtt", "mov_text", "text"]
+
+    /// Starts reading the film's streams, if not yet (a party does so for its films as it starts).
+    func prepare(_ path: String) { _ = tracks(of: path) }
+
+    /// The film's extracted tracks, and whether they are still being read (started now if not).
+    func tracks(of path: String) -> (tracks: [Subtitles.Track], pending: Bool) {
+        let start: Bool = store.withLock { store in
+            guard store.films[path] == nil else { return false }
+            guard store.films.count < Settings.Subtitles.embeddedFilmsMax else { return false }
+            store.films[path] = .extracting
+            return true
+        }
+        if start {
+            BackgroundThread.start { [self] in
+                let extracted = Self.extract(path)
+                store.withLock { store in
+                    var kept: [(track: Subtitles.Track, webVTT: [UInt8])] = []
+                    for entry in extracted where store.bytes + entry.webVTT.count <= Settings.Subtitles.embeddedBytesMax
+                    {
+                        store.bytes += entry.webVTT.count
+                        kept.append(entry)
+                    }
+                    store.films[path] = .extracted(kept)
+                }
+            }
+        }
+        return store.withLock { store in
+            switch store.films[path] {
+            case .extracting: ([], true)
+            case .extracted(let tracks): (tracks.map(\.track), false)
+            case nil: ([], false)
+            }
+        }
+    }
+
+    func webVTT(of path: String, stream: Int) -> [UInt8]? {
+        store.withLock { store in
+            guard case .extracted(let tracks) = store.films[path] else { return nil }
+            return tracks.first { $0.track.stream == stream }?.webVTT
+        }
+    }
+
+    /// The film's text streams (ffprobe), each extracted to WebVTT (ffmpeg); at most
+    /// `tracksMax`, one per language.
+    static func extract(_ path: String) -> [(track: Subtitles.Track, webVTT: [UInt8])] {
+        guard path.utf8.count < 4096,
+            let listed = MediaDuration.answer(
+                of: [
+                    "ffprobe", "-v", "quiet", "-select_streams", "s", "-show_entries",
+                    "stream=index,codec_name:stream_tags=language", "-of", "csv=p=0", "-o",
+                    "/dev/fd/\(ChildProcess.connectionDescriptor)", "file:" + path,
+                ], bytesMax: Settings.Subtitles.probeAnswerMax, timeout: Settings.OwnCopies.probeTimeout)
+        else { return [] }
+        var seen = Set<String>()
+        var tracks: [(track: Subtitles.Track, webVTT: [UInt8])] = []
+        for line in String(decoding: listed, as: UTF8.self).split(separator: "\n")
+        where tracks.count < Settings.Subtitles.tracksMax {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count >= 2, let index = Int(fields[0]), (0...9999).contains(index),
+                textCodecs.contains(fields[1])
+            else { continue }
+            let language = Self.language(fields.count > 2 ? fields[2] : "")
+            guard seen.insert(language).inserted,
+                let answer = MediaDuration.answer(
+                    of: [
+                        "ffmpeg", "-nostdin", "-v", "quiet", "-i", "file:" + path, "-map", "0:\(index)", "-f", "webvtt",
+                        "-y", "/dev/fd/\(ChildProcess.connectionDescriptor)",
+                    ], bytesMax: Settings.Subtitles.fileBytesMax + 1, timeout: Settings.Subtitles.extractionTimeout),
+                answer.count <= Settings.Subtitles.fileBytesMax, answer.starts(with: Array("WEBVTT".utf8))
+            else { continue }
+            tracks.append((Subtitles.Track(language: language, path: path, isSRT: false, stream: index), answer))
+        }
+        return tracks
+    }
+
+    /// A stream's language tag as a sidecar's would name it: ISO 639-2's common codes as their
+    /// two letters (`fre` and `fra` are `fr`, as a `film.fr.srt` beside it), others as they
+    /// are if they are a tag at all; `und` and nothing are no language.
+    static func language(_ tag: String) -> String {
+        let lowered = tag.lowercased()
+        let twoLetters = [
+            "eng": "en", "fre": "fr", "fra": "fr", "ger": "de", "deu": "de", "spa": "es", "ita": "it", "por": "pt",
+            "dut": "nl", "nld": "nl", "rus": "ru", "jpn": "ja", "chi": "zh", "zho": "zh", "kor": "ko", "ara": "ar",
+            "swe": "sv", "nor": "no", "dan": "da", "fin": "fi", "pol": "pl", "tur": "tr", "gre": "el", "ell": "el",
+            "heb": "he", "hin": "hi", "cze": "cs", "ces": "cs", "hun": "hu", "ukr": "uk", "rum": "ro", "ron": "ro",
+        ]
+        if let short = twoLetters[lowered] { return short }
+        guard lowered != "und", !lowered.isEmpty, lowered.utf8.count <= Settings.Subtitles.languageBytesMax,
+            lowered.utf8.allSatisfy({ (0x61...0x7A).contains($0) || $0 == 0x2D }), lowered.first != "-"
+        else { return "" }
+        return lowered
     }
 }

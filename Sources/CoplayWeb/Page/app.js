@@ -731,8 +731,8 @@ function row(cells) {
 }
 // MARK: Subtitles
 
-// The subtitles beside the film, as the party's server lists them (URL.tracks.json, WebVTT, an
-// SRT converted): each tab picks its own, never a group command, and the browser remembers the
+// The subtitles beside the film and its own text streams, as the party's server lists them
+// (URL.tracks.json, WebVTT, an SRT or a stream converted): each tab picks its own, never a group command, and the browser remembers the
 // language (localStorage; 'off' for none).
 const subtitleChoice = 'coplay.subtitles';
 let subtitlesFor = null, subtitleTracks = [];
@@ -749,6 +749,8 @@ async function loadSubtitles(url) {
     listing = await response.json();
   } catch { return; }
   if (subtitlesFor !== url) return;  // another film since
+  // The film's own streams are still being extracted (ffmpeg reads the film): asked again.
+  if (listing?.pending === true) setTimeout(() => { if (subtitlesFor === url) loadSubtitles(url); }, 2000);
   const tracks = (Array.isArray(listing?.tracks) ? listing.tracks : []).slice(0, 16)
     .filter((t) => typeof t.url === 'string' && t.url.startsWith('/') && typeof t.language === 'string' && t.language.length <= 12);
   subtitleTracks = tracks;
