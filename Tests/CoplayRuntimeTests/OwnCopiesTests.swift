@@ -305,6 +305,51 @@ import Testing
         #expect(MediaDuration.probe("") == nil)
     }
 
+    /// A person's own mpv, attached: its word of the file it has open comes with its next line.
+    struct Attached: PlayerDriver {
+        var kind: String { "attached" }
+        var commands: [PlayerCommand] = []
+        var told: String?
+        var openFile: String?
+        mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+            commands.append(command)
+            return []
+        }
+        func nextEvent(now: Timestamp) -> MonotonicInstant? { nil }
+        func advance(now: Timestamp) -> [PlayerReport] { [] }
+        mutating func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] {
+            openFile = told
+            return []
+        }
+        func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], false) }
+        func close() {}
+    }
+
+    /// The group's item heard before the attached mpv's word of its file (CI's fast tier, once):
+    /// the person's file is not let go for want of a copy, so that the word, when it comes, finds
+    /// it; an item of the group's the player held is let go as before.
+    @Test func thePersonsOwnFile_isNotLetGo_beforeItsPlayerSaysWhatItIs() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = try file("e/Downloads/film (1).mkv")
+        let fingerprint = try FileFingerprint.of(path: copy)
+        var player = OwnCopyPlayer(Attached(told: copy), folders: [])
+        let item = LoadedItem(id: fingerprint.text, url: path("a/film.mkv"))
+        let reports = player.perform(.load(item, position: 0), now: timestamp)
+        guard case .loadFailed(_, .noCopy)? = reports.last else {
+            Issue.record("\(reports)")
+            return
+        }
+        #expect(player.inner.commands.isEmpty, "the person's file stays: \(player.inner.commands)")
+        #expect(player.receive(line: [], at: timestamp) == [.copyFound])
+        _ = player.perform(.load(item, position: 0), now: timestamp)
+        #expect(player.inner.commands == [.load(LoadedItem(id: fingerprint.text, url: copy), position: 0)])
+        // Holding the group's item now, a next item with no copy lets it go.
+        let other = try FileFingerprint.of(path: try file("x/other.mkv", seed: 7))
+        try FileManager.default.removeItem(atPath: path("x/other.mkv"))
+        _ = player.perform(.load(LoadedItem(id: other.text, url: path("x/other.mkv")), position: 0), now: timestamp)
+        #expect(player.inner.commands.last == .unload)
+    }
+
     /// A player that cannot fetch what it is given: the party's film at a URL of its LAN, seen
     /// from another home.
     struct Unreachable: PlayerDriver {

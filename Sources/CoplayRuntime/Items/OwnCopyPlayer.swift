@@ -22,6 +22,10 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     /// Other encodes the person accepted, by item id: played for that item from then on (at most
     /// `Settings.OwnCopies.rememberedMax`; the oldest is forgotten first).
     private var accepted: [(itemID: String, path: String)] = []
+    /// Whether the player holds an item this driver gave it. Until then what it holds is the
+    /// person's own (an mpv attached with their film open, whose word of its file may come after
+    /// the group's item): it is not let go for want of a copy, so that that word can still find it.
+    private var holdsAnItem = false
     var kind: String { inner.kind }
     var openFile: String? { inner.openFile }
 
@@ -31,6 +35,12 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     }
 
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+        let hadAnItem = holdsAnItem
+        switch command {
+        case .load: holdsAnItem = true
+        case .unload: holdsAnItem = false
+        default: break
+        }
         guard case .load(var item, let position) = command else {
             return translated(inner.perform(command, now: now), now: now)
         }
@@ -58,10 +68,13 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
             byURL = (item, fingerprint)
             return translated(inner.perform(command, now: now), now: now)
         case .none(let words):
-            // Nothing for the player to load: whatever it held is let go, as after a failed load.
+            // Nothing for the player to load: whatever it held of the group's is let go, as after
+            // a failed load; the person's own file stays (it may be the copy, not yet told).
             lookAgain(for: item, fingerprint, now: now)
             let offer = offerOtherEncode(of: item, fingerprint, now: now)
-            return inner.perform(.unload, now: now) + [.loadFailed(words + offer, problem: .noCopy)]
+            let failed = PlayerReport.loadFailed(words + offer, problem: .noCopy)
+            guard hadAnItem else { return [failed] }
+            return inner.perform(.unload, now: now) + [failed]
         }
     }
 
