@@ -339,6 +339,8 @@ import Testing
             Issue.record("\(reports)")
             return
         }
+        // (The core, hearing of no copy, lets the item go: nothing of the group's is held.)
+        #expect(player.perform(.unload, now: timestamp).isEmpty)
         #expect(player.inner.commands.isEmpty, "the person's file stays: \(player.inner.commands)")
         #expect(player.receive(line: [], at: timestamp) == [.copyFound])
         _ = player.perform(.load(item, position: 0), now: timestamp)

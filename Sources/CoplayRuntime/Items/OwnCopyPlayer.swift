@@ -37,8 +37,12 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
     mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
         let hadAnItem = holdsAnItem
         switch command {
-        case .load: holdsAnItem = true
-        case .unload: holdsAnItem = false
+        case .load: holdsAnItem = true  // unless no copy is found, below
+        case .unload:
+            holdsAnItem = false
+            // The core lets go of an item this machine has no copy of: the person's own file,
+            // which the player may not have named yet, stays open.
+            guard hadAnItem else { return [] }
         default: break
         }
         guard case .load(var item, let position) = command else {
@@ -73,6 +77,7 @@ struct OwnCopyPlayer<Inner: PlayerDriver>: PlayerDriver {
             lookAgain(for: item, fingerprint, now: now)
             let offer = offerOtherEncode(of: item, fingerprint, now: now)
             let failed = PlayerReport.loadFailed(words + offer, problem: .noCopy)
+            holdsAnItem = false
             guard hadAnItem else { return [failed] }
             return inner.perform(.unload, now: now) + [failed]
         }
