@@ -412,7 +412,7 @@ public enum Hub {
 
         func url(_ link: HubLink) -> String {
             String(link.page.dropLast()) + Hub.mediaPath(secret: link.secret, index: folder)
-                + Hub.percentEncoded(name) + "#" + fingerprint
+                + MediaLibrary.percentEncoded(name) + "#" + fingerprint
         }
     }
 
@@ -450,20 +450,6 @@ public enum Hub {
             }
         }
         return films
-    }
-
-    /// A file's name as a URL's path segment: unreserved bytes as they are, every other one as %XX.
-    static func percentEncoded(_ name: String) -> String {
-        var text = ""
-        for byte in name.utf8 {
-            switch byte {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E:
-                text.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                text += "%" + Hex.encode([byte]).uppercased()
-            }
-        }
-        return text
     }
 
     private static func quoted(_ text: String) -> String {
