@@ -166,7 +166,7 @@ public final class MpvClient: @unchecked Sendable {
         }
     }
 
-    static func unixNanos() -> Int64 {
+    public static func unixNanos() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)

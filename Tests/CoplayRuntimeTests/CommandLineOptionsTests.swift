@@ -63,7 +63,11 @@ import Testing
         #expect(error(["--clock-skew-ms", "1.5"])?.contains("whole milliseconds") == true)
         #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
-        #expect(error(["--player", "vlc"]) == "--player takes simulated, mpv or socket:PATH, not 'vlc'")
+        #expect(error(["--player", "totem"]) == "--player takes simulated, mpv, vlc or socket:PATH, not 'totem'")
+        #expect(error(["--vlc-option", "fullscreen"]) == "--vlc-option and --vlc-path need --player vlc")
+        #expect(
+            error(["--player", "vlc", "--vlc-option", "lua-intf=x"])
+                == "--vlc-option lua-intf is coplay's own: its interface script needs it")
         #expect(error(["--player", "socket:"])?.contains("1 to 107 bytes") == true)
         #expect(error(["--mpv-option", "vo=null"])?.contains("need --player mpv") == true)
         #expect(error(["--player", "mpv", "--mpv-option", "novalue"])?.contains("NAME=VALUE") == true)

@@ -71,6 +71,8 @@ public struct AgentConfiguration: Sendable {
     public static let audioLatencyMaxMilliseconds = 1000.0
     /// The mpv flags as read (they may come before `--player mpv`).
     var mpvOptions = MpvOptions()
+    /// The VLC flags as read (they may come before `--player vlc`).
+    var vlcOptions = VlcOptions()
 
     public init(name: String) { self.name = name }
 }
@@ -80,6 +82,8 @@ public enum PlayerChoice: Sendable, Equatable {
     /// The built-in model of a player (testing, demos, measuring the protocol).
     case simulated
     case mpv(MpvOptions)
+    /// VLC 3, through coplay's interface script inside it (`VlcPlayer`).
+    case vlc(VlcOptions)
     /// A delegating player that connects to this Unix socket (PLAYERS.md).
     case socket(path: String)
 }

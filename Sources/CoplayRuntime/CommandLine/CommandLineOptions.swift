@@ -123,17 +123,23 @@ public enum CommandLineOptions {
           --pause-snaps on|off      on: a pause puts everyone at the originator's position
                                     (pauseSnapsToMediaTimeOfOriginator, the default); off:
                                     each player stops where it is
-          --player simulated|mpv|socket:PATH
+          --player simulated|mpv|vlc|socket:PATH
                                     the local player: simulated (the default: a model, for tests
                                     and demos); mpv, driven over its JSON IPC (pausing, seeking
-                                    or changing speed in mpv is a group command); or any player
-                                    that connects to the Unix socket PATH (PLAYERS.md)
+                                    or changing speed in mpv is a group command); VLC 3, through
+                                    coplay's interface script inside it (its keys and menus are
+                                    group commands too); or any player that connects to the
+                                    Unix socket PATH (PLAYERS.md)
           --mpv-socket PATH         an IPC socket for mpv to listen on too, so other tools can
                                     talk to the same mpv (mpv ends with the agent either way)
           --mpv-option NAME=VALUE   passed to the mpv coplay starts as --NAME=VALUE; repeatable
                                     (vo=null and ao=null for a headless mpv, fullscreen=yes …)
           --mpv-attach              drive an mpv already started with --input-ipc-server=PATH
                                     (give the PATH with --mpv-socket) instead of starting one
+          --vlc-option NAME[=VALUE] passed to the VLC coplay starts as --NAME[=VALUE];
+                                    repeatable (intf=qt for VLC's own window, fullscreen …)
+          --vlc-path PROGRAM        start PROGRAM instead of vlc from PATH (VLC refuses to run
+                                    as root: a wrapper that starts it as another user)
           --hub-ca FILE             trust this CA (PEM) for a hub's certificate besides the
                                     system's: a hub run with --tls internal (coplay join of a
                                     hub's link, coplay party --hub)
@@ -387,6 +393,7 @@ public enum CommandLineOptions {
                     switch text {
                     case "simulated": configuration.player = .simulated
                     case "mpv": configuration.player = .mpv(configuration.mpvOptions)
+                    case "vlc": configuration.player = .vlc(configuration.vlcOptions)
                     case _ where text.hasPrefix("socket:"):
                         let path = String(text.dropFirst("socket:".count))
                         guard !path.isEmpty, path.utf8.count <= 107 else {
@@ -394,7 +401,7 @@ public enum CommandLineOptions {
                         }
                         configuration.player = .socket(path: path)
                     default:
-                        throw UsageError(message: "--player takes simulated, mpv or socket:PATH, not '\(text)'")
+                        throw UsageError(message: "--player takes simulated, mpv, vlc or socket:PATH, not '\(text)'")
                     }
                 case "--mpv-socket":
                     let path = try value().get()
@@ -414,6 +421,27 @@ public enum CommandLineOptions {
                         throw UsageError(message: "set mpv's IPC socket with --mpv-socket PATH, not --mpv-option")
                     }
                     configuration.mpvOptions.options.append(text)
+                case "--vlc-option":
+                    let text = try value().get()
+                    let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard parts.count <= 2, !parts[0].isEmpty, !parts[0].hasPrefix("-"),
+                        !text.contains(where: { $0.isNewline }), !parts[0].contains(" ")
+                    else {
+                        throw UsageError(
+                            message:
+                                "--vlc-option takes NAME=VALUE or NAME (e.g. vout=dummy, fullscreen), not '\(text)'")
+                    }
+                    guard !["lua-intf", "lua-config"].contains(String(parts[0])) else {
+                        throw UsageError(
+                            message: "--vlc-option \(parts[0]) is coplay's own: its interface script needs it")
+                    }
+                    configuration.vlcOptions.options.append(text)
+                case "--vlc-path":
+                    let path = try value().get()
+                    guard !path.isEmpty, access(path, X_OK) == 0 else {
+                        throw UsageError(message: "--vlc-path \(path): not a program this user may run")
+                    }
+                    configuration.vlcOptions.path = path
                 case "--control":
                     let path = try value().get()
                     guard !path.isEmpty, path.utf8.count <= 107 else {
@@ -467,6 +495,11 @@ public enum CommandLineOptions {
             configuration.player = .mpv(configuration.mpvOptions)
         } else if configuration.mpvOptions != MpvOptions() {
             return .failure(UsageError(message: "--mpv-socket, --mpv-option and --mpv-attach need --player mpv"))
+        }
+        if case .vlc = configuration.player {
+            configuration.player = .vlc(configuration.vlcOptions)
+        } else if configuration.vlcOptions != VlcOptions() {
+            return .failure(UsageError(message: "--vlc-option and --vlc-path need --player vlc"))
         }
         if let peer = configuration.peers.first(where: { $0.address.isIPv4 != configuration.group.address.isIPv4 }) {
             return .failure(

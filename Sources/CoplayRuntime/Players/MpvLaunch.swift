@@ -92,18 +92,18 @@ extension MpvPlayer {
 
     /// What mpv's failure to load `url` was, in words and as a kind: mpv says "loading failed"
     /// for a missing file and an unreachable server alike, so a path is looked at here.
-    static func loadFailure(url: String?, fileError: String) -> PlayerReport {
+    static func loadFailure(url: String?, fileError: String, player: String = "mpv") -> PlayerReport {
         let shown = url ?? "the item"
         let path = url.map { $0.hasPrefix("file://") ? String($0.dropFirst(7)) : $0 }
         if let path, path.hasPrefix("/") || !path.contains("://") {
             var status = stat()
             if stat(path, &status) != 0 {
                 return .loadFailed(
-                    "mpv could not play \(shown): no such file (\(String(cString: strerror(errno))))",
+                    "\(player) could not play \(shown): no such file (\(String(cString: strerror(errno))))",
                     problem: .notFound)
             }
         }
         let problem: PlaybackProblem = fileError.contains("unrecognized file format") ? .format : .other
-        return .loadFailed("mpv could not play \(shown): \(fileError)", problem: problem)
+        return .loadFailed("\(player) could not play \(shown): \(fileError)", problem: problem)
     }
 }

@@ -73,6 +73,9 @@ struct PlayerConnections {
         case .mpv(let options):
             let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
             return (owning(LivePlayer(mpv, settings: settings)), PlayerConnections(connection: socket))
+        case .vlc(let options):
+            let (vlc, socket) = try VlcPlayer.connect(options, settings: settings)
+            return (owning(vlc), PlayerConnections(connection: socket))
         case .socket(let path):
             let server = try LineServer.listen(path: path)
             let driver = SocketPlayer(server: server, clock: clock, settings: settings)

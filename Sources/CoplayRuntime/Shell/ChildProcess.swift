@@ -54,29 +54,42 @@ final class ChildProcess: Sendable {
     /// Starts `arguments[0]` from `PATH`. `connection`: a descriptor of the agent's (close-on-exec,
     /// as all of them are) that the child gets as `connectionDescriptor`, and only the child.
     /// `output`: where its standard output and error go instead of the agent's standard error.
-    static func spawn(_ arguments: [String], connection: Int32? = nil, output: ChildOutput? = nil) throws(SocketError)
-        -> ChildProcess
-    {
-        try spawn(arguments, connection: connection, tie: -1, output: output)
+    /// `standardIO`: the connection is the child's standard input and output instead (VLC's Lua
+    /// interface reaches no other descriptor), and only its standard error goes to `output`.
+    /// `environment`: variables set for the child on top of the agent's own.
+    static func spawn(
+        _ arguments: [String], connection: Int32? = nil, standardIO: Bool = false, environment: [String: String] = [:],
+        output: ChildOutput? = nil
+    ) throws(SocketError) -> ChildProcess {
+        try spawn(
+            arguments, connection: connection, standardIO: standardIO, environment: environment, tie: -1, output: output
+        )
     }
 
-    private static func spawn(_ arguments: [String], connection: Int32?, tie: Int32, output: ChildOutput?)
-        throws(SocketError) -> ChildProcess
-    {
+    private static func spawn(
+        _ arguments: [String], connection: Int32?, standardIO: Bool = false, environment: [String: String] = [:],
+        tie: Int32, output: ChildOutput?
+    ) throws(SocketError) -> ChildProcess {
         precondition(!arguments.isEmpty)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        if let output {
-            posix_spawn_file_actions_adddup2(&actions, output.childEnd, STDOUT_FILENO)
-            posix_spawn_file_actions_adddup2(&actions, output.childEnd, STDERR_FILENO)
+        if standardIO, let connection {
+            posix_spawn_file_actions_adddup2(&actions, connection, STDIN_FILENO)
+            posix_spawn_file_actions_adddup2(&actions, connection, STDOUT_FILENO)
+            posix_spawn_file_actions_adddup2(&actions, output?.childEnd ?? STDERR_FILENO, STDERR_FILENO)
         } else {
-            posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+            posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+            if let output {
+                posix_spawn_file_actions_adddup2(&actions, output.childEnd, STDOUT_FILENO)
+                posix_spawn_file_actions_adddup2(&actions, output.childEnd, STDERR_FILENO)
+            } else {
+                posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+            }
         }
         var moved: Int32 = -1
         defer { if moved >= 0 { close(moved) } }
-        if var connection {
+        if !standardIO, var connection {
             // dup2 onto itself would leave the descriptor close-on-exec: move it out of the way.
             if connection == Self.connectionDescriptor {
                 moved = fcntl(connection, F_DUPFD_CLOEXEC, Self.connectionDescriptor + 1)
@@ -102,8 +115,26 @@ final class ChildProcess: Sendable {
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         defer { for pointer in argv { free(pointer) } }
+        var environmentPointers: [UnsafeMutablePointer<CChar>?] = []
+        if !environment.isEmpty {
+            var index = 0
+            while let entry = environ[index] {
+                let text = String(cString: entry)
+                let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? text
+                if environment[name] == nil { environmentPointers.append(strdup(text)) }
+                index += 1
+            }
+            for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
+                environmentPointers.append(strdup("\(name)=\(value)"))
+            }
+            environmentPointers.append(nil)
+        }
+        defer { for pointer in environmentPointers { free(pointer) } }
         var pid = pid_t()
-        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
+        let status =
+            environment.isEmpty
+            ? posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
+            : posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, &environmentPointers)
         guard status == 0 else {
             throw SocketError("start \(arguments[0]) (is it installed and on PATH?)", code: status)
         }
