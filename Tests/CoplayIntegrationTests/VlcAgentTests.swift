@@ -6,7 +6,7 @@ import Testing
 /// video or sound output (`vout=dummy`, `aout=dummy`), both on loopback. The positions are the
 /// players' own, read from outside the agents: mpv's through its socket, VLC's clock through the
 /// benchmark's own connection to coplay's script inside it (`VlcObserver`). A tier of its own in CI
-/// (`COPLAY_PLAYERS=1 swift test --filter VlcAgentTests`, about 40 s): VLC is started as `nobody`
+/// (`COPLAY_PLAYERS=1 swift test --filter VlcAgentTests`, about 45 s): VLC is started as `nobody`
 /// when the tests run as root, since VLC refuses root.
 @Suite(.serialized, .onALane)
 struct VlcAgentTests {
@@ -100,6 +100,36 @@ struct VlcAgentTests {
         let events = bob.allEvents.filter { $0.name == "paused" }
         #expect(events.count >= 5, "bob said its pauses")
 
+        // bob's VLC stopped whole for 10 s (SIGSTOP: a hung player): bob says so within 2 s and
+        // stands aside; the group plays on, and VLC's clock falling behind is no group command;
+        // once it runs again it follows the group again.
+        let vlcPID = try #require(Self.pids(naming: rc).first, "bob's VLC runs")
+        let frozenFrom = alice.allEvents.count
+        kill(vlcPID, SIGSTOP)
+        let stopped = ContinuousClock.now
+        #expect(
+            bob.waitForDiagnostic(timeout: .seconds(3)) { $0.contains("VLC has said nothing") },
+            "bob said its VLC stopped")
+        let saidAfter = ContinuousClock.now - stopped
+        let mpvBefore = mpv.number("time-pos") ?? .nan
+        usleep(10_000_000)
+        let mpvAfter = mpv.number("time-pos") ?? .nan
+        kill(vlcPID, SIGCONT)
+        #expect(mpvAfter - mpvBefore > 9, "alice's mpv played on: \(mpvBefore) → \(mpvAfter)")
+        #expect(bob.waitForDiagnostic(timeout: .seconds(3)) { $0.contains("VLC speaks again") })
+        usleep(3_000_000)
+        let resumed = observer.offsets(against: mpv, since: MpvClient.unixNanos(), seconds: 4)
+        print(
+            "VLC stopped 10 s: said after \(saidAfter); then VLC's clock − mpv's \(Distribution(resumed).summary(unit: "ms"))"
+        )
+        #expect(
+            resumed.count >= 10 && Distribution(resumed.map(abs)).percentile(0.99) <= 10,
+            "\(Distribution(resumed).summary(unit: "ms"))")
+        let commands = alice.allEvents[frozenFrom...].filter {
+            ["paused", "time-jumped", "waiting"].contains($0.name) || ($0.name == "playing" && $0.line.contains("bob"))
+        }
+        #expect(commands.isEmpty, "the freeze moved the group: \(commands)")
+
         // bob killed outright: its VLC goes with it (the script's next write fails), within 2 s.
         #expect(Self.processes(naming: rc) == 1, "bob's VLC runs")
         bob.signal(SIGKILL)
@@ -149,8 +179,11 @@ struct VlcAgentTests {
         }
     }
 
-    /// How many running processes have `text` in their command line.
-    static func processes(naming text: String) -> Int {
+    /// How many running VLCs have `text` in their command line.
+    static func processes(naming text: String) -> Int { pids(naming: text).count }
+
+    /// The running VLCs that have `text` in their command line.
+    static func pids(naming text: String) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.filter { entry in
             guard entry.allSatisfy(\.isNumber),
@@ -160,6 +193,6 @@ struct VlcAgentTests {
             else { return false }
             return String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self).contains(text)
                 && String(decoding: data.prefix(while: { $0 != 0 }), as: UTF8.self).hasSuffix("vlc")
-        }.count
+        }.compactMap { Int32($0) }
     }
 }

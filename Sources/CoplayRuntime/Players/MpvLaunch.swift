@@ -63,24 +63,9 @@ extension MpvPlayer {
         on socket: LineSocket, from process: ChildProcess, patience: Duration
     ) throws(SocketError) {
         socket.send(#"{"command":["get_property","mpv-version"],"request_id":0}"#)
-        let deadline = AgentClock.read(CLOCK_MONOTONIC) + patience.nanoseconds
-        while true {
-            switch socket.waitReadable(milliseconds: 20) {
-            case .data: return
-            case .closed:
-                // mpv closed its end: it is exiting. Its status, when it comes within a second.
-                for _ in 0..<50 {
-                    if let status = process.exitStatus() { throw exitedAtStart(status) }
-                    usleep(20_000)
-                }
-                throw exitedAtStart(nil)
-            case .nothing:
-                if let status = process.exitStatus() { throw exitedAtStart(status) }
-                guard AgentClock.read(CLOCK_MONOTONIC) < deadline else {
-                    throw SocketError("mpv did not answer within \(patience)", code: 0)
-                }
-            }
-        }
+        try socket.awaitFirstWord(
+            from: process, patience: patience, exited: exitedAtStart,
+            silent: SocketError("mpv did not answer within \(patience)", code: 0))
     }
 
     private static func exitedAtStart(_ status: Int32?) -> SocketError {

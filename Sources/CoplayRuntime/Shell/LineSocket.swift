@@ -136,6 +136,30 @@ final class LineSocket: Sendable {
         return count < 0 && (errno == EAGAIN || errno == EINTR) ? .nothing : .closed
     }
 
+    /// Waits until the player just started says something on this connection, and reads nothing,
+    /// so that a player that exits at start (an option it refused) is an error that says so:
+    /// `exited(status)` if it exits first (its status when it comes within a second), `silent` if
+    /// it says nothing within `patience`.
+    func awaitFirstWord(
+        from process: ChildProcess, patience: Duration, exited: (Int32?) -> SocketError, silent: SocketError
+    ) throws(SocketError) {
+        let deadline = AgentClock.read(CLOCK_MONOTONIC) + patience.nanoseconds
+        while true {
+            switch waitReadable(milliseconds: 20) {
+            case .data: return
+            case .closed:
+                for _ in 0..<50 {
+                    if let status = process.exitStatus() { throw exited(status) }
+                    usleep(20_000)
+                }
+                throw exited(nil)
+            case .nothing:
+                if let status = process.exitStatus() { throw exited(status) }
+                guard AgentClock.read(CLOCK_MONOTONIC) < deadline else { throw silent }
+            }
+        }
+    }
+
     /// Bytes written and not yet read by the other side (SIOCOUTQ); 0 if unknown.
     var unreadBytes: Int {
         var value: Int32 = 0

@@ -122,25 +122,11 @@ extension VlcPlayer {
     private static func awaitHello(
         on socket: LineSocket, from process: ChildProcess, patience: Duration
     ) throws(SocketError) {
-        let deadline = AgentClock.read(CLOCK_MONOTONIC) + patience.nanoseconds
-        while true {
-            switch socket.waitReadable(milliseconds: 20) {
-            case .data: return
-            case .closed:
-                for _ in 0..<50 {
-                    if let status = process.exitStatus() { throw exitedAtStart(status) }
-                    usleep(20_000)
-                }
-                throw exitedAtStart(nil)
-            case .nothing:
-                if let status = process.exitStatus() { throw exitedAtStart(status) }
-                guard AgentClock.read(CLOCK_MONOTONIC) < deadline else {
-                    throw SocketError(
-                        "VLC did not start coplay's interface script within \(patience) (is VLC's Lua plugin,"
-                            + " vlc-plugin-base, installed?)", code: 0)
-                }
-            }
-        }
+        try socket.awaitFirstWord(
+            from: process, patience: patience, exited: exitedAtStart,
+            silent: SocketError(
+                "VLC did not start coplay's interface script within \(patience) (is VLC's Lua plugin,"
+                    + " vlc-plugin-base, installed?)", code: 0))
     }
 
     private static func exitedAtStart(_ status: Int32?) -> SocketError {

@@ -44,6 +44,15 @@ struct VlcPlayer: PlayerDriver {
     private(set) var openFile: String?
     /// The version the script said (`hello`).
     private(set) var version: String?
+    /// When the script last said anything (it says an empty line once a second at least), and
+    /// whether its silence was said: a VLC stopped or hung stands aside as a stall of this
+    /// participant (`Settings.Players.silenceMax`), and follows again when it speaks.
+    private var heardAt: MonotonicInstant?
+    private var silent = false
+    /// Lines the script said that the driver does not understand (a script of another version, or
+    /// something else on VLC's standard output): counted, the first said.
+    private(set) var unknownLines = 0
+    private var notes: [String] = []
 
     init(socket: LineSocket, process: ChildProcess?, scriptFolder: String?, settings: Settings) {
         self.socket = socket
@@ -90,13 +99,42 @@ struct VlcPlayer: PlayerDriver {
 
     // MARK: Timer
 
-    func nextEvent(now: Timestamp) -> MonotonicInstant? { follower.nextWake(now: now) }
+    func nextEvent(now: Timestamp) -> MonotonicInstant? {
+        let silence = silent ? nil : heardAt.map { $0 + Settings.Players.silenceMax }
+        return [follower.nextWake(now: now), silence].compactMap { $0 }.min()
+    }
 
-    mutating func advance(now: Timestamp) -> [PlayerReport] { carry(follower.advance(now: now), now: now) }
+    mutating func advance(now: Timestamp) -> [PlayerReport] {
+        var reports: [PlayerReport] = []
+        if !silent, let heardAt, now.monotonic - heardAt >= Settings.Players.silenceMax {
+            silent = true
+            notes.append(
+                "VLC has said nothing for \(Settings.Players.silenceMax) (stopped or hung): standing aside until it speaks"
+            )
+            reports += observe(.starved(true), now: now)
+        }
+        return reports + carry(follower.advance(now: now), now: now)
+    }
+
+    mutating func takeNotes() -> [String] {
+        defer { notes.removeAll() }
+        return notes
+    }
 
     // MARK: What the script says
 
     mutating func receive(line: [UInt8], at now: Timestamp) -> [PlayerReport] {
+        heardAt = now.monotonic
+        var reports: [PlayerReport] = []
+        if silent {
+            silent = false
+            notes.append("VLC speaks again: following the group")
+            reports = observe(.starved(false), now: now)
+        }
+        return reports + interpret(line, now: now)
+    }
+
+    private mutating func interpret(_ line: [UInt8], now: Timestamp) -> [PlayerReport] {
         let words = line.split(separator: UInt8(ascii: " "), maxSplits: 3).map { String(decoding: $0, as: UTF8.self) }
         guard let verb = words.first else { return [] }  // the script's heartbeat
         func number(_ index: Int) -> Int64? { index < words.count ? Int64(words[index]) : nil }
@@ -166,7 +204,13 @@ struct VlcPlayer: PlayerDriver {
             fileLoaded = false
             return [MpvPlayer.loadFailure(url: item.url, fileError: "it could not open it", player: "VLC")]
         default:
-            break
+            unknownLines += 1
+            if unknownLines == 1 {
+                let shown = String(decoding: line.prefix(80), as: UTF8.self).map {
+                    $0.isASCII && !$0.isNewline ? $0 : "?"
+                }
+                notes.append("VLC's script said a line coplay does not know (counted; the first): " + String(shown))
+            }
         }
         return []
     }
@@ -265,6 +309,15 @@ struct VlcPlayer: PlayerDriver {
         }
         socket.close()
         if let scriptFolder { VlcPlayer.removeScript(in: scriptFolder) }
+    }
+}
+
+extension Settings {
+    /// How long a player coplay drives through a script of its own (VLC's) may keep it waiting.
+    public enum Players {
+        /// The script says a line once a second at least: two seconds of nothing is a VLC stopped
+        /// or hung, which stands aside as a stall until it speaks.
+        public static let silenceMax: Duration = .seconds(2)
     }
 }
 

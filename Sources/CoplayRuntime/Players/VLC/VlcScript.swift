@@ -134,7 +134,7 @@ enum VlcScript {
           end
           local value = vlc.var.get(input, "time")
           if value == nil or (step ~= nil and value == step.raw) then return end
-          local expected = carried(now)
+          local expected, before = carried(now), step and step.raw
           step = { value = value, raw = value, at = now, playing = state == 2, rate = rate }
           if observer then vlc.net.write(observer, string.format("step %d\n", value)) end
           if seekTarget ~= nil then
@@ -142,7 +142,9 @@ enum VlcScript {
               seekTarget = nil
               say("restarted")
             end
-          elseif expected ~= nil and math.abs(value - expected) > 1000000 then
+          elseif expected ~= nil and (value > expected + 1000000 or value < before - 500000) then
+            -- Ahead of where it could have played to, or back from where it was: the person seeked. A
+            -- clock that fell behind (VLC starved, or stopped whole: SIGSTOP, a laptop's lid) is no seek.
             say(string.format("jump %d", value))
           end
         end
