@@ -16,24 +16,12 @@ public final class MpvClient: @unchecked Sendable {
         self.path = path
         let deadline = ContinuousClock.now + timeout
         while true {
-            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
-            }
-            let status = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if status == 0 {
+            if let descriptor = Self.connectedUnixSocket(path) {
                 self.descriptor = descriptor
                 var wait = timeval(tv_sec: 5, tv_usec: 0)
                 setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
                 return
             }
-            close(descriptor)
             guard ContinuousClock.now < deadline else {
                 throw NSError(domain: "MpvClient", code: 1, userInfo: [NSLocalizedDescriptionKey: "no mpv at \(path)"])
             }
@@ -42,6 +30,26 @@ public final class MpvClient: @unchecked Sendable {
     }
 
     deinit { close(descriptor) }
+
+    /// A stream socket connected to the Unix socket at `path`, or nil (nothing listens there yet).
+    static func connectedUnixSocket(_ path: String) -> Int32? {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard status == 0 else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
+    }
 
     /// Sends one command and returns its reply's `data` (nil on an error reply or a timeout),
     /// with the true Unix time in nanoseconds at the middle of the round trip, and the round

@@ -106,21 +106,10 @@ public final class VlcObserver: Sendable {
     /// Sends `command` to a VLC's own remote-control interface (`--vlc-option extraintf=oldrc
     /// --vlc-option rc-unix=PATH`), as a person at that VLC would press a key.
     public static func remoteControl(_ path: String, _ command: String) throws {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
-        }
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard status == 0 else {
+        guard let descriptor = MpvClient.connectedUnixSocket(path) else {
             throw NSError(domain: "VlcObserver", code: 2, userInfo: [NSLocalizedDescriptionKey: "no VLC rc at \(path)"])
         }
+        defer { close(descriptor) }
         let line = Array((command + "\n").utf8)
         _ = line.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }

@@ -26,22 +26,11 @@ struct VlcAgentTests {
     @Test(
         .enabled(if: enabled, "COPLAY_PLAYERS=1, with mpv and vlc (vlc-bin, vlc-plugin-base)"), .timeLimit(.minutes(3)))
     func vlcBesideMpv_playsInStep_andAPauseInVLCPausesTheGroup() throws {
-        // A folder VLC may read and write in as `nobody` (its remote-control socket is made there).
-        let directory = URL(fileURLWithPath: "/tmp/coplay-vlc-test-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, vlcPath) = try Self.folderForVLC("test")
         defer { try? FileManager.default.removeItem(at: directory) }
-        chmod(directory.path, 0o777)
         let media = directory.appendingPathComponent("pattern.mkv").path
         try MpvClient.makeTestMedia(at: media, seconds: 90)
         chmod(media, 0o644)
-        var vlcPath: [String] = []
-        if isRoot {
-            let wrapper = directory.appendingPathComponent("vlc-as-nobody").path
-            try "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups vlc \"$@\"\n".write(
-                toFile: wrapper, atomically: true, encoding: .utf8)
-            chmod(wrapper, 0o755)
-            vlcPath = ["--vlc-path", wrapper]
-        }
         let rc = directory.appendingPathComponent("rc.sock").path
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(31))", "--session", "vlc"]
         let mpvSocket = directory.appendingPathComponent("a.sock").path
@@ -143,15 +132,8 @@ struct VlcAgentTests {
     @Test(
         .enabled(if: enabled, "COPLAY_PLAYERS=1, with mpv and vlc (vlc-bin, vlc-plugin-base)"), .timeLimit(.minutes(1)))
     func anAgentEndingCleanly_quitsItsVLC_andAnOptionVLCRefusesIsAnErrorAtStart() throws {
-        let directory = URL(fileURLWithPath: "/tmp/coplay-vlc-end-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, vlcPath) = try Self.folderForVLC("end")
         defer { try? FileManager.default.removeItem(at: directory) }
-        chmod(directory.path, 0o777)
-        let wrapper = directory.appendingPathComponent("vlc-as-nobody").path
-        try "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups vlc \"$@\"\n".write(
-            toFile: wrapper, atomically: true, encoding: .utf8)
-        chmod(wrapper, 0o755)
-        let vlcPath = isRoot ? ["--vlc-path", wrapper] : []
         let marker = directory.appendingPathComponent("marker").path
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(privatePort(32))", "--session", "vlc-end"]
         let agent = try AgentProcess(
@@ -177,6 +159,21 @@ struct VlcAgentTests {
             #expect(root.waitForExit(timeout: .seconds(5)) == 1)
             #expect(root.diagnostics.contains { $0.contains("VLC refuses to run as root") }, "\(root.diagnostics)")
         }
+    }
+
+    /// A folder of the test's own that VLC may read and write in as `nobody` (its remote-control
+    /// socket is made there), and the `--vlc-path` that starts VLC as `nobody` when the tests run as
+    /// root (VLC refuses root); none otherwise.
+    static func folderForVLC(_ name: String) throws -> (URL, vlcPath: [String]) {
+        let directory = URL(fileURLWithPath: "/tmp/coplay-vlc-\(name)-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        chmod(directory.path, 0o777)
+        guard isRoot else { return (directory, []) }
+        let wrapper = directory.appendingPathComponent("vlc-as-nobody").path
+        try "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups vlc \"$@\"\n".write(
+            toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        return (directory, ["--vlc-path", wrapper])
     }
 
     /// How many running VLCs have `text` in their command line.

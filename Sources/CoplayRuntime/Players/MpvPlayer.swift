@@ -22,7 +22,7 @@ import Glibc
 /// - An interstitial plays in a second mpv, started for it (on top, with the same `--mpv-option`s
 ///   and `--length` of its duration, tied to the agent: `ChildProcess.spawnTied`) and ended with
 ///   SIGTERM; one that exits with an error before its end is reported (`interstitialFailed`).
-struct MpvPlayer: PlayerDriver {
+struct MpvPlayer: FollowingPlayer {
     let kind = "mpv"
     private let socket: LineSocket
     /// The mpv process, when the agent started it (then it quits it when exiting).
@@ -32,7 +32,7 @@ struct MpvPlayer: PlayerDriver {
     private let settings: Settings
     /// The `--mpv-option`s, for the second mpv.
     private let options: [String]
-    private(set) var follower: PlayerFollower
+    var follower: PlayerFollower
     /// The second mpv, while it shows an interstitial; and those asked to end, until reaped.
     private var interstitialProcess: ChildProcess?
     private var endingProcesses: [ChildProcess] = []
@@ -127,18 +127,7 @@ struct MpvPlayer: PlayerDriver {
 
     // MARK: The follower's actions
 
-    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
-        carry(follower.command(command, now: now), now: now)
-    }
-
-    /// Carries out the follower's actions; returns its reports and any of mpv's own.
-    private mutating func carry(_ output: PlayerFollower.Output, now: Timestamp) -> [PlayerReport] {
-        var reports = output.reports
-        for action in output.actions { reports += perform(action, now: now) }
-        return reports
-    }
-
-    private mutating func perform(_ action: PlayerFollower.Action, now: Timestamp) -> [PlayerReport] {
+    mutating func carryOut(_ action: PlayerFollower.Action, now: Timestamp) -> [PlayerReport] {
         switch action {
         case .load(let item):
             (positionProperty, audioUnavailable) = ("audio-pts", 0)
@@ -299,10 +288,6 @@ struct MpvPlayer: PlayerDriver {
         case .other:
             return []
         }
-    }
-
-    private mutating func observe(_ observation: PlayerFollower.Observation, now: Timestamp) -> [PlayerReport] {
-        carry(follower.observe(observation, now: now), now: now)
     }
 
     private mutating func handle(event: String, _ message: JSONValue, now: Timestamp) -> [PlayerReport] {

@@ -42,6 +42,33 @@ extension PlayerDriver {
     func acceptOffer() -> [PlayerReport]? { nil }
 }
 
+/// A player driven through the core's `PlayerFollower` (mpv, VLC): the core's commands and the
+/// player's observations go to the follower, and its actions are carried out by the adapter,
+/// which says what the player does in its own words. One way for every adapter.
+protocol FollowingPlayer: PlayerDriver {
+    var follower: PlayerFollower { get set }
+    /// Sends one of the follower's actions to the player; returns any reports of its own.
+    mutating func carryOut(_ action: PlayerFollower.Action, now: Timestamp) -> [PlayerReport]
+}
+
+extension FollowingPlayer {
+    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
+        carry(follower.command(command, now: now), now: now)
+    }
+
+    /// What the player did, to the follower; its actions carried out.
+    mutating func observe(_ observation: PlayerFollower.Observation, now: Timestamp) -> [PlayerReport] {
+        carry(follower.observe(observation, now: now), now: now)
+    }
+
+    /// Carries out the follower's actions; returns its reports and any of the player's own.
+    mutating func carry(_ output: PlayerFollower.Output, now: Timestamp) -> [PlayerReport] {
+        var reports = output.reports
+        for action in output.actions { reports += carryOut(action, now: now) }
+        return reports
+    }
+}
+
 extension SimulatedPlayer: PlayerDriver {
     var kind: String { "simulated" }
     func receive(line: [UInt8], at: Timestamp) -> [PlayerReport] { [] }

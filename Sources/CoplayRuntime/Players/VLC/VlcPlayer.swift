@@ -16,14 +16,14 @@ import Glibc
 ///   menus, and so group commands. A jump of the clock coplay did not ask for is the person's seek.
 /// - A seek is exact (`no-input-fast-seek`); `restarted` once VLC's clock shows it.
 /// - VLC shows no interstitial of its own: one is refused with the reason.
-struct VlcPlayer: PlayerDriver {
+struct VlcPlayer: FollowingPlayer {
     let kind = "vlc"
     private let socket: LineSocket
     private let process: ChildProcess?
     /// The folder the script was written to for the VLC this agent started: removed at close.
     private let scriptFolder: String?
     private let settings: Settings
-    private(set) var follower: PlayerFollower
+    var follower: PlayerFollower
 
     private enum Request {
         case sample(sentAt: Timestamp)
@@ -64,17 +64,7 @@ struct VlcPlayer: PlayerDriver {
 
     // MARK: The follower's actions
 
-    mutating func perform(_ command: PlayerCommand, now: Timestamp) -> [PlayerReport] {
-        carry(follower.command(command, now: now), now: now)
-    }
-
-    private mutating func carry(_ output: PlayerFollower.Output, now: Timestamp) -> [PlayerReport] {
-        var reports = output.reports
-        for action in output.actions { reports += perform(action, now: now) }
-        return reports
-    }
-
-    private mutating func perform(_ action: PlayerFollower.Action, now: Timestamp) -> [PlayerReport] {
+    mutating func carryOut(_ action: PlayerFollower.Action, now: Timestamp) -> [PlayerReport] {
         switch action {
         case .load(let item):
             (self.item, fileLoaded, ownSeeks) = (item, false, 0)
@@ -213,10 +203,6 @@ struct VlcPlayer: PlayerDriver {
             }
         }
         return []
-    }
-
-    private mutating func observe(_ observation: PlayerFollower.Observation, now: Timestamp) -> [PlayerReport] {
-        carry(follower.observe(observation, now: now), now: now)
     }
 
     /// A line on VLC's on-screen display (`OnScreen`, which bounds it and makes control
