@@ -48,9 +48,7 @@ struct MpvPlayer: FollowingPlayer {
         case asked(PlayerFollower.Asked)
     }
 
-    private var nextRequestID: Int64 = 1
-    private var requests: [Int64: Request] = [:]
-    private var requestOrder: [Int64] = []
+    private var requests: PendingRequests<Request>
     /// The position request whose answer the follower waits for (an older one's is stale).
     private var sampleRequest: Int64?
 
@@ -93,6 +91,7 @@ struct MpvPlayer: FollowingPlayer {
         self.ownedSocketPath = ownedSocketPath
         self.settings = settings
         self.options = options
+        self.requests = PendingRequests(limit: settings.playerRequestsMax)
         self.follower = PlayerFollower(.mpv, settings: settings)
         for (index, name) in Self.observed.enumerated() {
             send(["observe_property", .int(Int64(index + 1)), .string(name)], as: .other)
@@ -144,7 +143,7 @@ struct MpvPlayer: FollowingPlayer {
             let start = liveStartSegment.map { ",demuxer-lavf-o-append=live_start_index=\($0)" } ?? ""
             let options = item.live ? ["rebase-start-time=no,force-seekable=yes" + start] : []
             let request = send(["loadfile", .string(item.url), "replace"] + options.map { .string($0) }, as: .load)
-            loadAnswered = (request, nil, requests[request] == nil)  // forgotten at once: not waited for
+            loadAnswered = (request, nil, !requests.contains(request))  // forgotten at once: not waited for
         case .seek(let position):
             seek(to: position, now: now)
         case .reload(let position): seek(to: position, now: now)  // mpv's pipeline does not get stuck
@@ -449,29 +448,17 @@ struct MpvPlayer: FollowingPlayer {
 
     @discardableResult
     private mutating func send(_ command: [JSONValue], as request: Request) -> Int64 {
-        let id = nextRequestID
-        nextRequestID += 1
-        requests[id] = request
-        requestOrder.append(id)
-        if requestOrder.count > settings.playerRequestsMax {
-            // An answer that never came: forget the oldest request (the follower asks a position
-            // again once its patience ends). A load forgotten unanswered no longer holds back its
-            // `file-loaded`: the next one is taken, as from an mpv that names no entry.
-            let forgotten = requestOrder.removeFirst()
-            requests.removeValue(forKey: forgotten)
-            if let load = loadAnswered, load.request == forgotten, !load.answered {
-                loadAnswered = (forgotten, nil, true)
-            }
+        let (id, forgotten) = requests.add(request)
+        // A load forgotten unanswered no longer holds back its `file-loaded`: the next one is
+        // taken, as from an mpv that names no entry.
+        if let forgotten, let load = loadAnswered, load.request == forgotten, !load.answered {
+            loadAnswered = (forgotten, nil, true)
         }
         socket.send(JSONValue.object([("command", .array(command)), ("request_id", .int(id))]).serialized)
         return id
     }
 
-    private mutating func forget(_ id: Int64) -> Request? {
-        guard let request = requests.removeValue(forKey: id) else { return nil }
-        if let index = requestOrder.firstIndex(of: id) { requestOrder.remove(at: index) }
-        return request
-    }
+    private mutating func forget(_ id: Int64) -> Request? { requests.take(id) }
 
     // MARK: Ending
 

@@ -81,6 +81,8 @@ extension SimulatedPlayer: PlayerDriver {
 struct PlayerConnections {
     var connection: LineSocket?
     var server: LineServer?
+    /// Kodi's JSON-RPC connection, made again whenever it ends.
+    var kodi: KodiLink?
 
     /// Opens the player: its driver, and its connections. Each plays this machine's own copy of
     /// an item known by its content, found in `mediaFolders` too (`OwnCopyPlayer`), aimed early
@@ -103,6 +105,9 @@ struct PlayerConnections {
         case .vlc(let options):
             let (vlc, socket) = try VlcPlayer.connect(options, settings: settings)
             return (owning(vlc), PlayerConnections(connection: socket))
+        case .kodi(let options):
+            let link = KodiLink(options: options)
+            return (owning(KodiPlayer(link: link, settings: settings)), PlayerConnections(kodi: link))
         case .socket(let path):
             let server = try LineServer.listen(path: path)
             let driver = SocketPlayer(server: server, clock: clock, settings: settings)
@@ -125,6 +130,15 @@ struct PlayerConnections {
                 }, ended: ended)
         }
         if let connection { read(connection) { feed.yield(.playerClosed) } }
+        if let kodi {
+            kodi.start(
+                frameBytesMax: lineBytesMax, retry: Settings.Players.kodiRetry, clock: clock,
+                frame: { bytes, stamp in
+                    guard queued.enter(limit: linesMax) else { return }
+                    feed.yield(.playerLine(bytes, receivedAt: stamp))
+                }, connected: { feed.yield(.playerConnected) }, closed: { feed.yield(.playerClosed) })
+            return "connecting to Kodi's JSON-RPC at \(kodi.options.endpoint)"
+        }
         guard let server else { return nil }
         server.start(refusal: #"{"error":"another player is connected to this agent"}"#) { socket in
             feed.yield(.playerConnected)
@@ -135,4 +149,41 @@ struct PlayerConnections {
         }
         return "waiting for a player on \(server.path)"
     }
+}
+
+/// The requests a driver sent its player that are not answered yet, by the id the answer names
+/// (mpv's `request_id`, VLC's script's, Kodi's JSON-RPC `id`): at most `limit`
+/// (`Settings.playerRequestsMax`). Beyond it the oldest is forgotten: an answer that never came
+/// (the follower asks a position again once its patience ends).
+struct PendingRequests<Request: Sendable>: Sendable {
+    let limit: Int
+    private var nextID: Int64 = 1
+    private var byID: [Int64: Request] = [:]
+    private var order: [Int64] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Adds a request: its id, and the id of the one forgotten to make room, if one was.
+    mutating func add(_ request: Request) -> (id: Int64, forgotten: Int64?) {
+        let id = nextID
+        nextID += 1
+        byID[id] = request
+        order.append(id)
+        guard order.count > limit else { return (id, nil) }
+        let forgotten = order.removeFirst()
+        byID.removeValue(forKey: forgotten)
+        return (id, forgotten)
+    }
+
+    /// The request this answer is for, no longer pending; nil for an id not pending.
+    mutating func take(_ id: Int64) -> Request? {
+        guard let request = byID.removeValue(forKey: id) else { return nil }
+        if let index = order.firstIndex(of: id) { order.remove(at: index) }
+        return request
+    }
+
+    func contains(_ id: Int64) -> Bool { byID[id] != nil }
+    var isEmpty: Bool { byID.isEmpty }
+
+    mutating func removeAll() { (byID, order) = ([:], []) }
 }

@@ -72,16 +72,15 @@ final class LineSocket: Sendable {
         return true
     }
 
-    /// Starts the reading thread: `line` for each complete line, then `ended` once when the other
-    /// side closes (or `close()` is called).
+    /// Starts the reading thread: `line` for each complete frame (a line, or with `.jsonObjects`
+    /// one JSON object), then `ended` once when the other side closes (or `close()` is called).
     func startReading(
-        lineBytesMax: Int, clock: AgentClock, line: @escaping @Sendable ([UInt8], Timestamp) -> Void,
-        ended: @escaping @Sendable () -> Void
+        lineBytesMax: Int, framing: Framing = .lines, clock: AgentClock,
+        line: @escaping @Sendable ([UInt8], Timestamp) -> Void, ended: @escaping @Sendable () -> Void
     ) {
         let descriptor = self.descriptor
         BackgroundThread.start {
-            var pending: [UInt8] = []
-            var overflowing = false
+            var framer = Framer(framing, bytesMax: lineBytesMax)
             var chunk = [UInt8](repeating: 0, count: 16384)
             while true {
                 let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
@@ -89,16 +88,82 @@ final class LineSocket: Sendable {
                 guard count > 0 else { return ended() }
                 let stamp = clock.now()
                 for byte in chunk[0..<count] {
-                    if byte == UInt8(ascii: "\n") {
-                        line(pending, stamp)
-                        pending.removeAll(keepingCapacity: true)
-                        overflowing = false
-                    } else if !overflowing {
-                        pending.append(byte)
-                        if pending.count > lineBytesMax { overflowing = true }
-                    }
+                    if let frame = framer.take(byte) { line(frame, stamp) }
                 }
             }
+        }
+    }
+
+    /// How a connection's bytes are cut into frames: newline-terminated lines (mpv, VLC's script,
+    /// a delegating player), or JSON objects written one after another with nothing between them
+    /// (Kodi's JSON-RPC over TCP), each ended by the brace that closes it outside any string.
+    enum Framing: Sendable { case lines, jsonObjects }
+
+    /// Cuts bytes into frames. A frame longer than `bytesMax` is cut there and the rest of it
+    /// discarded (for JSON, up to the brace that closes it), so memory stays bounded whatever the
+    /// other side writes; bytes outside a JSON object are skipped.
+    struct Framer {
+        let framing: Framing
+        let bytesMax: Int
+        private var pending: [UInt8] = []
+        private var overflowing = false
+        private var depth = 0
+        private var inString = false
+        private var escaped = false
+
+        init(_ framing: Framing, bytesMax: Int) {
+            (self.framing, self.bytesMax) = (framing, bytesMax)
+        }
+
+        /// Takes one byte: the frame it completes, if it completes one.
+        mutating func take(_ byte: UInt8) -> [UInt8]? {
+            switch framing {
+            case .lines:
+                if byte == UInt8(ascii: "\n") { return finish() }
+                keep(byte)
+                return nil
+            case .jsonObjects:
+                if depth == 0 {
+                    guard byte == UInt8(ascii: "{") else { return nil }  // between objects
+                    (depth, inString, escaped) = (1, false, false)
+                    keep(byte)
+                    return nil
+                }
+                keep(byte)
+                if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                    return nil
+                }
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { return finish() }
+                default: break
+                }
+                return nil
+            }
+        }
+
+        private mutating func keep(_ byte: UInt8) {
+            guard !overflowing else { return }
+            pending.append(byte)
+            if pending.count > bytesMax { overflowing = true }
+        }
+
+        private mutating func finish() -> [UInt8] {
+            defer {
+                pending.removeAll(keepingCapacity: true)
+                overflowing = false
+            }
+            return pending
         }
     }
 

@@ -31,9 +31,7 @@ struct VlcPlayer: FollowingPlayer {
         case asked(PlayerFollower.Asked)
     }
 
-    private var nextRequestID: Int64 = 1
-    private var requests: [Int64: Request] = [:]
-    private var requestOrder: [Int64] = []
+    private var requests: PendingRequests<Request>
     private var sampleRequest: Int64?
     /// The last load's request: its `loaded` is the item's (an earlier one's is not).
     private var loadRequest: Int64?
@@ -59,6 +57,7 @@ struct VlcPlayer: FollowingPlayer {
         self.process = process
         self.scriptFolder = scriptFolder
         self.settings = settings
+        self.requests = PendingRequests(limit: settings.playerRequestsMax)
         self.follower = PlayerFollower(.vlc, settings: settings)
     }
 
@@ -215,23 +214,12 @@ struct VlcPlayer: FollowingPlayer {
 
     @discardableResult
     private mutating func send(_ verb: String, _ argument: String? = nil, as request: Request) -> Int64 {
-        let id = nextRequestID
-        nextRequestID += 1
-        requests[id] = request
-        requestOrder.append(id)
-        if requestOrder.count > settings.playerRequestsMax {
-            // An answer that never came: the follower asks again once its patience ends.
-            requests.removeValue(forKey: requestOrder.removeFirst())
-        }
+        let id = requests.add(request).id
         socket.send([verb, String(id), argument].compactMap { $0 }.joined(separator: " "))
         return id
     }
 
-    private mutating func forget(_ id: Int64) -> Request? {
-        guard let request = requests.removeValue(forKey: id) else { return nil }
-        if let index = requestOrder.firstIndex(of: id) { requestOrder.remove(at: index) }
-        return request
-    }
+    private mutating func forget(_ id: Int64) -> Request? { requests.take(id) }
 
     // MARK: Values
 
