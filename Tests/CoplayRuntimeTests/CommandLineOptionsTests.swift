@@ -63,7 +63,11 @@ import Testing
         #expect(error(["--clock-skew-ms", "1.5"])?.contains("whole milliseconds") == true)
         #expect(error(["--clock-skew-ms", "99999999"])?.contains("whole milliseconds") == true)
         #expect(error(["--id", "xyz"])?.contains("hexadecimal") == true)
-        #expect(error(["--player", "totem"]) == "--player takes simulated, mpv, vlc or socket:PATH, not 'totem'")
+        #expect(
+            error(["--player", "totem"])
+                == "--player takes simulated, mpv, vlc, kodi[:HOST[:PORT]] or socket:PATH, not 'totem'")
+        #expect(error(["--player", "kodi:tv:99999"])?.contains("kodi:HOST:PORT") == true)
+        #expect(error(["--player", "kodi:fe80::1"])?.contains("IPv6 address in") == true)
         #expect(error(["--vlc-option", "fullscreen"]) == "--vlc-option and --vlc-path need --player vlc")
         #expect(
             error(["--player", "vlc", "--vlc-option", "lua-intf=x"])
@@ -123,6 +127,11 @@ import Testing
         guard case .runAgent(let delegating) = try CommandLineOptions.parse(["--player", "socket:/run/p.sock"]).get()
         else { return }
         #expect(delegating.player == .socket(path: "/run/p.sock"))
+        guard case .runAgent(let television) = try CommandLineOptions.parse(["--player", "kodi:tv.lan:8080"]).get()
+        else { return }
+        var kodiOptions = KodiOptions()
+        (kodiOptions.host, kodiOptions.port) = ("tv.lan", 8080)
+        #expect(television.player == .kodi(kodiOptions))
         guard case .runAgent(let simulated) = try CommandLineOptions.parse([]).get() else { return }
         #expect(simulated.player == .simulated)
     }

@@ -84,6 +84,8 @@ public enum PlayerChoice: Sendable, Equatable {
     case mpv(MpvOptions)
     /// VLC 3, through coplay's interface script inside it (`VlcPlayer`).
     case vlc(VlcOptions)
+    /// Kodi 19-21, over its JSON-RPC TCP interface (`KodiPlayer`), on this machine or another.
+    case kodi(KodiOptions)
     /// A delegating player that connects to this Unix socket (PLAYERS.md).
     case socket(path: String)
 }

@@ -123,13 +123,17 @@ public enum CommandLineOptions {
           --pause-snaps on|off      on: a pause puts everyone at the originator's position
                                     (pauseSnapsToMediaTimeOfOriginator, the default); off:
                                     each player stops where it is
-          --player simulated|mpv|vlc|socket:PATH
+          --player simulated|mpv|vlc|kodi[:HOST[:PORT]]|socket:PATH
                                     the local player: simulated (the default: a model, for tests
                                     and demos); mpv, driven over its JSON IPC (pausing, seeking
                                     or changing speed in mpv is a group command); VLC 3, through
                                     coplay's interface script inside it (its keys and menus are
-                                    group commands too); or any player that connects to the
-                                    Unix socket PATH (PLAYERS.md)
+                                    group commands too); Kodi 19-21 over its JSON-RPC on TCP
+                                    (127.0.0.1:9090 unless a host is named: the box under the
+                                    television from any machine; Kodi's remote moves the group;
+                                    Kodi asks no password, so name only a host of your own LAN);
+                                    or any player that connects to the Unix socket PATH
+                                    (PLAYERS.md)
           --mpv-socket PATH         an IPC socket for mpv to listen on too, so other tools can
                                     talk to the same mpv (mpv ends with the agent either way)
           --mpv-option NAME=VALUE   passed to the mpv coplay starts as --NAME=VALUE; repeatable
@@ -394,6 +398,13 @@ public enum CommandLineOptions {
                     case "simulated": configuration.player = .simulated
                     case "mpv": configuration.player = .mpv(configuration.mpvOptions)
                     case "vlc": configuration.player = .vlc(configuration.vlcOptions)
+                    case _ where text == "kodi" || text.hasPrefix("kodi:"):
+                        guard let options = KodiOptions.parse(text) else {
+                            throw UsageError(
+                                message: "--player kodi takes kodi, kodi:HOST or kodi:HOST:PORT (an IPv6 address in"
+                                    + " brackets), not '\(text)'")
+                        }
+                        configuration.player = .kodi(options)
                     case _ where text.hasPrefix("socket:"):
                         let path = String(text.dropFirst("socket:".count))
                         guard !path.isEmpty, path.utf8.count <= 107 else {
@@ -401,7 +412,9 @@ public enum CommandLineOptions {
                         }
                         configuration.player = .socket(path: path)
                     default:
-                        throw UsageError(message: "--player takes simulated, mpv, vlc or socket:PATH, not '\(text)'")
+                        throw UsageError(
+                            message:
+                                "--player takes simulated, mpv, vlc, kodi[:HOST[:PORT]] or socket:PATH, not '\(text)'")
                     }
                 case "--mpv-socket":
                     let path = try value().get()
