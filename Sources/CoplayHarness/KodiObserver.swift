@@ -267,7 +267,13 @@ public final class KodiClient: @unchecked Sendable {
     /// the readings either side of it, and mpv's position is read through its own socket just
     /// after and taken back to the step's instant at rate 1.
     public func offsets(against mpv: MpvClient, seconds: Double) -> [Double] {
+        steppedOffsets(against: mpv, seconds: seconds).offsets
+    }
+
+    /// `offsets(against:seconds:)`, with the steps of Kodi's clock they were taken at.
+    public func steppedOffsets(against mpv: MpvClient, seconds: Double) -> (offsets: [Double], steps: [ClockStep]) {
         var offsets: [Double] = []
+        var steps: [ClockStep] = []
         var previous: (position: Double, at: Int64)?
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
@@ -277,12 +283,13 @@ public final class KodiClient: @unchecked Sendable {
             defer { previous = (reading.position, middle) }
             guard reading.speed == 1, let last = previous, last.position != reading.position else { continue }
             let edge = last.at + (middle - last.at) / 2
+            steps.append(ClockStep(position: reading.position, atUnixNanos: edge))
             let mpvReading = mpv.command(["get_property", "audio-pts"])
             guard let position = (mpvReading.data as? NSNumber)?.doubleValue else { continue }
             let atEdge = position - Double(mpvReading.atUnixNanos - edge) / 1e9
             offsets.append((reading.position - atEdge) * 1000)
         }
-        return offsets
+        return (offsets, steps)
     }
 
     /// How finely Kodi's time moves while it plays: the median step of its time read every 2 ms

@@ -1,18 +1,21 @@
 import Foundation
 import Synchronization
 
+/// One step of a player's clock (VLC's, Kodi's), as a benchmark saw it.
+public struct ClockStep: Sendable {
+    /// The player's clock, seconds.
+    public var position: Double
+    /// When the step was seen, true Unix nanoseconds.
+    public var atUnixNanos: Int64
+}
+
 /// The benchmark's own reading of a VLC's clock, beside the agent's: coplay's interface script in
 /// that VLC connects to this listener on loopback when the agent runs with
 /// `COPLAY_VLC_OBSERVE=PORT` (`observeEnvironment`), and writes each step of VLC's clock (its
 /// input's `time`, which VLC 3 sets every 250 ms) the moment it sees one, and each pause and
 /// unpause. A step's arrival is stamped here: where VLC's own clock stood then.
 public final class VlcObserver: Sendable {
-    public struct Step: Sendable {
-        /// VLC's clock, seconds.
-        public var position: Double
-        /// When it was seen, true Unix nanoseconds.
-        public var atUnixNanos: Int64
-    }
+    public typealias Step = ClockStep
 
     private let listener: Int32
     public let port: Int
@@ -21,8 +24,10 @@ public final class VlcObserver: Sendable {
     /// The most steps and pauses kept (a benchmark of minutes sees some thousands).
     public static let kept = 100_000
 
-    public init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A listener on 127.0.0.1 of this process's network namespace, or of `namespace` (a name under
+    /// /var/run/netns): a VLC started inside one reaches only that namespace's loopback.
+    public init(namespace: String? = nil) throws {
+        let descriptor = try Self.socketIn(namespace: namespace)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -44,6 +49,61 @@ public final class VlcObserver: Sendable {
     }
 
     deinit { close(listener) }
+
+    /// A TCP socket made in network namespace `namespace` (this thread enters it for the call and
+    /// leaves again; the socket stays of that namespace), or in this one.
+    private static func socketIn(namespace: String?) throws -> Int32 {
+        guard let namespace else { return socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
+        // Glibc's module does not bring `setns` (it is behind _GNU_SOURCE); the C library has it.
+        typealias SetNS = @convention(c) (Int32, Int32) -> Int32
+        let newNet: Int32 = 0x4000_0000  // CLONE_NEWNET
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "setns") else {
+            throw NSError(domain: "VlcObserver", code: 3, userInfo: [NSLocalizedDescriptionKey: "no setns"])
+        }
+        let setns = unsafeBitCast(symbol, to: SetNS.self)
+        let home = open("/proc/thread-self/ns/net", O_RDONLY)
+        let there = open("/var/run/netns/\(namespace)", O_RDONLY)
+        defer {
+            close(home)
+            close(there)
+        }
+        guard home >= 0, there >= 0, setns(there, newNet) == 0 else {
+            throw NSError(
+                domain: "VlcObserver", code: 3, userInfo: [NSLocalizedDescriptionKey: "cannot enter netns \(namespace)"]
+            )
+        }
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        precondition(setns(home, newNet) == 0, "the benchmark's thread could not leave netns \(namespace)")
+        return descriptor
+    }
+
+    /// The benchmark's own VLC interface script, for a VLC that runs another's script (Syncplay's):
+    /// every 2 ms (its wait is where VLC ends it: VLC 3 gives a script no `should_die`) it reads the input's `time` and state, and writes each step of the clock and each
+    /// pause and unpause to `COPLAY_VLC_OBSERVE`'s port on loopback, as coplay's own script does.
+    /// Installed as `lua/intf/coplayobserve.lua` and started beside the other
+    /// (`--extraintf=luaintf{intf=coplayobserve}`).
+    public static let script = """
+        local port = tonumber(os.getenv("COPLAY_VLC_OBSERVE") or "")
+        if port == nil then return end
+        local observer = vlc.net.connect_tcp("127.0.0.1", port)
+        local lastTime, lastState = nil, nil
+        while true do
+          local input = vlc.object.input()
+          if input then
+            local state = vlc.var.get(input, "state")
+            if (state == 2 or state == 3) and state ~= lastState then
+              vlc.net.write(observer, "paused " .. (state == 3 and "1" or "0") .. "\\n")
+            end
+            lastState = state
+            local value = vlc.var.get(input, "time")
+            if value ~= nil and value ~= lastTime then
+              lastTime = value
+              vlc.net.write(observer, string.format("step %d\\n", value))
+            end
+          end
+          vlc.misc.mwait(vlc.misc.mdate() + 2000)
+        end
+        """
 
     /// The agent's environment that points its VLC's script here.
     public var observeEnvironment: [String: String] { ["COPLAY_VLC_OBSERVE": String(port)] }
@@ -84,6 +144,9 @@ public final class VlcObserver: Sendable {
         pauses.withLock { $0.first { $0.paused == paused && $0.atUnixNanos >= unixNanos }?.atUnixNanos }
     }
 
+    /// Whether VLC last said it plays (false before it said anything).
+    public var isPlaying: Bool { pauses.withLock { $0.last.map { !$0.paused } ?? false } }
+
     /// VLC's clock minus mpv's at each step seen since `unixNanos`: mpv's position is read through
     /// its own socket just after, and taken back to the step's instant at rate 1 (ms).
     public func offsets(against mpv: MpvClient, since unixNanos: Int64, seconds: Double) -> [Double] {
@@ -112,6 +175,20 @@ public final class VlcObserver: Sendable {
         defer { close(descriptor) }
         let line = Array((command + "\n").utf8)
         _ = line.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// The running VLCs (not yet reaped ones) that have `text` in their command line.
+    public static func pids(naming text: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.filter { entry in
+            guard entry.allSatisfy(\.isNumber),
+                let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                let status = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                !status.contains(") Z ")
+            else { return false }
+            return String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self).contains(text)
+                && String(decoding: data.prefix(while: { $0 != 0 }), as: UTF8.self).hasSuffix("vlc")
+        }.compactMap { Int32($0) }
     }
 
     public static var isInstalled: Bool { Locations.onPath("vlc") != nil }

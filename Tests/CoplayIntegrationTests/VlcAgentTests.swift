@@ -92,7 +92,7 @@ struct VlcAgentTests {
         // bob's VLC stopped whole for 10 s (SIGSTOP: a hung player): bob says so within 2 s and
         // stands aside; the group plays on, and VLC's clock falling behind is no group command;
         // once it runs again it follows the group again.
-        let vlcPID = try #require(Self.pids(naming: rc).first, "bob's VLC runs")
+        let vlcPID = try #require(VlcObserver.pids(naming: rc).first, "bob's VLC runs")
         let frozenFrom = alice.allEvents.count
         kill(vlcPID, SIGSTOP)
         let stopped = ContinuousClock.now
@@ -177,19 +177,5 @@ struct VlcAgentTests {
     }
 
     /// How many running VLCs have `text` in their command line.
-    static func processes(naming text: String) -> Int { pids(naming: text).count }
-
-    /// The running VLCs that have `text` in their command line.
-    static func pids(naming text: String) -> [Int32] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.filter { entry in
-            guard entry.allSatisfy(\.isNumber),
-                let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
-                let status = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                !status.contains(") Z ")
-            else { return false }
-            return String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self).contains(text)
-                && String(decoding: data.prefix(while: { $0 != 0 }), as: UTF8.self).hasSuffix("vlc")
-        }.compactMap { Int32($0) }
-    }
+    static func processes(naming text: String) -> Int { VlcObserver.pids(naming: text).count }
 }
