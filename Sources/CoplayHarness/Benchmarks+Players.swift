@@ -177,12 +177,16 @@ extension Benchmarks {
     }
 
     /// A process (Syncplay's server or a client) run inside network namespace `namespace`, with
-    /// HOME at `home` and its output in `home`/output.log.
-    static func spawnInNamespace(_ namespace: String, _ arguments: [String], home: String) throws -> Process {
+    /// HOME at `home` (and `environment`), its output in `home`/output.log.
+    static func spawnInNamespace(
+        _ namespace: String, _ arguments: [String], home: String, environment: [String: String] = [:]
+    ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = ["netns", "exec", namespace] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["HOME": home]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment.merging(["HOME": home]) { $1 }) {
+            $1
+        }
         process.standardInput = FileHandle.nullDevice
         let log = home + "/output.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)

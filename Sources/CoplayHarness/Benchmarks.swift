@@ -28,6 +28,11 @@ public enum Benchmarks {
         public var commandsPerSecond = 1
         /// Commands of the `burst` benchmark (`--commands`).
         public var burstCommands = 5_000
+        /// `players`: the players measured beside mpv (`--player vlc`); none is the mpv pair.
+        public var players: [String] = []
+        /// `players --player`: the figures also as one JSON object, alone on standard output (the
+        /// report goes to standard error).
+        public var json = false
         public init(kind: String, rounds: Int, agents: Int, seconds: Int, executable: String) {
             self.kind = kind
             self.rounds = rounds
@@ -41,6 +46,9 @@ public enum Benchmarks {
         // A session and port of this run's own, on loopback only.
         let port = 40_000 + Int(getpid() % 20_000)
         let common = ["--interface", "lo", "--group", "239.255.77.1:\(port)", "--session", "bench-\(getpid())"]
+        // With --json, standard output carries the one object; the report goes to standard error.
+        let jsonOutput = options.json ? dup(1) : nil
+        if options.json { dup2(2, 1) }
         print(
             "coplay-bench \(options.kind): loopback, group 239.255.77.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores"
         )
@@ -50,7 +58,8 @@ public enum Benchmarks {
             case "clock": try clock(options, common: common)
             case "overhead": try overhead(options, common: common)
             case "sync": try sync(options, common: common)
-            case "players": try players(options, common: common)
+            case "players" where options.players.isEmpty: try players(options, common: common)
+            case "players": try playersBeside(options, common: common, jsonOutput: jsonOutput)
             case "flood": try flood(options, rate: options.rate)
             case "scale": try scale(options, sizes: options.scaleSizes)
             case "latejoin": try lateJoin(options, common: common, histories: options.histories)

@@ -9,6 +9,7 @@ let usage = """
 
     Usage: coplay-bench membership|clock|overhead|sync|players|flood|plots|all [--agents N] [--rounds N] [--seconds N]
                         [--coplay PATH] [--svg DIR]
+           coplay-bench players --player vlc,kodi [--json] [--seconds S] [--rounds N]
            coplay-bench scale [--sizes N,…] [--seconds S] [--settle S] [--svg DIR]
            coplay-bench latejoin [--histories H,…]
            coplay-bench session [--seconds S] [--per-second N]
@@ -36,7 +37,12 @@ let usage = """
       overhead    bytes sent, CPU and memory of N idle agents over S seconds
       sync        sync error after coordinated starts among N skewed agents, and pause propagation, R rounds
       players     two headless mpv under coplay (needs mpv and ffmpeg): steady offset between them over S
-                  seconds, pause pressed in mpv A → mpv B paused (R rounds), recovery after a 200 ms stop of mpv B
+                  seconds, pause pressed in mpv A → mpv B paused (R rounds), recovery after a 200 ms stop of mpv B;
+                  --player vlc,kodi: VLC 3 and/or Kodi beside mpv instead, an agent each (vlc: vlc-bin; root runs
+                  it as nobody with setpriv; kodi: kodi, xvfb, pulseaudio), and VLC under Syncplay in a namespace
+                  with Debian's syncplay and syncplay-server (root): each player's clock − mpv's over S seconds,
+                  its pause key → mpv paused, the start spread after a pause, its clock floor; --json prints
+                  them as one object ({"players": {"vlc": …, "kodi": …, "syncplay-vlc": …}}) on stdout
       flood       3 agents in a private network namespace (root) flooded with --rate N datagrams/s (default 20000;
                   junk and hellos of invented peers) for S seconds: honest pause delays, memory against idle, counters
       scale       N agents started at once in a private network namespace (root), for N in --sizes (default
@@ -619,10 +625,19 @@ var options = Benchmarks.Options(
     kind: kind, rounds: 10, agents: 4, seconds: 10,
     executable: coplayBeside)
 while let flag = arguments.popFirst() {
+    if flag == "--json", kind == "players" {
+        options.json = true
+        continue
+    }
     guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
     switch flag {
     case "--coplay": options.executable = value
     case "--svg": options.svgDirectory = value
+    case "--player" where kind == "players":
+        options.players = value.split(separator: ",").map(String.init)
+        guard !options.players.isEmpty, options.players.allSatisfy({ ["vlc", "kodi"].contains($0) }) else {
+            fail("--player takes vlc, kodi or vlc,kodi (the players measured beside mpv)")
+        }
     case "--histories":
         options.histories = numbers(value, in: 2...1_000_000, "--histories takes history lengths", "10,1000,100000")
     case "--sizes":
@@ -660,6 +675,7 @@ while let flag = arguments.popFirst() {
     }
 }
 guard (2...64).contains(options.agents) else { fail("--agents takes 2 to 64") }
+if options.json, options.players.isEmpty { fail("--json goes with --player (players --player vlc --json)") }
 if kind == "plots", options.svgDirectory == nil { fail("plots needs --svg DIR (where to write the plots)") }
 guard FileManager.default.isExecutableFile(atPath: options.executable) else {
     fail("no coplay executable at \(options.executable)")
