@@ -76,7 +76,17 @@ struct KodiPlayer: FollowingPlayer {
     /// would land anywhere in ±150 ms; paused, the seek lands on its millisecond, and a start from
     /// a pause is even to a few. Its own pause's and play's notifications are not the person's.
     private var skipResumeAt: MonotonicInstant?
-    private var skipEchoes: (pause: MonotonicInstant?, resume: MonotonicInstant?)
+    /// A skip's own pauses and plays whose notification may still come, each until when it is
+    /// expected (`FollowerSettings.echoGrace` after Kodi answered it). Notifications reach the
+    /// agent late (a busy box, a Wi-Fi link), coalesced, and not always in the order Kodi wrote them:
+    /// counted by kind, not matched by order. Bounded by `Settings.Players.kodiSkipEchoesMax`.
+    private var skipEchoes: (pause: [MonotonicInstant], resume: [MonotonicInstant]) = ([], [])
+    /// What Kodi last answered a pause or play of coplay's with (whether it then played), and when
+    /// coplay last asked for each: a notification against that answer, shortly after coplay asked
+    /// what it says, is the late echo of an older ask that a newer one undid (notifications come
+    /// late, and not always in the order written), not the person's.
+    private var answeredState: (playing: Bool, at: MonotonicInstant)?
+    private var askedAt: (pause: MonotonicInstant?, play: MonotonicInstant?)
     /// Moved on by every seek: a reading asked before one is not half of an edge after it.
     private var huntGeneration = 0
     /// When Kodi last wrote anything, and when the oldest request still unanswered went: Kodi
@@ -110,7 +120,7 @@ struct KodiPlayer: FollowingPlayer {
             var target = position
             if playing, skipResumeAt == nil {
                 skipResumeAt = now.monotonic + Settings.Players.kodiSkipTime
-                expectEcho(resume: false, until: now.monotonic + FollowerSettings.echoGrace)
+                expectEcho(resume: false, now: now)
                 send("Player.PlayPause", ["playerid": .int(playerID), "play": false], as: .skipPause, now: now)
                 // The follower aimed the skip where the group will be once its learnt seek cost has
                 // passed (a cost it holds under a second); this one lands after the skip's pause and
@@ -209,7 +219,7 @@ struct KodiPlayer: FollowingPlayer {
         if let due = hunt?.nextPollAt, due <= now.monotonic { poll(now: now) }
         if let due = skipResumeAt, due <= now.monotonic, phase == .open {
             skipResumeAt = nil
-            expectEcho(resume: true, until: now.monotonic + FollowerSettings.echoGrace)
+            expectEcho(resume: true, now: now)
             send("Player.PlayPause", ["playerid": .int(playerID), "play": true], as: .skipResume, now: now)
         }
         if let (at, attempt) = reopen, at <= now.monotonic {
@@ -259,7 +269,7 @@ struct KodiPlayer: FollowingPlayer {
                 + " \(Settings.Players.kodiRetry)")
         requests.removeAll()
         (sentAt, hunt, ownSeeks) = (nil, nil, 0)
-        (playing, skipResumeAt) = (false, nil)
+        (playing, skipResumeAt, skipEchoes) = (false, nil, ([], []))
         let wasOpen = phase == .open
         phase = .idle
         silent = false
@@ -307,6 +317,11 @@ struct KodiPlayer: FollowingPlayer {
         let result = message["result"]
         let failed = result == nil
         switch request {
+        case .asked(.pause), .skipPause, .skipResume, .openPause:
+            if let speed = result?["speed"]?.integer { answeredState = (speed != 0, now.monotonic) }
+        default: break
+        }
+        switch request {
         case .version:
             if let number = result?["version"], let major = number["major"]?.integer {
                 version = "\(major).\(number["minor"]?.integer ?? 0)"
@@ -350,13 +365,9 @@ struct KodiPlayer: FollowingPlayer {
             // A skip's restart is its play, still to come.
             return ownSeeks == 0 && phase == .open && skipResumeAt == nil ? observe(.restarted, now: now) : []
         case .skipPause:
-            if skipEchoes.pause != nil {
-                expectEcho(resume: false, until: now.monotonic + Settings.Players.kodiEchoAfterAnswer)
-            }
+            answeredEcho(resume: false, now: now)
         case .skipResume:
-            if skipEchoes.resume != nil {
-                expectEcho(resume: true, until: now.monotonic + Settings.Players.kodiEchoAfterAnswer)
-            }
+            answeredEcho(resume: true, now: now)
             return ownSeeks == 0 && phase == .open ? observe(.restarted, now: now) : []
         case .sample(let sentAt, let generation):
             return sampled(result, sentAt: sentAt, generation: generation, now: now)
@@ -381,6 +392,19 @@ struct KodiPlayer: FollowingPlayer {
             return observe(.positionUnavailable, now: now)
         }
         let middle = WallInstant(unixNanos: sentAt.wall.unixNanos &+ (now.wall.unixNanos &- sentAt.wall.unixNanos) / 2)
+        if speed == 0, playing, skipResumeAt == nil, askedAt.play.map({ sentAt.monotonic > $0 }) ?? true,
+            askedAt.pause.map({ now.monotonic - $0 > FollowerSettings.echoGrace }) ?? true
+        {
+            // Kodi stands paused, asked by no one here: the person paused it, and its OnPause
+            // (late: a busy box, Wi-Fi) is still to come. Said now, before the follower takes the
+            // standing clock for a lag and skips (a skip's pause would swallow that OnPause, and its
+            // play undo the person's pause); the OnPause, when it comes, is this one's. (Kodi
+            // filling its cache keeps its speed: its clock stands, and that is a lag.)
+            hunt = nil
+            playing = false
+            skipEchoes.pause.append(now.monotonic + FollowerSettings.echoGrace)
+            return observe(.paused(true), now: now) + observe(.position(time, at: middle), now: now)
+        }
         // Paused, or standing (starting, buffering) longer than a step: as it is.
         if speed == 0 || now.monotonic - current.began >= Settings.Players.kodiStepMax {
             hunt = nil
@@ -409,13 +433,13 @@ struct KodiPlayer: FollowingPlayer {
                 phase = .opening(since: since, pausing: true)
                 send("Player.PlayPause", ["playerid": .int(playerID), "play": false], as: .openPause, now: now)
             case .open where method == "Player.OnResume":
-                guard !ownEcho(resume: true, now: now) else { break }
+                guard !ownEcho(resume: true, now: now), !undone(playing: true, now: now) else { break }
                 playing = true
                 return observe(.paused(false), now: now)
             default: break
             }
         case "Player.OnPause":
-            guard phase == .open, !ownEcho(resume: false, now: now) else { break }
+            guard phase == .open, !ownEcho(resume: false, now: now), !undone(playing: false, now: now) else { break }
             playing = false
             return observe(.paused(true), now: now)
         case "Player.OnSpeedChanged":
@@ -447,17 +471,51 @@ struct KodiPlayer: FollowingPlayer {
         return []
     }
 
-    /// A skip's own pause (or play) was sent: its notification, which Kodi writes just after its
-    /// answer, is not the person's. Expected until the answer, and for
-    /// `Settings.Players.kodiEchoAfterAnswer` after it.
-    private mutating func expectEcho(resume: Bool, until: MonotonicInstant?) {
-        if resume { skipEchoes.resume = until } else { skipEchoes.pause = until }
+    /// A skip's own pause (or play) was sent: its notification is not the person's. Expected
+    /// `FollowerSettings.echoGrace` from now, and as long after Kodi's answer; however late it comes
+    /// within that, and whatever came between.
+    private mutating func expectEcho(resume: Bool, now: Timestamp) {
+        let until = now.monotonic + FollowerSettings.echoGrace
+        if resume { skipEchoes.resume.append(until) } else { skipEchoes.pause.append(until) }
+        if skipEchoes.pause.count > Settings.Players.kodiSkipEchoesMax { skipEchoes.pause.removeFirst() }
+        if skipEchoes.resume.count > Settings.Players.kodiSkipEchoesMax { skipEchoes.resume.removeFirst() }
     }
 
-    /// Whether this `OnPause` (or `OnResume`) is a skip's own.
+    /// Kodi answered a skip's own pause (or play): its notification is expected for
+    /// `FollowerSettings.echoGrace` from the answer (the oldest such still expected).
+    private mutating func answeredEcho(resume: Bool, now: Timestamp) {
+        let until = now.monotonic + FollowerSettings.echoGrace
+        if resume, let first = skipEchoes.resume.firstIndex(where: { $0 < until }) {
+            skipEchoes.resume[first] = until
+        } else if !resume, let first = skipEchoes.pause.firstIndex(where: { $0 < until }) {
+            skipEchoes.pause[first] = until
+        }
+    }
+
+    /// Whether this `OnPause` (or `OnResume`) is a skip's own: one is still expected.
     private mutating func ownEcho(resume: Bool, now: Timestamp) -> Bool {
-        guard let until = resume ? skipEchoes.resume : skipEchoes.pause, now.monotonic <= until else { return false }
-        expectEcho(resume: resume, until: nil)
+        skipEchoes.pause.removeAll { $0 < now.monotonic }
+        skipEchoes.resume.removeAll { $0 < now.monotonic }
+        if resume, !skipEchoes.resume.isEmpty {
+            skipEchoes.resume.removeFirst()
+            return true
+        }
+        if !resume, !skipEchoes.pause.isEmpty {
+            skipEchoes.pause.removeFirst()
+            return true
+        }
+        return false
+    }
+
+    /// Whether a notification that Kodi plays (or pauses) is an older ask's, undone since: Kodi's
+    /// last answer to coplay said the other, within `FollowerSettings.echoGrace`, and coplay asked
+    /// for what this says within that too. A person's key in that moment is lost, as the follower's
+    /// `Echoes` lose one: better than a group command nobody typed.
+    private func undone(playing: Bool, now: Timestamp) -> Bool {
+        guard let state = answeredState, state.playing != playing,
+            now.monotonic - state.at <= FollowerSettings.echoGrace,
+            let asked = playing ? askedAt.play : askedAt.pause, now.monotonic - asked <= FollowerSettings.echoGrace
+        else { return false }
         return true
     }
 
@@ -476,6 +534,9 @@ struct KodiPlayer: FollowingPlayer {
 
     private mutating func send(_ method: String, _ params: [String: JSONValue]?, as request: Request, now: Timestamp?) {
         let id = requests.add(request).id
+        if method == "Player.PlayPause", let now {
+            if params?["play"] == .bool(true) { askedAt.play = now.monotonic } else { askedAt.pause = now.monotonic }
+        }
         var fields: [(String, JSONValue)] = [("jsonrpc", "2.0"), ("id", .int(id)), ("method", .string(method))]
         if let params { fields.append(("params", .object(params.sorted { $0.key < $1.key }))) }
         guard link.send(JSONValue.object(fields).serialized) else { return }
@@ -544,9 +605,10 @@ extension Settings.Players {
     /// How late Kodi's clock runs after a play that ends a skip's pause: 52-89 ms (measured). What
     /// is left is learnt by the follower as a start's bias.
     public static let kodiStartLag = 0.07
-    /// Kodi writes a pause's notification just after its answer (within a millisecond, seen): one
-    /// of a skip's own that comes later than this after the answer is the person's.
-    public static let kodiEchoAfterAnswer: Duration = .milliseconds(100)
+    /// A skip's own pauses (and plays) whose notification may still come: one skip at a time is
+    /// made, 1.2 s apart at least, and each is expected for 2 s (`FollowerSettings.echoGrace`), so
+    /// two at most are ever awaited; four bound a Kodi that answers and never notifies.
+    public static let kodiSkipEchoesMax = 4
     /// How long a line (who did what) stays on Kodi's screen.
     public static let kodiNoticeMilliseconds: Int64 = 4000
 }
