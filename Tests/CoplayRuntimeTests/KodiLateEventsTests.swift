@@ -125,7 +125,7 @@ import Testing
                     answer(id, #"{"speed":\#(speed)}"#)
                 case "Player.Seek":
                     guard let target = KodiPlayer.seconds(params?["value"]?["time"]) else { continue }
-                    if playing { skips += 1 }
+                    skips += 1
                     (anchorPosition, anchor) = (target, now.monotonic.nanos + (playing ? 400_000_000 : 0))
                     answer(id, #"{"percentage":10,"time":\#(timeObject(target)),"totaltime":\#(timeObject(3600))}"#)
                     notify(

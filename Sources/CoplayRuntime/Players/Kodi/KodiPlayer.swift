@@ -65,6 +65,8 @@ struct KodiPlayer: FollowingPlayer {
         var began: MonotonicInstant
         var nextPollAt: MonotonicInstant?
         var polling = false
+        /// Kodi said speed 0 while it should play, asked by no one here: since when.
+        var standing: MonotonicInstant?
     }
 
     private var hunt: Hunt?
@@ -81,12 +83,15 @@ struct KodiPlayer: FollowingPlayer {
     /// agent late (a busy box, a Wi-Fi link), coalesced, and not always in the order Kodi wrote them:
     /// counted by kind, not matched by order. Bounded by `Settings.Players.kodiSkipEchoesMax`.
     private var skipEchoes: (pause: [MonotonicInstant], resume: [MonotonicInstant]) = ([], [])
-    /// What Kodi last answered a pause or play of coplay's with (whether it then played), and when
-    /// coplay last asked for each: a notification against that answer, shortly after coplay asked
-    /// what it says, is the late echo of an older ask that a newer one undid (notifications come
-    /// late, and not always in the order written), not the person's.
-    private var answeredState: (playing: Bool, at: MonotonicInstant)?
-    private var askedAt: (pause: MonotonicInstant?, play: MonotonicInstant?)
+    /// The follower's own pauses and plays whose notification has not come, oldest first, each
+    /// until when it may (`FollowerSettings.echoGrace` twice). Notifications come late and not always
+    /// in the order written: one that came for a newer ask leaves the older ones of the other kind
+    /// superseded, and when theirs come late they are dropped, not taken for the person's (the
+    /// follower's `Echoes` hears each stream in order). Bounded by `Settings.Players.kodiSkipEchoesMax`.
+    private var followerAsks: [(play: Bool, superseded: Bool, until: MonotonicInstant)] = []
+    /// When Kodi was last asked to play, by the follower or a skip: a reading asked before it may
+    /// say it stands paused.
+    private var resumedAt: MonotonicInstant?
     /// Moved on by every seek: a reading asked before one is not half of an edge after it.
     private var huntGeneration = 0
     /// When Kodi last wrote anything, and when the oldest request still unanswered went: Kodi
@@ -269,7 +274,7 @@ struct KodiPlayer: FollowingPlayer {
                 + " \(Settings.Players.kodiRetry)")
         requests.removeAll()
         (sentAt, hunt, ownSeeks) = (nil, nil, 0)
-        (playing, skipResumeAt, skipEchoes) = (false, nil, ([], []))
+        (playing, skipResumeAt, skipEchoes, followerAsks) = (false, nil, ([], []), [])
         let wasOpen = phase == .open
         phase = .idle
         silent = false
@@ -316,11 +321,6 @@ struct KodiPlayer: FollowingPlayer {
         guard let request = forget(id) else { return [] }
         let result = message["result"]
         let failed = result == nil
-        switch request {
-        case .asked(.pause), .skipPause, .skipResume, .openPause:
-            if let speed = result?["speed"]?.integer { answeredState = (speed != 0, now.monotonic) }
-        default: break
-        }
         switch request {
         case .version:
             if let number = result?["version"], let major = number["major"]?.integer {
@@ -392,19 +392,29 @@ struct KodiPlayer: FollowingPlayer {
             return observe(.positionUnavailable, now: now)
         }
         let middle = WallInstant(unixNanos: sentAt.wall.unixNanos &+ (now.wall.unixNanos &- sentAt.wall.unixNanos) / 2)
-        if speed == 0, playing, skipResumeAt == nil, askedAt.play.map({ sentAt.monotonic > $0 }) ?? true,
-            askedAt.pause.map({ now.monotonic - $0 > FollowerSettings.echoGrace }) ?? true
+        if speed == 0, playing, skipResumeAt == nil,
+            resumedAt.map({ sentAt.monotonic > $0 + Settings.Players.kodiPlayShows }) ?? true
         {
-            // Kodi stands paused, asked by no one here: the person paused it, and its OnPause
-            // (late: a busy box, Wi-Fi) is still to come. Said now, before the follower takes the
-            // standing clock for a lag and skips (a skip's pause would swallow that OnPause, and its
-            // play undo the person's pause); the OnPause, when it comes, is this one's. (Kodi
+            // Kodi stands paused, asked by no one here: read again until it has for
+            // `Settings.Players.kodiPausedSure` (Kodi says speed 0 a moment now and then as it
+            // plays), and meanwhile no position, so that the follower does not take the standing
+            // clock for a lag and skip (a skip's pause would swallow the person's OnPause, and its
+            // play undo their pause). Then the person paused it, and its OnPause (late: a busy box,
+            // Wi-Fi) is still to come: said now; the OnPause, when it comes, is this one's. (Kodi
             // filling its cache keeps its speed: its clock stands, and that is a lag.)
+            let since = current.standing ?? now.monotonic
+            guard now.monotonic - since >= Settings.Players.kodiPausedSure else {
+                current.standing = since
+                current.nextPollAt = now.monotonic + Settings.Players.kodiPollInterval
+                hunt = current
+                return []
+            }
             hunt = nil
             playing = false
             skipEchoes.pause.append(now.monotonic + FollowerSettings.echoGrace)
             return observe(.paused(true), now: now) + observe(.position(time, at: middle), now: now)
         }
+        current.standing = nil
         // Paused, or standing (starting, buffering) longer than a step: as it is.
         if speed == 0 || now.monotonic - current.began >= Settings.Players.kodiStepMax {
             hunt = nil
@@ -433,13 +443,15 @@ struct KodiPlayer: FollowingPlayer {
                 phase = .opening(since: since, pausing: true)
                 send("Player.PlayPause", ["playerid": .int(playerID), "play": false], as: .openPause, now: now)
             case .open where method == "Player.OnResume":
-                guard !ownEcho(resume: true, now: now), !undone(playing: true, now: now) else { break }
+                guard !ownEcho(resume: true, now: now), !supersededEcho(playing: true, now: now) else { break }
                 playing = true
                 return observe(.paused(false), now: now)
             default: break
             }
         case "Player.OnPause":
-            guard phase == .open, !ownEcho(resume: false, now: now), !undone(playing: false, now: now) else { break }
+            guard phase == .open, !ownEcho(resume: false, now: now), !supersededEcho(playing: false, now: now) else {
+                break
+            }
             playing = false
             return observe(.paused(true), now: now)
         case "Player.OnSpeedChanged":
@@ -507,15 +519,18 @@ struct KodiPlayer: FollowingPlayer {
         return false
     }
 
-    /// Whether a notification that Kodi plays (or pauses) is an older ask's, undone since: Kodi's
-    /// last answer to coplay said the other, within `FollowerSettings.echoGrace`, and coplay asked
-    /// for what this says within that too. A person's key in that moment is lost, as the follower's
-    /// `Echoes` lose one: better than a group command nobody typed.
-    private func undone(playing: Bool, now: Timestamp) -> Bool {
-        guard let state = answeredState, state.playing != playing,
-            now.monotonic - state.at <= FollowerSettings.echoGrace,
-            let asked = playing ? askedAt.play : askedAt.pause, now.monotonic - asked <= FollowerSettings.echoGrace
-        else { return false }
+    /// Whether a notification that Kodi plays (or pauses) is the late echo of a follower's ask that
+    /// a newer one's notification superseded: dropped. The echo of one not superseded goes on to the
+    /// follower, and supersedes the older asks of the other kind.
+    private mutating func supersededEcho(playing: Bool, now: Timestamp) -> Bool {
+        followerAsks.removeAll { $0.until < now.monotonic }
+        if let index = followerAsks.firstIndex(where: { $0.play == playing && !$0.superseded }) {
+            for older in followerAsks.indices where older < index { followerAsks[older].superseded = true }
+            followerAsks.remove(at: index)
+            return false
+        }
+        guard let stale = followerAsks.firstIndex(where: { $0.play == playing }) else { return false }
+        followerAsks.remove(at: stale)
         return true
     }
 
@@ -535,7 +550,12 @@ struct KodiPlayer: FollowingPlayer {
     private mutating func send(_ method: String, _ params: [String: JSONValue]?, as request: Request, now: Timestamp?) {
         let id = requests.add(request).id
         if method == "Player.PlayPause", let now {
-            if params?["play"] == .bool(true) { askedAt.play = now.monotonic } else { askedAt.pause = now.monotonic }
+            let play = params?["play"] == .bool(true)
+            if play { resumedAt = now.monotonic }
+            if case .asked = request {
+                followerAsks.append((play, false, now.monotonic + FollowerSettings.echoGrace * 2))
+                if followerAsks.count > Settings.Players.kodiSkipEchoesMax { followerAsks.removeFirst() }
+            }
         }
         var fields: [(String, JSONValue)] = [("jsonrpc", "2.0"), ("id", .int(id)), ("method", .string(method))]
         if let params { fields.append(("params", .object(params.sorted { $0.key < $1.key }))) }
@@ -607,8 +627,16 @@ extension Settings.Players {
     public static let kodiStartLag = 0.07
     /// A skip's own pauses (and plays) whose notification may still come: one skip at a time is
     /// made, 1.2 s apart at least, and each is expected for 2 s (`FollowerSettings.echoGrace`), so
-    /// two at most are ever awaited; four bound a Kodi that answers and never notifies.
+    /// two at most are ever awaited; four bound a Kodi that answers and never notifies. The same
+    /// bound holds the follower's own pauses and plays awaited (it asks one at a time, seconds apart).
     public static let kodiSkipEchoesMax = 4
+    /// A play asked of Kodi shows in its speed within this: Kodi hands the play to its player and
+    /// may answer, and answer a reading, before it has (its clock then starts 52-89 ms after the
+    /// ask, measured). A reading at speed 0 asked sooner after a play is no sign of the person.
+    public static let kodiPlayShows: Duration = .milliseconds(300)
+    /// How long Kodi must say speed 0, asked by no one here, before it is the person's pause said
+    /// ahead of its notification.
+    public static let kodiPausedSure: Duration = .milliseconds(250)
     /// How long a line (who did what) stays on Kodi's screen.
     public static let kodiNoticeMilliseconds: Int64 = 4000
 }
