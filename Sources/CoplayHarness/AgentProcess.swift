@@ -142,6 +142,26 @@ public final class AgentProcess: @unchecked Sendable {
     }
 
     /// Every event so far.
+    /// Sends `signal` to a player's process `pid` and waits for this agent to say something that
+    /// contains `text` (within `timeout`): how long after the signal it said so, or nil.
+    public func says(_ text: String, after signal: Int32, to pid: Int32, within timeout: Duration) -> Duration? {
+        kill(pid, signal)
+        let sent = ContinuousClock.now
+        guard waitForDiagnostic(timeout: timeout, where: { $0.contains(text) }) else { return nil }
+        return ContinuousClock.now - sent
+    }
+
+    /// The group commands this agent saw from its event number `index` on (up to `end`) that a
+    /// player's own trouble could have made: any pause, seek or wait, and a start by `peer`. A
+    /// player that freezes, crashes or comes back must make none.
+    public func commandsSeen(since index: Int, until end: Int? = nil, startedBy peer: String) -> [AgentEvent] {
+        let events = allEvents
+        let last = min(end ?? events.count, events.count)
+        return events[min(index, last)..<last].filter {
+            ["paused", "time-jumped", "waiting"].contains($0.name) || ($0.name == "playing" && $0.line.contains(peer))
+        }
+    }
+
     public var allEvents: [AgentEvent] {
         condition.lock()
         defer { condition.unlock() }

@@ -116,7 +116,7 @@ extension Benchmarks {
             ]
             dump.standardOutput = FileHandle.nullDevice
             let dumpLog = path("tcpdump.log")
-            FileManager.default.createFile(atPath: dumpLog, contents: nil)
+            _ = FileManager.default.createFile(atPath: dumpLog, contents: nil)
             dump.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: dumpLog))
             try dump.run()
             defer {

@@ -121,12 +121,8 @@ struct KodiAgentTests {
         // again it follows the group again.
         let kodiPID = try #require(kodi.kodiPIDs.first, "Kodi runs")
         let frozenFrom = alice.allEvents.count
-        kill(kodiPID, SIGSTOP)
-        let stopped = ContinuousClock.now
-        #expect(
-            bob.waitForDiagnostic(timeout: .seconds(3)) { $0.contains("Kodi has answered nothing") },
-            "bob said its Kodi stopped")
-        let saidAfter = ContinuousClock.now - stopped
+        let saidAfter = bob.says("Kodi has answered nothing", after: SIGSTOP, to: kodiPID, within: .seconds(3))
+        #expect(saidAfter != nil, "bob said its Kodi stopped")
         let mpvBefore = mpv.number("time-pos") ?? .nan
         usleep(10_000_000)
         let mpvAfter = mpv.number("time-pos") ?? .nan
@@ -138,7 +134,8 @@ struct KodiAgentTests {
         usleep(8_000_000)
         let resumed = remote.offsets(against: mpv, seconds: 5)
         print(
-            "Kodi stopped 10 s: said after \(saidAfter); then Kodi − mpv \(Distribution(resumed).summary(unit: "ms"))")
+            "Kodi stopped 10 s: said after \(saidAfter ?? .zero); then Kodi − mpv \(Distribution(resumed).summary(unit: "ms"))"
+        )
         #expect(
             resumed.count >= 10 && abs(Distribution(resumed).percentile(0.5)) <= 20,
             "\(Distribution(resumed).summary(unit: "ms"))")
@@ -152,9 +149,7 @@ struct KodiAgentTests {
         #expect(
             realigned.count >= 10 && abs(Distribution(realigned).percentile(0.5)) <= 20,
             "\(Distribution(realigned).summary(unit: "ms"))")
-        let commands = alice.allEvents[frozenFrom..<realignFrom].filter {
-            ["paused", "time-jumped", "waiting"].contains($0.name) || ($0.name == "playing" && $0.line.contains("bob"))
-        }
+        let commands = alice.commandsSeen(since: frozenFrom, until: realignFrom, startedBy: "bob")
         #expect(commands.isEmpty, "the freeze moved the group: \(commands)")
 
         // Kodi killed outright and started again (a box restarted): bob stays, says so, and once
