@@ -108,10 +108,17 @@ public final class VlcObserver: Sendable {
     /// The agent's environment that points its VLC's script here.
     public var observeEnvironment: [String: String] { ["COPLAY_VLC_OBSERVE": String(port)] }
 
+    /// Each VLC's script connects in turn (a VLC started again after a crash connects anew).
     private func read() {
-        let connection = accept(listener, nil, nil)
-        guard connection >= 0 else { return }
-        defer { close(connection) }
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            readSteps(from: connection)
+            close(connection)
+        }
+    }
+
+    private func readSteps(from connection: Int32) {
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {

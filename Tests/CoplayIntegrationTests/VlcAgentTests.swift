@@ -89,17 +89,22 @@ struct VlcAgentTests {
         let events = bob.allEvents.filter { $0.name == "paused" }
         #expect(events.count >= 5, "bob said its pauses")
 
+        /// Four seconds of VLC's clock against mpv's, after a trouble: in step again.
+        func followsAgain(_ what: String) {
+            let offsets = observer.offsets(against: mpv, since: MpvClient.unixNanos(), seconds: 4)
+            print("\(what): VLC's clock − mpv's \(Distribution(offsets).summary(unit: "ms"))")
+            #expect(
+                offsets.count >= 10 && Distribution(offsets.map(abs)).percentile(0.99) <= 10,
+                "\(what): \(Distribution(offsets).summary(unit: "ms"))")
+        }
+
         // bob's VLC stopped whole for 10 s (SIGSTOP: a hung player): bob says so within 2 s and
         // stands aside; the group plays on, and VLC's clock falling behind is no group command;
         // once it runs again it follows the group again.
         let vlcPID = try #require(VlcObserver.pids(naming: rc).first, "bob's VLC runs")
         let frozenFrom = alice.allEvents.count
-        kill(vlcPID, SIGSTOP)
-        let stopped = ContinuousClock.now
-        #expect(
-            bob.waitForDiagnostic(timeout: .seconds(3)) { $0.contains("VLC has said nothing") },
-            "bob said its VLC stopped")
-        let saidAfter = ContinuousClock.now - stopped
+        let saidAfter = bob.says("VLC has said nothing", after: SIGSTOP, to: vlcPID, within: .seconds(3))
+        #expect(saidAfter != nil, "bob said its VLC stopped")
         let mpvBefore = mpv.number("time-pos") ?? .nan
         usleep(10_000_000)
         let mpvAfter = mpv.number("time-pos") ?? .nan
@@ -107,17 +112,25 @@ struct VlcAgentTests {
         #expect(mpvAfter - mpvBefore > 9, "alice's mpv played on: \(mpvBefore) → \(mpvAfter)")
         #expect(bob.waitForDiagnostic(timeout: .seconds(3)) { $0.contains("VLC speaks again") })
         usleep(3_000_000)
-        let resumed = observer.offsets(against: mpv, since: MpvClient.unixNanos(), seconds: 4)
-        print(
-            "VLC stopped 10 s: said after \(saidAfter); then VLC's clock − mpv's \(Distribution(resumed).summary(unit: "ms"))"
-        )
-        #expect(
-            resumed.count >= 10 && Distribution(resumed.map(abs)).percentile(0.99) <= 10,
-            "\(Distribution(resumed).summary(unit: "ms"))")
-        let commands = alice.allEvents[frozenFrom...].filter {
-            ["paused", "time-jumped", "waiting"].contains($0.name) || ($0.name == "playing" && $0.line.contains("bob"))
-        }
+        followsAgain("VLC stopped 10 s: said after \(saidAfter ?? .zero)")
+        let commands = alice.commandsSeen(since: frozenFrom, startedBy: "bob")
         #expect(commands.isEmpty, "the freeze moved the group: \(commands)")
+
+        // bob's VLC killed (SIGKILL: the kernel's OOM killer, or a crash): bob says so within 2 s
+        // and stands aside, starts another VLC, plays the group's film there again and follows
+        // it; the group never moves for it.
+        let crashedFrom = alice.allEvents.count
+        let killedPID = try #require(VlcObserver.pids(naming: rc).first, "bob's VLC runs")
+        let killed = ContinuousClock.now
+        let killSaidAfter = bob.says("VLC ended by signal 9", after: SIGKILL, to: killedPID, within: .seconds(3))
+        #expect(killSaidAfter != nil, "bob said its VLC was killed")
+        #expect(bob.waitForDiagnostic(timeout: .seconds(20)) { $0.contains("VLC is back") }, "bob started VLC again")
+        let backAfter = ContinuousClock.now - killed
+        #expect(VlcObserver.pids(naming: rc).count == 1 && VlcObserver.pids(naming: rc).first != killedPID)
+        usleep(4_000_000)
+        followsAgain("VLC killed: said after \(killSaidAfter ?? .zero), back after \(backAfter); 4 s later")
+        let crashCommands = alice.commandsSeen(since: crashedFrom, startedBy: "bob")
+        #expect(crashCommands.isEmpty, "the crash moved the group: \(crashCommands)")
 
         // bob killed outright: its VLC goes with it (the script's next write fails), within 2 s.
         #expect(Self.processes(naming: rc) == 1, "bob's VLC runs")
@@ -153,6 +166,21 @@ struct VlcAgentTests {
         #expect(
             refused.diagnostics.contains { $0.contains("VLC exited") && $0.contains("--vlc-option") },
             "\(refused.diagnostics)")
+        // The person quits VLC (its own quit, as its menu's): the agent leaves, as with mpv; a quit
+        // is no crash, and no VLC is started again.
+        let rc = directory.appendingPathComponent("end-rc.sock").path
+        let quitter = try AgentProcess(
+            executable: coplay, name: "frank",
+            arguments: common + ["--player", "vlc", "--vlc-option", "vout=dummy", "--vlc-option", "aout=dummy"]
+                + ["--vlc-option", "extraintf=oldrc", "--vlc-option", "rc-unix=\(rc)", "--vlc-option", "rc-fake-tty"]
+                + vlcPath)
+        #expect(quitter.waitForEvent(timeout: .seconds(15)) { $0.name == "session" } != nil)
+        #expect(waitUntil(.seconds(5)) { FileManager.default.fileExists(atPath: rc) })
+        try VlcObserver.remoteControl(rc, "quit")
+        #expect(quitter.waitForExit(timeout: .seconds(5)) != nil, "frank left when its VLC was quit")
+        #expect(quitter.diagnostics.contains { $0.contains("the player (vlc) closed") }, "\(quitter.diagnostics)")
+        #expect(!quitter.diagnostics.contains { $0.contains("starts again") }, "\(quitter.diagnostics)")
+        #expect(VlcObserver.pids(naming: rc).isEmpty)
         // Run as root with no --vlc-path, it is said plainly.
         if isRoot {
             let root = try AgentProcess(executable: coplay, name: "erin", arguments: common + ["--player", "vlc"])

@@ -19,8 +19,7 @@ import Testing
             socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
             descriptor = pair[1]
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-            player = VlcPlayer(
-                socket: LineSocket(descriptor: pair[0]), process: nil, scriptFolder: nil, settings: Settings())
+            player = VlcPlayer(link: VlcLink(connected: LineSocket(descriptor: pair[0])), settings: Settings())
         }
 
         deinit { close(descriptor) }

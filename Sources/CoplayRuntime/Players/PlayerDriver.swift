@@ -83,6 +83,8 @@ struct PlayerConnections {
     var server: LineServer?
     /// Kodi's JSON-RPC connection, made again whenever it ends.
     var kodi: KodiLink?
+    /// The VLC the agent started, started again after a crash.
+    var vlc: VlcLink?
 
     /// Opens the player: its driver, and its connections. Each plays this machine's own copy of
     /// an item known by its content, found in `mediaFolders` too (`OwnCopyPlayer`), aimed early
@@ -103,8 +105,8 @@ struct PlayerConnections {
             let (mpv, socket) = try MpvPlayer.connect(options, settings: settings)
             return (owning(LivePlayer(mpv, settings: settings)), PlayerConnections(connection: socket))
         case .vlc(let options):
-            let (vlc, socket) = try VlcPlayer.connect(options, settings: settings)
-            return (owning(vlc), PlayerConnections(connection: socket))
+            let (vlc, link) = try VlcPlayer.connect(options, settings: settings)
+            return (owning(vlc), PlayerConnections(vlc: link))
         case .kodi(let options):
             let link = KodiLink(options: options)
             return (owning(KodiPlayer(link: link, settings: settings)), PlayerConnections(kodi: link))
@@ -130,6 +132,12 @@ struct PlayerConnections {
                 }, ended: ended)
         }
         if let connection { read(connection) { feed.yield(.playerClosed) } }
+        vlc?.start(
+            lineBytesMax: lineBytesMax, clock: clock,
+            line: { bytes, stamp in
+                guard queued.enter(limit: linesMax) else { return }
+                feed.yield(.playerLine(bytes, receivedAt: stamp))
+            }, connected: { feed.yield(.playerConnected) }, closed: { feed.yield(.playerClosed) })
         if let kodi {
             kodi.start(
                 frameBytesMax: lineBytesMax, retry: Settings.Players.kodiRetry, clock: clock,

@@ -248,6 +248,7 @@ public actor AgentShell {
             case .playerClosed:
                 let now = clock.now()
                 let (reports, leave) = player.disconnected(now: now)
+                sayPlayerNotes()
                 guard leave else {
                     if let status = playerChanged(reports: reports) { return status }
                     continue

@@ -12,12 +12,18 @@ public struct VlcOptions: Sendable, Equatable {
 }
 
 extension VlcPlayer {
+    /// Starts VLC with coplay's interface script (`VlcLink`), and its driver.
+    static func connect(_ options: VlcOptions, settings: Settings) throws(SocketError) -> (VlcPlayer, VlcLink) {
+        let link = try VlcLink(options: options)
+        return (VlcPlayer(link: link, settings: settings), link)
+    }
+
     /// Starts VLC with coplay's interface script, speaking on its standard input and output (one
     /// end of a socket pair, which this end alone reads without waiting): VLC ends when the agent
     /// does, however it ends, since the script's next write fails. The script is written to a
     /// folder of its own, named to VLC as its user data folder (`XDG_DATA_HOME`), where VLC looks
-    /// for interface scripts first.
-    static func connect(_ options: VlcOptions, settings: Settings) throws(SocketError) -> (VlcPlayer, LineSocket) {
+    /// for interface scripts first. Returns once the script said hello.
+    static func launch(_ options: VlcOptions) throws(SocketError) -> (LineSocket, ChildProcess, String) {
         if options.path == nil, geteuid() == 0 {
             throw SocketError(
                 "VLC refuses to run as root: start coplay as your own user (or give --vlc-path a program that"
@@ -61,7 +67,7 @@ extension VlcPlayer {
             removeScript(in: folder)
             throw error
         }
-        return (VlcPlayer(socket: socket, process: process, scriptFolder: folder, settings: settings), socket)
+        return (socket, process, folder)
     }
 
     /// Writes the script to `FOLDER/vlc/lua/intf/coplay.lua` in a new folder, readable by all (a

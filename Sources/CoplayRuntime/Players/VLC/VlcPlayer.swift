@@ -18,10 +18,8 @@ import Glibc
 /// - VLC shows no interstitial of its own: one is refused with the reason.
 struct VlcPlayer: FollowingPlayer {
     let kind = "vlc"
-    private let socket: LineSocket
-    private let process: ChildProcess?
-    /// The folder the script was written to for the VLC this agent started: removed at close.
-    private let scriptFolder: String?
+    /// The VLC and its connection (started again after a crash: `VlcLink`).
+    private let link: VlcLink
     private let settings: Settings
     var follower: PlayerFollower
 
@@ -51,11 +49,12 @@ struct VlcPlayer: FollowingPlayer {
     /// something else on VLC's standard output): counted, the first said.
     private(set) var unknownLines = 0
     private var notes: [String] = []
+    /// VLC crashed with an item loaded and is being started again: the follower was told of a
+    /// stall, and hears it is over once the new VLC has the item loaded.
+    private var standingAside = false
 
-    init(socket: LineSocket, process: ChildProcess?, scriptFolder: String?, settings: Settings) {
-        self.socket = socket
-        self.process = process
-        self.scriptFolder = scriptFolder
+    init(link: VlcLink, settings: Settings) {
+        self.link = link
         self.settings = settings
         self.requests = PendingRequests(limit: settings.playerRequestsMax)
         self.follower = PlayerFollower(.vlc, settings: settings)
@@ -157,6 +156,13 @@ struct VlcPlayer: FollowingPlayer {
         case "loaded":
             guard let id = number(1), id == loadRequest, item != nil else { return [] }
             fileLoaded = true
+            if standingAside {
+                // A VLC started again after a crash has the group's item: the stall is over, and
+                // the follower takes it to where the group is.
+                standingAside = false
+                notes.append("VLC is back: following the group")
+                return observe(.starved(false), now: now)
+            }
             // VLC opened it paused, at its start: as mpv's `playback-restart` after a load, unless
             // the follower seeks on from there.
             let reports = observe(.loaded, now: now)
@@ -207,7 +213,7 @@ struct VlcPlayer: FollowingPlayer {
     /// A line on VLC's on-screen display (`OnScreen`, which bounds it and makes control
     /// characters spaces), kept on one line of the script's.
     mutating func show(_ text: String) {
-        socket.send("osd " + String(text.map { $0.isNewline ? " " : $0 }))
+        link.send("osd " + String(text.map { $0.isNewline ? " " : $0 }))
     }
 
     // MARK: Sending
@@ -215,7 +221,7 @@ struct VlcPlayer: FollowingPlayer {
     @discardableResult
     private mutating func send(_ verb: String, _ argument: String? = nil, as request: Request) -> Int64 {
         let id = requests.add(request).id
-        socket.send([verb, String(id), argument].compactMap { $0 }.joined(separator: " "))
+        link.send([verb, String(id), argument].compactMap { $0 }.joined(separator: " "))
         return id
     }
 
@@ -273,17 +279,30 @@ struct VlcPlayer: FollowingPlayer {
 
     // MARK: Ending
 
-    /// VLC closed its end: the person quit it (or it died). The agent leaves and says why.
-    func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) { ([], true) }
-
-    mutating func close() {
-        if let process {
-            socket.send("quit")
-            process.waitForExit(patience: settings.mpvQuitPatience)
+    /// VLC closed its end. The person quit it: the agent leaves and says why. It crashed or was
+    /// killed: this participant stands aside while another VLC starts (`VlcLink`).
+    mutating func disconnected(now: Timestamp) -> (reports: [PlayerReport], leave: Bool) {
+        guard link.willRestart else {
+            if standingAside { notes.append("VLC could not be started again: leaving") }
+            return ([], true)
         }
-        socket.close()
-        if let scriptFolder { VlcPlayer.removeScript(in: scriptFolder) }
+        notes.append("VLC \(link.ending): standing aside while it starts again")
+        requests.removeAll()
+        (sampleRequest, loadRequest, fileLoaded, ownSeeks, silent, heardAt) = (nil, nil, false, 0, false, nil)
+        guard item != nil, !standingAside else { return ([], false) }
+        standingAside = true
+        return (observe(.starved(true), now: now), false)
     }
+
+    /// A VLC started again said hello: the group's item is loaded there again.
+    mutating func connected(now: Timestamp) -> [PlayerReport] {
+        heardAt = now.monotonic
+        guard let item else { return [] }
+        loadRequest = send("load", Self.uri(of: item.url), as: .load)
+        return []
+    }
+
+    mutating func close() { link.close(patience: settings.mpvQuitPatience) }
 }
 
 extension Settings {
@@ -292,6 +311,13 @@ extension Settings {
         /// The script says a line once a second at least: two seconds of nothing is a VLC stopped
         /// or hung, which stands aside as a stall until it speaks.
         public static let silenceMax: Duration = .seconds(2)
+        /// How many times a VLC that crashed or was killed is started again in an agent's life: a
+        /// VLC that dies at each start (a broken file, a plugin) ends the agent rather than loop.
+        public static let vlcRestartsMax = 10
+        /// How long after a crash VLC is started again (what it left behind, its window, goes
+        /// first), and how many starts are tried each time before the agent gives up and leaves.
+        public static let vlcRestartDelay: Duration = .seconds(1)
+        public static let vlcStartAttempts = 3
     }
 }
 
