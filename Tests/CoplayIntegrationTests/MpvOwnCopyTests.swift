@@ -80,6 +80,14 @@ struct MpvOwnCopyTests {
                     "cannotPlay:noCopy"
                 ]
             }, "alice hears carol stand aside")
+        // And that bob, playing his own copy, is ready with a synced clock: on a busy machine (CI
+        // runs the fast tier two tests a core) his word came after the play, which then waited for
+        // him past this test's patience.
+        #expect(
+            mpv.waitUntil(.seconds(10)) {
+                guard let peer = alice.peers()?.first(where: { $0["name"] as? String == "bob" }) else { return false }
+                return peer["ready"] as? Bool == true && peer["clockSynced"] as? Bool == true
+            }, "alice hears bob ready")
         alice.send("play")
         #expect(mpv.waitUntil(.seconds(10)) { mpvB.property("pause") as? Bool == false }, "bob plays on")
         #expect(mpv.waitUntil(.seconds(2)) { mpvA.property("pause") as? Bool == false }, "alice plays on")
