@@ -129,9 +129,8 @@ extension Benchmarks {
     /// there, that is only the namespace's loopback).
     private static func withSyncplay<T>(media: String, directory: URL, _ body: (PlayerPair) throws -> T) throws -> T {
         let namespace = "cpbench\(getpid())"
-        try Locations.run("/usr/sbin/ip", ["netns", "add", namespace])
-        defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
-        try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
+        try makeNamespace(namespace)
+        defer { removeNamespace(namespace) }
         func spawn(_ arguments: [String], home: String) throws -> Process {
             try spawnInNamespace(namespace, arguments, home: home)
         }
@@ -144,16 +143,10 @@ extension Benchmarks {
             for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             for process in processes { process.waitUntilExit() }
         }
-        let port = "18999"
+        let port = syncplayPort
         let serverHome = directory.appendingPathComponent("syncplay-server")
         try FileManager.default.createDirectory(at: serverHome, withIntermediateDirectories: true)
-        processes.append(
-            try spawn(["syncplay-server", "--port", port, "--disable-ready", "--disable-chat"], home: serverHome.path))
-        usleep(1_500_000)
-        guard processes[0].isRunning else {
-            let log = (try? String(contentsOfFile: serverHome.path + "/output.log", encoding: .utf8)) ?? ""
-            throw BenchError(description: "syncplay-server exited: \(log.suffix(400))")
-        }
+        processes.append(try startSyncplayServer(in: namespace, home: serverHome.path))
         for name in ["a", "b"] {
             let home = directory.appendingPathComponent("syncplay-home-\(name)")
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
@@ -174,6 +167,30 @@ extension Benchmarks {
             name: "Syncplay", a: clients[0], b: clients[1], resume: { clients[0].set("pause", false) },
             corrections: { nil })
         return try body(pair)
+    }
+
+    /// A network namespace of this run's own, its loopback up (`removeNamespace` deletes it).
+    static func makeNamespace(_ name: String) throws {
+        try Locations.run("/usr/sbin/ip", ["netns", "add", name])
+        try Locations.run("/usr/sbin/ip", ["netns", "exec", name, "ip", "link", "set", "lo", "up"])
+    }
+
+    static func removeNamespace(_ name: String) { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", name]) }
+
+    /// Where Syncplay's server listens, inside the namespace.
+    static let syncplayPort = "18999"
+
+    /// Syncplay's server in `namespace` (HOME and its log at `home`), running; killed and said if it
+    /// exited at start.
+    static func startSyncplayServer(in namespace: String, home: String) throws -> Process {
+        let server = try spawnInNamespace(
+            namespace, ["syncplay-server", "--port", syncplayPort, "--disable-ready", "--disable-chat"], home: home)
+        usleep(1_500_000)
+        guard server.isRunning else {
+            let log = (try? String(contentsOfFile: home + "/output.log", encoding: .utf8)) ?? ""
+            throw BenchError(description: "syncplay-server exited: \(log.suffix(400))")
+        }
+        return server
     }
 
     /// A process (Syncplay's server or a client) run inside network namespace `namespace`, with

@@ -80,12 +80,7 @@ extension Benchmarks {
             let bin = directory.appendingPathComponent("bin")
             try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
             let wrapper = bin.appendingPathComponent("vlc").path
-            let real = try Locations.onPath("vlc").orThrow("vlc is not installed")
-            try
-                (isRoot
-                ? "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups \(real) \"$@\"\n"
-                : "#!/bin/sh\nexec \(real) \"$@\"\n").write(toFile: wrapper, atomically: true, encoding: .utf8)
-            chmod(wrapper, 0o755)
+            try VlcObserver.writeLauncher(at: wrapper, asNobody: isRoot)
             vlcPath = wrapper
         }
         print(
@@ -291,9 +286,8 @@ extension Benchmarks {
         throws -> T
     {
         let namespace = "cpvlc\(getpid())"
-        try Locations.run("/usr/sbin/ip", ["netns", "add", namespace])
-        defer { _ = try? Locations.run("/usr/sbin/ip", ["netns", "del", namespace]) }
-        try Locations.run("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "lo", "up"])
+        try makeNamespace(namespace)
+        defer { removeNamespace(namespace) }
         let observer = try VlcObserver(namespace: namespace)
         var processes: [Process] = []
         var mpv: MpvClient?
@@ -308,22 +302,14 @@ extension Benchmarks {
             for process in processes { process.waitUntilExit() }
             for pid in VlcObserver.pids(naming: rc) { kill(pid, SIGKILL) }
         }
-        let port = "18999"
+        let port = syncplayPort
         func home(_ name: String) throws -> String {
             let home = directory.appendingPathComponent("syncplay-home-\(name)")
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
             chmod(home.path, 0o777)
             return home.path
         }
-        let serverHome = try home("server")
-        processes.append(
-            try spawnInNamespace(
-                namespace, ["syncplay-server", "--port", port, "--disable-ready", "--disable-chat"], home: serverHome))
-        usleep(1_500_000)
-        guard processes[0].isRunning else {
-            let log = (try? String(contentsOfFile: serverHome + "/output.log", encoding: .utf8)) ?? ""
-            throw BenchError(description: "syncplay-server exited: \(log.suffix(400))")
-        }
+        processes.append(try startSyncplayServer(in: namespace, home: try home("server")))
         let client = ["syncplay", "--no-gui", "--no-store", "-a", "127.0.0.1:\(port)", "-r", "bench"]
         let mpvSocket = directory.appendingPathComponent("syncplay-mpv.sock").path
         processes.append(

@@ -198,5 +198,14 @@ public final class VlcObserver: Sendable {
         }.compactMap { Int32($0) }
     }
 
+    /// Writes a program at `path` that starts Debian's VLC with the arguments it is given, as
+    /// `nobody` when `asNobody` (VLC refuses root; setpriv, from util-linux): a `--vlc-path`.
+    public static func writeLauncher(at path: String, asNobody: Bool) throws {
+        let vlc = try Locations.onPath("vlc").orThrow("vlc is not installed")
+        let run = asNobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups \(vlc)" : vlc
+        try "#!/bin/sh\nexec \(run) \"$@\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o755)
+    }
+
     public static var isInstalled: Bool { Locations.onPath("vlc") != nil }
 }

@@ -1,3 +1,4 @@
+import CoplayCore
 import Foundation
 import Testing
 
@@ -7,9 +8,10 @@ import Testing
 struct PlayersBenchTests {
     /// A clock stepping every 250 ms, seen 0-2 ms late at random: its floor is within that jitter,
     /// and a rate that bends the line (a follower steering it) adds nothing; one step seen 40 ms
-    /// late stands out only where it is more than 1 in 100.
+    /// late stands out only where it is more than 1 in 100 (as about 20 ms: half its lateness is
+    /// shared with each neighbour). Seeded, so that the jitter is the same every run.
     @Test func aClockFloor_isTheJitterOfItsSteps_notTheRateItIsSteeredAt() {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64(seed: 75)
         func steps(rate: Double, late: Set<Int> = []) -> [ClockStep] {
             (0..<200).map { index in
                 let seen = Double(index) * 0.25
@@ -22,7 +24,7 @@ struct PlayersBenchTests {
         #expect(steady > 0.5 && steady <= 2.0, "\(steady)")
         let steered = Benchmarks.clockFloor(steps(rate: 1.005))
         #expect(steered <= 2.0, "a rate of 1.005 counted as error: \(steered)")
-        #expect(Benchmarks.clockFloor(steps(rate: 1, late: [50, 120, 121])) >= 20, "three late steps in 200 hidden")
+        #expect(Benchmarks.clockFloor(steps(rate: 1, late: [50, 120, 121])) >= 15, "three late steps in 200 hidden")
         #expect(Benchmarks.clockFloor(Array(steps(rate: 1).prefix(5))).isNaN, "too few steps to tell")
     }
 }

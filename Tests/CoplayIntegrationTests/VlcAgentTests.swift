@@ -198,9 +198,7 @@ struct VlcAgentTests {
         chmod(directory.path, 0o777)
         guard isRoot else { return (directory, []) }
         let wrapper = directory.appendingPathComponent("vlc-as-nobody").path
-        try "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups vlc \"$@\"\n".write(
-            toFile: wrapper, atomically: true, encoding: .utf8)
-        chmod(wrapper, 0o755)
+        try VlcObserver.writeLauncher(at: wrapper, asNobody: true)
         return (directory, ["--vlc-path", wrapper])
     }
 

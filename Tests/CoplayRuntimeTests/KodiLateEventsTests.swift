@@ -15,10 +15,16 @@ import Testing
     /// Kodi as far as the driver sees it: its player's state, its 200 ms clock, its answers, and its
     /// notifications on their delays.
     final class SimulatedKodi {
-        let descriptor: Int32
-        var player: KodiPlayer
-        var now = Timestamp(
-            monotonic: MonotonicInstant(nanos: 5_000_000_000), wall: WallInstant(unixNanos: 1_780_000_000_000_000_000))
+        /// The driver over a socket pair, and the requests it sent (`KodiPlayerTests.FakeKodi`).
+        let wire = KodiPlayerTests.FakeKodi()
+        var player: KodiPlayer {
+            get { wire.player }
+            set { wire.player = newValue }
+        }
+        var now: Timestamp {
+            get { wire.now }
+            set { wire.now = newValue }
+        }
         var random: SplitMix64
         /// Kodi's clock: where it stood at `anchor` (monotonic ns), and whether it runs.
         var anchorPosition = 0.0
@@ -33,19 +39,8 @@ import Testing
         /// When the driver last asked Kodi to pause or play.
         var lastAsked: Int64 = 0
         var groupCommands: [PlayerReport] = []
-        private var pending: [UInt8] = []
 
-        init(seed: UInt64) {
-            random = SplitMix64(seed: seed)
-            var pair: [Int32] = [0, 0]
-            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
-            descriptor = pair[1]
-            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-            let link = KodiLink(options: KodiOptions(), connected: LineSocket(descriptor: pair[0]))
-            player = KodiPlayer(link: link, settings: Settings())
-        }
-
-        deinit { close(descriptor) }
+        init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
         /// Where Kodi's player is now (true position), and what its `time` says (it steps every
         /// 200 ms, at the true position of the step).
@@ -100,18 +95,7 @@ import Testing
 
         /// Reads what the driver asked, and does it.
         func serve() {
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { break }
-                pending += chunk[..<count]
-            }
-            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                defer { pending.removeSubrange(...end) }
-                guard let message = try? JSONParser.parse(Array(pending[..<end])), let id = message["id"]?.integer,
-                    let method = message["method"]?.string
-                else { continue }
-                let params = message["params"]
+            for (id, method, params) in wire.sent() {
                 switch method {
                 case "Player.Open":
                     (anchorPosition, anchor, playing) = (0, now.monotonic.nanos, true)

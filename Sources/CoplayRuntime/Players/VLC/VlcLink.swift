@@ -93,6 +93,14 @@ final class VlcLink: Sendable {
                     started = try? VlcPlayer.launch(options)
                 }
                 guard let (socket, process, folder) = started, !stopped.load(ordering: .relaxed) else {
+                    if let (socket, process, folder) = started {
+                        // Started while the agent was closing: it ends with the agent all the same.
+                        socket.send("quit")
+                        process.waitForExit(patience: .seconds(1))
+                        socket.close()
+                        VlcPlayer.removeScript(in: folder)
+                        return
+                    }
                     restarting.store(false, ordering: .releasing)
                     closed()
                     return
